@@ -1,0 +1,112 @@
+# kernelbot: one Makefile for the binary, its tests and its installation.
+#
+#   make            build build/kernelbot (installs missing Debian packages first)
+#   make test       unit, harness, fuzz-corpus and end-to-end tests (CI runs this)
+#   make SANITIZE=address,undefined test
+#   make lint       static analysis
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make device-bundle   the binary, its shared libraries and the harness in
+#                        device-bundle/, to carry to a GPU machine
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+SANITIZE ?=
+WERROR ?= 1
+BUILD ?= build/$(if $(SANITIZE),san,default)
+
+PKGS := jansson yaml-0.1 libgit2 libcurl libsodium libmicrohttpd sqlite3 \
+	libcrypto libsystemd libseccomp
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wvla -Wformat=2
+
+# Recursive (=) on purpose: pkg-config runs when a recipe needs the flags,
+# after the deps target has installed the packages that provide them.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+OPT ?= -O2 -g
+SAN_FLAGS = $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+KB_CPPFLAGS = -I. -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
+KB_CFLAGS = -std=c17 $(OPT) $(WARN) $(if $(filter 1,$(WERROR)),-Werror) \
+	-pthread -fstack-protector-strong $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
+KB_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
+KB_LIBS = $(PKG_LIBS) -ldl -lm $(LDLIBS)
+
+SRC_DIRS := common bot webhooks gitops pipeline gpu
+MAIN_SRC := bot/main.c
+LIB_SRCS := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB := $(BUILD)/libkernelbot.a
+BIN := $(BUILD)/kernelbot
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
+TEST_HELPER_BINS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+
+.PHONY: all deps test test-unit lint install device-bundle clean
+.DEFAULT_GOAL := all
+
+all: deps $(BIN)
+
+deps:
+	@sh scripts/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(BUILD)/obj/$(MAIN_SRC:.c=.o) $(LIB)
+	$(CC) $(KB_LDFLAGS) -o $@ $^ $(KB_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(KB_LIBS)
+
+test: all $(UNIT_BINS) $(TEST_HELPER_BINS)
+	@BUILD=$(BUILD) sh tests/run.sh
+
+test-unit: all $(UNIT_BINS) $(TEST_HELPER_BINS)
+	@BUILD=$(BUILD) sh tests/run.sh unit
+
+lint: deps
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--inline-suppr --std=c11 -D_GNU_SOURCE -I. $(SRC_DIRS)
+	for f in scripts/*.sh tests/run.sh tests/e2e/*.sh; do sh -n "$$f" || exit 1; done
+	/usr/bin/python3 -m py_compile gpu/harness/*.py gpu/harness/kbh/*.py
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kernelbot/harness/kbh
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
+	install -m 0644 gpu/harness/*.py $(DESTDIR)$(PREFIX)/share/kernelbot/harness/
+	install -m 0644 gpu/harness/kbh/*.py $(DESTDIR)$(PREFIX)/share/kernelbot/harness/kbh/
+
+# The GPU machine lacks libgit2, libsodium, libmicrohttpd and the rest:
+# bundle the binary with every non-libc library it links.
+device-bundle: all
+	rm -rf device-bundle
+	mkdir -p device-bundle/lib device-bundle/harness/kbh
+	cp $(BIN) device-bundle/kernelbot
+	cp gpu/harness/*.py device-bundle/harness/
+	cp gpu/harness/kbh/*.py device-bundle/harness/kbh/
+	ldd $(BIN) | awk '$$3 ~ /^\// { print $$3 }' | \
+		grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' | \
+		xargs -r -I{} cp -L {} device-bundle/lib/
+	printf '%s\n' 'd=$$(cd "$$(dirname "$$0")" 2>/dev/null && pwd)' \
+		'export LD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"' \
+		'exec "$$d/kernelbot" "$$@"' > device-bundle/run
+	chmod +x device-bundle/run
+	@echo "device-bundle: $$(ls device-bundle/lib | wc -l) libraries; run device-bundle/run CMD"
+
+clean:
+	rm -rf build device-bundle
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

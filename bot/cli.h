@@ -1,0 +1,27 @@
+/*
+ * cli: the subcommands of the kernelbot binary. Each cmd_* takes the
+ * arguments after its own name (argv[0] is the command name) and returns
+ * the process exit status: 0 success, 1 failure, 2 usage error.
+ */
+#ifndef KB_BOT_CLI_H
+#define KB_BOT_CLI_H
+
+#define EXIT_USAGE 2
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_trace(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* The command table, terminated by a zeroed entry. */
+extern const struct cli_command cli_commands[];
+
+/* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

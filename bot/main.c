@@ -1,0 +1,76 @@
+/*
+ * kernelbot: a self-hosted bot that turns the PyTorch modules of a
+ * repository into verified, optimized kernels and proposes them as pull
+ * requests. This file is only the git-style dispatcher.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bot/cli.h"
+#include "bot/version.h"
+#include "common/log.h"
+
+const struct cli_command cli_commands[] = {
+	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
+	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
+	{ NULL, NULL, NULL },
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kernelbot [--log-level LEVEL] COMMAND [ARGS...]\n\n"
+	    "commands:\n");
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f, "\nkernelbot COMMAND --help describes each command.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *env_level = getenv("KERNELBOT_LOG_LEVEL");
+	enum log_level level;
+	int i = 1;
+
+	/* Children get explicit environments; a closed pipe is an error, not a death. */
+	signal(SIGPIPE, SIG_IGN);
+	if (env_level && log_level_parse(env_level, &level) == 0)
+		log_set_level(level);
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("kernelbot %s\n", KERNELBOT_VERSION);
+			return 0;
+		} else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+			if (log_level_parse(argv[++i], &level) < 0) {
+				fprintf(stderr, "kernelbot: unknown log level '%s'\n", argv[i]);
+				return EXIT_USAGE;
+			}
+			log_set_level(level);
+		} else {
+			fprintf(stderr, "kernelbot: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		if (!strcmp(argv[i], c->name))
+			return c->run(argc - i, argv + i);
+	fprintf(stderr, "kernelbot: '%s' is not a command; see kernelbot --help\n",
+	    argv[i]);
+	return EXIT_USAGE;
+}

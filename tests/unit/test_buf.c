@@ -1,0 +1,46 @@
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/buf.h"
+#include "t.h"
+
+int
+main(void)
+{
+	struct buf b = BUF_INIT(16);
+	char *p;
+	size_t len;
+
+	CHECK_STR("empty buffer reads as an empty string", buf_cstr(&b), "");
+	CHECK_INT("append under the cap", buf_addstr(&b, "hello"), 0);
+	CHECK_INT("printf under the cap", buf_printf(&b, " %d", 42), 0);
+	CHECK_STR("contents are NUL-terminated", buf_cstr(&b), "hello 42");
+	CHECK_INT("append past the cap is refused", buf_addstr(&b, "0123456789"), -ENOBUFS);
+	CHECK_STR("a refused append leaves the buffer unchanged", buf_cstr(&b), "hello 42");
+	CHECK_INT("printf past the cap is refused", buf_printf(&b, "%s", "0123456789"), -ENOBUFS);
+	CHECK_INT("capped append reports dropped bytes", buf_add_capped(&b, "abcdefghijkl", 12), 4);
+	CHECK_INT("capped append fills to the cap", b.len, 16);
+	CHECK_STR("capped append keeps the head", buf_cstr(&b), "hello 42abcdefgh");
+	buf_truncate(&b, 5);
+	CHECK_STR("truncate", buf_cstr(&b), "hello");
+	p = buf_detach(&b, &len);
+	CHECK_STR("detach hands over the data", p, "hello");
+	CHECK_INT("detach gives the length", len, 5);
+	CHECK(__FILE__ ": detach empties the buffer", b.len == 0 && b.data == NULL);
+	free(p);
+	p = buf_detach(&b, NULL);
+	CHECK_STR("detaching an empty buffer gives \"\"", p, "");
+	free(p);
+
+	struct buf big = BUF_INIT(1u << 20);
+	int ok = 1;
+	for (int i = 0; i < 100000 && ok; i++)
+		ok = buf_addch(&big, (char)('a' + i % 26)) == 0;
+	CHECK("many small appends grow the buffer", ok && big.len == 100000);
+	CHECK("growth keeps the contents", big.data[99999] == (char)('a' + 99999 % 26));
+	buf_reset(&big);
+	CHECK_INT("reset empties", big.len, 0);
+	buf_free(&big);
+	buf_free(&b);
+	return t_done("test_buf");
+}
