@@ -34,7 +34,8 @@ KB_LIBS = $(PKG_LIBS) -ldl -lm $(LDLIBS)
 
 SRC_DIRS := common bot webhooks gitops pipeline gpu
 MAIN_SRC := bot/main.c
-LIB_SRCS := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+# Sources one level deep, plus pipeline's stage folders (pipeline/compiler/...).
+LIB_SRCS := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS)) pipeline/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/libkernelbot.a
 BIN := $(BUILD)/kernelbot
