@@ -80,9 +80,11 @@ test-unit: all $(UNIT_BINS) $(TEST_HELPER_BINS)
 
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-		--inline-suppr --std=c11 -D_GNU_SOURCE -I. $(SRC_DIRS)
-	for f in scripts/*.sh tests/run.sh tests/e2e/*.sh; do sh -n "$$f" || exit 1; done
-	/usr/bin/python3 -m py_compile gpu/harness/*.py gpu/harness/kbh/*.py
+		--inline-suppr --std=c11 -D_GNU_SOURCE -I. \
+		--include=/usr/include/jansson.h $(SRC_DIRS)
+	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh bench/*.sh); do \
+		sh -n "$$f" || exit 1; done
+	$(if $(wildcard gpu/harness/*.py),/usr/bin/python3 -m py_compile $(wildcard gpu/harness/*.py gpu/harness/kbh/*.py))
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kernelbot/harness/kbh
@@ -94,8 +96,9 @@ install: all
 # bundle the binary with every non-libc library it links.
 device-bundle: all
 	rm -rf device-bundle
-	mkdir -p device-bundle/lib device-bundle/harness/kbh
+	mkdir -p device-bundle/lib device-bundle/harness/kbh device-bundle/include
 	cp $(BIN) device-bundle/kernelbot
+	cp -r /usr/include/dlpack device-bundle/include/
 	cp gpu/harness/*.py device-bundle/harness/
 	cp gpu/harness/kbh/*.py device-bundle/harness/kbh/
 	ldd $(BIN) | awk '$$3 ~ /^\// { print $$3 }' | \

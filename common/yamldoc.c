@@ -70,8 +70,6 @@ static int
 note_member(struct yamldoc *d, const json_t *parent, const char *key,
     size_t line)
 {
-	char *k;
-
 	if (d->n_members == d->cap_members) {
 		size_t cap = d->cap_members ? d->cap_members * 2 : 64;
 		struct member_line *p = realloc(d->members, cap * sizeof(*p));
@@ -80,9 +78,11 @@ note_member(struct yamldoc *d, const json_t *parent, const char *key,
 		d->members = p;
 		d->cap_members = cap;
 	}
-	if (!(k = strdup(key)))
+	if (!(d->members[d->n_members].key = strdup(key)))
 		return -ENOMEM;
-	d->members[d->n_members++] = (struct member_line){ parent, k, (int)line + 1 };
+	d->members[d->n_members].parent = parent;
+	d->members[d->n_members].line = (int)line + 1;
+	d->n_members++;
 	return 0;
 }
 
