@@ -788,8 +788,12 @@ def _permute_m(b, input, *dims):
         dims = dims[0]
     x = b.t(input)
     dims = [b.dim(x, d) for d in dims]
-    if dims == list(range(x.ndim)):
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if not moved:
         return x
+    if len(moved) == 2:
+        # a swap of two dims has one canonical spelling: transpose
+        return b.out("transpose", [x], {"dim0": moved[0], "dim1": moved[1]})
     return b.out("permute", [x], {"dims": dims})
 
 
@@ -1130,7 +1134,7 @@ impl("full")(lambda shape, value, dtype: torch.full(shape, value, dtype=dtype))
 
 
 def _data_dependent(b, *args, **kwargs):
-    b.fail("%s reads tensor data into Python, which makes the graph data-dependent" % b.describe())
+    b.fail("reads tensor data into Python, which makes the graph data-dependent")
 
 
 spell(".item", ".tolist", ".numpy", ".__bool__", ".nonzero", "torch.nonzero")(_data_dependent)

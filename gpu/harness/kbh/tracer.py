@@ -22,6 +22,7 @@ Every created node gets:
 """
 import inspect
 import linecache
+import operator
 import os
 import sys
 
@@ -77,6 +78,10 @@ class ConcreteProxy(Proxy):
             if k in _FOLD_ATTRS:
                 return getattr(v, k)
         return ConcreteAttribute(self, k)
+
+    def __abs__(self):
+        # fx's Proxy has no __abs__; abs(x) is operator.abs like -x is operator.neg
+        return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
 
     def __len__(self):
         v = self._kb_value()
