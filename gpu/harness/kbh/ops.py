@@ -808,7 +808,8 @@ impl("permute")(lambda x, dims: x.permute(dims))
 @spell("torch.transpose", "torch.swapaxes", "torch.swapdims", ".transpose", ".swapaxes", ".swapdims")
 def _transpose(b, input, dim0, dim1):
     x = b.t(input)
-    d0, d1 = b.dim(x, dim0), b.dim(x, dim1)
+    # transpose is symmetric; dim0 < dim1 keeps one spelling per swap
+    d0, d1 = sorted((b.dim(x, dim0), b.dim(x, dim1)))
     if d0 == d1:
         return x
     return b.out("transpose", [x], {"dim0": d0, "dim1": d1})

@@ -29,10 +29,14 @@ FLOP_RATE = 1e10
 ELEM_RATE = 1e8
 INPUT_RATE = 3e7
 
-# Size caps tried in order for "reduced": each int global above the cap is
-# lowered to its largest divisor not above the cap (so a global that divides
-# another, like groups | features, tends to keep doing so).
-REDUCE_CAPS = (32, 64, 256)
+# Reductions tried in order for "reduced", until one loads, traces to the
+# same op sequence and runs:
+#  ("cap", c): every int global above c becomes its largest divisor <= c;
+#     cheap and right for power-of-two sizes.
+#  ("div", f): every int global divisible by f (with quotient >= 2) is
+#     divided by f; ratios are kept, so groups | features keeps holding.
+REDUCTIONS = (("cap", 32), ("cap", 64), ("div", 256), ("div", 64), ("div", 16), ("div", 4),
+              ("cap", 256))
 
 
 def verify_seed(seed):
@@ -141,8 +145,11 @@ def reductions(prob):
     global exceeds the smallest cap."""
     g = {k: v for k, v in problem_mod.int_globals(prob).items() if v > 1}
     seen, out = set(), []
-    for cap in REDUCE_CAPS:
-        ov = {k: _shrink(v, cap) for k, v in g.items() if _shrink(v, cap) != v}
+    for kind, n in REDUCTIONS:
+        if kind == "cap":
+            ov = {k: _shrink(v, n) for k, v in g.items() if _shrink(v, n) != v}
+        else:
+            ov = {k: v // n for k, v in g.items() if v % n == 0 and v // n >= 2}
         key = tuple(sorted(ov.items()))
         if ov and key not in seen:
             seen.add(key)
