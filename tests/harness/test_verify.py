@@ -3,6 +3,7 @@ import copy
 import os
 
 import pytest
+import torch.nn.functional as F
 
 from conftest import FIXTURES, trace
 
@@ -58,8 +59,8 @@ def test_verification_uses_fresh_inputs():
 
 def test_trace_verb_reports_verify_failure(monkeypatch):
     # a canonicalization bug: gelu's binder drops the approximation
-    real = ops.FN_BINDERS[id(ops.F.gelu)]
-    monkeypatch.setitem(ops.FN_BINDERS, id(ops.F.gelu),
+    real = ops.FN_BINDERS[id(F.gelu)]
+    monkeypatch.setitem(ops.FN_BINDERS, id(F.gelu),
                         (real[0], lambda b, input, approximate="none": b.out("gelu", [input],
                                                                               {"approximate": "none"}),
                          False))

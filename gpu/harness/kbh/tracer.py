@@ -171,7 +171,7 @@ class ConcreteTracer(torch.fx.Tracer):
         try:
             with torch.no_grad():
                 return self._run(node, _node_value)
-        except Exception as meta_exc:
+        except Exception:
             # No meta kernel (or a meta kernel that is stricter than the real
             # one): run the op on real tensors and keep going in meta.
             try:
