@@ -83,8 +83,9 @@ fx("activations_misc", "elu, selu, hardsigmoid.", ["elu", "elu", "selu", "hardsi
    "return F.elu(x), self.act(x), F.selu(x), F.hardsigmoid(x)", "torch.randn(N, M) * 4", init="self.act = nn.ELU(alpha=0.5)")
 fx("where", "where with a tensor and a scalar branch.", ["gt", "where", "gt", "where"],
    "return torch.where(x > 0, x, y), torch.where(x > 0, x, 0.0)", f"{R2}, {R2}", "x, y")
-fx("compare", "comparison ops giving bool tensors.", ["eq", "ne", "lt", "le", "gt", "ge", "gt", "gt", "logical_and", "gt", "logical_not"],
-   "return x == y, x != y, x < y, x <= 0.5, torch.gt(x, y), x.ge(y), torch.logical_and(x > 0, y > 0), torch.logical_not(x > 0)",
+fx("compare", "comparison ops giving bool tensors.", ["eq", "ne", "lt", "le", "gt", "ge", "gt", "gt", "logical_and", "gt", "logical_not", "lt", "logical_or"],
+   "return (x == y, x != y, x < y, x <= 0.5, torch.gt(x, y), x.ge(y), torch.logical_and(x > 0, y > 0),\n"
+   "                torch.logical_not(x > 0), (x < 1).logical_or(y))",
    "torch.randint(0, 3, (N, M)).float(), torch.randint(0, 3, (N, M)).float()", "x, y")
 fx("minimum_maximum", "minimum/maximum, including torch.max/min of two tensors.", ["minimum", "maximum", "maximum", "minimum"],
    "return torch.minimum(x, y), torch.maximum(x, y), torch.max(x, y), torch.min(x, y)", f"{R2}, {R2}", "x, y")
@@ -176,6 +177,8 @@ fx("cat_stack", "cat/concat/stack.", ["cat", "cat", "stack"],
    "return torch.cat([x, y], dim=1), torch.cat((x, y)), torch.stack([x, y], -1)", f"{R2}, {R2}", "x, y")
 fx("expand", "expand, expand_as, broadcast_to with -1 resolved.", ["expand"]*3,
    "return x.expand(N, -1), x.expand_as(y), torch.broadcast_to(x, (2, N, M))", f"torch.randn(1, M), {R2}", "x, y")
+fx("repeat", "repeat, including a repeat that adds a leading dim.", ["repeat"]*2,
+   "return x.repeat(2, 1), x.repeat(1, 2, 1)", R2)
 fx("split_chunk", "chunk and split give a tuple node read with getitem.", ["split", "getitem", "getitem", "mul", "split", "getitem"],
    "a, b = x.chunk(2, dim=-1)\n        return a * b, torch.split(x, [3, 5], dim=1)[1]", R2)
 fx("size_arith", "shape arithmetic folds to constants.", ["div", "reshape", "mul"],
