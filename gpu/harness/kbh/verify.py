@@ -159,6 +159,13 @@ def reductions(prob):
     return out
 
 
+def _first_diff(got, want):
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return "at node %d (%s, full size has %s)" % (i, g, w)
+    return "in length (%d nodes, full size has %d)" % (len(got), len(want))
+
+
 def run(mode, ir, prob, model, seed, retrace):
     """Verify per mode; returns the report dict for the reply.
 
@@ -187,9 +194,9 @@ def run(mode, ir, prob, model, seed, retrace):
             except HarnessError as e:
                 notes.append("sizes %s: %s" % (ov, e.message))
                 continue
-            if op_sequence(ir2) != want:
-                notes.append("sizes %s: op sequence differs from the full-size graph (%s vs %s)"
-                             % (ov, " ".join(op_sequence(ir2)), " ".join(want)))
+            got = op_sequence(ir2)
+            if got != want:
+                notes.append("sizes %s: op sequence differs from the full-size graph %s" % (ov, _first_diff(got, want)))
                 continue
             report.update(mode="reduced", sizes=ov, outputs=check(ir2, p2, m2, seed))
             break
