@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""kernelbot harness entry point: one JSON request on stdin, one JSON reply
+on stdout, exit 0 whenever a reply was written (docs/harness.md).
+
+A nonzero exit means the harness itself crashed; the traceback is on stderr.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kbh import protocol  # noqa: E402
+
+
+def _trace(req):
+    from kbh import trace
+    return trace.run(req)
+
+
+# verb -> handler(request dict) -> reply dict; handlers raise HarnessError.
+# Imports are lazy so that a verb's dependencies load only when it runs.
+VERBS = {
+    "trace": _trace,
+}
+
+
+def main():
+    out = protocol.isolate_stdout()
+    try:
+        req = protocol.read_request(sys.stdin)
+        verb = req.get("verb")
+        if not isinstance(verb, str):
+            raise protocol.HarnessError("request", "missing or non-string field 'verb' (known verbs: %s)"
+                                        % ", ".join(sorted(VERBS)))
+        if verb not in VERBS:
+            raise protocol.HarnessError("request", "unknown verb %r (known verbs: %s)"
+                                        % (verb, ", ".join(sorted(VERBS))))
+        reply = VERBS[verb](req)
+    except protocol.HarnessError as e:
+        reply = protocol.error_reply(e)
+    out.write(protocol.encode_reply(reply))
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Reductions, scans, softmax."""
+import torch
+
+from ..ir import Ref
+from .registry import IMPLS, impl, spell
+
+
+def _reduction(name):
+    def bind(b, input, dim=None, keepdim=False, dtype=None, out=None):
+        x = b.cast(b.t(input), dtype)
+        return b.out(name, [x], {"dim": b.dims(x, dim), "keepdim": bool(keepdim)})
+    IMPLS[name] = lambda x, dim, keepdim: (getattr(torch, name)(x) if dim is None and not keepdim
+                                          else getattr(torch, name)(x, dim=dim if dim is not None else
+                                                                    list(range(x.dim())), keepdim=keepdim))
+    return bind
+
+
+spell("torch.sum", ".sum")(_reduction("sum"))
+spell("torch.mean", ".mean")(_reduction("mean"))
+spell("torch.amax", ".amax")(_reduction("amax"))
+spell("torch.amin", ".amin")(_reduction("amin"))
+
+
+@spell("torch.prod", ".prod")
+def _prod(b, input, dim=None, keepdim=False, dtype=None):
+    x = b.cast(b.t(input), dtype)
+    return b.out("prod", [x], {"dim": None if dim is None else b.dim(x, dim), "keepdim": bool(keepdim)})
+
+
+impl("prod")(lambda x, dim, keepdim: torch.prod(x) if dim is None else torch.prod(x, dim, keepdim))
+
+
+def _minmax(name):
+    full, pair, elem = "a" + name, name, "maximum" if name == "max" else "minimum"
+
+    def bind(b, input, dim=None, keepdim=False, other=None, out=None):
+        if isinstance(dim, Ref):
+            dim, other = None, dim
+        if other is not None:
+            return b.out(elem, [input, other])
+        x = b.t(input)
+        if dim is None:
+            return b.out(full, [x], {"dim": None, "keepdim": False})
+        # (values, indices): a tuple node, read with getitem
+        return b.out(pair, [x], {"dim": b.dim(x, dim), "keepdim": bool(keepdim)})
+    IMPLS[pair] = lambda x, dim, keepdim: tuple(getattr(torch, name)(x, dim, keepdim))
+    return bind
+
+
+spell("torch.max", ".max")(_minmax("max"))
+spell("torch.min", ".min")(_minmax("min"))
+
+
+def _arg(name):
+    def bind(b, input, dim=None, keepdim=False):
+        x = b.t(input)
+        return b.out(name, [x], {"dim": None if dim is None else b.dim(x, dim), "keepdim": bool(keepdim)})
+    IMPLS[name] = lambda x, dim, keepdim: getattr(torch, name)(x, dim, keepdim)
+    return bind
+
+
+spell("torch.argmax", ".argmax")(_arg("argmax"))
+spell("torch.argmin", ".argmin")(_arg("argmin"))
+
+
+def _var(name):
+    def bind(b, input, dim=None, unbiased=None, keepdim=False, correction=None, out=None):
+        if isinstance(dim, bool):          # var(x, unbiased)
+            dim, unbiased = None, dim
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        x = b.t(input)
+        return b.out(name, [x], {"dim": b.dims(x, dim), "correction": correction,
+                                 "keepdim": bool(keepdim)})
+
+    def run(x, dim, correction, keepdim):
+        if dim is None:
+            dim = list(range(x.dim()))
+        if correction in (0, 1):           # the overload both 1.13 and 2.x have
+            return getattr(torch, name)(x, dim, bool(correction), keepdim)
+        return getattr(torch, name)(x, dim, correction=correction, keepdim=keepdim)
+    IMPLS[name] = run
+    return bind
+
+
+spell("torch.var", ".var")(_var("var"))
+spell("torch.std", ".std")(_var("std"))
+
+
+@spell("torch.logsumexp", ".logsumexp", "torch.special.logsumexp")
+def _logsumexp(b, input, dim, keepdim=False, out=None):
+    x = b.t(input)
+    return b.out("logsumexp", [x], {"dim": b.dims(x, dim), "keepdim": bool(keepdim)})
+
+
+impl("logsumexp")(lambda x, dim, keepdim: torch.logsumexp(x, dim, keepdim))
+
+
+def _scan(name):
+    def bind(b, input, dim, dtype=None, out=None):
+        x = b.cast(b.t(input), dtype)
+        return b.out(name, [x], {"dim": b.dim(x, dim)})
+    IMPLS[name] = lambda x, dim: getattr(torch, name)(x, dim)
+    return bind
+
+
+spell("torch.cumsum", ".cumsum", inplace=True)(_scan("cumsum"))
+spell("torch.cumprod", ".cumprod", inplace=True)(_scan("cumprod"))
+
+
+def _softmax_dim(b, x, dim, stacklevel):
+    if dim is None:
+        # PyTorch's legacy implicit dim (F._get_softmax_dim)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return b.dim(x, dim)
+
+
+def _softmax(name):
+    def bind_f(b, input, dim=None, _stacklevel=3, dtype=None):
+        x = b.cast(b.t(input), dtype)
+        return b.out(name, [x], {"dim": _softmax_dim(b, x, dim, _stacklevel)})
+
+    def bind_t(b, input, dim, dtype=None):
+        x = b.cast(b.t(input), dtype)
+        return b.out(name, [x], {"dim": b.dim(x, dim)})
+    spell("F." + name)(bind_f)
+    spell("torch." + name, "torch.special." + name, "." + name)(bind_t)
+    IMPLS[name] = lambda x, dim: getattr(torch, name)(x, dim)
+
+
+_softmax("softmax")
+_softmax("log_softmax")
