@@ -17,10 +17,16 @@ def _trace(req):
     return trace.run(req)
 
 
+def _info(req):
+    from kbh import info
+    return info.run(req)
+
+
 # verb -> handler(request dict) -> reply dict; handlers raise HarnessError.
 # Imports are lazy so that a verb's dependencies load only when it runs.
 VERBS = {
     "trace": _trace,
+    "info": _info,
 }
 
 
