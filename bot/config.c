@@ -1,5 +1,7 @@
 #include "bot/config.h"
 
+#include "bot/cli.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -643,3 +645,29 @@ config_parse_listen(const char *s, struct sockaddr_storage *out,
 	*out = ss;
 	return 0;
 }
+
+int
+config_load_cli(const char *cmd, const char *path, int flags,
+    struct config **out)
+{
+	char err[CONFIG_ERR_MAX];
+	int error;
+
+	if (!path && access(CONFIG_DEFAULT_PATH, F_OK) < 0)
+		error = config_default(out);
+	else
+		error = config_load(path ? path : CONFIG_DEFAULT_PATH, flags, out,
+		    err, sizeof(err));
+	if (error == -EINVAL) {
+		fprintf(stderr, "kernelbot %s: %s\n", cmd, err);
+		return EXIT_USAGE;
+	}
+	if (error < 0) {
+		fprintf(stderr, "kernelbot %s: %s: %s\n", cmd,
+		    path ? path : CONFIG_DEFAULT_PATH,
+		    error == -EFBIG ? "file too large" : strerror(-error));
+		return error == -ENOENT ? EXIT_USAGE : 1;
+	}
+	return 0;
+}
+

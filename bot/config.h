@@ -69,6 +69,15 @@ int config_load(const char *path, int flags, struct config **out, char *err,
 int config_parse(const char *name, const char *data, size_t len, int flags,
     struct config **out, char *err, size_t errlen);
 
+/*
+ * For commands: load `path` (NULL: CONFIG_DEFAULT_PATH, or the defaults
+ * when that file does not exist), printing "kernelbot CMD: FILE:LINE: KEY:
+ * message" on failure. Returns an exit status: 0, 2 for a bad or missing
+ * file, 1 when it cannot be read.
+ */
+int config_load_cli(const char *cmd, const char *path, int flags,
+    struct config **out);
+
 /* A configuration of defaults only, for commands run without --config. */
 int config_default(struct config **out);
 

@@ -1,0 +1,184 @@
+# lib.sh: helpers for the end-to-end tests (POSIX sh). Source it first:
+#
+#   . "$KB_ROOT/tests/e2e/lib.sh"
+#   t_init t1234
+#   check "what it shows" test "$a" = "$b"
+#   ...
+#   t_done          # prints "t1234: N passed, N failed" and exits
+#
+# t_init makes $TMP (removed on exit) and kills, on exit, every process
+# registered with t_bg. Every wait is bounded.
+
+: "${KERNELBOT:?KERNELBOT must name the kernelbot binary (tests/run.sh sets it)}"
+: "${KB_ROOT:=$(pwd)}"
+T_PASSED=0
+T_FAILED=0
+T_PIDS=""
+
+t_init() {
+	T_NAME=$1
+	TMP=$(mktemp -d "${TMPDIR:-/tmp}/$T_NAME.XXXXXX") || exit 1
+	trap t_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+t_cleanup() {
+	for p in $T_PIDS; do
+		kill -9 "$p" 2>/dev/null
+	done
+	for p in $T_PIDS; do
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${TMP:-}" ] && rm -rf "$TMP"
+}
+
+# Register a background process to be killed at exit: t_bg $!
+t_bg() {
+	T_PIDS="$T_PIDS $1"
+}
+
+ok() {
+	T_PASSED=$((T_PASSED + 1))
+	echo "ok - $1"
+}
+
+fail() {
+	T_FAILED=$((T_FAILED + 1))
+	echo "FAIL - $1"
+	shift
+	[ $# -gt 0 ] && printf '     %s\n' "$@"
+	return 0
+}
+
+# check DESC CMD [ARGS...]: passes when CMD exits 0.
+check() {
+	desc=$1
+	shift
+	if "$@"; then ok "$desc"; else fail "$desc" "command: $*"; fi
+}
+
+# check_eq DESC GOT WANT
+check_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "got:  $2" "want: $3"; fi
+}
+
+# check_match DESC TEXT PATTERN (grep -E)
+check_match() {
+	if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else fail "$1" "text: $2" "want: /$3/"; fi
+}
+
+t_done() {
+	echo "$T_NAME: $T_PASSED passed, $T_FAILED failed"
+	[ "$T_FAILED" -eq 0 ] && [ "$T_PASSED" -gt 0 ]
+	exit $?
+}
+
+# A TCP port free on 127.0.0.1 right now.
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_for TIMEOUT_S CMD [ARGS...]: retry CMD every 0.1 s until it succeeds.
+wait_for() {
+	limit=$(( $1 * 10 ))
+	shift
+	i=0
+	while [ "$i" -lt "$limit" ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+port_open() {
+	/usr/bin/python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$1"
+}
+
+# wait_port PORT [TIMEOUT_S]: until something listens on 127.0.0.1:PORT.
+wait_port() {
+	wait_for "${2:-10}" port_open "$1"
+}
+
+# Lowercase hex HMAC-SHA256 of FILE under KEY (what forges put in signature headers).
+hmac_hex() {
+	openssl dgst -sha256 -hmac "$1" -hex <"$2" | sed 's/^.*= *//'
+}
+
+# sig_github KEY FILE: the X-Hub-Signature-256 value.
+sig_github() {
+	echo "sha256=$(hmac_hex "$1" "$2")"
+}
+
+# http METHOD URL [CURL ARGS...]: sets HTTP_CODE and HTTP_BODY (bounded: 10 s).
+http() {
+	m=$1 u=$2
+	shift 2
+	HTTP_BODY=$(curl -sS --max-time 10 -o - -w '\n%{http_code}' -X "$m" "$@" "$u" 2>"$TMP/.curl.err")
+	HTTP_CODE=$(printf '%s' "$HTTP_BODY" | tail -n 1)
+	HTTP_BODY=$(printf '%s' "$HTTP_BODY" | sed '$d')
+}
+
+# kb_config FILE: a serve config on $KB_PORT (chosen here when unset) with
+# data in $TMP/data, the three forges' secrets in $TMP/*.secret
+# ($GH_SECRET, $GL_TOKEN, $GT_SECRET) and allow_repos acme/*, !acme/secret.
+# Append to FILE for more.
+kb_config() {
+	: "${KB_PORT:=$(free_port)}"
+	GH_SECRET="It's a Secret to Everybody"
+	GL_TOKEN="gitlab-token-0123456789abcdef"
+	GT_SECRET="gitea-secret-0123456789abcdef"
+	printf '%s\n' "$GH_SECRET" >"$TMP/github.secret"
+	printf '%s\n' "$GL_TOKEN" >"$TMP/gitlab.secret"
+	printf '%s\n' "$GT_SECRET" >"$TMP/gitea.secret"
+	cat >"$1" <<EOC
+listen: 127.0.0.1:$KB_PORT
+data_dir: $TMP/data
+log_level: debug
+allow_repos:
+  - acme/*
+  - "!acme/secret"
+forges:
+  github:
+    webhook_secret_file: $TMP/github.secret
+  gitlab:
+    webhook_token_file: $TMP/gitlab.secret
+  gitea:
+    webhook_secret_file: $TMP/gitea.secret
+EOC
+}
+
+# kb_serve_start CONFIG [ARGS...]: start `kernelbot serve`, logging to
+# $TMP/serve.log, and wait for its port ($KB_PORT, which the caller set
+# in CONFIG). Sets KB_PID.
+kb_serve_start() {
+	cfg=$1
+	shift
+	"$KERNELBOT" serve --config "$cfg" "$@" >>"$TMP/serve.log" 2>&1 &
+	KB_PID=$!
+	t_bg "$KB_PID"
+	if ! wait_port "$KB_PORT" 10; then
+		echo "kernelbot serve did not start; its log:"
+		cat "$TMP/serve.log"
+		return 1
+	fi
+}
+
+# kb_serve_stop [SIGNAL]: signal the daemon (TERM) and wait for it, at
+# most 15 s; sets KB_STATUS to its exit status (or "timeout").
+kb_serve_stop() {
+	KB_STATUS=""
+	kill "-${1:-TERM}" "$KB_PID" 2>/dev/null
+	i=0
+	while kill -0 "$KB_PID" 2>/dev/null && [ "$i" -lt 150 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$KB_PID" 2>/dev/null; then
+		KB_STATUS=timeout
+		kill -9 "$KB_PID" 2>/dev/null
+	fi
+	wait "$KB_PID" 2>/dev/null
+	st=$?
+	[ "$KB_STATUS" = timeout ] || KB_STATUS=$st
+}
