@@ -316,6 +316,7 @@ wh_server_start(const struct config *cfg, struct store *store,
 	}
 	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics };
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections,
@@ -323,8 +324,6 @@ wh_server_start(const struct config *cfg, struct store *store,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
 	    MHD_OPTION_END);
 	if (!srv->daemon) {
 		error = errno ? -errno : -EADDRINUSE;
