@@ -98,6 +98,14 @@ fuzz:
 	done
 	@echo "fuzz: run e.g. build/fuzz/fuzz_github -max_total_time=60 tests/fuzz/corpus/github"
 
+# The webhook intake benchmark (docs/BENCHMARKS.md).
+$(BUILD)/bench/loadgen: bench/loadgen.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
+
+bench: all $(BUILD)/bench/loadgen
+	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
+
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D_GNU_SOURCE -I. $(SRC_DIRS)

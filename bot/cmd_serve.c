@@ -31,6 +31,7 @@
 #include "webhooks/server.h"
 
 #define SERVE_DRAIN_MS 10000	/* how long a stop waits for requests in progress */
+#define SERVE_CHECKPOINT_MS 1000	/* WAL checkpoint interval, off the commit path */
 
 static void
 serve_usage(FILE *f)
@@ -158,6 +159,9 @@ cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if ((error = store_checkpointer_start(store, SERVE_CHECKPOINT_MS)) < 0)
+		log_warn("no background WAL checkpoints; commits will checkpoint",
+		    "err=\"%s\"", strerror(-error));
 	if ((error = wh_server_start(cfg, store, &srv, err, sizeof(err))) < 0) {
 		log_error("cannot start the HTTP server", "err=%s", log_quote(q, sizeof(q), err));
 		fprintf(stderr, "kernelbot serve: %s\n", err);

@@ -76,7 +76,7 @@ config_http_defaults(struct config_http *h)
 	h->max_connections_per_ip = 64;
 	h->connection_timeout_s = 10;
 	h->request_timeout_s = 30;
-	h->threads = 4;
+	h->threads = 8;
 }
 
 static struct config *

@@ -49,7 +49,7 @@ struct config_http {
 	unsigned max_connections_per_ip; /* default 64 */
 	unsigned connection_timeout_s;	/* idle time before a connection is closed; default 10 */
 	unsigned request_timeout_s;	/* whole request, first byte of body to last; default 30 */
-	unsigned threads;		/* HTTP worker threads; default 4 */
+	unsigned threads;		/* HTTP worker threads; default 8 */
 };
 
 struct config;

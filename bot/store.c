@@ -210,6 +210,10 @@ store_open(const char *dir, int flags, struct store **out)
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
+	if (!(s->path = strdup(path))) {
+		error = -ENOMEM;
+		goto out;
+	}
 	if ((rc = sqlite3_open_v2(path, &s->db, oflags, NULL)) != SQLITE_OK) {
 		error = s->db ? store_sqlerr(s, rc) : -ENOMEM;
 		goto out;
@@ -232,10 +236,12 @@ store_close(struct store *s)
 {
 	if (!s)
 		return;
+	store_checkpointer_stop(s);
 	for (int i = 0; i < s->n_stmts; i++)
 		sqlite3_finalize(s->stmts[i].st);
 	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->lock);
+	free(s->path);
 	free(s);
 }
 

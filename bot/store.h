@@ -52,6 +52,24 @@ int store_schema_latest(void);
  */
 void store_set_clock(struct store *s, int64_t (*now)(void *), void *arg);
 
+/*
+ * Move WAL checkpoints off the commit path: from now on a background
+ * thread on its own connection copies the WAL into the database every
+ * interval_ms (PASSIVE: writers are not blocked), and truncates the WAL
+ * when it passes STORE_WAL_MAX_BYTES despite that. Without it, the commit
+ * that crosses 1000 WAL pages pays for the checkpoint and its fsyncs,
+ * which is the daemon's p99. 0, -EALREADY, -errno. The daemon calls it;
+ * short-lived commands need not.
+ */
+#define STORE_WAL_MAX_BYTES (64u << 20)
+int store_checkpointer_start(struct store *s, int interval_ms);
+
+/* Stop it (store_close() does this too), with a last checkpoint. */
+void store_checkpointer_stop(struct store *s);
+
+/* Checkpoints the background thread has run, for tests. */
+unsigned long store_checkpoints(struct store *s);
+
 /* A write transaction that commits: 0 while the store is writable. */
 int store_check_writable(struct store *s);
 

@@ -14,8 +14,12 @@
 
 #define STORE_MAX_STMTS 32
 
+struct store_checkpointer;
+
 struct store {
 	sqlite3 *db;
+	char *path;			/* the database file */
+	struct store_checkpointer *ckpt;	/* NULL unless started */
 	pthread_mutex_t lock;		/* one user of db at a time */
 	int64_t (*now)(void *);
 	void *now_arg;
