@@ -66,6 +66,8 @@ done
 kill -TERM "$PID"
 wait "$PID"
 PID=""
+echo "server log: $(grep -c 'msg="slow commit"' "$TMP/kb.log") commits over 100 ms, $(grep -c 'msg="slow wal checkpoint"' "$TMP/kb.log") checkpoints pausing writers over 50 ms"
+grep -E 'msg="(slow commit|slow wal checkpoint)"' "$TMP/kb.log" | tail -n 5
 DB="${BENCH_DATA_DIR:-$TMP/data}/kernelbot.db"
 /usr/bin/python3 - "$TMP/paced.jsonl" "$TMP/sat.jsonl" "$DB" <<'EOP' || status=1
 import json, sqlite3, statistics, sys

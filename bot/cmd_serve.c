@@ -31,7 +31,7 @@
 #include "webhooks/server.h"
 
 #define SERVE_DRAIN_MS 10000	/* how long a stop waits for requests in progress */
-#define SERVE_CHECKPOINT_MS 1000	/* WAL checkpoint interval, off the commit path */
+#define SERVE_CHECKPOINT_MS 200	/* WAL checkpoint interval, off the commit path */
 
 static void
 serve_usage(FILE *f)

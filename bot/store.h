@@ -55,10 +55,11 @@ void store_set_clock(struct store *s, int64_t (*now)(void *), void *arg);
 /*
  * Move WAL checkpoints off the commit path: from now on a background
  * thread on its own connection copies the WAL into the database every
- * interval_ms (PASSIVE: writers are not blocked), and truncates the WAL
- * when it passes STORE_WAL_MAX_BYTES despite that. Without it, the commit
- * that crosses 1000 WAL pages pays for the checkpoint and its fsyncs,
- * which is the daemon's p99. 0, -EALREADY, -errno. The daemon calls it;
+ * interval_ms, pausing this store's writers only for the last few frames
+ * and one fsync (see store_wal.c), so the WAL starts over each round and
+ * its file is trimmed to STORE_WAL_MAX_BYTES. Without it, the commit that
+ * crosses 1000 WAL pages pays for the checkpoint and its fsyncs, which is
+ * the daemon's p99. 0, -EALREADY, -EINVAL, -errno. The daemon calls it;
  * short-lived commands need not.
  */
 #define STORE_WAL_MAX_BYTES (64u << 20)

@@ -3,6 +3,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
+
+#include "common/log.h"
+
+/* A commit this slow eats most of a forge's patience: say so. */
+#define WH_INTAKE_SLOW_MS 100
 
 struct pending {
 	struct store_delivery *d;
@@ -50,7 +56,9 @@ commit_batch(struct wh_intake *in)
 {
 	struct store_delivery batch[STORE_MAX_BATCH];
 	struct pending *taken[STORE_MAX_BATCH];
+	struct timespec t0, t1;
 	size_t n = 0;
+	double ms;
 
 	while (in->head && n < STORE_MAX_BATCH) {
 		struct pending *p = in->head;
@@ -63,7 +71,12 @@ commit_batch(struct wh_intake *in)
 	in->committing = 1;
 	pthread_mutex_unlock(&in->lock);
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	store_intake(in->store, batch, n);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (ms >= WH_INTAKE_SLOW_MS)
+		log_warn("slow commit", "deliveries=%zu ms=%.1f", n, ms);
 
 	pthread_mutex_lock(&in->lock);
 	for (size_t i = 0; i < n; i++) {

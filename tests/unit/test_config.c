@@ -164,6 +164,19 @@ main(void)
 	bad("yaml syntax", "listen: [\n", "kb.yml:");
 	CHECK_INT("missing file", config_load("/nonexistent/kb.yml", 0, &c, err, sizeof(err)) < 0, 1);
 
+	/* the shipped example must stay valid */
+	{
+		const char *root = getenv("KB_ROOT");
+		char ex[512];
+		snprintf(ex, sizeof(ex), "%s/kernelbot.example.yml", root ? root : ".");
+		CHECK_INT("kernelbot.example.yml loads", config_load(ex, CONFIG_NO_SECRETS, &c, err, sizeof(err)), 0);
+		if (c) {
+			CHECK("example allows acme/model", config_repo_allowed(c, "acme/model"));
+			CHECK("example refuses acme/secret-x", !config_repo_allowed(c, "acme/secret-x"));
+			config_free(c);
+		}
+	}
+
 	/* listen addresses */
 	CHECK_INT("ipv4", config_parse_listen("127.0.0.1:80", &ss, &sl), 0);
 	CHECK_INT("ipv4 family", ss.ss_family, AF_INET);
