@@ -44,8 +44,10 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-unit lint install device-bundle clean
+.PHONY: all deps test test-unit lint install device-bundle clean fuzz bench
 .DEFAULT_GOAL := all
 
 all: deps $(BIN)
@@ -72,11 +74,38 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(KB_LIBS)
 
-test: all $(UNIT_BINS) $(TEST_HELPER_BINS)
+test: all $(UNIT_BINS) $(TEST_HELPER_BINS) $(FUZZ_BINS)
 	@BUILD=$(BUILD) sh tests/run.sh
 
 test-unit: all $(UNIT_BINS) $(TEST_HELPER_BINS)
 	@BUILD=$(BUILD) sh tests/run.sh unit
+
+# Fuzz targets linked with the corpus replay driver: `make test` replays
+# tests/fuzz/corpus/NAME/ through each (no libFuzzer needed).
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/fuzz/*.h) $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIB) $(KB_LIBS)
+
+# Real libFuzzer binaries in build/fuzz/ (clang is installed for this
+# target only). Run one: build/fuzz/fuzz_github -max_total_time=60 tests/fuzz/corpus/github
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -O1 -g
+fuzz:
+	@sh scripts/install-deps.sh clang
+	$(MAKE) BUILD=build/fuzz CC=clang WERROR=0 OPT="-O1 -g" \
+		CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" build/fuzz/libkernelbot.a
+	for t in $(FUZZ_SRCS:tests/fuzz/%.c=%); do \
+		clang $(KB_CPPFLAGS) -std=c17 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$t \
+			tests/fuzz/$$t.c build/fuzz/libkernelbot.a $(KB_LIBS) -pthread || exit 1; \
+	done
+	@echo "fuzz: run e.g. build/fuzz/fuzz_github -max_total_time=60 tests/fuzz/corpus/github"
+
+# The webhook intake benchmark (docs/BENCHMARKS.md).
+$(BUILD)/bench/loadgen: bench/loadgen.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
+
+bench: all $(BUILD)/bench/loadgen
+	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
 
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \

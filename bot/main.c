@@ -15,6 +15,8 @@
 const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
+	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
+	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },
 	{ NULL, NULL, NULL },
 };
 

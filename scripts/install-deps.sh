@@ -1,13 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages kernelbot builds and tests with (DESIGN.md
 # section 2). Idempotent: silent and quick when everything is present, so
-# the Makefile can call it before every build and test run.
+# the Makefile can call it before every build and test run. With
+# arguments it installs those packages instead (clang for `make fuzz`).
 set -u
 
 PKGS="build-essential pkg-config libgit2-dev libcurl4-openssl-dev
 libjansson-dev libsodium-dev libmicrohttpd-dev libsqlite3-dev libyaml-dev
 libdlpack-dev libssl-dev libsystemd-dev libseccomp-dev python3 python3-torch
-python3-numpy python3-pytest curl git sqlite3 systemd"
+python3-numpy python3-pytest curl git sqlite3 systemd openssl"
+[ $# -gt 0 ] && PKGS="$*"
 
 missing=""
 for p in $PKGS; do

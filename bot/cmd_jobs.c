@@ -1,0 +1,142 @@
+/*
+ * kernelbot jobs: the job queue, newest first, as a table or as JSON
+ * (an array of {id, provider, repo, sha, trigger, state, created}).
+ * Reads the store of --data-dir, or of the config's data_dir.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bot/cli.h"
+#include "bot/config.h"
+#include "bot/store.h"
+#include "common/buf.h"
+#include "common/jsonx.h"
+
+static void
+jobs_usage(FILE *f)
+{
+	fprintf(f, "usage: kernelbot jobs [--data-dir DIR | --config FILE] "
+	    "[--limit N] [--json]\n\n"
+	    "The jobs in the store, newest first.\n");
+}
+
+static void
+iso_time(int64_t t, char *out, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int
+print_json(const struct store_job *jobs, size_t n)
+{
+	json_t *arr = json_array();
+	struct buf b = BUF_INIT(BUF_MAX_DEFAULT * 4);
+	char ts[32];
+	int error = arr ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < n && error == 0; i++) {
+		iso_time(jobs[i].created, ts, sizeof(ts));
+		if (json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s}",
+		    "id", (json_int_t)jobs[i].id, "provider", jobs[i].provider,
+		    "repo", jobs[i].repo, "sha", jobs[i].sha, "trigger",
+		    jobs[i].trigger, "state", jobs[i].state, "created", ts)) < 0)
+			error = -ENOMEM;
+	}
+	if (error == 0 && (error = jsonx_dump(arr, JSON_INDENT(2), &b)) == 0)
+		printf("%s\n", buf_cstr(&b));
+	buf_free(&b);
+	json_decref(arr);
+	return error;
+}
+
+static void
+print_table(const struct store_job *jobs, size_t n)
+{
+	char ts[32];
+
+	printf("%-6s %-8s %-30s %-12s %-8s %-8s %s\n", "ID", "PROVIDER", "REPO",
+	    "SHA", "TRIGGER", "STATE", "CREATED");
+	for (size_t i = 0; i < n; i++) {
+		iso_time(jobs[i].created, ts, sizeof(ts));
+		printf("%-6lld %-8s %-30s %-12.12s %-8s %-8s %s\n",
+		    (long long)jobs[i].id, jobs[i].provider, jobs[i].repo,
+		    jobs[i].sha, jobs[i].trigger, jobs[i].state, ts);
+	}
+}
+
+int
+cmd_jobs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_path = NULL, *data_dir = NULL;
+	struct config *cfg = NULL;
+	struct store *store = NULL;
+	struct store_job *jobs = NULL;
+	size_t n = 0, limit = 0;
+	int opt, json = 0, rc, error;
+	char *end;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:d:n:jh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config_path = optarg; break;
+		case 'd': data_dir = optarg; break;
+		case 'j': json = 1; break;
+		case 'n':
+			errno = 0;
+			limit = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || optarg[0] == '-')
+				return cli_usage_error("jobs", "--limit wants a number, not '%s'", optarg);
+			break;
+		case 'h': jobs_usage(stdout); return 0;
+		default: jobs_usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("jobs", "unexpected argument '%s'", argv[optind]);
+	if (config_path && data_dir)
+		return cli_usage_error("jobs", "give --data-dir or --config, not both");
+	if (!data_dir) {
+		/* The store is all it needs: secrets stay unread. */
+		if ((rc = config_load_cli("jobs", config_path, CONFIG_NO_SECRETS, &cfg)) != 0)
+			return rc;
+		data_dir = config_data_dir(cfg);
+	}
+	rc = 1;
+	if ((error = store_open(data_dir, STORE_OPEN_EXISTING, &store)) < 0) {
+		fprintf(stderr, "kernelbot jobs: cannot open the store in %s: %s\n",
+		    data_dir, error == -ENOENT ? "no kernelbot.db there" : strerror(-error));
+		goto out;
+	}
+	if ((error = store_jobs_list(store, limit, &jobs, &n)) < 0) {
+		fprintf(stderr, "kernelbot jobs: %s\n", store_errmsg(store));
+		goto out;
+	}
+	if (json) {
+		if (print_json(jobs, n) < 0)
+			goto out;
+	} else {
+		print_table(jobs, n);
+	}
+	rc = 0;
+out:
+	store_jobs_free(jobs, n);
+	store_close(store);
+	config_free(cfg);
+	return rc;
+}

@@ -1,0 +1,191 @@
+/*
+ * store: the durable state of kernelbot, one SQLite database in WAL mode
+ * (DATA_DIR/kernelbot.db). All SQL of the program lives in bot/store*.c.
+ *
+ * Durability: synchronous=FULL, so a transaction that store_*() reports as
+ * committed survives a crash or power loss; the webhook intake answers 202
+ * only after store_intake() returns. Schema changes are numbered migrations
+ * (bot/store_schema.c) applied in one transaction each at open, recorded in
+ * schema_version; later modules append migrations there.
+ *
+ * A struct store is one connection guarded by a mutex: every function may
+ * be called from any thread. Strings in returned structs are owned by the
+ * struct and freed by the matching *_free(). Errors: -EBUSY (the database
+ * stayed locked past the busy timeout), -EIO (SQLite failed; the message is
+ * logged at debug and kept for store_errmsg()), -ENOENT (no such row or no
+ * store), -ESTALE (a lease that is no longer the caller's), -EINVAL.
+ */
+#ifndef KB_BOT_STORE_H
+#define KB_BOT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_DB_NAME		"kernelbot.db"
+#define STORE_BUSY_TIMEOUT_MS	5000
+#define STORE_MAX_PAYLOAD	(1u << 20)	/* bytes of a job's payload JSON */
+#define STORE_MAX_BATCH		256		/* deliveries in one store_intake() */
+
+struct store;
+
+/* store_open flags. */
+#define STORE_OPEN_EXISTING 1	/* fail with -ENOENT rather than create */
+
+/*
+ * Open (creating DIR and the database when needed, unless
+ * STORE_OPEN_EXISTING) and migrate to the current schema. -ENOENT,
+ * -EACCES..., -EIO, or -EPROTO when the database is newer than this binary.
+ */
+int store_open(const char *dir, int flags, struct store **out);
+void store_close(struct store *s);
+
+/* The last SQLite error message of this connection ("" if none). */
+const char *store_errmsg(struct store *s);
+
+/* The schema version after migrations; the number this binary knows. */
+int store_schema_version(struct store *s);
+int store_schema_latest(void);
+
+/*
+ * The clock the store stamps rows with (seconds since the epoch); tests
+ * replace it to move leases through time. NULL restores time(2).
+ */
+void store_set_clock(struct store *s, int64_t (*now)(void *), void *arg);
+
+/*
+ * Move WAL checkpoints off the commit path: from now on a background
+ * thread on its own connection copies the WAL into the database every
+ * interval_ms, pausing this store's writers only for the last few frames
+ * and one fsync (see store_wal.c), so the WAL starts over each round and
+ * its file is trimmed to STORE_WAL_MAX_BYTES. Without it, the commit that
+ * crosses 1000 WAL pages pays for the checkpoint and its fsyncs, which is
+ * the daemon's p99. 0, -EALREADY, -EINVAL, -errno. The daemon calls it;
+ * short-lived commands need not.
+ */
+#define STORE_WAL_MAX_BYTES (64u << 20)
+int store_checkpointer_start(struct store *s, int interval_ms);
+
+/* Stop it (store_close() does this too), with a last checkpoint. */
+void store_checkpointer_stop(struct store *s);
+
+/* Checkpoints the background thread has run, for tests. */
+unsigned long store_checkpoints(struct store *s);
+
+/* A write transaction that commits: 0 while the store is writable. */
+int store_check_writable(struct store *s);
+
+/* ---- Intake: deliveries and the work they create ---- */
+
+enum store_work {
+	STORE_WORK_NONE,	/* recorded only (ignored events) */
+	STORE_WORK_JOB,		/* a push to the default branch */
+	STORE_WORK_COMMAND,	/* a "/kernelbot ..." PR comment */
+	STORE_WORK_CLEANUP,	/* a closed pull request */
+};
+
+/*
+ * One verified delivery. The caller fills the inputs; store_intake() fills
+ * `duplicate`, `work_id` and `error`. Strings are borrowed for the call;
+ * NULL where a field does not apply.
+ */
+struct store_delivery {
+	const char *provider;		/* "github", "gitlab", "gitea" */
+	const char *delivery_id;	/* unique per provider */
+	const char *event;		/* the provider's event name */
+	const char *repo;		/* "owner/name" or NULL */
+	const char *outcome;		/* recorded: "accepted", "ignored", ... */
+	enum store_work work;
+	/* job */
+	const char *clone_url, *before, *sha, *trigger, *payload;
+	/* command and cleanup */
+	int64_t pr;
+	const char *command, *args, *actor, *author_association, *head_ref;
+	int64_t comment_id;
+	int merged;
+	/* results */
+	int duplicate;		/* delivery id seen before: nothing created */
+	int64_t work_id;	/* id of the job/command/cleanup row created */
+	int error;		/* 0, or -errno for this delivery alone */
+};
+
+/*
+ * Record n deliveries (n <= STORE_MAX_BATCH) and their work in ONE
+ * transaction, committed (fsync'd) before returning: group commit for the
+ * intake. Each delivery is its own savepoint, so one bad row fails only
+ * itself (d[i].error). Dedup is by (provider, delivery_id), also within
+ * the batch. Returns 0 when the transaction committed (look at each
+ * d[i].error), or -errno when nothing was committed (every d[i].error set).
+ */
+int store_intake(struct store *s, struct store_delivery *d, size_t n);
+
+/* ---- Jobs ---- */
+
+/* Job states: queued -> running -> done | failed; expired leases requeue. */
+#define STORE_JOB_QUEUED	"queued"
+#define STORE_JOB_RUNNING	"running"
+#define STORE_JOB_DONE		"done"
+#define STORE_JOB_FAILED	"failed"
+
+struct store_job {
+	int64_t id;
+	char *provider, *repo, *clone_url, *before, *sha, *trigger, *state;
+	int64_t created, updated;	/* seconds since the epoch */
+	char *lease_owner;		/* NULL unless running */
+	int64_t lease_expires;		/* 0 unless running */
+	int attempts;
+	char *payload;			/* JSON text or NULL */
+};
+
+void store_job_free(struct store_job *j);
+void store_jobs_free(struct store_job *jobs, size_t n);
+
+/* One job by id: 0, -ENOENT. */
+int store_job_get(struct store *s, int64_t id, struct store_job *out);
+
+/*
+ * Jobs newest first, at most `limit` (0: all). *out is an array the caller
+ * frees with store_jobs_free().
+ */
+int store_jobs_list(struct store *s, size_t limit, struct store_job **out,
+    size_t *n);
+
+/*
+ * Take the oldest queued job for `owner` with a lease of lease_s seconds:
+ * state running, attempts + 1. -ENOENT when none is queued. Atomic: two
+ * owners never get the same job.
+ */
+int store_job_claim(struct store *s, const char *owner, int lease_s,
+    struct store_job *out);
+
+/* Extend the lease to now + lease_s. -ESTALE when owner no longer holds it. */
+int store_job_heartbeat(struct store *s, int64_t id, const char *owner,
+    int lease_s);
+
+/*
+ * End a running job with state STORE_JOB_DONE or STORE_JOB_FAILED.
+ * -ESTALE when owner no longer holds it, -EINVAL for another state.
+ */
+int store_job_finish(struct store *s, int64_t id, const char *owner,
+    const char *state);
+
+/*
+ * Put running jobs whose lease has expired back in the queue, or mark
+ * them failed once they have had max_attempts attempts (0: no limit).
+ * *requeued and *failed (either may be NULL) get the counts.
+ */
+int store_jobs_requeue_expired(struct store *s, int max_attempts,
+    int *requeued, int *failed);
+
+/*
+ * Number of jobs in each state, for /metrics: fn is called per state with
+ * the store locked, so it must not call the store.
+ */
+int store_jobs_count_by_state(struct store *s,
+    void (*fn)(const char *state, int64_t n, void *arg), void *arg);
+
+/* ---- Counts for tests and tools ---- */
+
+/* Rows in "deliveries", "jobs", "commands" or "cleanups". */
+int store_count(struct store *s, const char *table, int64_t *n);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * store_jobs: the job queue. A job is claimed with a lease; the owner
+ * renews it with heartbeats and ends it with finish; a lease that runs
+ * out puts the job back in the queue (store_jobs_requeue_expired), so a
+ * runner or daemon that dies loses no work.
+ */
+#include "bot/store_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JOB_COLS "id, provider, repo, clone_url, before, sha, trigger, state," \
+	" created, updated, lease_owner, coalesce(lease_expires, 0), attempts, payload"
+
+static const char SQL_JOB_GET[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+static const char SQL_JOBS_ALL[] = "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC";
+static const char SQL_JOBS_LIMIT[] =
+    "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?1";
+/* One statement, so no second owner can slip between the select and the update. */
+static const char SQL_JOB_CLAIM[] =
+    "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_expires = ?2 + ?3,"
+    " attempts = attempts + 1, updated = ?2"
+    " WHERE id = (SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1)"
+    " RETURNING " JOB_COLS;
+static const char SQL_JOB_HEARTBEAT[] =
+    "UPDATE jobs SET lease_expires = ?3 + ?4, updated = ?3"
+    " WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_JOB_FINISH[] =
+    "UPDATE jobs SET state = ?3, lease_owner = NULL, lease_expires = NULL,"
+    " updated = ?4 WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_JOBS_FAIL_EXPIRED[] =
+    "UPDATE jobs SET state = 'failed', lease_owner = NULL, lease_expires = NULL,"
+    " updated = ?1 WHERE state = 'running' AND lease_expires <= ?1"
+    " AND ?2 > 0 AND attempts >= ?2";
+static const char SQL_JOBS_REQUEUE_EXPIRED[] =
+    "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires = NULL,"
+    " updated = ?1 WHERE state = 'running' AND lease_expires <= ?1";
+static const char SQL_JOBS_BY_STATE[] =
+    "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state";
+
+static char *
+col_str(sqlite3_stmt *st, int i, int *oom)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	char *p;
+
+	if (!t)
+		return NULL;
+	if (!(p = strdup((const char *)t)))
+		*oom = 1;
+	return p;
+}
+
+void
+store_job_free(struct store_job *j)
+{
+	if (!j)
+		return;
+	free(j->provider);
+	free(j->repo);
+	free(j->clone_url);
+	free(j->before);
+	free(j->sha);
+	free(j->trigger);
+	free(j->state);
+	free(j->lease_owner);
+	free(j->payload);
+	memset(j, 0, sizeof(*j));
+}
+
+void
+store_jobs_free(struct store_job *jobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store_job_free(&jobs[i]);
+	free(jobs);
+}
+
+static int
+job_from_row(sqlite3_stmt *st, struct store_job *j)
+{
+	int oom = 0;
+
+	memset(j, 0, sizeof(*j));
+	j->id = sqlite3_column_int64(st, 0);
+	j->provider = col_str(st, 1, &oom);
+	j->repo = col_str(st, 2, &oom);
+	j->clone_url = col_str(st, 3, &oom);
+	j->before = col_str(st, 4, &oom);
+	j->sha = col_str(st, 5, &oom);
+	j->trigger = col_str(st, 6, &oom);
+	j->state = col_str(st, 7, &oom);
+	j->created = sqlite3_column_int64(st, 8);
+	j->updated = sqlite3_column_int64(st, 9);
+	j->lease_owner = col_str(st, 10, &oom);
+	j->lease_expires = sqlite3_column_int64(st, 11);
+	j->attempts = sqlite3_column_int(st, 12);
+	j->payload = col_str(st, 13, &oom);
+	if (oom) {
+		store_job_free(j);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Step a statement expected to give at most one job row. Caller holds the lock. */
+static int
+one_job(struct store *s, sqlite3_stmt *st, struct store_job *out)
+{
+	struct store_job j;
+	int rc, error;
+
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		error = -ENOENT;
+	} else if (rc != SQLITE_ROW) {
+		error = store_sqlerr(s, rc);
+	} else if ((error = job_from_row(st, &j)) == 0) {
+		/* RETURNING rows are only final once the statement has run to its end. */
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc != SQLITE_DONE) {
+			error = store_sqlerr(s, rc);
+			store_job_free(&j);
+		} else {
+			*out = j;
+		}
+	}
+	sqlite3_reset(st);
+	return error;
+}
+
+int
+store_job_get(struct store *s, int64_t id, struct store_job *out)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_GET, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		error = one_job(s, st, out);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_jobs_list(struct store *s, size_t limit, struct store_job **out,
+    size_t *n)
+{
+	struct store_job *jobs = NULL, *p;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc, error;
+
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, limit ? SQL_JOBS_LIMIT : SQL_JOBS_ALL, &st)) < 0)
+		goto out;
+	if (limit)
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (!(p = realloc(jobs, cap * sizeof(*p)))) {
+				error = -ENOMEM;
+				goto out;
+			}
+			jobs = p;
+		}
+		if ((error = job_from_row(st, &jobs[count])) < 0)
+			goto out;
+		count++;
+	}
+	if (rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+out:
+	if (error == 0) {
+		*out = jobs;
+		*n = count;
+	} else {
+		store_jobs_free(jobs, count);
+	}
+	if (st)
+		sqlite3_reset(st);
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_job_claim(struct store *s, const char *owner, int lease_s,
+    struct store_job *out)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner || !*owner || lease_s <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_CLAIM, &st)) == 0) {
+		sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, store_now(s));
+		sqlite3_bind_int(st, 3, lease_s);
+		error = one_job(s, st, out);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+/* Run an UPDATE to its end; *changes gets the rows it touched. */
+static int
+update_rows(struct store *s, sqlite3_stmt *st, int *changes)
+{
+	int rc = sqlite3_step(st), error = 0;
+
+	if (rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+	else
+		*changes = sqlite3_changes(s->db);
+	sqlite3_reset(st);
+	return error;
+}
+
+/* An UPDATE that must touch exactly one row: -ESTALE when it touched none. */
+static int
+update_one(struct store *s, sqlite3_stmt *st)
+{
+	int n = 0, error = update_rows(s, st, &n);
+
+	return error < 0 ? error : n == 1 ? 0 : -ESTALE;
+}
+
+int
+store_job_heartbeat(struct store *s, int64_t id, const char *owner,
+    int lease_s)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner || lease_s <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_HEARTBEAT, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, store_now(s));
+		sqlite3_bind_int(st, 4, lease_s);
+		error = update_one(s, st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_job_finish(struct store *s, int64_t id, const char *owner,
+    const char *state)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner || !state || (strcmp(state, STORE_JOB_DONE) &&
+	    strcmp(state, STORE_JOB_FAILED)))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_FINISH, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, state, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, store_now(s));
+		error = update_one(s, st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_jobs_requeue_expired(struct store *s, int max_attempts, int *requeued,
+    int *failed)
+{
+	sqlite3_stmt *st;
+	int64_t now;
+	int nf = 0, nr = 0, error;
+
+	pthread_mutex_lock(&s->lock);
+	now = store_now(s);
+	if ((error = store_exec(s, "BEGIN IMMEDIATE")) < 0)
+		goto out;
+	if ((error = store_stmt(s, SQL_JOBS_FAIL_EXPIRED, &st)) < 0)
+		goto rollback;
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int(st, 2, max_attempts);
+	if ((error = update_rows(s, st, &nf)) < 0 ||
+	    (error = store_stmt(s, SQL_JOBS_REQUEUE_EXPIRED, &st)) < 0)
+		goto rollback;
+	sqlite3_bind_int64(st, 1, now);
+	if ((error = update_rows(s, st, &nr)) < 0)
+		goto rollback;
+	if ((error = store_exec(s, "COMMIT")) == 0) {
+		if (requeued)
+			*requeued = nr;
+		if (failed)
+			*failed = nf;
+		goto out;
+	}
+rollback:
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_jobs_count_by_state(struct store *s,
+    void (*fn)(const char *state, int64_t n, void *arg), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, error;
+
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOBS_BY_STATE, &st)) < 0)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn((const char *)sqlite3_column_text(st, 0),
+		    sqlite3_column_int64(st, 1), arg);
+	if (rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+	sqlite3_reset(st);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}

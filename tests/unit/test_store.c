@@ -1,0 +1,275 @@
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bot/store.h"
+#include "t.h"
+
+static int64_t fake_now = 1000000;
+
+static int64_t
+clock_fake(void *arg)
+{
+	(void)arg;
+	return fake_now;
+}
+
+static struct store_delivery
+push(const char *id, const char *sha)
+{
+	struct store_delivery d = { 0 };
+
+	d.provider = "github";
+	d.delivery_id = id;
+	d.event = "push";
+	d.repo = "acme/model";
+	d.outcome = "accepted";
+	d.work = STORE_WORK_JOB;
+	d.clone_url = "https://github.com/acme/model.git";
+	d.before = "0000000000000000000000000000000000000001";
+	d.sha = sha;
+	d.trigger = "push";
+	d.payload = "{\"ref\":\"refs/heads/main\"}";
+	return d;
+}
+
+struct claimer {
+	struct store *s;
+	char owner[16];
+	int got;
+};
+
+static void *
+claim_all(void *arg)
+{
+	struct claimer *c = arg;
+	struct store_job j;
+
+	while (store_job_claim(c->s, c->owner, 60, &j) == 0) {
+		c->got++;
+		store_job_free(&j);
+	}
+	return NULL;
+}
+
+struct count_ctx {
+	int64_t running, done;
+};
+
+static void
+cb(const char *st, int64_t k, void *arg)
+{
+	struct count_ctx *cc = arg;
+
+	if (!strcmp(st, "running"))
+		cc->running = k;
+	else if (!strcmp(st, "done"))
+		cc->done = k;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/kb-test-store-XXXXXX", sub[300], cmd[400];
+	struct store *s = NULL, *s2 = NULL;
+	struct store_delivery d[4];
+	struct store_job j, *jobs;
+	size_t n;
+	int64_t cnt;
+	int rq, fl;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(sub, sizeof(sub), "%s/data", dir);
+
+	CHECK_INT("open existing fails when absent", store_open(sub, STORE_OPEN_EXISTING, &s), -ENOENT);
+	CHECK_INT("open creates", store_open(sub, 0, &s), 0);
+	if (!s)
+		return t_done("test_store");
+	CHECK_INT("schema migrated to latest", store_schema_version(s), store_schema_latest());
+	CHECK_INT("writable", store_check_writable(s), 0);
+	store_set_clock(s, clock_fake, NULL);
+
+	/* intake: a batch with a job, a duplicate within the batch, a command, an ignored event */
+	d[0] = push("d-1", "1111111111111111111111111111111111111111");
+	d[1] = push("d-1", "2222222222222222222222222222222222222222");
+	memset(&d[2], 0, sizeof(d[2]));
+	d[2].provider = "github"; d[2].delivery_id = "d-2"; d[2].event = "issue_comment";
+	d[2].repo = "acme/model"; d[2].outcome = "accepted"; d[2].work = STORE_WORK_COMMAND;
+	d[2].pr = 7; d[2].command = "optimize"; d[2].args = "models/attn.py";
+	d[2].actor = "alice"; d[2].author_association = "MEMBER"; d[2].comment_id = 99;
+	memset(&d[3], 0, sizeof(d[3]));
+	d[3].provider = "github"; d[3].delivery_id = "d-3"; d[3].event = "star";
+	d[3].outcome = "ignored"; d[3].work = STORE_WORK_NONE;
+	CHECK_INT("intake batch commits", store_intake(s, d, 4), 0);
+	CHECK_INT("first delivery ok", d[0].error, 0);
+	CHECK("first delivery made a job", d[0].work_id > 0 && !d[0].duplicate);
+	CHECK("same id in batch is a duplicate", d[1].duplicate && d[1].work_id == 0);
+	CHECK("command recorded", d[2].work_id > 0 && !d[2].error);
+	CHECK("ignored recorded without work", !d[3].error && !d[3].work_id && !d[3].duplicate);
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("three deliveries", cnt, 3);
+	store_count(s, "jobs", &cnt);
+	CHECK_INT("one job", cnt, 1);
+	store_count(s, "commands", &cnt);
+	CHECK_INT("one command", cnt, 1);
+	CHECK_INT("unknown table refused", store_count(s, "sqlite_master", &cnt), -EINVAL);
+
+	/* redelivery in a later transaction; other provider same id is not a duplicate */
+	d[0] = push("d-1", "3333333333333333333333333333333333333333");
+	d[1] = push("d-1", "4444444444444444444444444444444444444444");
+	d[1].provider = "gitea";
+	CHECK_INT("second batch", store_intake(s, d, 2), 0);
+	CHECK("redelivery is a duplicate", d[0].duplicate && !d[0].work_id);
+	CHECK("same id from another provider is new", !d[1].duplicate && d[1].work_id > 0);
+
+	/* a bad row fails alone */
+	d[0] = push("d-4", NULL);
+	d[1] = push("d-5", "5555555555555555555555555555555555555555");
+	CHECK_INT("batch with a bad row commits", store_intake(s, d, 2), 0);
+	CHECK_INT("bad row gets -EINVAL", d[0].error, -EINVAL);
+	CHECK("good row in same batch kept", d[1].error == 0 && d[1].work_id > 0);
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("bad row's delivery rolled back", cnt, 5);
+	d[0] = push("d-6", "6");
+	CHECK_INT("batch over the limit refused", store_intake(s, d, STORE_MAX_BATCH + 1), -EINVAL);
+
+	/* listing, newest first */
+	CHECK_INT("list jobs", store_jobs_list(s, 0, &jobs, &n), 0);
+	CHECK_INT("three jobs", n, 3);
+	if (n == 3) {
+		CHECK_STR("newest first", jobs[0].sha, "5555555555555555555555555555555555555555");
+		CHECK_STR("oldest last", jobs[2].sha, "1111111111111111111111111111111111111111");
+		CHECK_STR("state queued", jobs[2].state, "queued");
+		CHECK_STR("repo kept", jobs[2].repo, "acme/model");
+		CHECK_STR("before kept", jobs[2].before, "0000000000000000000000000000000000000001");
+		CHECK_INT("created stamped", jobs[2].created, fake_now);
+		CHECK_STR("payload kept", jobs[2].payload, "{\"ref\":\"refs/heads/main\"}");
+	}
+	store_jobs_free(jobs, n);
+	CHECK_INT("list with limit", store_jobs_list(s, 1, &jobs, &n), 0);
+	CHECK_INT("limit honoured", n, 1);
+	store_jobs_free(jobs, n);
+
+	/* claim, heartbeat, finish */
+	CHECK_INT("claim", store_job_claim(s, "runner-a", 30, &j), 0);
+	CHECK_STR("claim takes the oldest", j.sha, "1111111111111111111111111111111111111111");
+	CHECK_STR("claimed job running", j.state, "running");
+	CHECK_STR("lease owner", j.lease_owner, "runner-a");
+	CHECK_INT("lease expiry", j.lease_expires, fake_now + 30);
+	CHECK_INT("attempts counted", j.attempts, 1);
+	int64_t first = j.id;
+	store_job_free(&j);
+	CHECK_INT("bad claim args", store_job_claim(s, "", 30, &j), -EINVAL);
+	fake_now += 20;
+	CHECK_INT("heartbeat", store_job_heartbeat(s, first, "runner-a", 30), 0);
+	CHECK_INT("heartbeat by another owner is stale", store_job_heartbeat(s, first, "runner-b", 30), -ESTALE);
+	store_job_get(s, first, &j);
+	CHECK_INT("heartbeat extended the lease", j.lease_expires, fake_now + 30);
+	store_job_free(&j);
+	fake_now += 25;
+	CHECK_INT("not yet expired", store_jobs_requeue_expired(s, 0, &rq, &fl), 0);
+	CHECK_INT("nothing requeued before expiry", rq, 0);
+	fake_now += 10;
+	CHECK_INT("requeue expired", store_jobs_requeue_expired(s, 0, &rq, &fl), 0);
+	CHECK_INT("one requeued", rq, 1);
+	CHECK_INT("heartbeat after expiry is stale", store_job_heartbeat(s, first, "runner-a", 30), -ESTALE);
+	CHECK_INT("finish after expiry is stale", store_job_finish(s, first, "runner-a", "done"), -ESTALE);
+	CHECK_INT("reclaim", store_job_claim(s, "runner-b", 30, &j), 0);
+	CHECK_INT("requeued job comes back first", j.id, first);
+	CHECK_INT("second attempt", j.attempts, 2);
+	store_job_free(&j);
+	CHECK_INT("finish with bad state", store_job_finish(s, first, "runner-b", "queued"), -EINVAL);
+	CHECK_INT("finish", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), 0);
+	CHECK_INT("finish twice is stale", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), -ESTALE);
+	store_job_get(s, first, &j);
+	CHECK_STR("done", j.state, "done");
+	CHECK("lease cleared", j.lease_owner == NULL && j.lease_expires == 0);
+	store_job_free(&j);
+	CHECK_INT("get missing", store_job_get(s, 12345, &j), -ENOENT);
+
+	/* max attempts: an expired job past the limit fails */
+	CHECK_INT("claim for max attempts", store_job_claim(s, "runner-c", 5, &j), 0);
+	int64_t second = j.id;
+	store_job_free(&j);
+	fake_now += 10;
+	CHECK_INT("requeue with max 1", store_jobs_requeue_expired(s, 1, &rq, &fl), 0);
+	CHECK_INT("failed past max attempts", fl, 1);
+	store_job_get(s, second, &j);
+	CHECK_STR("state failed", j.state, "failed");
+	store_job_free(&j);
+
+	/* concurrent claims: every job exactly once */
+	for (int i = 0; i < 40; i++) {
+		char id[32], sha[41];
+		snprintf(id, sizeof(id), "c-%d", i);
+		snprintf(sha, sizeof(sha), "%040d", i);
+		d[0] = push(id, sha);
+		store_intake(s, d, 1);
+	}
+	CHECK_INT("second connection", store_open(sub, STORE_OPEN_EXISTING, &s2), 0);
+	struct claimer cl[4] = { { s, "t0", 0 }, { s, "t1", 0 }, { s2, "t2", 0 }, { s2, "t3", 0 } };
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, claim_all, &cl[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK_INT("41 queued jobs claimed exactly once", cl[0].got + cl[1].got + cl[2].got + cl[3].got, 41);
+
+	struct count_ctx cc = { 0, 0 };
+	CHECK_INT("count by state", store_jobs_count_by_state(s, cb, &cc), 0);
+	CHECK_INT("running count", cc.running, 41);
+	CHECK_INT("done count", cc.done, 1);
+	store_close(s2);
+
+	/* the background checkpointer: runs, refuses a second start, stops */
+	CHECK_INT("checkpointer bad interval", store_checkpointer_start(s, 0), -EINVAL);
+	CHECK_INT("checkpointer starts", store_checkpointer_start(s, 10), 0);
+	CHECK_INT("checkpointer twice", store_checkpointer_start(s, 10), -EALREADY);
+	for (int i = 0; i < 100; i++) {
+		char id[32], sha[41];
+		snprintf(id, sizeof(id), "w-%d", i);
+		snprintf(sha, sizeof(sha), "%040d", 1000 + i);
+		d[0] = push(id, sha);
+		store_intake(s, d, 1);
+	}
+	for (int i = 0; i < 200 && store_checkpoints(s) < 2; i++)
+		usleep(5000);
+	CHECK("checkpoints ran", store_checkpoints(s) >= 2);
+	snprintf(cmd, sizeof(cmd), "%s/kernelbot.db-wal", sub);
+	struct stat wst;
+	CHECK("WAL exists while open", stat(cmd, &wst) == 0);
+	store_checkpointer_stop(s);
+	store_checkpointer_stop(s);	/* idempotent */
+	CHECK_INT("no checkpoints counted once stopped", store_checkpoints(s), 0);
+	store_count(s, "jobs", &cnt);
+	CHECK_INT("jobs intact across checkpoints", cnt, 143);
+	CHECK_INT("checkpointer restarts", store_checkpointer_start(s, 1000), 0);
+	store_close(s);	/* stops it */
+
+	/* reopen keeps everything; a newer schema is refused */
+	CHECK_INT("reopen", store_open(sub, STORE_OPEN_EXISTING, &s), 0);
+	store_count(s, "jobs", &cnt);
+	CHECK_INT("jobs survive reopen", cnt, 143);
+	store_close(s);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db 'INSERT INTO schema_version VALUES (999, 0)'", sub);
+	if (system(cmd) == 0)
+		CHECK_INT("newer schema refused", store_open(sub, 0, &s), -EPROTO);
+	/* an unwritable directory */
+	snprintf(cmd, sizeof(cmd), "%s/ro", dir);
+	mkdir(cmd, 0500);
+	if (geteuid() != 0) {
+		char p[512];
+		snprintf(p, sizeof(p), "%s/x", cmd);
+		CHECK("unwritable dir fails", store_open(p, 0, &s) < 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	return t_done("test_store");
+}
+

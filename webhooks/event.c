@@ -1,0 +1,364 @@
+#include "webhooks/event.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+
+static const char *const github_events[] = { "push", "issue_comment",
+	"pull_request", "ping", NULL };
+static const char *const gitlab_events[] = { "Push Hook", "Note Hook",
+	"Merge Request Hook", "Tag Push Hook", NULL };
+static const char *const gitea_events[] = { "push", "issue_comment",
+	"pull_request", NULL };
+
+const char *
+wh_event_label(enum config_forge forge, const char *event)
+{
+	const char *const *list = forge == CONFIG_GITHUB ? github_events :
+	    forge == CONFIG_GITLAB ? gitlab_events : gitea_events;
+
+	if (!event)
+		return "other";
+	for (; *list; list++)
+		if (!strcmp(*list, event))
+			return *list;
+	return "other";
+}
+
+void
+wh_event_free(struct wh_event *ev)
+{
+	if (!ev)
+		return;
+	free(ev->command);
+	free(ev->args);
+	json_decref(ev->root);
+	memset(ev, 0, sizeof(*ev));
+}
+
+/* Required string at a dotted path, or -EINVAL naming it. */
+static int
+need_str(const json_t *root, const char *path, const char **out, char *err,
+    size_t errlen)
+{
+	json_t *v = jsonx_path(root, path);
+
+	if (!json_is_string(v) || !json_string_length(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		snprintf(err, errlen, "%s: %s", path,
+		    v ? "must be a non-empty string" : "missing");
+		return -EINVAL;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int
+need_int(const json_t *root, const char *path, int64_t *out, char *err,
+    size_t errlen)
+{
+	json_t *v = jsonx_path(root, path);
+
+	if (!json_is_integer(v)) {
+		snprintf(err, errlen, "%s: %s", path, v ? "must be an integer" : "missing");
+		return -EINVAL;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* A commit id: 40 (SHA-1) or 64 (SHA-256) hex digits. */
+static int
+need_sha(const json_t *root, const char *path, const char **out, char *err,
+    size_t errlen)
+{
+	const char *s;
+	size_t n;
+	int error;
+
+	if ((error = need_str(root, path, &s, err, errlen)) < 0)
+		return error;
+	n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			n = 0;
+	if (n != 40 && n != 64) {
+		snprintf(err, errlen, "%s: not a commit id", path);
+		return -EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+static int
+is_zero_sha(const char *s)
+{
+	return strspn(s, "0") == strlen(s);
+}
+
+static void
+ignore(struct wh_event *ev, const char *why)
+{
+	ev->kind = WH_IGNORED;
+	ev->reason = why;
+}
+
+int
+wh_command_parse(const char *body, char **command, char **args)
+{
+	const char *p = body, *w, *e;
+	size_t wl, al;
+	char *c, *a;
+
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	if (strncmp(p, WH_COMMAND_PREFIX, strlen(WH_COMMAND_PREFIX)))
+		return 0;
+	p += strlen(WH_COMMAND_PREFIX);
+	if (*p != ' ' && *p != '\t')
+		return 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (w = p; isalnum((unsigned char)*p) || *p == '-' || *p == '_'; p++)
+		;
+	wl = (size_t)(p - w);
+	if (wl == 0 || wl > WH_MAX_COMMAND || (*p && !isspace((unsigned char)*p)))
+		return 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (e = p; *e && *e != '\n' && *e != '\r'; e++)
+		;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	al = (size_t)(e - p);
+	if (al > WH_MAX_ARGS)
+		al = WH_MAX_ARGS;
+	if (!(c = strndup(w, wl)) || !(a = strndup(p, al))) {
+		free(c);
+		return -ENOMEM;
+	}
+	for (char *q = c; *q; q++)
+		*q = (char)tolower((unsigned char)*q);
+	*command = c;
+	*args = a;
+	return 1;
+}
+
+static int
+comment_command(struct wh_event *ev, const char *body)
+{
+	int r = wh_command_parse(body, &ev->command, &ev->args);
+
+	if (r < 0)
+		return r;
+	if (r == 0)
+		ignore(ev, "comment is not a /kernelbot command");
+	else
+		ev->kind = WH_COMMAND;
+	return 0;
+}
+
+/* GitHub and Gitea share the push payload's shape. */
+static int
+push_common(struct wh_event *ev, char *err, size_t errlen)
+{
+	const json_t *r = ev->root;
+	int error;
+
+	if ((error = need_str(r, "repository.full_name", &ev->repo, err, errlen)) < 0 ||
+	    (error = need_str(r, "repository.clone_url", &ev->clone_url, err, errlen)) < 0 ||
+	    (error = need_str(r, "repository.default_branch", &ev->default_branch, err, errlen)) < 0 ||
+	    (error = need_str(r, "ref", &ev->ref, err, errlen)) < 0 ||
+	    (error = need_sha(r, "before", &ev->before, err, errlen)) < 0 ||
+	    (error = need_sha(r, "after", &ev->after, err, errlen)) < 0)
+		return error;
+	ev->pusher = jsonx_str(r, "pusher.name", jsonx_str(r, "pusher.login", NULL));
+	return 0;
+}
+
+static void
+push_classify(struct wh_event *ev)
+{
+	size_t bl = strlen(ev->default_branch);
+
+	if (strncmp(ev->ref, "refs/heads/", 11) || strlen(ev->ref) != 11 + bl ||
+	    strcmp(ev->ref + 11, ev->default_branch))
+		ignore(ev, "not a push to the default branch");
+	else if (is_zero_sha(ev->after))
+		ignore(ev, "branch deleted");
+	else
+		ev->kind = WH_PUSH;
+}
+
+/* GitHub's and Gitea's head.repo vs base.repo; a deleted fork has head.repo null. */
+static int
+pr_is_fork(const json_t *pr)
+{
+	const char *head = jsonx_str(pr, "head.repo.full_name", NULL);
+	const char *base = jsonx_str(pr, "base.repo.full_name", NULL);
+
+	return !head || !base || strcasecmp(head, base) != 0;
+}
+
+static int
+parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
+    char *err, size_t errlen)
+{
+	const json_t *r = ev->root;
+	const char *action, *body;
+	json_t *pr;
+	int error;
+
+	if (!strcmp(event, "push")) {
+		if ((error = push_common(ev, err, errlen)) < 0)
+			return error;
+		push_classify(ev);
+		return 0;
+	}
+	if (!strcmp(event, "issue_comment")) {
+		if ((error = need_str(r, "repository.full_name", &ev->repo, err, errlen)) < 0 ||
+		    (error = need_str(r, "action", &action, err, errlen)) < 0 ||
+		    (error = need_int(r, "issue.number", &ev->pr, err, errlen)) < 0 ||
+		    (error = need_str(r, "comment.user.login", &ev->actor, err, errlen)) < 0 ||
+		    (error = need_int(r, "comment.id", &ev->comment_id, err, errlen)) < 0)
+			return error;
+		body = jsonx_str(r, "comment.body", "");
+		ev->author_association = jsonx_str(r, "comment.author_association", NULL);
+		if (strcmp(action, "created"))
+			ignore(ev, "comment not newly created");
+		else if (!json_is_object(jsonx_path(r, "issue.pull_request")) &&
+		    !(forge == CONFIG_GITEA && jsonx_bool(r, "is_pull", 0)))
+			ignore(ev, "comment on an issue, not a pull request");
+		else
+			return comment_command(ev, body);
+		return 0;
+	}
+	if (!strcmp(event, "pull_request")) {
+		if ((error = need_str(r, "repository.full_name", &ev->repo, err, errlen)) < 0 ||
+		    (error = need_str(r, "action", &action, err, errlen)) < 0 ||
+		    (error = need_int(r, "number", &ev->pr, err, errlen)) < 0)
+			return error;
+		if (!json_is_object(pr = jsonx_path(r, "pull_request"))) {
+			snprintf(err, errlen, "pull_request: missing");
+			return -EINVAL;
+		}
+		ev->head_ref = jsonx_str(pr, "head.ref", NULL);
+		ev->merged = jsonx_bool(pr, "merged", 0);
+		ev->fork = pr_is_fork(pr);
+		if (strcmp(action, "closed"))
+			ignore(ev, "pull request not closed");
+		else if (ev->fork)
+			ignore(ev, "fork pull request");
+		else
+			ev->kind = WH_CLEANUP;
+		return 0;
+	}
+	ev->repo = jsonx_str(r, "repository.full_name", NULL);
+	ignore(ev, !strcmp(event, "ping") ? "ping" : "event not handled");
+	return 0;
+}
+
+static int
+parse_gitlab(const char *event, struct wh_event *ev, char *err, size_t errlen)
+{
+	const json_t *r = ev->root;
+	const char *type, *action, *body;
+	int64_t src, dst;
+	int error;
+
+	if ((error = need_str(r, "project.path_with_namespace", &ev->repo, err, errlen)) < 0)
+		return error;
+	if (!strcmp(event, "Push Hook")) {
+		if ((error = need_str(r, "project.git_http_url", &ev->clone_url, err, errlen)) < 0 ||
+		    (error = need_str(r, "project.default_branch", &ev->default_branch, err, errlen)) < 0 ||
+		    (error = need_str(r, "ref", &ev->ref, err, errlen)) < 0 ||
+		    (error = need_sha(r, "before", &ev->before, err, errlen)) < 0 ||
+		    (error = need_sha(r, "after", &ev->after, err, errlen)) < 0)
+			return error;
+		ev->pusher = jsonx_str(r, "user_username", NULL);
+		push_classify(ev);
+		return 0;
+	}
+	if (!strcmp(event, "Note Hook")) {
+		if ((error = need_str(r, "object_attributes.noteable_type", &type, err, errlen)) < 0)
+			return error;
+		if (strcmp(type, "MergeRequest")) {
+			ignore(ev, "comment not on a merge request");
+			return 0;
+		}
+		if ((error = need_str(r, "user.username", &ev->actor, err, errlen)) < 0 ||
+		    (error = need_int(r, "object_attributes.id", &ev->comment_id, err, errlen)) < 0 ||
+		    (error = need_int(r, "merge_request.iid", &ev->pr, err, errlen)) < 0 ||
+		    (error = need_int(r, "merge_request.source_project_id", &src, err, errlen)) < 0 ||
+		    (error = need_int(r, "merge_request.target_project_id", &dst, err, errlen)) < 0)
+			return error;
+		body = jsonx_str(r, "object_attributes.note", "");
+		action = jsonx_str(r, "object_attributes.action", "create");
+		ev->fork = src != dst;
+		if (strcmp(action, "create"))
+			ignore(ev, "comment not newly created");
+		else if (ev->fork)
+			ignore(ev, "fork merge request");
+		else
+			return comment_command(ev, body);
+		return 0;
+	}
+	if (!strcmp(event, "Merge Request Hook")) {
+		if ((error = need_int(r, "object_attributes.iid", &ev->pr, err, errlen)) < 0 ||
+		    (error = need_int(r, "object_attributes.source_project_id", &src, err, errlen)) < 0 ||
+		    (error = need_int(r, "object_attributes.target_project_id", &dst, err, errlen)) < 0)
+			return error;
+		action = jsonx_str(r, "object_attributes.action", "");
+		ev->head_ref = jsonx_str(r, "object_attributes.source_branch", NULL);
+		ev->merged = !strcmp(action, "merge");
+		ev->fork = src != dst;
+		if (strcmp(action, "close") && strcmp(action, "merge"))
+			ignore(ev, "merge request not closed");
+		else if (ev->fork)
+			ignore(ev, "fork merge request");
+		else
+			ev->kind = WH_CLEANUP;
+		return 0;
+	}
+	ignore(ev, "event not handled");
+	return 0;
+}
+
+int
+wh_event_parse(enum config_forge forge, const char *event, const char *body,
+    size_t len, struct wh_event *out, char *err, size_t errlen)
+{
+	struct wh_event ev;
+	char jerr[200];
+	int error;
+
+	memset(&ev, 0, sizeof(ev));
+	if (!event || !*event) {
+		snprintf(err, errlen, "missing event header");
+		return -EINVAL;
+	}
+	if (jsonx_parse(body, len, &ev.root, jerr, sizeof(jerr)) < 0) {
+		snprintf(err, errlen, "body is not JSON: %s", jerr);
+		return -EINVAL;
+	}
+	if (!json_is_object(ev.root)) {
+		snprintf(err, errlen, "body is not a JSON object");
+		error = -EINVAL;
+		goto out;
+	}
+	if (forge == CONFIG_GITLAB)
+		error = parse_gitlab(event, &ev, err, errlen);
+	else
+		error = parse_hub(forge, event, &ev, err, errlen);
+out:
+	if (error < 0) {
+		wh_event_free(&ev);
+		return error;
+	}
+	*out = ev;
+	return 0;
+}

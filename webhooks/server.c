@@ -1,0 +1,396 @@
+#include "webhooks/server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "webhooks/handle.h"
+#include "webhooks/intake.h"
+#include "webhooks/metrics.h"
+
+#define WH_METRICS_MAX_BYTES (1u << 20)
+
+struct wh_server {
+	struct MHD_Daemon *daemon;
+	const struct config *cfg;
+	struct store *store;
+	struct wh_intake *intake;
+	struct wh_metrics *metrics;
+	struct wh_ctx ctx;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	int inflight;		/* requests between their headers and completion */
+	int port;
+};
+
+enum route {
+	ROUTE_WEBHOOK,
+	ROUTE_HEALTHZ,
+	ROUTE_METRICS,
+	ROUTE_NOT_FOUND,
+};
+
+/* Per request: MHD's con_cls. */
+struct req {
+	enum route route;
+	enum config_forge forge;
+	struct buf body;
+	struct timespec start;
+	int too_large;		/* a chunked body passed the limit: drained, then 413 */
+};
+
+static double
+elapsed_s(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static enum MHD_Result
+reply(struct MHD_Connection *c, int status, const char *ctype,
+    const char *body, size_t len, const char *allow, int close_conn)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!(r = MHD_create_response_from_buffer(len, (void *)body,
+	    MHD_RESPMEM_MUST_COPY)))
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (close_conn)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result
+reply_json(struct MHD_Connection *c, int status, const char *json,
+    const char *allow, int close_conn)
+{
+	return reply(c, status, "application/json", json, strlen(json), allow,
+	    close_conn);
+}
+
+static const char *
+header(struct MHD_Connection *c, const char *name)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static enum route
+route_of(const char *url, enum config_forge *forge)
+{
+	static const char prefix[] = "/webhooks/";
+
+	if (!strncmp(url, prefix, sizeof(prefix) - 1)) {
+		for (int f = 0; f < CONFIG_N_FORGES; f++)
+			if (!strcmp(url + sizeof(prefix) - 1,
+			    config_forge_name((enum config_forge)f))) {
+				*forge = (enum config_forge)f;
+				return ROUTE_WEBHOOK;
+			}
+		return ROUTE_NOT_FOUND;
+	}
+	if (!strcmp(url, "/healthz"))
+		return ROUTE_HEALTHZ;
+	if (!strcmp(url, "/metrics"))
+		return ROUTE_METRICS;
+	return ROUTE_NOT_FOUND;
+}
+
+static enum MHD_Result
+serve_healthz(struct wh_server *srv, struct MHD_Connection *c)
+{
+	char body[300];
+	int error = store_check_writable(srv->store);
+
+	if (error == 0)
+		return reply_json(c, 200, "{\"status\":\"ok\"}\n", NULL, 0);
+	snprintf(body, sizeof(body), "{\"status\":\"unavailable\",\"error\":\"%s\"}\n",
+	    strerror(-error));
+	return reply_json(c, 503, body, NULL, 0);
+}
+
+static enum MHD_Result
+serve_metrics(struct wh_server *srv, struct MHD_Connection *c)
+{
+	struct buf b = BUF_INIT(WH_METRICS_MAX_BYTES);
+	enum MHD_Result ret;
+
+	if (wh_metrics_render(srv->metrics, srv->store, &b) < 0)
+		ret = reply_json(c, 503, "{\"error\":\"metrics unavailable\"}\n", NULL, 0);
+	else
+		ret = reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+		    buf_cstr(&b), b.len, NULL, 0);
+	buf_free(&b);
+	return ret;
+}
+
+static enum MHD_Result
+serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
+{
+	struct wh_request in;
+	struct wh_response out;
+	int gitlab = rq->forge == CONFIG_GITLAB, gitea = rq->forge == CONFIG_GITEA;
+
+	memset(&in, 0, sizeof(in));
+	in.forge = rq->forge;
+	in.content_type = header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+	in.event = header(c, gitlab ? "X-Gitlab-Event" : gitea ? "X-Gitea-Event" :
+	    "X-GitHub-Event");
+	in.delivery = header(c, gitlab ? "X-Gitlab-Event-UUID" : gitea ?
+	    "X-Gitea-Delivery" : "X-GitHub-Delivery");
+	in.signature = header(c, gitlab ? "X-Gitlab-Token" : gitea ?
+	    "X-Gitea-Signature" : "X-Hub-Signature-256");
+	in.body = buf_cstr(&rq->body);
+	in.len = rq->body.len;
+	wh_handle(&srv->ctx, &in, &out);
+	return reply_json(c, out.status, out.body, NULL, 0);
+}
+
+/* First call of a request: headers are in, no body yet. */
+static enum MHD_Result
+begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
+    const char *method, void **con_cls)
+{
+	const struct config_http *h = config_http(srv->cfg);
+	struct req *rq = calloc(1, sizeof(*rq));
+	const char *cl;
+	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	if (!rq)
+		return MHD_NO;
+	clock_gettime(CLOCK_MONOTONIC, &rq->start);
+	rq->body = (struct buf)BUF_INIT(h->max_body_bytes);
+	rq->route = route_of(url, &rq->forge);
+	*con_cls = rq;
+	pthread_mutex_lock(&srv->lock);
+	srv->inflight++;
+	pthread_mutex_unlock(&srv->lock);
+
+	switch (rq->route) {
+	case ROUTE_HEALTHZ:
+		return is_get ? serve_healthz(srv, c) :
+		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD", 1);
+	case ROUTE_METRICS:
+		return is_get ? serve_metrics(srv, c) :
+		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD", 1);
+	case ROUTE_NOT_FOUND:
+		return reply_json(c, 404, "{\"error\":\"not found\"}\n", NULL, 1);
+	case ROUTE_WEBHOOK:
+		break;
+	}
+	if (strcmp(method, "POST"))
+		return reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "POST", 1);
+	if (!config_forge_secret(srv->cfg, rq->forge, NULL)) {
+		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
+		    "other", "unconfigured");
+		return reply_json(c, 404, "{\"error\":\"this forge's webhook is not configured\"}\n",
+		    NULL, 1);
+	}
+	/* Refuse before reading a byte of a body that cannot fit. */
+	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)) &&
+	    strtoull(cl, NULL, 10) > h->max_body_bytes) {
+		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
+		    "other", "too_large");
+		return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct wh_server *srv = cls;
+	struct req *rq = *con_cls;
+
+	(void)version;
+	if (!rq)
+		return begin(srv, c, url, method, con_cls);
+	if (elapsed_s(&rq->start) > config_http(srv->cfg)->request_timeout_s) {
+		log_info("request too slow, connection closed", "url=%s", rq->route ==
+		    ROUTE_WEBHOOK ? config_forge_name(rq->forge) : "other");
+		return MHD_NO;
+	}
+	if (*upload_data_size) {
+		if (!rq->too_large &&
+		    buf_add(&rq->body, upload_data, *upload_data_size) < 0) {
+			rq->too_large = 1;
+			buf_free(&rq->body);
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (rq->too_large) {
+		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
+		    "other", "too_large");
+		return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+	}
+	return serve_webhook(srv, c, rq);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	static const enum wh_handler handlers[] = { WH_HANDLER_WEBHOOK,
+		WH_HANDLER_HEALTHZ, WH_HANDLER_METRICS, WH_HANDLER_OTHER };
+	struct wh_server *srv = cls;
+	struct req *rq = *con_cls;
+
+	(void)c;
+	if (!rq)
+		return;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		wh_metrics_request(srv->metrics, handlers[rq->route], elapsed_s(&rq->start));
+	buf_free(&rq->body);
+	free(rq);
+	*con_cls = NULL;
+	pthread_mutex_lock(&srv->lock);
+	if (--srv->inflight == 0)
+		pthread_cond_broadcast(&srv->idle);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512], q[600];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	log_debug("libmicrohttpd", "detail=%s", log_quote(q, sizeof(q), msg));
+}
+
+int
+wh_server_start(const struct config *cfg, struct store *store,
+    struct wh_server **out, char *err, size_t errlen)
+{
+	const struct config_http *h = config_http(cfg);
+	struct sockaddr_storage ss;
+	struct wh_server *srv;
+	const union MHD_DaemonInfo *info;
+	socklen_t sl;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+	    MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	int error;
+
+	if (config_parse_listen(config_listen(cfg), &ss, &sl) < 0) {
+		snprintf(err, errlen, "listen: '%s' is not ADDR:PORT", config_listen(cfg));
+		return -EINVAL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	if (!(srv = calloc(1, sizeof(*srv))))
+		return -ENOMEM;
+	srv->cfg = cfg;
+	srv->store = store;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->idle, NULL);
+	if ((error = wh_intake_new(store, &srv->intake)) < 0 ||
+	    (error = wh_metrics_new(&srv->metrics)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics };
+	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)h->max_connections_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+	    MHD_OPTION_END);
+	if (!srv->daemon) {
+		error = errno ? -errno : -EADDRINUSE;
+		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
+		    strerror(-error));
+		goto fail;
+	}
+	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	srv->port = info ? info->port : 0;
+	*out = srv;
+	return 0;
+fail:
+	wh_intake_free(srv->intake);
+	wh_metrics_free(srv->metrics);
+	pthread_cond_destroy(&srv->idle);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+	return error;
+}
+
+int
+wh_server_port(const struct wh_server *srv)
+{
+	return srv->port;
+}
+
+void
+wh_server_quiesce(struct wh_server *srv)
+{
+	MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+int
+wh_server_drain(struct wh_server *srv, int timeout_ms)
+{
+	struct timespec deadline;
+	int error = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&srv->lock);
+	while (srv->inflight > 0 && error == 0)
+		if (pthread_cond_timedwait(&srv->idle, &srv->lock, &deadline) == ETIMEDOUT)
+			error = -ETIMEDOUT;
+	if (srv->inflight == 0)
+		error = 0;
+	pthread_mutex_unlock(&srv->lock);
+	return error;
+}
+
+void
+wh_server_stop(struct wh_server *srv)
+{
+	if (!srv)
+		return;
+	MHD_stop_daemon(srv->daemon);
+	wh_intake_free(srv->intake);
+	wh_metrics_free(srv->metrics);
+	pthread_cond_destroy(&srv->idle);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}

@@ -1,0 +1,46 @@
+/*
+ * server: the HTTP front door over libmicrohttpd (included here only).
+ *
+ *   POST /webhooks/github | /webhooks/gitlab | /webhooks/gitea  (handle.h)
+ *   GET  /healthz   200 {"status":"ok"} while the store takes writes, else 503
+ *   GET  /metrics   Prometheus text format (metrics.h)
+ *   anything else   404; a known path with another method 405
+ *
+ * Limits from the config's http section: body size (413 at once when
+ * Content-Length is over it, or as soon as a chunked body passes it),
+ * header memory per connection, connections in all and per client
+ * address, idle time per connection, and total time per request, so slow
+ * or huge requests cannot exhaust the daemon. Worker threads poll with
+ * epoll; a request blocks its thread only while its delivery commits.
+ */
+#ifndef KB_WEBHOOKS_SERVER_H
+#define KB_WEBHOOKS_SERVER_H
+
+#include "bot/config.h"
+#include "bot/store.h"
+
+struct wh_server;
+
+/*
+ * Start listening on config_listen(cfg). cfg and store are borrowed and
+ * must outlive the server. 0, or -errno with a message in err.
+ */
+int wh_server_start(const struct config *cfg, struct store *store,
+    struct wh_server **out, char *err, size_t errlen);
+
+/* The port actually bound (useful with port 0). */
+int wh_server_port(const struct wh_server *srv);
+
+/* Stop accepting connections; requests already in progress go on. */
+void wh_server_quiesce(struct wh_server *srv);
+
+/*
+ * Wait until no request is in progress, at most timeout_ms: 0, or
+ * -ETIMEDOUT with requests still running.
+ */
+int wh_server_drain(struct wh_server *srv, int timeout_ms);
+
+/* Close every connection, stop the threads and free the server. */
+void wh_server_stop(struct wh_server *srv);
+
+#endif
