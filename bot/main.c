@@ -14,6 +14,7 @@
 
 const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
+	{ "changes", cmd_changes, "the modules a push changed, to optimize or retire" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ NULL, NULL, NULL },
 };
