@@ -17,6 +17,8 @@ struct cli_command {
 int cmd_trace(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_changes(int argc, char **argv);
+int cmd_publish(int argc, char **argv);
+int cmd_forge(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -145,6 +145,27 @@ gitops_open(const char *path, struct gitops_repo **out, char *err,
 	return 0;
 }
 
+int
+gitops_init_bare(const char *path, char *err, size_t errlen)
+{
+	git_repository_init_options io;
+	git_repository *g = NULL;
+	int rc;
+
+	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	if ((rc = gitops_lib_init(err, errlen)) < 0)
+		return rc;
+	if (git_repository_open_bare(&g, path) == 0) {
+		git_repository_free(g);
+		return 0;
+	}
+	io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+	if ((rc = git_repository_init_ext(&g, path, &io)) < 0)
+		return gitops_git_error(rc, path, err, errlen);
+	git_repository_free(g);
+	return 0;
+}
+
 const char *
 gitops_path(const struct gitops_repo *r)
 {
@@ -242,7 +263,7 @@ fetch_origin(git_repository *g, const struct gitops_cred *cred, char *err,
     size_t errlen)
 {
 	git_fetch_options fo;
-	struct gitops_cred_state st = { cred, 0 };
+	struct gitops_cred_state st = { .cred = cred };
 	git_remote *remote = NULL;
 	int rc;
 
@@ -357,7 +378,7 @@ gitops_fetch_commit(struct gitops_repo *r, const char *url,
     const struct gitops_cred *cred, const char *sha, char *err, size_t errlen)
 {
 	git_fetch_options fo;
-	struct gitops_cred_state st = { cred, 0 };
+	struct gitops_cred_state st = { .cred = cred };
 	char spec[GITOPS_OID_HEX + 64];
 	char *specs[] = { spec };
 	git_strarray refspecs = { specs, 1 };

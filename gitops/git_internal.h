@@ -24,18 +24,18 @@ int gitops_lib_init(char *err, size_t errlen);
  */
 int gitops_git_error(int rc, const char *what, char *err, size_t errlen);
 
-/* Set err to a formatted message; returns code. */
-int gitops_fail(int code, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* The commit named by rev (not the zero id): -ENOENT or -EINVAL. */
 int gitops_lookup_commit(struct gitops_repo *r, const char *rev,
     git_commit **out, char *err, size_t errlen);
 
+struct lease;
+
 /* Remote callbacks for cred (may be NULL); payload must outlive the call. */
 struct gitops_cred_state {
 	const struct gitops_cred *cred;
 	int tries;
+	struct lease *lease;	/* publish's push lease; NULL elsewhere */
 };
 void gitops_remote_callbacks(git_remote_callbacks *cb,
     struct gitops_cred_state *st);

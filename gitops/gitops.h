@@ -51,6 +51,9 @@ struct gitops_cred {
 int gitops_open(const char *path, struct gitops_repo **out, char *err,
     size_t errlen);
 
+/* Create a bare repository at path (parents too); an existing one is fine. */
+int gitops_init_bare(const char *path, char *err, size_t errlen);
+
 /*
  * The bot's mirror of a remote repository: DATA_DIR/mirrors/NAME.git, a bare
  * repository whose refs/heads/ and refs/tags/ follow the remote's (pruned).
@@ -147,5 +150,12 @@ int gitops_checkout(struct gitops_repo *r, const char *commit,
     const char *dir, char *err, size_t errlen);
 
 void gitops_close(struct gitops_repo *r);
+
+/*
+ * Write the formatted message into err (when not NULL) and return code:
+ * the error convention of every gitops/ module, in one place.
+ */
+int gitops_fail(int code, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

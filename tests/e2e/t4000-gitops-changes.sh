@@ -2,17 +2,9 @@
 # kernelbot changes: the modules a push changed, on real repositories pushed
 # to a bare file:// remote, for every kind of push the webhook can report.
 set -u
-: "${KERNELBOT:?run from tests/run.sh}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-export HOME="$T" GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=dev \
-	GIT_AUTHOR_EMAIL=dev@example.com GIT_COMMITTER_NAME=dev \
-	GIT_COMMITTER_EMAIL=dev@example.com
+. "$KB_ROOT/tests/e2e/lib-gitops.sh"
 Z=0000000000000000000000000000000000000000
 
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-no() { fail=$((fail + 1)); echo "FAIL: $1"; }
 
 # expect NAME BEFORE AFTER EXPECTED-TEXT: the plain output, exactly.
 expect() {
@@ -207,5 +199,4 @@ if [ $? -eq 0 ]; then ok "a broken config at before does not block"; else no "br
 "$KERNELBOT" changes "$T/nowhere" "$c1" "$c2" >/dev/null 2>"$T/err"
 [ $? -eq 1 ] && grep -q "not a git repository" "$T/err" && ok "not a repository" || { no "not a repository"; cat "$T/err"; }
 
-echo "t4000: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+done_tests t4000
