@@ -344,7 +344,8 @@ forge_request(struct forge *f, const char *method, const char *url,
 			break;
 		case 404:
 			rc = forge_fail(-ENOENT, err, errlen, "%s %s: 404 not found "
-			    "(or not visible to these credentials)", method, url);
+			    "(or not visible to these credentials)%s%s", method, url,
+			    msg[0] ? ": " : "", msg);
 			break;
 		case 409:
 		case 422:

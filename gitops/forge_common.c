@@ -134,14 +134,13 @@ forge_status_post(struct forge *f, const char *url, const char *state,
 
 int
 forge_post_one(struct forge *f, const char *url, const char *key,
-    const char *value, char *err, size_t errlen)
+    const char *value, unsigned flags, char *err, size_t errlen)
 {
 	struct forge_reply r = { 0, NULL, "" };
 	json_t *req = json_pack("{s:s}", key, value);
 	int rc;
 
-	rc = forge_request(f, "POST", url, req, NULL, FORGE_RETRY_404, &r, err,
-	    errlen);
+	rc = forge_request(f, "POST", url, req, NULL, flags, &r, err, errlen);
 	forge_reply_free(&r);
 	json_decref(req);
 	return rc;

@@ -160,7 +160,8 @@ gt_react(struct forge *f, long long pr, long long comment_id,
 	(void)pr;
 	snprintf(url, sizeof(url), "/repos/%s/%s/issues/comments/%lld/reactions",
 	    GT(f)->owner, GT(f)->name, comment_id);
-	return forge_post_one(f, url, "content", reaction, err, errlen);
+	return forge_post_one(f, url, "content", reaction, FORGE_RETRY_404, err,
+	    errlen);
 }
 
 static void

@@ -304,7 +304,8 @@ gh_react(struct forge *f, long long pr, long long comment_id,
 	(void)pr;
 	snprintf(url, sizeof(url), "/repos/%s/%s/issues/comments/%lld/reactions",
 	    GH(f)->owner, GH(f)->name, comment_id);
-	return forge_post_one(f, url, "content", reaction, err, errlen);
+	return forge_post_one(f, url, "content", reaction, FORGE_RETRY_404, err,
+	    errlen);
 }
 
 static void

@@ -258,9 +258,12 @@ gl_react(struct forge *f, long long pr, long long comment_id,
 		    "request of the note");
 	snprintf(url, sizeof(url), "/projects/%s/merge_requests/%lld/notes/%lld/"
 	    "award_emoji", GL(f)->project, pr, comment_id);
+	/* No just-created retry: GitLab's 404 also means "awarded already". */
 	rc = forge_post_one(f, url, "name", !strcmp(reaction, "+1") ? "thumbsup" :
-	    "eyes", err, errlen);
-	if (rc == -EINVAL && err && strstr(err, "already been taken"))
+	    "eyes", 0, err, errlen);
+	/* Awarding twice: GitLab answers 404 (or 400) "already been taken". */
+	if ((rc == -EINVAL || rc == -ENOENT) && err &&
+	    strstr(err, "already been taken"))
 		rc = 0;
 	return rc;
 }

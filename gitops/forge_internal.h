@@ -99,9 +99,9 @@ int forge_status_post(struct forge *f, const char *url, const char *state,
     const char *ctx_key, const char *context, const char *description,
     size_t desc_max, const char *target_url, char *err, size_t errlen);
 
-/* POST {key: value} to url, retrying a just-created 404 (reactions). */
+/* POST {key: value} to url (reactions), with forge_request's flags. */
 int forge_post_one(struct forge *f, const char *url, const char *key,
-    const char *value, char *err, size_t errlen);
+    const char *value, unsigned flags, char *err, size_t errlen);
 
 /* GET url's "permission" (a 404 is NONE), as GitHub and Gitea answer it. */
 int forge_permission_get(struct forge *f, const char *url,
