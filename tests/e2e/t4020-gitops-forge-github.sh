@@ -7,14 +7,7 @@
 set -u
 . "$KB_ROOT/tests/e2e/lib-gitops.sh"
 
-git init -q --bare "$T/r.git"
-git init -q -b main "$T/w"
-mkdir -p "$T/w/models"
-printf 'class Model(nn.Module):\n    pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n' >"$T/w/models/mlp.py"
-git -C "$T/w" add -A && git -C "$T/w" commit -q -m init
-git -C "$T/w" remote add origin "file://$T/r.git"
-git -C "$T/w" push -q origin main
-base=$(git -C "$T/w" rev-parse HEAD)
+setup_repo
 printf 'secret-token\n' >"$T/token"
 USERS='{"alice": "write", "root": "admin", "reader": "read"}'
 
@@ -30,10 +23,6 @@ forges:
     backoff_max_ms: 50
     max_retries: 3
 YML
-mkdir -p "$T/res/kernels/models-mlp"
-printf 'int k1;\n' >"$T/res/kernels/models-mlp/kernel.c"
-printf 'Speedup 2.0x\n' >"$T/body.md"
-printf 'results v1\n' >"$T/comment.md"
 
 publish() {
 	"$KERNELBOT" --log-level debug publish --config "$T/kb.yml" --forge github \

@@ -110,6 +110,71 @@ class Fake:
         return chunk
 
 
+REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+
+
+class GitHubShaped(Fake):
+    """Issue comments, collaborator permission and reactions, which GitHub
+    and Gitea serve alike. Subclasses provide pull(n) and comment_view(c),
+    and may set body_max, size_param and not_found."""
+
+    body_max = None
+    size_param = "per_page"
+    not_found = "Not Found"
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.comments = {}     # id -> {"id", "issue", "body"}
+        self.reactions = set()
+        self.users = json.loads(args.users)
+
+    def too_long(self, body):
+        if self.body_max and len(body.get("body", "")) > self.body_max:
+            return 422, {"message": "Validation Failed", "errors": [
+                {"field": "body", "code": "custom", "message": "body is too long"}]}
+        return None
+
+    def list_comments(self, h, m, q, body, rec):
+        self.pull(m["n"])
+        out = [self.comment_view(c) for c in self.comments.values() if c["issue"] == int(m["n"])]
+        return 200, self.paginate(h, out, q, size_param=self.size_param)
+
+    def create_comment(self, h, m, q, body, rec):
+        rec["violations"] += check_fields(body, {"body": (str, True, None)})
+        bad = self.too_long(body)
+        if bad:
+            return bad
+        self.pull(m["n"])
+        c = {"id": self.new_id(), "issue": int(m["n"]), "body": body["body"]}
+        self.comments[c["id"]] = c
+        return 201, self.comment_view(c)
+
+    def edit_comment(self, h, m, q, body, rec):
+        rec["violations"] += check_fields(body, {"body": (str, True, None)})
+        c = self.comments.get(int(m["id"]))
+        if not c:
+            return 404, {"message": self.not_found}
+        c["body"] = body["body"]
+        return 200, self.comment_view(c)
+
+    def permission(self, h, m, q, body, rec):
+        u = m["u"]
+        if u not in self.users:
+            return 404, {"message": self.not_found}
+        return 200, {"permission": self.users[u], "role_name": self.users[u],
+                     "user": {"login": u}}
+
+    def react(self, h, m, q, body, rec):
+        rec["violations"] += check_fields(body, {"content": (str, True, REACTIONS)})
+        if int(m["id"]) not in self.comments:
+            return 404, {"message": self.not_found}
+        key = (int(m["id"]), body.get("content"))
+        existed = key in self.reactions
+        self.reactions.add(key)
+        return (200 if existed else 201), {"content": body.get("content"),
+                                           "user": {"login": "kernelbot"}}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 

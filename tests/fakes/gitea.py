@@ -8,28 +8,26 @@ commit statuses, collaborator permission and comment reactions.
 Authentication: "Authorization: token TOKEN". See fakeforge.py for the log,
 the script and the checks common to all fakes.
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakeforge import Fake, Violation, check_fields, main  # noqa: E402
+from fakeforge import GitHubShaped, Violation, check_fields, main  # noqa: E402
 
 R = r"/api/v1/repos/(?P<o>[^/]+)/(?P<r>[^/]+)"
 STATES = {"pending", "success", "error", "failure", "warning"}
-REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
 LABELS = [{"id": 11, "name": "performance", "color": "00ff00"},
           {"id": 12, "name": "bot", "color": "0000ff"}]
 
 
-class Gitea(Fake):
+class Gitea(GitHubShaped):
+    size_param = "limit"
+    not_found = "not found"
+
     def __init__(self, args):
         super().__init__(args)
         self.pulls = {}
-        self.comments = {}
         self.statuses = []
-        self.reactions = set()
-        self.users = json.loads(args.users)
         self.number = 0
         self.routes = [
             ("GET", R + "/pulls", self.list_pulls),
@@ -120,26 +118,6 @@ class Gitea(Fake):
         return {"id": c["id"], "body": c["body"], "user": {"login": "kernelbot"},
                 "html_url": "https://gitea.test/acme/models/pulls/%d#issuecomment-%d" % (c["issue"], c["id"])}
 
-    def list_comments(self, h, m, q, body, rec):
-        self.pull(m["n"])
-        out = [self.comment_view(c) for c in self.comments.values() if c["issue"] == int(m["n"])]
-        return 200, self.paginate(h, out, q, size_param="limit")
-
-    def create_comment(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"body": (str, True, None)})
-        self.pull(m["n"])
-        c = {"id": self.new_id(), "issue": int(m["n"]), "body": body["body"]}
-        self.comments[c["id"]] = c
-        return 201, self.comment_view(c)
-
-    def edit_comment(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"body": (str, True, None)})
-        c = self.comments.get(int(m["id"]))
-        if not c:
-            return 404, {"message": "comment does not exist"}
-        c["body"] = body["body"]
-        return 200, self.comment_view(c)
-
     def status(self, h, m, q, body, rec):
         rec["violations"] += check_fields(body, {
             "state": (str, True, STATES), "target_url": (str, False, None),
@@ -147,21 +125,6 @@ class Gitea(Fake):
         self.statuses.append(dict(body, sha=m["sha"]))
         return 201, dict(body, id=self.new_id())
 
-    def permission(self, h, m, q, body, rec):
-        u = m["u"]
-        if u not in self.users:
-            return 404, {"message": "user does not exist"}
-        return 200, {"permission": self.users[u], "role_name": self.users[u],
-                     "user": {"login": u}}
-
-    def react(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"content": (str, True, REACTIONS)})
-        if int(m["id"]) not in self.comments:
-            return 404, {"message": "comment does not exist"}
-        key = (int(m["id"]), body.get("content"))
-        existed = key in self.reactions
-        self.reactions.add(key)
-        return (200 if existed else 201), {"content": body.get("content"), "user": {"login": "kernelbot"}}
 
 
 if __name__ == "__main__":

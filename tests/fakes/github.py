@@ -17,11 +17,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakeforge import Fake, Violation, check_fields, main  # noqa: E402
+from fakeforge import GitHubShaped, Violation, check_fields, main  # noqa: E402
 
 R = r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)"
 STATES = {"error", "failure", "pending", "success"}
-REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
 CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "success",
                "skipped", "stale", "timed_out"}
 BODY_MAX = 65536
@@ -34,15 +33,14 @@ def b64d(s):
     return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
 
 
-class GitHub(Fake):
+class GitHub(GitHubShaped):
+    body_max = BODY_MAX
+
     def __init__(self, args):
         super().__init__(args)
         self.pulls = {}        # number -> pr
-        self.comments = {}     # id -> comment (with "issue")
         self.statuses = []
         self.checks = {}
-        self.reactions = set()
-        self.users = json.loads(args.users)
         self.number = 0
         self.routes = [
             ("GET", R + "/pulls", self.list_pulls),
@@ -193,29 +191,6 @@ class GitHub(Fake):
         return {"id": c["id"], "body": c["body"], "user": {"login": "kernelbot"},
                 "html_url": "https://github.test/c/%d" % c["id"]}
 
-    def list_comments(self, h, m, q, body, rec):
-        self.pull(m["n"])
-        out = [self.comment_view(c) for c in self.comments.values() if c["issue"] == int(m["n"])]
-        return 200, self.paginate(h, out, q)
-
-    def create_comment(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"body": (str, True, None)})
-        if len(body.get("body", "")) > BODY_MAX:
-            return 422, {"message": "Validation Failed", "errors": [
-                {"field": "body", "code": "custom", "message": "body is too long"}]}
-        self.pull(m["n"])
-        c = {"id": self.new_id(), "issue": int(m["n"]), "body": body["body"]}
-        self.comments[c["id"]] = c
-        return 201, self.comment_view(c)
-
-    def edit_comment(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"body": (str, True, None)})
-        c = self.comments.get(int(m["id"]))
-        if not c:
-            return 404, {"message": "Not Found"}
-        c["body"] = body["body"]
-        return 200, self.comment_view(c)
-
     # -- statuses and checks --------------------------------------------
     def status(self, h, m, q, body, rec):
         rec["violations"] += check_fields(body, {
@@ -262,22 +237,6 @@ class GitHub(Fake):
         return 200, c
 
     # -- permission, reactions, App -------------------------------------
-    def permission(self, h, m, q, body, rec):
-        u = m["u"]
-        if u not in self.users:
-            return 404, {"message": "Not Found"}
-        return 200, {"permission": self.users[u], "role_name": self.users[u],
-                     "user": {"login": u}}
-
-    def react(self, h, m, q, body, rec):
-        rec["violations"] += check_fields(body, {"content": (str, True, REACTIONS)})
-        if int(m["id"]) not in self.comments:
-            return 404, {"message": "Not Found"}
-        key = (int(m["id"]), body.get("content"))
-        existed = key in self.reactions
-        self.reactions.add(key)
-        return (200 if existed else 201), {"id": 1, "content": body.get("content")}
-
     def installation(self, h, m, q, body, rec):
         if rec["auth"] != "jwt":
             rec["violations"].append("installation lookup needs the App JWT")
