@@ -18,6 +18,9 @@ int cmd_trace(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
+int cmd_changes(int argc, char **argv);
+int cmd_publish(int argc, char **argv);
+int cmd_forge(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -14,6 +14,9 @@
 
 const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
+	{ "changes", cmd_changes, "the modules a push changed, to optimize or retire" },
+	{ "publish", cmd_publish, "put a module's result on its branch, PR, comment, status" },
+	{ "forge", cmd_forge, "one forge call: permission, react, status, comment" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },

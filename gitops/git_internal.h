@@ -1,0 +1,43 @@
+/*
+ * git_internal: what the libgit2 files of gitops/ share (not a public
+ * contract; include it from the .c files of gitops/ only).
+ */
+#ifndef KB_GITOPS_GIT_INTERNAL_H
+#define KB_GITOPS_GIT_INTERNAL_H
+
+#include <git2.h>
+#include <stddef.h>
+
+#include "gitops/gitops.h"
+
+struct gitops_repo {
+	git_repository *repo;
+	char *path;
+};
+
+/* libgit2 set up once, with every configuration search path emptied. */
+int gitops_lib_init(char *err, size_t errlen);
+
+/*
+ * Translate a libgit2 return code: write "what: libgit2's message" to err
+ * and return the matching -errno.
+ */
+int gitops_git_error(int rc, const char *what, char *err, size_t errlen);
+
+
+/* The commit named by rev (not the zero id): -ENOENT or -EINVAL. */
+int gitops_lookup_commit(struct gitops_repo *r, const char *rev,
+    git_commit **out, char *err, size_t errlen);
+
+struct lease;
+
+/* Remote callbacks for cred (may be NULL); payload must outlive the call. */
+struct gitops_cred_state {
+	const struct gitops_cred *cred;
+	int tries;
+	struct lease *lease;	/* publish's push lease; NULL elsewhere */
+};
+void gitops_remote_callbacks(git_remote_callbacks *cb,
+    struct gitops_cred_state *st);
+
+#endif
