@@ -113,23 +113,25 @@ lint: deps
 		--include=/usr/include/jansson.h $(SRC_DIRS)
 	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh bench/*.sh); do \
 		sh -n "$$f" || exit 1; done
-	$(if $(wildcard gpu/harness/*.py),/usr/bin/python3 -m py_compile $(wildcard gpu/harness/*.py gpu/harness/kbh/*.py))
+	/usr/bin/python3 -m compileall -q gpu/harness >/dev/null
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kernelbot/harness/kbh
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
-	install -m 0644 gpu/harness/*.py $(DESTDIR)$(PREFIX)/share/kernelbot/harness/
-	install -m 0644 gpu/harness/kbh/*.py $(DESTDIR)$(PREFIX)/share/kernelbot/harness/kbh/
+	$(call copy_harness,$(DESTDIR)$(PREFIX)/share/kernelbot/harness)
+
+# The harness's Python files, package folders included, without caches.
+copy_harness = cd gpu/harness && find . -name '*.py' -not -path '*/__pycache__/*' | \
+	while read -r f; do install -D -m 0644 "$$f" "$(abspath $(1))/$$f" || exit 1; done
 
 # The GPU machine lacks libgit2, libsodium, libmicrohttpd and the rest:
 # bundle the binary with every non-libc library it links.
 device-bundle: all
 	rm -rf device-bundle
-	mkdir -p device-bundle/lib device-bundle/harness/kbh device-bundle/include
+	mkdir -p device-bundle/lib device-bundle/include
 	cp $(BIN) device-bundle/kernelbot
 	cp -r /usr/include/dlpack device-bundle/include/
-	cp gpu/harness/*.py device-bundle/harness/
-	cp gpu/harness/kbh/*.py device-bundle/harness/kbh/
+	$(call copy_harness,device-bundle/harness)
 	ldd $(BIN) | awk '$$3 ~ /^\// { print $$3 }' | \
 		grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' | \
 		xargs -r -I{} cp -L {} device-bundle/lib/

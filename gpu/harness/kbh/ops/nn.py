@@ -234,7 +234,10 @@ impl("nll_loss")(lambda x, target, weight, reduction, ignore_index: F.nll_loss(
 
 
 @spell("F.mse_loss")
-def _mse_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
+def _mse_loss(b, input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    # PyTorch 2.x added a per-element weight; the IR op has none.
+    if weight is not None:
+        b.fail("mse_loss with a weight is not supported")
     return b.out("mse_loss", [b.t(input), target], {"reduction": _reduction_arg(b, size_average, reduce,
                                                                                 reduction)})
 
