@@ -4,7 +4,6 @@ Located at $KERNELBOT_PROBLEMS or ../shared/problems from the repository
 root; skipped when absent.
 """
 import os
-import time
 
 import pytest
 
@@ -72,19 +71,15 @@ KWARGS = {
                               (1, "args", [{"ref": "max_pool2d"}, 0.3]), (3, "args", [{"ref": "relu"}, 2.0])],
 }
 
-# The whole trace of each problem must stay well under this on a 2-core CPU.
-BUDGET_SECONDS = 60
-
-
 @pytest.mark.realsize
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_problem_real_size(name):
     path = os.path.join(problems_dir(), name + ".py")
     if not os.path.isfile(path):
         pytest.skip("development problems not found at %s" % problems_dir())
-    t = time.monotonic()
+    # Time per problem is a benchmark (bench/trace_times.sh), not a test:
+    # a shared machine under load makes any bound here flaky.
     r = trace(path)
-    elapsed = time.monotonic() - t
     ops, inputs, out_shape = EXPECT[name]
     ir = r["ir"]
     assert [n["op"] for n in ir["nodes"]] == ops
@@ -96,4 +91,3 @@ def test_problem_real_size(name):
     for idx, key, val in KWARGS.get(name, []):
         assert ir["nodes"][idx][key] == val, (idx, key)
     assert r["verify"]["mode"] in ("full", "reduced")
-    assert elapsed < BUDGET_SECONDS, "%s took %.1f s" % (name, elapsed)
