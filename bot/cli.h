@@ -16,6 +16,8 @@ struct cli_command {
 
 int cmd_trace(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

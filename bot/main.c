@@ -15,6 +15,8 @@
 const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
+	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
+	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
 	{ NULL, NULL, NULL },
 };
 
