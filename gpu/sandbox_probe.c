@@ -1,8 +1,8 @@
 #include "gpu/sandbox.h"
+#include "gpu/sandbox_int.h"
 
 #include <errno.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,48 +39,8 @@ try_unshare(int flags)
 static int
 try_seccomp(int unused)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int rc;
-
 	(void)unused;
-	if (!ctx)
-		return -1;
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ptrace), 0);
-	if (rc == 0)
-		rc = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return rc;
-}
-
-static int
-writable_dir(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK) == 0;
-}
-
-static void
-probe_cgroup(struct sandbox_features *f)
-{
-	FILE *fp;
-	char line[512];
-
-	/* cgroup v2: the controllers file names memory. */
-	if ((fp = fopen("/sys/fs/cgroup/cgroup.controllers", "re"))) {
-		if (fgets(line, sizeof(line), fp) && strstr(line, "memory") &&
-		    writable_dir("/sys/fs/cgroup")) {
-			f->cgroup_memory = 1;
-			snprintf(f->cgroup_path, sizeof(f->cgroup_path), "/sys/fs/cgroup");
-		}
-		fclose(fp);
-		if (f->cgroup_memory)
-			return;
-	}
-	if (writable_dir("/sys/fs/cgroup/memory")) {
-		f->cgroup_memory = 1;
-		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "/sys/fs/cgroup/memory");
-	}
+	return sbx_seccomp_try();
 }
 
 void
@@ -93,5 +53,5 @@ sandbox_probe(struct sandbox_features *f)
 	f->pid_ns = in_child(try_unshare, CLONE_NEWPID);
 	f->ipc_ns = in_child(try_unshare, CLONE_NEWIPC);
 	f->seccomp = in_child(try_seccomp, 0);
-	probe_cgroup(f);
+	f->cgroup_memory = sbx_cgroup_probe(f->cgroup_path, sizeof(f->cgroup_path));
 }
