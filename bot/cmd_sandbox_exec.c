@@ -106,9 +106,10 @@ cmd_sandbox_exec(int argc, char **argv)
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result r = { 0 };
 	const char *ro[SANDBOX_RO_PATHS_MAX + 1] = { NULL };
+	char *owned[SANDBOX_RO_PATHS_MAX] = { NULL };
 	const char *extra[SANDBOX_ENV_MAX + 1] = { NULL };
 	const char *report = NULL;
-	char **env = NULL, scratch[PATH_MAX];
+	char **env = NULL, scratch[PATH_MAX], why[PATH_MAX + 128] = "", *program = NULL;
 	json_t *checks = NULL;
 	int n_ro = 0, n_env = 0, c, rc = EXIT_SANDBOX, error, timeout_s = 0, verbose = 0;
 
@@ -189,14 +190,32 @@ cmd_sandbox_exec(int argc, char **argv)
 	if (!so.scratch)
 		return cli_usage_error("sandbox-exec", "--scratch DIR is required");
 	if (!realpath(so.scratch, scratch)) {
-		fprintf(stderr, "kernelbot sandbox-exec: scratch %s: %s\n", so.scratch, strerror(errno));
-		return EXIT_SANDBOX;
+		snprintf(why, sizeof(why), "scratch %s: %s", so.scratch, strerror(errno));
+		goto out;
 	}
 	so.scratch = scratch;
+	/* A relative program path means the caller's directory, not the sandbox's. */
+	if (strchr(argv[optind], '/') && argv[optind][0] != '/') {
+		if (!(program = realpath(argv[optind], NULL))) {
+			snprintf(why, sizeof(why), "%s: %s", argv[optind], strerror(errno));
+			goto out;
+		}
+		argv[optind] = program;
+	}
+	/* Relative --ro paths are the user's shorthand; the library wants them absolute. */
+	for (int i = 0; i < n_ro; i++) {
+		char *abs = realpath(ro[i], NULL);
+		if (!abs) {
+			snprintf(why, sizeof(why), "--ro %s: %s", ro[i], strerror(errno));
+			goto out;
+		}
+		ro[i] = abs;
+		owned[i] = abs;
+	}
 	so.ro_paths = ro;
 	if ((error = sandbox_env_build(scratch, extra, &env)) < 0) {
-		fprintf(stderr, "kernelbot sandbox-exec: environment: %s\n", strerror(-error));
-		return EXIT_SANDBOX;
+		snprintf(why, sizeof(why), "environment: %s", strerror(-error));
+		goto out;
 	}
 	o.argv = (const char *const *)(argv + optind);
 	o.envp = (const char *const *)env;
@@ -229,8 +248,19 @@ cmd_sandbox_exec(int argc, char **argv)
 		if (rc == 0)
 			rc = EXIT_SANDBOX;
 	}
+out:
+	if (why[0]) {
+		/* Failed before the sandbox was tried: the report still says why. */
+		fprintf(stderr, "kernelbot sandbox-exec: %s\n", why);
+		checks = json_pack("[{s:s, s:b, s:s}]", "name", "setup", "passed", 0, "detail", why);
+		if (report && checks)
+			json_dump_file(checks, report, JSON_INDENT(2));
+	}
 	json_decref(checks);
+	free(program);
 	spawn_result_free(&r);
 	sandbox_env_free(env);
+	for (int i = 0; i < n_ro; i++)
+		free(owned[i]);
 	return rc;
 }

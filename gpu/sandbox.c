@@ -7,6 +7,7 @@
 #include "gpu/sandbox_int.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -49,6 +50,33 @@ init_once_fn(void)
 {
 	sandbox_probe(&feats);
 	baseline_err = sbx_seccomp_build(SBX_FILTER_BASELINE, &baseline_prog);
+}
+
+/*
+ * KERNELBOT_SANDBOX_PRETEND_MISSING=user_ns,seccomp,...: act as on a host
+ * without those features, to test (and show) the refusal and degraded
+ * paths. It can only take confinement away, and every run reports it.
+ */
+static void
+pretend_missing(struct sandbox_features *f, int *no_cgroup)
+{
+	const char *env = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	static const struct { const char *name; size_t off; } names[] = {
+		{ "user_ns", offsetof(struct sandbox_features, user_ns) },
+		{ "mount_ns", offsetof(struct sandbox_features, mount_ns) },
+		{ "pid_ns", offsetof(struct sandbox_features, pid_ns) },
+		{ "net_ns", offsetof(struct sandbox_features, net_ns) },
+		{ "ipc_ns", offsetof(struct sandbox_features, ipc_ns) },
+		{ "seccomp", offsetof(struct sandbox_features, seccomp) },
+	};
+
+	*no_cgroup = 0;
+	if (!env)
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strstr(env, names[i].name))
+			*(int *)(void *)((char *)f + names[i].off) = 0;
+	*no_cgroup = strstr(env, "cgroup") != NULL;
 }
 
 static void
@@ -230,7 +258,14 @@ plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
 			if (!gpu_nodes[i])
 				break;
 		}
-		check(ck, "gpu", have_gpu, "only GPU %d visible (%s): bound %s%s%s",
+		if (stat("/dev/nvidia-caps", &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* MIG capability nodes; a directory of device nodes, bound as it is. */
+			if ((error = add_mount(p, SBX_BIND_DEV, 1, "/dev/nvidia-caps", "/dev/nvidia-caps")) < 0)
+				goto out;
+			buf_printf(&bound, ", /dev/nvidia-caps");
+		}
+		check(ck, "gpu", have_gpu, "only GPU %d visible (%s): bound %s%s%s; "
+		    "inside it is CUDA device 0; /sys read-only where the host allows",
 		    gpu, note, bound.len ? buf_cstr(&bound) : "nothing",
 		    absent.len ? "; absent on this host: " : "", buf_cstr(&absent));
 	} else {
@@ -379,12 +414,13 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 {
 	struct sbx_plan *p = NULL;
 	struct sbx_cgroup cg = { 0 };
+	struct sandbox_features feat;
 	struct spawn_opts run;
 	struct buf shown = BUF_INIT(16384), detail = BUF_INIT(4096);
 	char scratch[PATH_MAX];
 	char **env = NULL;
 	json_t *ck = json_array(), *mem_check = NULL, *deadline_check = NULL;
-	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0;
+	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup;
 	size_t mem = so->mem_bytes ? so->mem_bytes : SANDBOX_DEFAULT_MEM;
 	long nproc = so->nproc > 0 ? so->nproc : default_nproc();
 	struct stat st;
@@ -401,6 +437,8 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		goto out;
 	}
 	pthread_once(&init_once, init_once_fn);
+	feat = feats;
+	pretend_missing(&feat, &no_cgroup);
 	if (!(p = calloc(1, sizeof(*p)))) {
 		error = -ENOMEM;
 		goto out;
@@ -408,13 +446,13 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 
 	/* Namespaces. Without a user namespace only root can make the others. */
 	p->clone_flags = 0;
-	if (feats.user_ns)
+	if (feat.user_ns)
 		p->clone_flags |= CLONE_NEWUSER;
-	if (feats.user_ns || root) {
-		p->clone_flags |= (feats.mount_ns ? CLONE_NEWNS | CLONE_NEWUTS : 0) |
-		    (feats.pid_ns ? CLONE_NEWPID : 0) | (feats.net_ns ? CLONE_NEWNET : 0) |
-		    (feats.ipc_ns ? CLONE_NEWIPC : 0) |
-		    (feats.user_ns ? CLONE_NEWCGROUP : 0);
+	if (feat.user_ns || root) {
+		p->clone_flags |= (feat.mount_ns ? CLONE_NEWNS | CLONE_NEWUTS : 0) |
+		    (feat.pid_ns ? CLONE_NEWPID : 0) | (feat.net_ns ? CLONE_NEWNET : 0) |
+		    (feat.ipc_ns ? CLONE_NEWIPC : 0) |
+		    (feat.user_ns ? CLONE_NEWCGROUP : 0);
 	}
 	p->uid = root ? SANDBOX_ROOT_UID : geteuid();
 	p->gid = root ? SANDBOX_ROOT_UID : getegid();
@@ -452,6 +490,8 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 			error = plan_dev(p, so->gpu, ck);
 		if (!error && (p->clone_flags & CLONE_NEWPID))
 			error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
+		if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
+			error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
 		if (!error)
 			error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
 		if (!error)
@@ -499,7 +539,9 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		    "processes+threads %ld, core 0", (unsigned long)cpu,
 		    (unsigned long)(fsize >> 20), (unsigned long)nofile, nproc);
 	}
-	if ((error = sbx_cgroup_create(&cg, mem, nproc)) < 0) {
+	if (no_cgroup)
+		snprintf(cg.why, sizeof(cg.why), "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
+	else if ((error = sbx_cgroup_create(&cg, mem, nproc)) < 0) {
 		check(ck, "memory_limit", 0, "%s", cg.why);
 		goto out;
 	}
@@ -529,15 +571,15 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	    cg.version || so->gpu < 0, "detail", buf_cstr(&detail));
 	json_array_append_new(ck, mem_check);
 
-	if (feats.seccomp && baseline_err == 0) {
+	if (feat.seccomp && baseline_err == 0) {
 		p->filter = baseline_prog;
 		check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
 		    so->profile == SANDBOX_CANDIDATE ? "; the worker adds its lockdown "
 		    "before loading the candidate" : "");
 	} else {
-		check(ck, "seccomp", 0, feats.seccomp ? "building the filter failed: %s" :
+		check(ck, "seccomp", 0, feat.seccomp ? "building the filter failed: %s" :
 		    "seccomp filters cannot be loaded on this host%s",
-		    feats.seccomp ? strerror(-baseline_err) : "");
+		    feat.seccomp ? strerror(-baseline_err) : "");
 		missing++;
 	}
 	check(ck, "capabilities", 1, "none: empty bounding set, no ambient "

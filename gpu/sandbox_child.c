@@ -244,6 +244,10 @@ apply_mount(const struct sbx_plan *p, struct sbx_mount *m, int src_fd)
 		if (mount("proc", m->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			return diag(p, "mounting a fresh /proc on", m->dst, errno);
 		break;
+	case SBX_SYSFS:
+		/* Only widens the view (the CUDA driver reads PCI topology): optional. */
+		mount("sysfs", m->dst, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+		break;
 	case SBX_SYMLINK:
 		if (symlink(m->src, m->dst) < 0 && errno != EEXIST)
 			return diag(p, "creating the symlink", m->dst, errno);

@@ -31,6 +31,7 @@ enum sbx_mount_kind {
 	SBX_SYMLINK,	/* dst -> src */
 	SBX_REMOUNT_RO,	/* a submount a recursive bind brought along */
 	SBX_SEAL_RO,	/* remount a tmpfs made earlier read-only */
+	SBX_SYSFS,	/* a fresh read-only sysfs, where the host allows one */
 };
 
 struct sbx_mount {

@@ -301,12 +301,17 @@ main(void)
 		so = (struct sandbox_opts)SANDBOX_OPTS_INIT;
 		so.scratch = scratch;
 		so.ro_paths = ro;
-		so.mem_bytes = 256u << 20;
-		st = boxed_opts(&so, 0, NULL, &r, "alloc", "64", NULL);
-		CHECK_INT("64 MiB under a 256 MiB limit works", st, 0);
+		so.mem_bytes = 128u << 20;
+		st = boxed_opts(&so, 0, NULL, &r, "alloc", "48", NULL);
+		CHECK_INT("48 MiB under a 128 MiB limit works", st, 0);
 		spawn_result_free(&r);
-		st = boxed_opts(&so, 0, &checks, &r, "alloc", "2048", NULL);
-		CHECK("2 GiB under a 256 MiB limit fails", st == REFUSED || st == 128 + SIGKILL);
+		st = boxed_opts(&so, 0, &checks, &r, "alloc", "512", NULL);
+		CHECK("512 MiB under a 128 MiB limit fails", st == REFUSED || st == 128 + SIGKILL);
+		{
+			const char *d = json_string_value(json_object_get(find_check(checks, "memory_limit"), "detail"));
+			if (d && !strncmp(d, "cgroup", 6) && st == 128 + SIGKILL)
+				CHECK("the memory check reports the OOM kill", strstr(d, "limit was hit"));
+		}
 		spawn_result_free(&r);
 		json_decref(checks);
 		checks = NULL;
@@ -370,6 +375,64 @@ main(void)
 			    "/dev/nvidia0"));
 		json_decref(checks);
 		checks = NULL;
+	}
+
+	/*
+	 * A host without a feature: refused by default, run and reported with
+	 * allow_degraded, and the report is honest (the attack then works).
+	 */
+	{
+		const char *ro[] = { helper_dir, NULL };
+		const json_t *c;
+
+		so = (struct sandbox_opts)SANDBOX_OPTS_INIT;
+		so.scratch = scratch;
+		so.ro_paths = ro;
+		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "seccomp", 1);
+		CHECK_INT("no seccomp: refused", boxed_opts(&so, 0, &checks, &r, "ptrace", NULL, NULL),
+		    -1000 - ENOTSUP);
+		spawn_result_free(&r);
+		c = find_check(checks, "seccomp");
+		CHECK("no seccomp: the checks say why", c && json_is_false(json_object_get(c, "passed")));
+		json_decref(checks);
+		so.allow_degraded = 1;
+		CHECK_INT("no seccomp, degraded: runs, and ptrace is not stopped",
+		    boxed_opts(&so, 0, &checks, &r, "ptrace", NULL, NULL), 0);
+		spawn_result_free(&r);
+		c = find_check(checks, "seccomp");
+		CHECK("no seccomp, degraded: reported", c && json_is_false(json_object_get(c, "passed")));
+		json_decref(checks);
+		checks = NULL;
+		if (geteuid() == 0) {
+			setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "user_ns", 1);
+			CHECK_INT("no user namespace, degraded (root): still no secret",
+			    boxed_opts(&so, 0, &checks, &r, "read", secret, NULL), REFUSED);
+			spawn_result_free(&r);
+			c = find_check(checks, "user_namespace");
+			CHECK("no user namespace: reported", c && json_is_false(json_object_get(c, "passed")));
+			json_decref(checks);
+			checks = NULL;
+		}
+		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "cgroup", 1);
+		so.allow_degraded = 0;
+		so.mem_bytes = 256u << 20;
+		st = boxed_opts(&so, 0, &checks, &r, "alloc", "2048", NULL);
+#ifndef __SANITIZE_ADDRESS__
+		/* (An ASan helper cannot even start under RLIMIT_AS: its shadow is terabytes.) */
+		CHECK("no cgroup: RLIMIT_AS still stops a huge allocation", st == REFUSED);
+#endif
+		spawn_result_free(&r);
+		c = find_check(checks, "memory_limit");
+		CHECK("no cgroup: the memory check names RLIMIT_AS", c &&
+		    strstr(json_string_value(json_object_get(c, "detail")), "RLIMIT_AS"));
+		json_decref(checks);
+		so.gpu = 0;
+		CHECK_INT("no cgroup, GPU process: refused (RLIMIT_AS cannot hold CUDA)",
+		    boxed_opts(&so, 0, &checks, &r, "echo", "x", NULL), -1000 - ENOTSUP);
+		spawn_result_free(&r);
+		json_decref(checks);
+		checks = NULL;
+		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	}
 
 	/* The environment builder. */
