@@ -68,6 +68,7 @@ pretend_missing(struct sandbox_features *f, int *no_cgroup)
 		{ "net_ns", offsetof(struct sandbox_features, net_ns) },
 		{ "ipc_ns", offsetof(struct sandbox_features, ipc_ns) },
 		{ "seccomp", offsetof(struct sandbox_features, seccomp) },
+		{ "proc_mount", offsetof(struct sandbox_features, proc_mount) },
 	};
 
 	*no_cgroup = 0;
@@ -488,8 +489,17 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 			error = add_ro(p, etc_files[i], NULL);
 		if (!error)
 			error = plan_dev(p, so->gpu, ck);
-		if (!error && (p->clone_flags & CLONE_NEWPID))
+		if (!error && (p->clone_flags & CLONE_NEWPID) && feat.proc_mount) {
 			error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
+			check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
+		} else if (!error) {
+			/* The host's, read-only: processes outside are visible. */
+			error = add_ro(p, "/proc", NULL);
+			check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
+			    "masking parts of it?): the host's /proc is shown read-only, "
+			    "with the processes outside the sandbox");
+			missing++;
+		}
 		if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
 			error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
 		if (!error)

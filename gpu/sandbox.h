@@ -34,6 +34,7 @@ struct sandbox_features {
 	int mount_ns;
 	int pid_ns;
 	int ipc_ns;
+	int proc_mount;		/* a fresh /proc can be mounted in new user+pid namespaces */
 	int seccomp;		/* a libseccomp filter can be loaded */
 	int cgroup_memory;	/* a memory cgroup can be created (v2 or v1) */
 	char cgroup_path[256];	/* where: the cgroup root used for limits */

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -36,6 +37,30 @@ try_unshare(int flags)
 	return flags && geteuid() == 0 ? unshare(flags) : -1;
 }
 
+/*
+ * Containers that mask parts of /proc make the kernel refuse a fresh proc
+ * mount to an unprivileged namespace; the sandbox needs to know up front.
+ */
+static int
+try_proc(int unused)
+{
+	int status;
+	pid_t pid;
+
+	(void)unused;
+	if (try_unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+		return -1;
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0)
+		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 ? 0 : 1);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 static int
 try_seccomp(int unused)
 {
@@ -52,6 +77,7 @@ sandbox_probe(struct sandbox_features *f)
 	f->mount_ns = in_child(try_unshare, CLONE_NEWNS);
 	f->pid_ns = in_child(try_unshare, CLONE_NEWPID);
 	f->ipc_ns = in_child(try_unshare, CLONE_NEWIPC);
+	f->proc_mount = f->pid_ns && f->mount_ns && in_child(try_proc, 0);
 	f->seccomp = in_child(try_seccomp, 0);
 	f->cgroup_memory = sbx_cgroup_probe(f->cgroup_path, sizeof(f->cgroup_path));
 }

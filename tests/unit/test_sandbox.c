@@ -413,6 +413,20 @@ main(void)
 			json_decref(checks);
 			checks = NULL;
 		}
+		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "proc_mount", 1);
+		so.allow_degraded = 0;
+		CHECK_INT("no fresh /proc: refused", boxed_opts(&so, 0, &checks, &r, "echo", "x", NULL),
+		    -1000 - ENOTSUP);
+		spawn_result_free(&r);
+		c = find_check(checks, "proc");
+		CHECK("no fresh /proc: reported", c && json_is_false(json_object_get(c, "passed")));
+		json_decref(checks);
+		so.allow_degraded = 1;
+		CHECK_INT("no fresh /proc, degraded: the host's /proc is read-only",
+		    boxed_opts(&so, 0, &checks, &r, "write", "/proc/pwned", NULL), REFUSED);
+		spawn_result_free(&r);
+		json_decref(checks);
+		checks = NULL;
 		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "cgroup", 1);
 		so.allow_degraded = 0;
 		so.mem_bytes = 256u << 20;
