@@ -67,9 +67,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c | deps
+# Helpers may call into the library (a worker calling sandbox_lockdown()).
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(KB_LIBS)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
 
 test: all $(UNIT_BINS) $(TEST_HELPER_BINS)
 	@BUILD=$(BUILD) sh tests/run.sh

@@ -17,6 +17,7 @@ const struct cli_command cli_commands[] = {
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
 	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
+	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
 	{ NULL, NULL, NULL },
 };
 
