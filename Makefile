@@ -44,7 +44,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 
-.PHONY: all deps test test-unit lint install device-bundle clean
+.PHONY: all deps test test-unit test-gpu bench lint install device-bundle clean
 .DEFAULT_GOAL := all
 
 all: deps $(BIN)
@@ -77,6 +77,16 @@ test: all $(UNIT_BINS) $(TEST_HELPER_BINS)
 
 test-unit: all $(UNIT_BINS) $(TEST_HELPER_BINS)
 	@BUILD=$(BUILD) sh tests/run.sh unit
+
+# On a GPU host: the evaluator's CUDA exploit suite and the 01 problem end
+# to end. No build step: a GPU host without the build dependencies runs a
+# carried device-bundle/ (see tests/gpu/eval-gpu.sh).
+test-gpu:
+	sh tests/gpu/eval-gpu.sh
+
+# On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
+bench:
+	sh bench/eval_throughput.sh
 
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \

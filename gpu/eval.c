@@ -118,8 +118,6 @@ classify(struct cand *c, int cuda)
 		c->reject = "a kernel.c candidate is for the cpu backend (--backend cpu)";
 	else if (c->kind == KIND_CU && !cuda)
 		c->reject = "a kernel.cu candidate needs the cuda backend";
-	else if (c->kind == KIND_PY && !cuda)
-		c->reject = "KernelBench-format (ModelNew + load_inline) solutions are CUDA only";
 	return 0;
 }
 
@@ -155,6 +153,11 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	    "worker_env", env, "candidates", list);
 	if (!req)
 		return NULL;
+	/* The operator's explicit choice (docs/sandbox.md): run where the host
+	 * lacks a sandbox feature; each missing one is a failed check. */
+	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
+	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
+		json_object_set_new(req, "allow_degraded", json_true());
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)
@@ -339,8 +342,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			json_object_set_new(c->res, "compile_cached", json_boolean(c->build.cached));
 			json_array_append_new(json_object_get(c->res, "checks"), json_pack(
 			    "{s:s, s:b, s:s}", "name", "compile", "passed", c->built,
-			    "detail", c->built ? (eval_build_sandboxed() && !unsandboxed ?
-			    "sandboxed compiler" : "UNSANDBOXED compiler (developer mode)") :
+			    "detail", c->built ? (!unsandboxed ? "sandboxed compiler" :
+			    "UNSANDBOXED compiler (developer mode)") :
 			    "the compiler failed"));
 			if (!c->built) {
 				json_object_set_new(c->res, "status", json_string("compile_error"));

@@ -10,20 +10,9 @@
 #include "common/buf.h"
 #include "common/spawn.h"
 
-#if __has_include("gpu/compile.h")
 #include "gpu/compile.h"
-#define EVAL_HAVE_COMPILE 1
-#else
-#define EVAL_HAVE_COMPILE 0
-#endif
 
 #define EVAL_BUILD_MAX_JOBS 64
-
-int
-eval_build_sandboxed(void)
-{
-	return EVAL_HAVE_COMPILE;
-}
 
 void
 eval_build_free(struct eval_build *b)
@@ -33,7 +22,6 @@ eval_build_free(struct eval_build *b)
 	b->so_path = b->log = NULL;
 }
 
-#if EVAL_HAVE_COMPILE
 static int
 build_sandboxed(struct eval_build *b, size_t n, const char *arch, int jobs,
     char *err, size_t errlen)
@@ -75,9 +63,8 @@ out:
 	free(res);
 	return error;
 }
-#endif
 
-/* --- INTERIM: unsandboxed compiles (KERNELBOT_EVAL_UNSANDBOXED=1) ------ */
+/* --- Developer mode: unsandboxed compiles (KERNELBOT_EVAL_UNSANDBOXED=1) - */
 
 struct pool {
 	struct eval_build *b;
@@ -176,16 +163,8 @@ eval_build_all(struct eval_build *b, size_t n, const char *arch, const char *wor
 
 	if (n == 0)
 		return 0;
-#if EVAL_HAVE_COMPILE
 	if (!unsandboxed)
 		return build_sandboxed(b, n, arch, jobs, err, errlen);
-#endif
-	if (!unsandboxed) {
-		snprintf(err, errlen, "this kernelbot has no sandboxed compiler (gpu/compile.h is "
-		    "not built in); refusing to compile candidates unconfined. For a developer "
-		    "run, set KERNELBOT_EVAL_UNSANDBOXED=1");
-		return -ENOSYS;
-	}
 	if (jobs < 1)
 		jobs = 1;
 	if (jobs > EVAL_BUILD_MAX_JOBS)

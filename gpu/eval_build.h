@@ -1,10 +1,10 @@
 /*
- * eval_build: compiling the native candidates of one evaluation. Goes
- * through the sandbox engineer's compile_batch() (gpu/compile.h: a
- * content-addressed cache, a sandboxed compiler) when it is built in.
+ * eval_build: compiling the native candidates of one evaluation, through
+ * compile_batch() (gpu/compile.h: a content-addressed cache, a sandboxed
+ * compiler, parallel builds).
  *
- * INTERIM, until gpu/compile.h lands: with KERNELBOT_EVAL_UNSANDBOXED=1
- * only, the compilers run directly through the spawner, in parallel,
+ * Developer mode (KERNELBOT_EVAL_UNSANDBOXED=1, hosts without the
+ * sandbox): the compilers run directly through the spawner, in parallel,
  * without a cache; the evaluation then reports a failed "sandbox" check.
  */
 #ifndef KB_GPU_EVAL_BUILD_H
@@ -27,16 +27,13 @@ struct eval_build {
 
 /*
  * Build every entry of b (outputs filled per entry; free with
- * eval_build_free). arch: "sm_90" for CUDA (NULL: the compiler default).
- * workdir: where the interim path puts its .so files. 0 when each entry
- * has its outcome; -ENOSYS (with err) when no compiler path is allowed.
+ * eval_build_free). arch: "sm_90" for CUDA (NULL on CPU). workdir: where
+ * developer-mode builds put their .so files. 0 when each entry has its
+ * outcome; -errno (with err) when the batch could not be attempted.
  */
 int eval_build_all(struct eval_build *b, size_t n, const char *arch, const char *workdir,
     int jobs, int unsandboxed, char *err, size_t errlen);
 
 void eval_build_free(struct eval_build *b);
-
-/* 1 when the sandboxed compile_batch() is built in. */
-int eval_build_sandboxed(void);
 
 #endif

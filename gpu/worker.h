@@ -48,11 +48,4 @@ struct worker_opts {
  */
 int worker_main(const struct worker_opts *o);
 
-/*
- * The interim confinement until sandbox_lockdown() is linked in: a seccomp
- * filter refusing sockets, exec, new processes (threads are allowed) and
- * signals to other processes. 0 or -errno.
- */
-int worker_lockdown_local(void);
-
 #endif

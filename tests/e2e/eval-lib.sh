@@ -2,6 +2,8 @@
 # Counts checks and prints "NAME: N passed, N failed" at the end, as
 # tests/run.sh expects.
 PY=${KERNELBOT_PYTHON_TEST:-/usr/bin/python3}
+# The Debian interpreter, named: probing a pyenv shim for torch costs seconds per call.
+export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3}
 KERNELBOT=${KERNELBOT:-$PWD/build/default/kernelbot}
 ROOT=${KB_ROOT:-$PWD}
 pass=0 fail=0 skip=0

@@ -20,28 +20,24 @@ expect "$tmp/one.json" correct.c 'r["flags"] == [] or r["flags"] == ["nondetermi
 expect "$tmp/one.json" correct.c 'set(["compile","judge"]) <= set(r["timing_breakdown_s"]) and r["compile_s"] > 0' "per-step times reported"
 expect "$tmp/one.json" correct.c 'r["errors"] == []' "no errors"
 
-# Two candidates: an array, in order.
-"$KERNELBOT" eval "$P" "$C" "$ROOT/tests/fixtures/exploits/cpu/unwritten.c" $FAST --json >"$tmp/two.json"
+# A batch: an array in order; a compile error carries the compiler's
+# message; a missing entry point is rejected; one bad candidate makes exit 1.
+printf 'int kernelbot_forward(void) { return undeclared_thing; }\n' >"$tmp/broken.c"
+printf 'int something_else(void) { return 0; }\n' >"$tmp/noentry.c"
+"$KERNELBOT" eval "$P" "$C" "$ROOT/tests/fixtures/exploits/cpu/unwritten.c" "$tmp/broken.c" \
+	"$tmp/noentry.c" $FAST --json >"$tmp/batch.json"
 st=$?
-[ "$st" -eq 1 ] && ok "exit 1 when one of two is not correct" || bad "exit $st with one bad candidate"
-n=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d) if isinstance(d, list) else -1)' "$tmp/two.json")
-[ "$n" = 2 ] && ok "an array of two results" || bad "expected an array of 2, got $n"
+[ "$st" -eq 1 ] && ok "exit 1 when some of a batch are not correct" || bad "batch exit $st"
+n=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print([r["candidate"].rsplit("/",1)[-1] for r in d] if isinstance(d, list) else -1)' "$tmp/batch.json")
+[ "$n" = "['correct.c', 'unwritten.c', 'broken.c', 'noentry.c']" ] && ok "an array of four results, in order" || bad "expected four results in order, got $n"
+expect "$tmp/batch.json" correct.c 'r["status"] == "correct"' "the correct one is correct in a batch"
+expect "$tmp/batch.json" broken.c 'r["status"] == "compile_error" and "undeclared_thing" in r["errors"][0]' "compile_error with the compiler output"
+expect "$tmp/batch.json" noentry.c 'r["status"] == "rejected" and "kernelbot_forward" in r["errors"][0]' "missing kernelbot_forward is rejected"
 
 # Human summary.
-"$KERNELBOT" eval "$P" "$C" $FAST >"$tmp/human" 2>&1
-grep -q "correct.c: correct" "$tmp/human" && ok "human summary names the status" || bad "summary: $(cat "$tmp/human")"
-
-# A compile error is reported with the compiler's message, exit 1.
-printf 'int kernelbot_forward(void) { return undeclared_thing; }\n' >"$tmp/broken.c"
-"$KERNELBOT" eval "$P" "$tmp/broken.c" $FAST --json >"$tmp/ce.json"
-st=$?
-[ "$st" -eq 1 ] && ok "compile error exits 1" || bad "compile error exit $st"
-expect "$tmp/ce.json" broken.c 'r["status"] == "compile_error" and "undeclared_thing" in r["errors"][0]' "compile_error with the compiler output"
-
-# A candidate without the entry point is rejected.
-printf 'int something_else(void) { return 0; }\n' >"$tmp/noentry.c"
-"$KERNELBOT" eval "$P" "$tmp/noentry.c" $FAST --json >"$tmp/ne.json"
-expect "$tmp/ne.json" noentry.c 'r["status"] == "rejected" and "kernelbot_forward" in r["errors"][0]' "missing kernelbot_forward is rejected"
+"$KERNELBOT" eval "$P" "$C" "$tmp/broken.c" $FAST >"$tmp/human" 2>&1
+grep -q "correct.c: correct" "$tmp/human" && grep -q "broken.c: compile_error" "$tmp/human" &&
+	ok "human summary names each status" || bad "summary: $(cat "$tmp/human")"
 
 # Usage and problem errors: exit 2 with a message.
 "$KERNELBOT" eval "$P" >/dev/null 2>&1; st=$?

@@ -71,6 +71,10 @@ class Context:
                 raise jp.ProblemError("backend cuda requested but PyTorch sees no GPU")
             self.device = torch.device("cuda", int(self.req.get("device", 0)))
             torch.cuda.set_device(self.device)
+            # The truth for an fp32 problem is fp32: no TF32 in the reference
+            # (cuDNN allows it by default), and eager is timed the same way.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
             self.device_name = torch.cuda.get_device_name(self.device)
         else:
             self.device = torch.device("cpu")

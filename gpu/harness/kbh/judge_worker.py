@@ -71,6 +71,8 @@ class Worker:
         elif st < 0:
             desc = "was killed by signal %d (%s)" % (-st, signal.Signals(-st).name
                                                      if -st in signal.valid_signals() else "?")
+        elif st == 125:
+            desc = "could not be started: the sandbox could not be set up (exit 125)"
         elif st >= 128:
             desc = "exited with status %d (signal %d)" % (st, st - 128)
         else:
