@@ -19,7 +19,7 @@
 
 #define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
 #define BUILD_TIMEOUT_PY_S 900	/* load_inline builds: 46 s measured, much more cold */
-#define MEM_LIMIT_BYTES (8ull << 30)
+#define MEM_LIMIT_BYTES (16ull << 30)	/* host memory of one worker (GPU-sized tensors, nvcc) */
 
 enum kind { KIND_C, KIND_CU, KIND_PY };
 

@@ -82,8 +82,10 @@ class CandidateRun:
             inner = [sys.executable, "-u", ctx.harness_py, "pyworker", "--solution", self.c["path"],
                      "--dir", ctx.inputs_dir, "--scratch", scratch, "--backend", ctx.backend]
             ro = [self.c["path"], os.path.dirname(ctx.harness_py)]
-        env = {"PATH": "/usr/local/cuda/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-               "HOME": scratch, "TMPDIR": scratch}
+        # The interpreter's own bin directory first: a venv's ninja lives there.
+        path = ":".join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/cuda/bin",
+                                       "/usr/local/bin", "/usr/bin", "/bin"]))
+        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": scratch, "TMPDIR": scratch}
         env.update(ctx.worker_env)
         if self.kind != "native":
             env.update({"TORCH_EXTENSIONS_DIR": os.path.join(scratch, "torch_extensions"),
@@ -112,8 +114,10 @@ class CandidateRun:
             outer += ["--ro", p]
         if ctx.req.get("allow_degraded"):
             outer.append("--allow-degraded")
-        if ctx.backend == "cpu" and not sanitizer:
-            outer += ["--mem", str(ctx.mem_bytes)]
+        # Always a limit of ours: the sandbox's default (1 GiB) is too small
+        # for host copies of GPU-sized tensors, nvcc on torch headers, or a
+        # sanitizer's bookkeeping.
+        outer += ["--mem", str(ctx.mem_bytes * (2 if sanitizer else 1))]
         if ctx.backend == "cuda":
             outer += ["--gpu", str(ctx.req.get("device", 0))]
         for k, v in sorted(env.items()):
