@@ -571,14 +571,19 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		buf_printf(&detail, "RLIMIT_AS %zu MiB (no usable memory cgroup: %s)", mem >> 20, cg.why);
 		check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
 	} else {
-		buf_printf(&detail, "none: no usable memory cgroup (%s), and RLIMIT_AS "
-		    "cannot hold a CUDA process (the driver reserves address space "
-		    "far beyond any limit)", cg.why);
+		/*
+		 * RLIMIT_AS cannot hold a CUDA process (the driver reserves address
+		 * space far beyond any limit), but those reservations are PROT_NONE
+		 * or shared device mappings, which RLIMIT_DATA does not count.
+		 */
+		add_limit(p, RLIMIT_DATA, mem, mem);
+		buf_printf(&detail, "RLIMIT_DATA %zu MiB: heap and private writable "
+		    "mappings, not shared memory (no usable memory cgroup: %s; "
+		    "RLIMIT_AS cannot hold a CUDA process)", mem >> 20, cg.why);
 		check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
-		missing++;
 	}
 	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed",
-	    cg.version || so->gpu < 0, "detail", buf_cstr(&detail));
+	    1, "detail", buf_cstr(&detail));
 	json_array_append_new(ck, mem_check);
 
 	if (feat.seccomp && baseline_err == 0) {
@@ -635,6 +640,7 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		diag_p[1] = hi;
 	}
 	p->diag_fd = diag_p[1];
+	p->parent = getpid();
 	run.cwd = NULL;
 	run.child_setup = sbx_child_setup;
 	run.child_arg = p;

@@ -464,6 +464,14 @@ sbx_child_setup(void *arg)
 	int sync_p[2], stat_p[2], err, st = 0, cst;
 	pid_t pid;
 
+	/*
+	 * If the process that spawned us dies (a judge killing its launcher),
+	 * we die, and C2's parent-death signal takes the namespace with us.
+	 * The spawner's thread blocks until we are reaped, so it outlives us.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != p->parent)
+		_exit(127);
 	/* Join the run's cgroups first: everything below is created inside. */
 	for (int i = 0; i < p->n_cgroups; i++)
 		if ((err = sbx_write_file(p->cgroup_procs[i], "0")))

@@ -441,9 +441,14 @@ main(void)
 		    strstr(json_string_value(json_object_get(c, "detail")), "RLIMIT_AS"));
 		json_decref(checks);
 		so.gpu = 0;
-		CHECK_INT("no cgroup, GPU process: refused (RLIMIT_AS cannot hold CUDA)",
-		    boxed_opts(&so, 0, &checks, &r, "echo", "x", NULL), -1000 - ENOTSUP);
+		st = boxed_opts(&so, 0, &checks, &r, "alloc", "2048", NULL);
+#ifndef __SANITIZE_ADDRESS__
+		CHECK_INT("no cgroup, GPU process: RLIMIT_DATA stops a huge allocation", st, REFUSED);
+#endif
 		spawn_result_free(&r);
+		c = find_check(checks, "memory_limit");
+		CHECK("no cgroup, GPU process: the memory check names RLIMIT_DATA", c &&
+		    strstr(json_string_value(json_object_get(c, "detail")), "RLIMIT_DATA"));
 		json_decref(checks);
 		checks = NULL;
 		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
