@@ -341,7 +341,8 @@ plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratc
 			error = -EACCES;
 			goto out;
 		}
-		paths[n++] = strdup(real);
+		if (strcmp(real, scratch))	/* scratch stays writable */
+			paths[n++] = strdup(real);
 	}
 	paths[n++] = strdup(scratch);
 	for (size_t i = 0; i < n; i++)

@@ -123,6 +123,8 @@ main(void)
 	CHECK("batch: ... and its error is in the log", res[0].log &&
 	    strstr(res[0].log, "undeclared_identifier_in_kernel"));
 	CHECK("batch: no .so for a failure", res[0].so_path == NULL);
+	CHECK("batch: the log names kernel.c, not the build directory", res[0].log &&
+	    strstr(res[0].log, "kernel.c:") && !strstr(res[0].log, "/tmp/build-"));
 	CHECK_INT("batch: the changed kernel builds", res[1].status, 0);
 	CHECK("batch: a duplicate shares its key", !strcmp(res[1].key, res[2].key));
 	CHECK("batch: ... and its .so", res[1].so_path && res[2].so_path &&
