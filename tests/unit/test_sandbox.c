@@ -451,6 +451,17 @@ main(void)
 		    strstr(json_string_value(json_object_get(c, "detail")), "RLIMIT_DATA"));
 		json_decref(checks);
 		checks = NULL;
+		st = boxed_opts(&so, 0, NULL, &r, "reserve", "64", NULL);
+		spawn_result_free(&r);
+#ifndef __SANITIZE_ADDRESS__
+		CHECK_INT("no cgroup, GPU process: CUDA-style address reservations still work", st, 0);
+		so.gpu = -1;
+		st = boxed_opts(&so, 0, NULL, &r, "reserve", "64", NULL);
+		spawn_result_free(&r);
+		CHECK_INT("control: RLIMIT_AS (non-GPU) refuses them", st, REFUSED);
+#endif
+		json_decref(checks);
+		checks = NULL;
 		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	}
 
