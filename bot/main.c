@@ -16,6 +16,7 @@ const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
+	{ "__sandbox-check", cmd_sandbox_check, "(internal) inside the sandbox: what this process can do" },
 	{ NULL, NULL, NULL },
 };
 

@@ -32,7 +32,12 @@ sandbox_env_build(const char *scratch, const char *const *extra, char ***out)
 	if (asprintf(&env[n++], "PATH=%s", SANDBOX_PATH) < 0 ||
 	    !(env[n++] = strdup("LANG=C.UTF-8")) ||
 	    asprintf(&env[n++], "HOME=%s", scratch) < 0 ||
-	    asprintf(&env[n++], "TMPDIR=%s/tmp", scratch) < 0) {
+	    asprintf(&env[n++], "TMPDIR=%s/tmp", scratch) < 0
+#ifdef __SANITIZE_ADDRESS__
+	    /* LeakSanitizer stops the world with ptrace, which the sandbox refuses. */
+	    || !(env[n++] = strdup("ASAN_OPTIONS=detect_leaks=0"))
+#endif
+	    ) {
 		env[n - 1] = NULL;
 		error = -ENOMEM;
 		goto out;

@@ -102,5 +102,12 @@ KERNELBOT_SANDBOX_PRETEND_MISSING=seccomp sx --allow-degraded -- /bin/true
 expect "--allow-degraded runs anyway" 0 $?
 grep -q "MISSING seccomp" "$dir/err" && ok || fail "--allow-degraded still reports it"
 
+# The self-test: everything holds inside, and (the control) not outside.
+sx --profile candidate -- "$KERNELBOT" __sandbox-check >"$dir/check.json"
+expect "__sandbox-check passes inside the sandbox" 0 $?
+grep -q '"passed": true' "$dir/check.json" && ok || fail "__sandbox-check reports JSON"
+"$KERNELBOT" __sandbox-check >/dev/null 2>&1
+[ $? -ne 0 ] && ok || fail "__sandbox-check outside the sandbox should fail"
+
 echo "t2000-sandbox-exec: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
