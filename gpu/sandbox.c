@@ -23,6 +23,7 @@
 #include "common/buf.h"
 
 #define DIAG_FD_MIN 128		/* above where the spawner places passed fds */
+#define AUTO_PATHS_MAX 4	/* paths shown without being asked for */
 #define TMPFS_SMALL "size=64m"
 
 static const char *const system_dirs[] = {
@@ -285,6 +286,80 @@ out:
 }
 
 static int
+under(const char *path, const char *dir)
+{
+	size_t dl = strlen(dir);
+
+	return !strncmp(path, dir, dl) && (path[dl] == '\0' || path[dl] == '/');
+}
+
+static int
+readable_by_sandbox(const struct stat *st, int uid_differs)
+{
+	return !uid_differs || st->st_uid == SANDBOX_ROOT_UID ||
+	    (st->st_mode & S_IROTH && (!S_ISDIR(st->st_mode) || st->st_mode & S_IXOTH));
+}
+
+/* Add the real path of dir (or of its parent when up) if it is usable. */
+static void
+auto_add(char **paths, size_t *n, const char *dir, int uid_differs)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (*n < AUTO_PATHS_MAX && realpath(dir, real) && strcmp(real, "/") &&
+	    stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    readable_by_sandbox(&st, uid_differs))
+		paths[(*n)++] = strdup(real);
+}
+
+/*
+ * What a kernelbot program inside needs without being told: the running
+ * binary's directory (the worker is this binary; device-bundle/ holds its
+ * lib/ and harness/), the harness of a source-tree build, and the
+ * virtualenv of KERNELBOT_PYTHON.
+ */
+static size_t
+auto_paths(char **paths, int uid_differs)
+{
+	const char *harness = getenv("KERNELBOT_HARNESS"), *py = getenv("KERNELBOT_PYTHON");
+	char self[PATH_MAX], path[PATH_MAX + 32], *slash;
+	size_t n = 0;
+	ssize_t len;
+
+	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[len] = '\0';
+		if ((slash = strrchr(self, '/')) && slash != self) {
+			*slash = '\0';
+			auto_add(paths, &n, self, uid_differs);
+			snprintf(path, sizeof(path), "%s/../../gpu/harness", self);
+			if (!harness)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (harness && *harness == '/') {
+		snprintf(path, sizeof(path), "%s", harness);
+		if ((slash = strrchr(path, '/')) && slash != path) {
+			*slash = '\0';
+			auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (py && *py == '/') {
+		/* .../venv/bin/python3 -> .../venv, when that is a virtualenv */
+		snprintf(path, sizeof(path), "%s", py);
+		for (int up = 0; up < 2 && (slash = strrchr(path, '/')) && slash != path; up++)
+			*slash = '\0';
+		if (strlen(path) + sizeof("/pyvenv.cfg") < sizeof(path)) {
+			char cfg[PATH_MAX + 64];
+			snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", path);
+			if (access(cfg, R_OK) == 0)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	return n;
+}
+
+static int
 by_length(const void *a, const void *b)
 {
 	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
@@ -300,24 +375,15 @@ static int
 plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratch,
     int sandbox_uid_differs, json_t *ck, struct buf *shown)
 {
-	char *paths[SANDBOX_RO_PATHS_MAX + 2] = { NULL };
-	char self[PATH_MAX], *slash;
-	size_t n = 0;
+	char *paths[SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX + 1] = { NULL };
+	size_t n = auto_paths(paths, sandbox_uid_differs);
 	int error = 0;
-	ssize_t len;
 
-	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-		self[len] = '\0';
-		if ((slash = strrchr(self, '/')) && slash != self) {
-			*slash = '\0';
-			paths[n++] = strdup(self);
-		}
-	}
 	for (const char *const *r = so->ro_paths; r && *r; r++) {
 		char real[PATH_MAX];
 		struct stat st;
 
-		if (n >= SANDBOX_RO_PATHS_MAX) {
+		if (n >= SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX) {
 			check(ck, "read_only_paths", 0, "more than %d read-only paths", SANDBOX_RO_PATHS_MAX);
 			error = -E2BIG;
 			goto out;
@@ -327,14 +393,13 @@ plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratc
 			error = -EINVAL;
 			goto out;
 		}
-		if (!strcmp(real, "/") || !strncmp(real, "/proc", 5) ||
-		    !strncmp(real, "/sys", 4) || !strncmp(real, "/dev", 4)) {
+		if (!strcmp(real, "/") || under(real, "/proc") || under(real, "/sys") ||
+		    under(real, "/dev")) {
 			check(ck, "read_only_paths", 0, "%s: / and paths under /proc, /sys, /dev cannot be shown", *r);
 			error = -EINVAL;
 			goto out;
 		}
-		if (sandbox_uid_differs && st.st_uid != SANDBOX_ROOT_UID &&
-		    !(st.st_mode & S_IROTH && (!S_ISDIR(st.st_mode) || st.st_mode & S_IXOTH))) {
+		if (!readable_by_sandbox(&st, sandbox_uid_differs)) {
 			check(ck, "read_only_paths", 0, "%s (mode %04o) is not readable by the "
 			    "sandbox's uid %d", real, (unsigned)(st.st_mode & 07777), SANDBOX_ROOT_UID);
 			error = -EACCES;

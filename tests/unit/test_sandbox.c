@@ -465,6 +465,26 @@ main(void)
 		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	}
 
+	/* The harness named by KERNELBOT_HARNESS is shown without being asked for. */
+	{
+		char hdir[400], hfile[450];
+		FILE *f;
+
+		snprintf(hdir, sizeof(hdir), "%s/harness", tmp);
+		snprintf(hfile, sizeof(hfile), "%s/harness.py", hdir);
+		mkdir(hdir, 0755);
+		if ((f = fopen(hfile, "w"))) {
+			fputs("# harness\n", f);
+			fclose(f);
+		}
+		CHECK_INT("harness: not visible by default", boxed("read", hfile, NULL), REFUSED);
+		setenv("KERNELBOT_HARNESS", hfile, 1);
+		CHECK_INT("harness: visible with KERNELBOT_HARNESS", boxed("read", hfile, NULL), 0);
+		snprintf(path, sizeof(path), "%s/pwned", hdir);
+		CHECK_INT("harness: read-only", boxed("write", path, NULL), REFUSED);
+		unsetenv("KERNELBOT_HARNESS");
+	}
+
 	/* The environment builder. */
 	{
 		const char *extra[] = { "CUDA_VISIBLE_DEVICES=0", "LANG=C", NULL }, *bad[] = { "NOEQUALS", NULL };
