@@ -244,6 +244,9 @@ main(void)
 	CHECK_INT("sandbox: /root is invisible", boxed("read", "/root", NULL), REFUSED);
 	CHECK_INT("sandbox: /etc/shadow is invisible", boxed("read", "/etc/shadow", NULL), REFUSED);
 	CHECK_INT("sandbox: an ro path is readable", boxed("read", ro_file, NULL), 0);
+	/* pid 1 is our reaper, a copy of the caller's memory: its environment stays closed. */
+	CHECK_INT("sandbox: /proc/1/environ refused", boxed("read", "/proc/1/environ", NULL), REFUSED);
+	CHECK_INT("sandbox: /proc/1/mem refused", boxed("read", "/proc/1/mem", NULL), REFUSED);
 	snprintf(path, sizeof(path), "%s/pwned", tmp);
 	CHECK_INT("sandbox: writing beside scratch refused", boxed("write", path, NULL), REFUSED);
 	CHECK("sandbox: nothing was written there", !exists(path));
