@@ -474,6 +474,20 @@ read_diag(int fd, json_t *ck)
 	}
 }
 
+static int
+apparmor_restricts(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c == '1';
+}
+
 /* Namespaces and ids; returns how many required ones are missing. */
 static int
 plan_namespaces(struct sbx_plan *p, const struct sandbox_features *feat, int root, json_t *ck)
@@ -506,7 +520,10 @@ plan_namespaces(struct sbx_plan *p, const struct sandbox_features *feat, int roo
 	missing += !p->map_ids;
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		int have = !!(p->clone_flags & ns[i].flag);
-		check(ck, ns[i].name, have, "%s", have ? ns[i].what : "not available on this host");
+		check(ck, ns[i].name, have, "%s%s", have ? ns[i].what : "not available on this host",
+		    !have && !root && apparmor_restricts() ? " (AppArmor restricts unprivileged "
+		    "user namespaces here: kernel.apparmor_restrict_unprivileged_userns=1; "
+		    "allow kernelbot in an AppArmor profile with `userns,`, or run it as root)" : "");
 		missing += !have;
 	}
 	return missing;
