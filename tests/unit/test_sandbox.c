@@ -198,6 +198,17 @@ main(void)
 	int port = 0, lfd, st;
 	double t0;
 
+	{
+		/* On a host without these, every check below would fail for one reason: say it once. */
+		struct sandbox_features f;
+		sandbox_probe(&f);
+		if (!CHECK("this host can sandbox (user, mount, pid, net, ipc namespaces, seccomp)",
+		    f.user_ns && f.mount_ns && f.pid_ns && f.net_ns && f.ipc_ns && f.seccomp)) {
+			printf("     user %d mount %d pid %d net %d ipc %d seccomp %d: see kernelbot doctor\n",
+			    f.user_ns, f.mount_ns, f.pid_ns, f.net_ns, f.ipc_ns, f.seccomp);
+			return t_done("test_sandbox");
+		}
+	}
 	setup();
 
 	/* A plain run: status, capture, checks. */
