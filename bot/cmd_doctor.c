@@ -179,8 +179,8 @@ doctor_collect(void)
 			    "sandboxed here (evaluation refuses to run them)");
 		if (!sf.cgroup_memory)
 			add_missing(missing, "no writable memory cgroup: memory limits "
-			    "fall back to RLIMIT_AS, which cannot hold CUDA processes "
-			    "(GPU evaluation refuses to run without --allow-degraded)");
+			    "fall back to RLIMIT_AS (RLIMIT_DATA for CUDA processes), "
+			    "which do not count shared memory; no pids cgroup");
 	}
 	json_object_set_new(doc, "missing", missing);
 	return doc;

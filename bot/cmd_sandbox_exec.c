@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bot/cli.h"
 #include "common/jsonx.h"
@@ -110,6 +111,7 @@ cmd_sandbox_exec(int argc, char **argv)
 	const char *extra[SANDBOX_ENV_MAX + 1] = { NULL };
 	const char *report = NULL;
 	char **env = NULL, scratch[PATH_MAX], why[PATH_MAX + 128] = "", *program = NULL;
+	char *llp_env = NULL;
 	json_t *checks = NULL;
 	int n_ro = 0, n_env = 0, c, rc = EXIT_SANDBOX, error, timeout_s = 0, verbose = 0;
 
@@ -213,6 +215,19 @@ cmd_sandbox_exec(int argc, char **argv)
 		owned[i] = abs;
 	}
 	so.ro_paths = ro;
+	/*
+	 * The one variable we pass on unasked: the library path we ourselves
+	 * needed to start (device-bundle/run sets it), when the program is
+	 * this very binary (the judge's `kernelbot __worker`).
+	 */
+	{
+		struct stat a, b;
+		const char *llp = getenv("LD_LIBRARY_PATH");
+		if (llp && n_env < SANDBOX_ENV_MAX && stat(argv[optind], &a) == 0 &&
+		    stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino && asprintf(&llp_env, "LD_LIBRARY_PATH=%s", llp) > 0)
+			extra[n_env++] = llp_env;
+	}
 	if ((error = sandbox_env_build(scratch, extra, &env)) < 0) {
 		snprintf(why, sizeof(why), "environment: %s", strerror(-error));
 		goto out;
@@ -258,6 +273,7 @@ out:
 	}
 	json_decref(checks);
 	free(program);
+	free(llp_env);
 	spawn_result_free(&r);
 	sandbox_env_free(env);
 	for (int i = 0; i < n_ro; i++)

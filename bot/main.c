@@ -18,6 +18,7 @@ const struct cli_command cli_commands[] = {
 	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
 	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
 	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
+	{ "__sandbox-check", cmd_sandbox_check, "(internal) inside the sandbox: what this process can do" },
 	{ NULL, NULL, NULL },
 };
 

@@ -298,6 +298,28 @@ set_log(struct compile_result *res, struct buf *log)
 	res->log = buf_detach(log, NULL);
 }
 
+/*
+ * "BUILD_DIR/kernel.cu:12: error" -> "kernel.cu:12: error": the build
+ * directory is noise in error feedback, and differs on every build.
+ */
+static void
+strip_dir(struct buf *log, const char *dir)
+{
+	size_t dl = strlen(dir), w = 0;
+	char *p = log->data;
+
+	if (!p || !dl)
+		return;
+	for (size_t r = 0; r < log->len;) {
+		if (r + dl + 1 <= log->len && !memcmp(p + r, dir, dl) && p[r + dl] == '/') {
+			r += dl + 1;
+			continue;
+		}
+		p[w++] = p[r++];
+	}
+	buf_truncate(log, w);
+}
+
 /* Say what the sandbox lacked, for the build's log. */
 static void
 log_checks(struct buf *log, const json_t *checks)
@@ -369,6 +391,7 @@ build_one(struct job *j)
 	}
 	buf_add_capped(&log, buf_cstr(&r.out), r.out.len);
 	buf_add_capped(&log, buf_cstr(&r.err), r.err.len);
+	strip_dir(&log, scratch);
 	if (so.allow_degraded)
 		log_checks(&log, checks);
 	if (r.timed_out)

@@ -23,8 +23,8 @@
 #include "common/buf.h"
 
 #define DIAG_FD_MIN 128		/* above where the spawner places passed fds */
+#define AUTO_PATHS_MAX 4	/* paths shown without being asked for */
 #define TMPFS_SMALL "size=64m"
-#define SANDBOX_PATH "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 static const char *const system_dirs[] = {
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", NULL,
@@ -286,6 +286,80 @@ out:
 }
 
 static int
+under(const char *path, const char *dir)
+{
+	size_t dl = strlen(dir);
+
+	return !strncmp(path, dir, dl) && (path[dl] == '\0' || path[dl] == '/');
+}
+
+static int
+readable_by_sandbox(const struct stat *st, int uid_differs)
+{
+	return !uid_differs || st->st_uid == SANDBOX_ROOT_UID ||
+	    (st->st_mode & S_IROTH && (!S_ISDIR(st->st_mode) || st->st_mode & S_IXOTH));
+}
+
+/* Add the real path of dir (or of its parent when up) if it is usable. */
+static void
+auto_add(char **paths, size_t *n, const char *dir, int uid_differs)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (*n < AUTO_PATHS_MAX && realpath(dir, real) && strcmp(real, "/") &&
+	    stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    readable_by_sandbox(&st, uid_differs))
+		paths[(*n)++] = strdup(real);
+}
+
+/*
+ * What a kernelbot program inside needs without being told: the running
+ * binary's directory (the worker is this binary; device-bundle/ holds its
+ * lib/ and harness/), the harness of a source-tree build, and the
+ * virtualenv of KERNELBOT_PYTHON.
+ */
+static size_t
+auto_paths(char **paths, int uid_differs)
+{
+	const char *harness = getenv("KERNELBOT_HARNESS"), *py = getenv("KERNELBOT_PYTHON");
+	char self[PATH_MAX], path[PATH_MAX + 32], *slash;
+	size_t n = 0;
+	ssize_t len;
+
+	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[len] = '\0';
+		if ((slash = strrchr(self, '/')) && slash != self) {
+			*slash = '\0';
+			auto_add(paths, &n, self, uid_differs);
+			snprintf(path, sizeof(path), "%s/../../gpu/harness", self);
+			if (!harness)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (harness && *harness == '/') {
+		snprintf(path, sizeof(path), "%s", harness);
+		if ((slash = strrchr(path, '/')) && slash != path) {
+			*slash = '\0';
+			auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (py && *py == '/') {
+		/* .../venv/bin/python3 -> .../venv, when that is a virtualenv */
+		snprintf(path, sizeof(path), "%s", py);
+		for (int up = 0; up < 2 && (slash = strrchr(path, '/')) && slash != path; up++)
+			*slash = '\0';
+		if (strlen(path) + sizeof("/pyvenv.cfg") < sizeof(path)) {
+			char cfg[PATH_MAX + 64];
+			snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", path);
+			if (access(cfg, R_OK) == 0)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	return n;
+}
+
+static int
 by_length(const void *a, const void *b)
 {
 	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
@@ -301,24 +375,15 @@ static int
 plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratch,
     int sandbox_uid_differs, json_t *ck, struct buf *shown)
 {
-	char *paths[SANDBOX_RO_PATHS_MAX + 2] = { NULL };
-	char self[PATH_MAX], *slash;
-	size_t n = 0;
+	char *paths[SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX + 1] = { NULL };
+	size_t n = auto_paths(paths, sandbox_uid_differs);
 	int error = 0;
-	ssize_t len;
 
-	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-		self[len] = '\0';
-		if ((slash = strrchr(self, '/')) && slash != self) {
-			*slash = '\0';
-			paths[n++] = strdup(self);
-		}
-	}
 	for (const char *const *r = so->ro_paths; r && *r; r++) {
 		char real[PATH_MAX];
 		struct stat st;
 
-		if (n >= SANDBOX_RO_PATHS_MAX) {
+		if (n >= SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX) {
 			check(ck, "read_only_paths", 0, "more than %d read-only paths", SANDBOX_RO_PATHS_MAX);
 			error = -E2BIG;
 			goto out;
@@ -328,20 +393,20 @@ plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratc
 			error = -EINVAL;
 			goto out;
 		}
-		if (!strcmp(real, "/") || !strncmp(real, "/proc", 5) ||
-		    !strncmp(real, "/sys", 4) || !strncmp(real, "/dev", 4)) {
+		if (!strcmp(real, "/") || under(real, "/proc") || under(real, "/sys") ||
+		    under(real, "/dev")) {
 			check(ck, "read_only_paths", 0, "%s: / and paths under /proc, /sys, /dev cannot be shown", *r);
 			error = -EINVAL;
 			goto out;
 		}
-		if (sandbox_uid_differs && st.st_uid != SANDBOX_ROOT_UID &&
-		    !(st.st_mode & S_IROTH && (!S_ISDIR(st.st_mode) || st.st_mode & S_IXOTH))) {
+		if (!readable_by_sandbox(&st, sandbox_uid_differs)) {
 			check(ck, "read_only_paths", 0, "%s (mode %04o) is not readable by the "
 			    "sandbox's uid %d", real, (unsigned)(st.st_mode & 07777), SANDBOX_ROOT_UID);
 			error = -EACCES;
 			goto out;
 		}
-		paths[n++] = strdup(real);
+		if (strcmp(real, scratch))	/* scratch stays writable */
+			paths[n++] = strdup(real);
 	}
 	paths[n++] = strdup(scratch);
 	for (size_t i = 0; i < n; i++)
@@ -409,6 +474,205 @@ read_diag(int fd, json_t *ck)
 	}
 }
 
+static int
+apparmor_restricts(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c == '1';
+}
+
+/* Namespaces and ids; returns how many required ones are missing. */
+static int
+plan_namespaces(struct sbx_plan *p, const struct sandbox_features *feat, int root, json_t *ck)
+{
+	static const struct { int flag; const char *name, *what; } ns[] = {
+		{ CLONE_NEWNS, "mount_namespace", "private mount tree" },
+		{ CLONE_NEWPID, "pid_namespace", "sees only its own processes; the tree dies with it" },
+		{ CLONE_NEWNET, "network_namespace", "no network: only a loopback that is down" },
+		{ CLONE_NEWIPC, "ipc_namespace", "no shared System V IPC or POSIX queues" },
+	};
+	int missing = 0;
+
+	/* Without a user namespace only root can make the others. */
+	if (feat->user_ns)
+		p->clone_flags |= CLONE_NEWUSER | CLONE_NEWCGROUP;
+	if (feat->user_ns || root)
+		p->clone_flags |= (feat->mount_ns ? CLONE_NEWNS | CLONE_NEWUTS : 0) |
+		    (feat->pid_ns ? CLONE_NEWPID : 0) | (feat->net_ns ? CLONE_NEWNET : 0) |
+		    (feat->ipc_ns ? CLONE_NEWIPC : 0);
+	p->uid = root ? SANDBOX_ROOT_UID : geteuid();
+	p->gid = root ? SANDBOX_ROOT_UID : getegid();
+	p->map_ids = !!(p->clone_flags & CLONE_NEWUSER);
+	p->switch_ids = root;
+	p->deny_setgroups = !root && p->map_ids;
+	snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
+	snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
+	check(ck, "user_namespace", p->map_ids, p->map_ids ?
+	    "runs as host uid %u in its own user namespace, no capabilities" :
+	    "no user namespaces on this host (host uid %u)", (unsigned)p->uid);
+	missing += !p->map_ids;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		int have = !!(p->clone_flags & ns[i].flag);
+		check(ck, ns[i].name, have, "%s%s", have ? ns[i].what : "not available on this host",
+		    !have && !root && apparmor_restricts() ? " (AppArmor restricts unprivileged "
+		    "user namespaces here: kernel.apparmor_restrict_unprivileged_userns=1; "
+		    "allow kernelbot in an AppArmor profile with `userns,`, or run it as root)" : "");
+		missing += !have;
+	}
+	return missing;
+}
+
+/* The new root; *missing counts what the host could not give. */
+static int
+plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbox_features *feat,
+    const char *scratch, int root, json_t *ck, int *missing)
+{
+	struct buf shown = BUF_INIT(16384);
+	int error = 0;
+
+	if (!(p->clone_flags & CLONE_NEWNS)) {
+		check(ck, "read_only_root", 0, "no mount namespace: the whole host "
+		    "file system is visible with the sandbox uid's rights");
+		check(ck, "gpu", so->gpu < 0, "no mount namespace: every device node is visible");
+		++*missing;
+		return 0;
+	}
+	p->new_root = 1;
+	for (int i = 0; system_dirs[i] && !error; i++)
+		error = add_ro(p, system_dirs[i], &shown);
+	for (int i = 0; etc_files[i] && !error; i++)
+		error = add_ro(p, etc_files[i], NULL);
+	if (!error)
+		error = plan_dev(p, so->gpu, ck);
+	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
+		error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
+		check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
+	} else if (!error) {
+		/* The host's, read-only: processes outside are visible. */
+		error = add_ro(p, "/proc", NULL);
+		check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
+		    "masking parts of it?): the host's /proc is shown read-only, "
+		    "with the processes outside the sandbox");
+		++*missing;
+	}
+	if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
+		error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
+	if (!error)
+		error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
+	if (!error)
+		error = plan_paths(p, so, scratch, root, ck, &shown);
+	/* /tmp only holds mount points: TMPDIR is in scratch. */
+	if (!error)
+		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/tmp");
+	if (!error)
+		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/");
+	if (!error)
+		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
+		    "the needed /etc files; minimal /dev, read-only /tmp (TMPDIR is in "
+		    "scratch), a private 64 MiB /dev/shm", buf_cstr(&shown));
+	buf_free(&shown);
+	return error;
+}
+
+static void
+plan_rlimits(struct sbx_plan *p, const struct sandbox_opts *so, size_t mem, long nproc,
+    json_t *ck)
+{
+	rlim_t cpu = so->cpu_s > 0 ? (rlim_t)so->cpu_s : SANDBOX_DEFAULT_CPU_S;
+	rlim_t fsize = so->fsize_bytes ? so->fsize_bytes : mem;
+	rlim_t nofile = so->nofile > 0 ? (rlim_t)so->nofile : SANDBOX_DEFAULT_NOFILE;
+
+	add_limit(p, RLIMIT_CPU, cpu, cpu + 1);
+	add_limit(p, RLIMIT_FSIZE, fsize, fsize);
+	add_limit(p, RLIMIT_NOFILE, nofile, nofile);
+	add_limit(p, RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
+	add_limit(p, RLIMIT_CORE, 0, 0);
+	check(ck, "rlimits", 1, "cpu %lu s, file size %lu MiB, open files %lu, "
+	    "processes+threads %ld, core 0", (unsigned long)cpu,
+	    (unsigned long)(fsize >> 20), (unsigned long)nofile, nproc);
+}
+
+/* A memory limit: the run's cgroup, else an rlimit. detail gets what was chosen. */
+static int
+plan_memory(struct sbx_plan *p, struct sbx_cgroup *cg, int no_cgroup, size_t mem,
+    long nproc, int gpu, json_t *ck, struct buf *detail)
+{
+	int error;
+
+	if (no_cgroup)
+		snprintf(cg->why, sizeof(cg->why), "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
+	else if ((error = sbx_cgroup_create(cg, mem, nproc)) < 0) {
+		check(ck, "memory_limit", 0, "%s", cg->why);
+		return error;
+	}
+	if (cg->version) {
+		const char *dirs[SBX_CGROUPS_MAX] = { cg->mem_dir, cg->pids_dir };
+		for (int i = 0; i < SBX_CGROUPS_MAX && dirs[i][0]; i++)
+			if (snprintf(p->cgroup_procs[p->n_cgroups++], SBX_PATH_MAX,
+			    "%s/cgroup.procs", dirs[i]) >= SBX_PATH_MAX)
+				return -ENAMETOOLONG;
+		buf_printf(detail, "cgroup v%d %s: %zu MiB, no swap", cg->version, cg->mem_dir, mem >> 20);
+		check(ck, "pids_limit", 1, "%s pids.max %ld", cg->version == 2 || cg->pids_dir[0] ?
+		    "cgroup" : "RLIMIT_NPROC only, no", nproc);
+		return 0;
+	}
+	if (gpu < 0) {
+		add_limit(p, RLIMIT_AS, mem, mem);
+		buf_printf(detail, "RLIMIT_AS %zu MiB (no usable memory cgroup: %s)", mem >> 20, cg->why);
+	} else {
+		/*
+		 * RLIMIT_AS cannot hold a CUDA process (the driver reserves address
+		 * space far beyond any limit), but those reservations are PROT_NONE
+		 * or shared device mappings, which RLIMIT_DATA does not count.
+		 */
+		add_limit(p, RLIMIT_DATA, mem, mem);
+		buf_printf(detail, "RLIMIT_DATA %zu MiB: heap and private writable "
+		    "mappings, not shared memory (no usable memory cgroup: %s; "
+		    "RLIMIT_AS cannot hold a CUDA process)", mem >> 20, cg->why);
+	}
+	check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
+	return 0;
+}
+
+/* seccomp, capabilities, environment and deadline; returns missing count. */
+static int
+plan_rest(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbox_features *feat,
+    const struct spawn_opts *run, json_t *ck)
+{
+	struct buf names = BUF_INIT(4096);
+	int nenv = 0, missing = 0;
+
+	if (feat->seccomp && baseline_err == 0) {
+		p->filter = baseline_prog;
+		check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
+		    so->profile == SANDBOX_CANDIDATE ? "; the worker adds its lockdown "
+		    "before loading the candidate" : "");
+	} else {
+		check(ck, "seccomp", 0, feat->seccomp ? "building the filter failed: %s" :
+		    "seccomp filters cannot be loaded on this host%s",
+		    feat->seccomp ? strerror(-baseline_err) : "");
+		missing++;
+	}
+	check(ck, "capabilities", 1, "none: empty bounding set, no ambient "
+	    "capabilities, no_new_privs");
+	for (const char *const *e = run->envp; *e; e++, nenv++)
+		buf_printf(&names, "%s%.*s", nenv ? ", " : "",
+		    (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : (long)strlen(*e)), *e);
+	check(ck, "environment", 1, "built from nothing, %d variables: %s",
+	    nenv, buf_cstr(&names));
+	buf_free(&names);
+	check(ck, "deadline", 1, "%.3g s wall clock, then the whole process tree is killed",
+	    run->timeout_ms / 1000.0);
+	return missing;
+}
+
 int
 sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
     struct spawn_result *r, json_t **checks)
@@ -417,10 +681,10 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	struct sbx_cgroup cg = { 0 };
 	struct sandbox_features feat;
 	struct spawn_opts run;
-	struct buf shown = BUF_INIT(16384), detail = BUF_INIT(4096);
+	struct buf detail = BUF_INIT(4096);
 	char scratch[PATH_MAX];
 	char **env = NULL;
-	json_t *ck = json_array(), *mem_check = NULL, *deadline_check = NULL;
+	json_t *ck = json_array(), *mem_check = NULL, *deadline_check;
 	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup;
 	size_t mem = so->mem_bytes ? so->mem_bytes : SANDBOX_DEFAULT_MEM;
 	long nproc = so->nproc > 0 ? so->nproc : default_nproc();
@@ -444,89 +708,35 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		error = -ENOMEM;
 		goto out;
 	}
-
-	/* Namespaces. Without a user namespace only root can make the others. */
-	p->clone_flags = 0;
-	if (feat.user_ns)
-		p->clone_flags |= CLONE_NEWUSER;
-	if (feat.user_ns || root) {
-		p->clone_flags |= (feat.mount_ns ? CLONE_NEWNS | CLONE_NEWUTS : 0) |
-		    (feat.pid_ns ? CLONE_NEWPID : 0) | (feat.net_ns ? CLONE_NEWNET : 0) |
-		    (feat.ipc_ns ? CLONE_NEWIPC : 0) |
-		    (feat.user_ns ? CLONE_NEWCGROUP : 0);
-	}
-	p->uid = root ? SANDBOX_ROOT_UID : geteuid();
-	p->gid = root ? SANDBOX_ROOT_UID : getegid();
-	p->map_ids = !!(p->clone_flags & CLONE_NEWUSER);
-	p->switch_ids = root;
-	p->deny_setgroups = !root && p->map_ids;
-	snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
-	snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
-	check(ck, "user_namespace", p->map_ids, p->map_ids ?
-	    "runs as host uid %u in its own user namespace, no capabilities" :
-	    "no user namespaces on this host (host uid %u)", (unsigned)p->uid);
-	missing += !p->map_ids;
-	{
-		static const struct { int flag; const char *name, *what; } ns[] = {
-			{ CLONE_NEWNS, "mount_namespace", "private mount tree" },
-			{ CLONE_NEWPID, "pid_namespace", "sees only its own processes; the tree dies with it" },
-			{ CLONE_NEWNET, "network_namespace", "no network: only a loopback that is down" },
-			{ CLONE_NEWIPC, "ipc_namespace", "no shared System V IPC or POSIX queues" },
-		};
-		for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-			int have = !!(p->clone_flags & ns[i].flag);
-			check(ck, ns[i].name, have, "%s", have ? ns[i].what : "not available on this host");
-			missing += !have;
-		}
-	}
-
-	/* The new root. */
-	if (p->clone_flags & CLONE_NEWNS) {
-		p->new_root = 1;
-		for (int i = 0; system_dirs[i] && !error; i++)
-			error = add_ro(p, system_dirs[i], &shown);
-		for (int i = 0; etc_files[i] && !error; i++)
-			error = add_ro(p, etc_files[i], NULL);
-		if (!error)
-			error = plan_dev(p, so->gpu, ck);
-		if (!error && (p->clone_flags & CLONE_NEWPID) && feat.proc_mount) {
-			error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
-			check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
-		} else if (!error) {
-			/* The host's, read-only: processes outside are visible. */
-			error = add_ro(p, "/proc", NULL);
-			check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
-			    "masking parts of it?): the host's /proc is shown read-only, "
-			    "with the processes outside the sandbox");
-			missing++;
-		}
-		if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
-			error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
-		if (!error)
-			error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
-		if (!error)
-			error = plan_paths(p, so, scratch, root, ck, &shown);
-		/* /tmp only holds mount points: TMPDIR is in scratch. */
-		if (!error)
-			error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/tmp");
-		if (!error)
-			error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/");
-		if (error)
-			goto out;
-		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
-		    "the needed /etc files; fresh /proc, minimal /dev, read-only /tmp "
-		    "(TMPDIR is in scratch), a private 64 MiB /dev/shm", buf_cstr(&shown));
-	} else {
-		check(ck, "read_only_root", 0, "no mount namespace: the whole host "
-		    "file system is visible with the sandbox uid's rights");
-		check(ck, "gpu", so->gpu < 0, "no mount namespace: every device node is visible");
-		missing++;
-	}
+	missing += plan_namespaces(p, &feat, root, ck);
+	if ((error = plan_root(p, so, &feat, scratch, root, ck, &missing)) < 0)
+		goto out;
 	if (snprintf(p->cwd, sizeof(p->cwd), "%s", o->cwd ? o->cwd : scratch) >=
 	    (int)sizeof(p->cwd)) {
 		error = -ENAMETOOLONG;
 		goto out;
 	}
+	plan_rlimits(p, so, mem, nproc, ck);
+	run = *o;
+	if (!run.envp) {
+		if ((error = sandbox_env_build(scratch, NULL, &env)) < 0)
+			goto out;
+		run.envp = (const char *const *)env;
+	}
+	if (!run.timeout_ms)
+		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
+	missing += plan_rest(p, so, &feat, &run, ck);
+	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
+	/* Refuse before touching anything: no cgroup made, scratch untouched. */
+	if (missing && !so->allow_degraded) {
+		error = -ENOTSUP;
+		goto out;
+	}
+	if ((error = plan_memory(p, &cg, no_cgroup, mem, nproc, so->gpu, ck, &detail)) < 0)
+		goto out;
+	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed", 1,
+	    "detail", buf_cstr(&detail));
+	json_array_append_new(ck, mem_check);
 	if ((error = prepare_scratch(scratch, root)) < 0) {
 		check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
 		goto out;
@@ -534,93 +744,6 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	check(ck, "scratch", 1, "%s is the only writable host directory%s", scratch,
 	    root ? " (handed to the sandbox uid)" : "");
 
-	/* Limits. */
-	{
-		rlim_t cpu = so->cpu_s > 0 ? (rlim_t)so->cpu_s : SANDBOX_DEFAULT_CPU_S;
-		rlim_t fsize = so->fsize_bytes ? so->fsize_bytes : mem;
-		rlim_t nofile = so->nofile > 0 ? (rlim_t)so->nofile : SANDBOX_DEFAULT_NOFILE;
-
-		add_limit(p, RLIMIT_CPU, cpu, cpu + 1);
-		add_limit(p, RLIMIT_FSIZE, fsize, fsize);
-		add_limit(p, RLIMIT_NOFILE, nofile, nofile);
-		add_limit(p, RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
-		add_limit(p, RLIMIT_CORE, 0, 0);
-		check(ck, "rlimits", 1, "cpu %lu s, file size %lu MiB, open files %lu, "
-		    "processes+threads %ld, core 0", (unsigned long)cpu,
-		    (unsigned long)(fsize >> 20), (unsigned long)nofile, nproc);
-	}
-	if (no_cgroup)
-		snprintf(cg.why, sizeof(cg.why), "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
-	else if ((error = sbx_cgroup_create(&cg, mem, nproc)) < 0) {
-		check(ck, "memory_limit", 0, "%s", cg.why);
-		goto out;
-	}
-	if (cg.version) {
-		const char *dirs[SBX_CGROUPS_MAX] = { cg.mem_dir, cg.pids_dir };
-		for (int i = 0; i < SBX_CGROUPS_MAX && dirs[i][0]; i++)
-			if (snprintf(p->cgroup_procs[p->n_cgroups++], SBX_PATH_MAX,
-			    "%s/cgroup.procs", dirs[i]) >= SBX_PATH_MAX) {
-				error = -ENAMETOOLONG;
-				goto out;
-			}
-		buf_printf(&detail, "cgroup v%d %s: %zu MiB, no swap", cg.version, cg.mem_dir, mem >> 20);
-		check(ck, "pids_limit", 1, "%s pids.max %ld", cg.version == 2 || cg.pids_dir[0] ?
-		    "cgroup" : "RLIMIT_NPROC only, no", nproc);
-	} else if (so->gpu < 0) {
-		add_limit(p, RLIMIT_AS, mem, mem);
-		buf_printf(&detail, "RLIMIT_AS %zu MiB (no usable memory cgroup: %s)", mem >> 20, cg.why);
-		check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
-	} else {
-		buf_printf(&detail, "none: no usable memory cgroup (%s), and RLIMIT_AS "
-		    "cannot hold a CUDA process (the driver reserves address space "
-		    "far beyond any limit)", cg.why);
-		check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
-		missing++;
-	}
-	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed",
-	    cg.version || so->gpu < 0, "detail", buf_cstr(&detail));
-	json_array_append_new(ck, mem_check);
-
-	if (feat.seccomp && baseline_err == 0) {
-		p->filter = baseline_prog;
-		check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
-		    so->profile == SANDBOX_CANDIDATE ? "; the worker adds its lockdown "
-		    "before loading the candidate" : "");
-	} else {
-		check(ck, "seccomp", 0, feat.seccomp ? "building the filter failed: %s" :
-		    "seccomp filters cannot be loaded on this host%s",
-		    feat.seccomp ? strerror(-baseline_err) : "");
-		missing++;
-	}
-	check(ck, "capabilities", 1, "none: empty bounding set, no ambient "
-	    "capabilities, no_new_privs");
-
-	run = *o;
-	if (!run.envp) {
-		if ((error = sandbox_env_build(scratch, NULL, &env)) < 0)
-			goto out;
-		run.envp = (const char *const *)env;
-	}
-	{
-		struct buf names = BUF_INIT(4096);
-		int nenv = 0;
-		for (const char *const *e = run.envp; *e; e++, nenv++)
-			buf_printf(&names, "%s%.*s", nenv ? ", " : "",
-			    (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : (long)strlen(*e)), *e);
-		check(ck, "environment", 1, "built from nothing, %d variables: %s",
-		    nenv, buf_cstr(&names));
-		buf_free(&names);
-	}
-	if (!run.timeout_ms)
-		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
-	check(ck, "deadline", 1, "%.3g s wall clock, then the whole process tree is killed",
-	    run.timeout_ms / 1000.0);
-	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
-
-	if (missing && !so->allow_degraded) {
-		error = -ENOTSUP;
-		goto out;
-	}
 	if (pipe2(diag_p, O_CLOEXEC) < 0) {
 		error = -errno;
 		goto out;
@@ -635,13 +758,14 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		diag_p[1] = hi;
 	}
 	p->diag_fd = diag_p[1];
+	p->parent = getpid();
 	run.cwd = NULL;
 	run.child_setup = sbx_child_setup;
 	run.child_arg = p;
 	error = spawn_run(&run, r);
 	close(diag_p[1]), diag_p[1] = -1;
 	read_diag(diag_p[0], ck);
-	if (error == 0 && r->timed_out && deadline_check)
+	if (error == 0 && r->timed_out)
 		json_object_set_new(deadline_check, "detail", json_sprintf("%.3g s wall "
 		    "clock: it passed, and the whole process tree was killed",
 		    run.timeout_ms / 1000.0));
@@ -655,72 +779,11 @@ out:
 		if (diag_p[i] >= 0)
 			close(diag_p[i]);
 	sandbox_env_free(env);
-	buf_free(&shown);
 	buf_free(&detail);
 	free(p);
 	if (checks)
 		*checks = ck;
 	else
 		json_decref(ck);
-	return error;
-}
-
-void
-sandbox_env_free(char **env)
-{
-	if (!env)
-		return;
-	for (char **e = env; *e; e++)
-		free(*e);
-	free(env);
-}
-
-int
-sandbox_env_build(const char *scratch, const char *const *extra, char ***out)
-{
-	char **env = calloc(SANDBOX_ENV_MAX + 1, sizeof(*env));
-	int n = 0, error = 0;
-
-	if (!env)
-		return -ENOMEM;
-	if (asprintf(&env[n++], "PATH=%s", SANDBOX_PATH) < 0 ||
-	    !(env[n++] = strdup("LANG=C.UTF-8")) ||
-	    asprintf(&env[n++], "HOME=%s", scratch) < 0 ||
-	    asprintf(&env[n++], "TMPDIR=%s/tmp", scratch) < 0) {
-		env[n - 1] = NULL;
-		error = -ENOMEM;
-		goto out;
-	}
-	for (const char *const *e = extra; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-		int i;
-
-		if (!eq || eq == *e) {
-			error = -EINVAL;
-			goto out;
-		}
-		for (i = 0; i < n; i++)
-			if (!strncmp(env[i], *e, (size_t)(eq - *e) + 1))
-				break;
-		if (i == n && n >= SANDBOX_ENV_MAX) {
-			error = -EINVAL;
-			goto out;
-		}
-		{
-			char *dup = strdup(*e);
-			if (!dup) {
-				error = -ENOMEM;
-				goto out;
-			}
-			free(env[i]);
-			env[i] = dup;
-		}
-		if (i == n)
-			n++;
-	}
-	*out = env;
-	env = NULL;
-out:
-	sandbox_env_free(env);
 	return error;
 }

@@ -13,6 +13,7 @@
  */
 #include "gpu/sandbox_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -250,6 +251,28 @@ choose_v1(char *why, size_t len)
 	return 0;
 }
 
+/*
+ * A launcher killed outright leaves its run's (empty) cgroup behind:
+ * remove those whose process is gone, once per process.
+ */
+static void
+sweep_stale(const char *parent)
+{
+	char path[SBX_PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+	int pid;
+
+	if (!parent[0] || !(d = opendir(parent)))
+		return;
+	while ((e = readdir(d)))
+		if (sscanf(e->d_name, "run-%d-", &pid) == 1 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH &&
+		    pathf(path, sizeof(path), "%s/%s", parent, e->d_name) > 0)
+			rmdir(path);
+	closedir(d);
+}
+
 static void
 choose(void)
 {
@@ -261,6 +284,10 @@ choose(void)
 		cg_version = 1;
 	else
 		pathf(cg_why, sizeof(cg_why), "%s; %s", why2, why1);
+	if (cg_version) {
+		sweep_stale(cg_parent);
+		sweep_stale(cg_version == 1 ? cg_pids_parent : "");
+	}
 	cg_chosen = 1;
 }
 

@@ -387,6 +387,12 @@ c2_main(const struct sbx_plan *p, int sync_rd, int status_wr)
 	if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))
 		_exit(127);
 
+	/*
+	 * C2 is a copy of the caller's memory (a daemon's tokens included):
+	 * not dumpable, so the program cannot read it through /proc/1. Set
+	 * before C3 exists; C3's exec makes C3 dumpable again.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if ((pid = raw_clone(0)) < 0)
 		return diag(p, "fork of the program's process", NULL, errno);
 	if (pid == 0) {
@@ -394,7 +400,6 @@ c2_main(const struct sbx_plan *p, int sync_rd, int status_wr)
 		close(status_wr);
 		return c3_setup(p);
 	}
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	close_except(sync_rd, status_wr);
 	for (;;) {
 		w = waitpid(-1, &st, 0);
@@ -464,6 +469,14 @@ sbx_child_setup(void *arg)
 	int sync_p[2], stat_p[2], err, st = 0, cst;
 	pid_t pid;
 
+	/*
+	 * If the process that spawned us dies (a judge killing its launcher),
+	 * we die, and C2's parent-death signal takes the namespace with us.
+	 * The spawner's thread blocks until we are reaped, so it outlives us.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != p->parent)
+		_exit(127);
 	/* Join the run's cgroups first: everything below is created inside. */
 	for (int i = 0; i < p->n_cgroups; i++)
 		if ((err = sbx_write_file(p->cgroup_procs[i], "0")))

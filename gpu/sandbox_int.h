@@ -66,6 +66,7 @@ struct sbx_plan {
 	struct rlimit limit_val[SBX_LIMITS_MAX];
 	struct sock_fprog filter;	/* baseline seccomp program; len 0 = none */
 	int diag_fd;			/* write end for struct sbx_diag */
+	pid_t parent;			/* the spawning process: C1 dies with it */
 };
 
 /* The child side: the spawn child_setup hook; arg is a struct sbx_plan. */

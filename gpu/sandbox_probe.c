@@ -38,6 +38,20 @@ try_unshare(int flags)
 }
 
 /*
+ * Creating the namespace is not enough: Ubuntu's AppArmor lets an
+ * unprivileged process create a user namespace and then denies it every
+ * capability inside. A mount is what the sandbox needs, so try one.
+ */
+static int
+try_mount_ns(int unused)
+{
+	(void)unused;
+	if (try_unshare(CLONE_NEWNS) < 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+/*
  * Containers that mask parts of /proc make the kernel refuse a fresh proc
  * mount to an unprivileged namespace; the sandbox needs to know up front.
  */
@@ -74,7 +88,7 @@ sandbox_probe(struct sandbox_features *f)
 	memset(f, 0, sizeof(*f));
 	f->user_ns = in_child(try_unshare, 0);
 	f->net_ns = in_child(try_unshare, CLONE_NEWNET);
-	f->mount_ns = in_child(try_unshare, CLONE_NEWNS);
+	f->mount_ns = in_child(try_mount_ns, 0);
 	f->pid_ns = in_child(try_unshare, CLONE_NEWPID);
 	f->ipc_ns = in_child(try_unshare, CLONE_NEWIPC);
 	f->proc_mount = f->pid_ns && f->mount_ns && in_child(try_proc, 0);

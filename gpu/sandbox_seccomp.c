@@ -41,7 +41,7 @@ static const char *const baseline_deny[] = {
 	"delete_module", "reboot", "swapon", "swapoff", "acct",
 	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
 	"quotactl", "syslog", "settimeofday", "clock_settime", "adjtimex",
-	"clock_adjtime", "iopl", "ioperm", "vhangup", "personality",
+	"clock_adjtime", "iopl", "ioperm", "vhangup",
 	NULL,
 };
 

@@ -49,6 +49,8 @@ expect "a death by signal gives 128+signal" 139 $?
 out=$(KB_TEST_SECRET=hunter2 sx -- /usr/bin/env)
 case $out in *KB_TEST_SECRET*) fail "the parent's secret reached the environment" ;; *) ok ;; esac
 case $out in *HOME="$dir/scratch"*) ok ;; *) fail "HOME is the scratch directory: $out" ;; esac
+out=$(LD_LIBRARY_PATH=/opt/x sx -- /usr/bin/env)
+case $out in *LD_LIBRARY_PATH*) fail "LD_LIBRARY_PATH passed to another program" ;; *) ok ;; esac
 out=$(sx --env FOO=bar -- /usr/bin/env)
 case $out in *FOO=bar*) ok ;; *) fail "--env adds a variable" ;; esac
 
@@ -68,6 +70,16 @@ end=$(date +%s)
 [ "$st" -eq 143 ] || [ "$st" -eq 137 ] && ok || fail "the deadline kills: status $st"
 [ $((end - start)) -le 4 ] && ok || fail "the deadline is kept: $((end - start)) s"
 grep -q deadline "$dir/err" && ok || fail "the deadline is reported on stderr"
+
+# A judge that kills its launcher kills the worker with it.
+"$KERNELBOT" sandbox-exec --scratch "$dir/scratch" -- \
+	/bin/sh -c 'sleep 1; echo alive > "$HOME/marker"' 2>"$dir/err" &
+launcher=$!
+sleep 0.3
+kill -9 "$launcher"
+wait "$launcher" 2>/dev/null
+sleep 1.2
+[ ! -e "$dir/scratch/marker" ] && ok || fail "the worker outlived its killed launcher"
 
 sx --report "$dir/report.json" -- /bin/true
 expect "a run with a report" 0 $?
@@ -89,6 +101,13 @@ grep -q "MISSING seccomp" "$dir/err" && ok || fail "the missing feature is named
 KERNELBOT_SANDBOX_PRETEND_MISSING=seccomp sx --allow-degraded -- /bin/true
 expect "--allow-degraded runs anyway" 0 $?
 grep -q "MISSING seccomp" "$dir/err" && ok || fail "--allow-degraded still reports it"
+
+# The self-test: everything holds inside, and (the control) not outside.
+sx --profile candidate -- "$KERNELBOT" __sandbox-check >"$dir/check.json"
+expect "__sandbox-check passes inside the sandbox" 0 $?
+grep -q '"passed": true' "$dir/check.json" && ok || fail "__sandbox-check reports JSON"
+"$KERNELBOT" __sandbox-check >/dev/null 2>&1
+[ $? -ne 0 ] && ok || fail "__sandbox-check outside the sandbox should fail"
 
 echo "t2000-sandbox-exec: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

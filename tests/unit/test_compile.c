@@ -6,13 +6,16 @@
 #include <dlfcn.h>
 #include <dlpack/dlpack.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/spawn.h"
 #include "gpu/compile.h"
+#include "gpu/sandbox.h"
 #include "t.h"
 
 typedef int (*forward_fn)(const DLTensor *, int, DLTensor *, int, void *);
@@ -58,6 +61,135 @@ copy_file(const char *from, const char *to)
 
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
 	return system(cmd);
+}
+
+static int
+read_floats(const char *path, float *out, int n)
+{
+	FILE *f = fopen(path, "rb");
+	int got;
+
+	if (!f)
+		return -1;
+	got = (int)fread(out, sizeof(float), (size_t)n, f);
+	fclose(f);
+	return got;
+}
+
+static int
+write_floats(const char *path, const float *v, int n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fwrite(v, sizeof(float), (size_t)n, f) == (size_t)n;
+	fclose(f);
+	chmod(path, 0644);
+	return ok ? 0 : -1;
+}
+
+/* Run the worker helper on a compiled kernel, sandboxed or bare. */
+static int
+run_worker(const char *so, const char *inputs, const char *outdir, const char *n_out,
+    int sandboxed)
+{
+	const char *b = getenv("KB_BUILD");
+	char worker[PATH_MAX + 16], helpers[PATH_MAX], kernels[300];
+	const char *argv[] = { worker, so, inputs, outdir, n_out, NULL };
+	const char *ro[] = { helpers, kernels, inputs, NULL };
+	struct sandbox_opts so_ = SANDBOX_OPTS_INIT;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = { 0 };
+	int rc;
+
+	snprintf(worker, sizeof(worker), "%s/tests/helpers", b ? b : "build/default");
+	if (!realpath(worker, helpers))
+		return -1;
+	snprintf(worker, sizeof(worker), "%s/sbx_worker", helpers);
+	snprintf(kernels, sizeof(kernels), "%s/kernels", cache);
+	so_.profile = SANDBOX_CANDIDATE;
+	so_.scratch = outdir;
+	so_.ro_paths = ro;
+	o.argv = argv;
+	o.timeout_ms = 20000;
+	rc = sandboxed ? sandbox_run(&so_, &o, &r, NULL) : spawn_run(&o, &r);
+	if (rc == 0)
+		rc = r.status;
+	if (rc != 0)
+		printf("     worker: status %d: %s\n", rc, buf_cstr(&r.err));
+	spawn_result_free(&r);
+	return rc;
+}
+
+/*
+ * The evaluator's chain on the CPU: compile, then a candidate-profile
+ * sandbox running a worker that locks itself down before it loads the
+ * kernel. A malicious kernel's attempts are recorded by the kernel itself.
+ */
+static void
+chain_test(void)
+{
+	struct compile_req req[2];
+	struct compile_result res[2];
+	char add[700], evil[700], inputs[200], out1[200], out2[200], out3[200], path[300];
+	float a[8], b[8], c[8], got[8];
+	int ok = 1;
+
+	snprintf(add, sizeof(add), "%s/add/kernel.c", fixtures);
+	snprintf(evil, sizeof(evil), "%s/evil/kernel.c", fixtures);
+	snprintf(inputs, sizeof(inputs), "%s/inputs", root);
+	snprintf(out1, sizeof(out1), "%s/out-add", root);
+	snprintf(out2, sizeof(out2), "%s/out-evil", root);
+	snprintf(out3, sizeof(out3), "%s/out-bare", root);
+	mkdir(inputs, 0755);
+	mkdir(out1, 0700);
+	mkdir(out2, 0700);
+	mkdir(out3, 0777);
+	for (int i = 0; i < 8; i++)
+		a[i] = (float)i, b[i] = 100.0f * (float)i;
+	snprintf(path, sizeof(path), "%s/a.bin", inputs);
+	write_floats(path, a, 8);
+	snprintf(path, sizeof(path), "%s/b.bin", inputs);
+	write_floats(path, b, 8);
+
+	req[0] = (struct compile_req){ add, COMPILE_CPU, NULL, 60 };
+	req[1] = (struct compile_req){ evil, COMPILE_CPU, NULL, 60 };
+	CHECK_INT("chain: compile batch", compile_batch(cache, req, 2, 2, res), 0);
+	CHECK("chain: both build", res[0].status == 0 && res[1].status == 0);
+	if (res[0].status || res[1].status) {
+		printf("     logs: %s / %s\n", res[0].log, res[1].log);
+		goto out;
+	}
+
+	CHECK_INT("chain: the worker runs the kernel in the sandbox",
+	    run_worker(res[0].so_path, inputs, out1, "1", 1), 0);
+	snprintf(path, sizeof(path), "%s/out0.bin", out1);
+	CHECK_INT("chain: outputs written to scratch", read_floats(path, c, 8), 8);
+	for (int i = 0; i < 8; i++)
+		ok &= c[i] == a[i] + b[i];
+	CHECK("chain: outputs are right", ok);
+
+	CHECK_INT("chain: a malicious kernel still runs", run_worker(res[1].so_path, inputs, out2, "2", 1), 0);
+	snprintf(path, sizeof(path), "%s/out1.bin", out2);
+	memset(got, 0, sizeof(got));
+	CHECK_INT("chain: its record is there", read_floats(path, got, 8), 8);
+	CHECK("chain: fork refused", got[0] == 0);
+	CHECK("chain: socket refused", got[1] == 0);
+	CHECK("chain: /etc/shadow invisible", got[2] == 0);
+	CHECK("chain: /root invisible", got[3] == 0);
+	if (geteuid() == 0) {
+		/* Control: the lockdown alone stops fork and socket, not files. */
+		CHECK_INT("chain: control run bare", run_worker(res[1].so_path, inputs, out3, "2", 0), 0);
+		snprintf(path, sizeof(path), "%s/out1.bin", out3);
+		memset(got, 0, sizeof(got));
+		read_floats(path, got, 8);
+		CHECK("chain: control: bare, the kernel reads /etc/shadow", got[2] == 1);
+	}
+out:
+	compile_result_free(&res[0]);
+	compile_result_free(&res[1]);
 }
 
 int
@@ -123,6 +255,8 @@ main(void)
 	CHECK("batch: ... and its error is in the log", res[0].log &&
 	    strstr(res[0].log, "undeclared_identifier_in_kernel"));
 	CHECK("batch: no .so for a failure", res[0].so_path == NULL);
+	CHECK("batch: the log names kernel.c, not the build directory", res[0].log &&
+	    strstr(res[0].log, "kernel.c:") && !strstr(res[0].log, "/tmp/build-"));
 	CHECK_INT("batch: the changed kernel builds", res[1].status, 0);
 	CHECK("batch: a duplicate shares its key", !strcmp(res[1].key, res[2].key));
 	CHECK("batch: ... and its .so", res[1].so_path && res[2].so_path &&
@@ -150,6 +284,8 @@ main(void)
 	} else {
 		printf("nvcc: not installed here, compile-only test skipped\n");
 	}
+
+	chain_test();
 
 	CHECK_INT("a relative cache dir is refused", compile_batch("rel/cache", req, 1, 0, res), -EINVAL);
 
