@@ -47,7 +47,8 @@ TEST_HELPER_BINS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-unit lint install device-bundle clean fuzz bench
+.PHONY: all deps test test-unit test-gpu lint install device-bundle clean fuzz \
+	bench bench-gpu
 .DEFAULT_GOAL := all
 
 all: deps $(BIN)
@@ -70,9 +71,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c | deps
+# Helpers may call into the library (a worker calling sandbox_lockdown()).
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(KB_LIBS)
+	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< $(LIB) $(KB_LIBS)
 
 test: all $(UNIT_BINS) $(TEST_HELPER_BINS) $(FUZZ_BINS)
 	@BUILD=$(BUILD) sh tests/run.sh
@@ -106,6 +108,16 @@ $(BUILD)/bench/loadgen: bench/loadgen.c $(LIB) | deps
 
 bench: all $(BUILD)/bench/loadgen
 	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
+
+# On a GPU host: the evaluator's CUDA exploit suite and the 01 problem end
+# to end. No build step: a GPU host without the build dependencies runs a
+# carried device-bundle/ (see tests/gpu/eval-gpu.sh).
+test-gpu:
+	sh tests/gpu/eval-gpu.sh
+
+# On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
+bench-gpu:
+	sh bench/eval_throughput.sh
 
 lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \

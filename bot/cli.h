@@ -21,6 +21,10 @@ int cmd_jobs(int argc, char **argv);
 int cmd_changes(int argc, char **argv);
 int cmd_publish(int argc, char **argv);
 int cmd_forge(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_sandbox_exec(int argc, char **argv);
+int cmd_sandbox_check(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -154,9 +154,10 @@ doctor_collect(void)
 
 	sandbox_probe(&sf);
 	json_object_set_new(doc, "sandbox", json_pack(
-	    "{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:s?}",
+	    "{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:s?}",
 	    "user_ns", sf.user_ns, "net_ns", sf.net_ns, "mount_ns", sf.mount_ns,
-	    "pid_ns", sf.pid_ns, "ipc_ns", sf.ipc_ns, "seccomp", sf.seccomp,
+	    "pid_ns", sf.pid_ns, "ipc_ns", sf.ipc_ns, "proc_mount", sf.proc_mount,
+	    "seccomp", sf.seccomp,
 	    "cgroup_memory", sf.cgroup_memory,
 	    "cgroup_path", sf.cgroup_memory ? sf.cgroup_path : NULL));
 	{
@@ -169,12 +170,17 @@ doctor_collect(void)
 				    names[i]);
 				add_missing(missing, err);
 			}
+		if (!sf.proc_mount && sf.pid_ns && sf.mount_ns)
+			add_missing(missing, "no fresh /proc in a sandbox (this host masks "
+			    "parts of its own): candidates would see the host's processes "
+			    "(evaluation refuses to run them)");
 		if (!sf.seccomp)
 			add_missing(missing, "no seccomp: candidates cannot be "
 			    "sandboxed here (evaluation refuses to run them)");
 		if (!sf.cgroup_memory)
 			add_missing(missing, "no writable memory cgroup: memory limits "
-			    "fall back to RLIMIT_AS");
+			    "fall back to RLIMIT_AS (RLIMIT_DATA for CUDA processes), "
+			    "which do not count shared memory; no pids cgroup");
 	}
 	json_object_set_new(doc, "missing", missing);
 	return doc;
@@ -208,12 +214,13 @@ doctor_print(const json_t *d)
 		    jsonx_bool(t, "compile_available", 0) ? "available" : "not available");
 	if ((t = json_object_get(d, "sandbox")))
 		printf("sandbox    user ns %s, net ns %s, mount ns %s, pid ns %s, "
-		    "ipc ns %s, seccomp %s, memory cgroup %s\n",
+		    "ipc ns %s, fresh /proc %s, seccomp %s, memory cgroup %s\n",
 		    jsonx_bool(t, "user_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "net_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "mount_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "pid_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "ipc_ns", 0) ? "yes" : "no",
+		    jsonx_bool(t, "proc_mount", 0) ? "yes" : "no",
 		    jsonx_bool(t, "seccomp", 0) ? "yes" : "no",
 		    jsonx_bool(t, "cgroup_memory", 0) ? "yes" : "no");
 	if ((t = json_object_get(d, "compute_sanitizer")) && json_is_object(t))

@@ -20,6 +20,10 @@ const struct cli_command cli_commands[] = {
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },
+	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
+	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
+	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
+	{ "__sandbox-check", cmd_sandbox_check, "(internal) inside the sandbox: what this process can do" },
 	{ NULL, NULL, NULL },
 };
 

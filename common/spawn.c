@@ -70,7 +70,8 @@ child_exec(const struct spawn_opts *o, int in_fd, int out_fd, int err_fd,
 	for (i = 0; i < o->n_pass_fds; i++)
 		if ((tmp[i] = fcntl(o->pass_fds[i], F_DUPFD_CLOEXEC, 100)) < 0)
 			child_fail(fail_fd, 3, errno);
-	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+	if (in_fd >= 0 &&
+	    (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
 		child_fail(fail_fd, 3, errno);
 	for (i = 0; i < o->n_pass_fds; i++)
 		if (dup2(tmp[i], PASS_FD_BASE + i) < 0)
@@ -155,7 +156,11 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 	res.out = (struct buf)BUF_INIT(o->out_max ? o->out_max : BUF_MAX_DEFAULT);
 	res.err = (struct buf)BUF_INIT(o->err_max ? o->err_max : BUF_MAX_SMALL);
 
-	if (o->input) {
+	if (o->stdio_inherit && o->input)
+		return -EINVAL;
+	if (o->stdio_inherit) {
+		in_fd = -1;	/* the child keeps 0, 1 and 2 as they are */
+	} else if (o->input) {
 		/* A socket, so writes to a child that quit early can use MSG_NOSIGNAL. */
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) < 0) {
 			error = -errno;
@@ -168,8 +173,8 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 		error = -errno;
 		goto out;
 	}
-	if (pipe2(out_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0 ||
-	    pipe2(fail_p, O_CLOEXEC) < 0) {
+	if ((!o->stdio_inherit && (pipe2(out_p, O_CLOEXEC) < 0 ||
+	    pipe2(err_p, O_CLOEXEC) < 0)) || pipe2(fail_p, O_CLOEXEC) < 0) {
 		error = -errno;
 		goto out;
 	}
@@ -185,10 +190,14 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 
 	/* Both sides set the group, so neither a kill nor the exec races it. */
 	setpgid(pid, pid);
-	close(out_p[1]), out_p[1] = -1;
-	close(err_p[1]), err_p[1] = -1;
+	if (out_p[1] >= 0)
+		close(out_p[1]), out_p[1] = -1;
+	if (err_p[1] >= 0)
+		close(err_p[1]), err_p[1] = -1;
 	close(fail_p[1]), fail_p[1] = -1;
-	if (o->input) {
+	if (o->stdio_inherit) {
+		;
+	} else if (o->input) {
 		close(in_sv[1]), in_sv[1] = -1;
 		in_fd = -1;
 		set_nonblock(in_sv[0]);
@@ -207,10 +216,12 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 		goto out;
 	}
 
-	set_nonblock(out_p[0]);
-	set_nonblock(err_p[0]);
 	pidfd = pidfd_open_compat(pid);
-	out_open = err_open = 1;
+	out_open = err_open = !o->stdio_inherit;
+	if (out_open) {
+		set_nonblock(out_p[0]);
+		set_nonblock(err_p[0]);
+	}
 
 	while (!reaped) {
 		struct pollfd pf[4];

@@ -35,6 +35,8 @@ struct spawn_opts {
 	const int *pass_fds;		/* extra fds the child gets as 3, 4, ... in order */
 	int n_pass_fds;
 	int search_path;		/* resolve argv[0] through envp's PATH (execvpe) */
+	int stdio_inherit;		/* the child shares our stdin/stdout/stderr: nothing
+					   captured, input must be NULL (a launcher's pass-through) */
 	/*
 	 * Runs in the child after the process group and fds are set up, just
 	 * before exec. Return 0, or a positive errno to abort the spawn: the

@@ -1,10 +1,11 @@
 #include "gpu/sandbox.h"
+#include "gpu/sandbox_int.h"
 
 #include <errno.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -36,51 +37,49 @@ try_unshare(int flags)
 	return flags && geteuid() == 0 ? unshare(flags) : -1;
 }
 
+/*
+ * Creating the namespace is not enough: Ubuntu's AppArmor lets an
+ * unprivileged process create a user namespace and then denies it every
+ * capability inside. A mount is what the sandbox needs, so try one.
+ */
+static int
+try_mount_ns(int unused)
+{
+	(void)unused;
+	if (try_unshare(CLONE_NEWNS) < 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+/*
+ * Containers that mask parts of /proc make the kernel refuse a fresh proc
+ * mount to an unprivileged namespace; the sandbox needs to know up front.
+ */
+static int
+try_proc(int unused)
+{
+	int status;
+	pid_t pid;
+
+	(void)unused;
+	if (try_unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+		return -1;
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0)
+		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 ? 0 : 1);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 static int
 try_seccomp(int unused)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int rc;
-
 	(void)unused;
-	if (!ctx)
-		return -1;
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ptrace), 0);
-	if (rc == 0)
-		rc = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return rc;
-}
-
-static int
-writable_dir(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK) == 0;
-}
-
-static void
-probe_cgroup(struct sandbox_features *f)
-{
-	FILE *fp;
-	char line[512];
-
-	/* cgroup v2: the controllers file names memory. */
-	if ((fp = fopen("/sys/fs/cgroup/cgroup.controllers", "re"))) {
-		if (fgets(line, sizeof(line), fp) && strstr(line, "memory") &&
-		    writable_dir("/sys/fs/cgroup")) {
-			f->cgroup_memory = 1;
-			snprintf(f->cgroup_path, sizeof(f->cgroup_path), "/sys/fs/cgroup");
-		}
-		fclose(fp);
-		if (f->cgroup_memory)
-			return;
-	}
-	if (writable_dir("/sys/fs/cgroup/memory")) {
-		f->cgroup_memory = 1;
-		snprintf(f->cgroup_path, sizeof(f->cgroup_path), "/sys/fs/cgroup/memory");
-	}
+	return sbx_seccomp_try();
 }
 
 void
@@ -89,9 +88,10 @@ sandbox_probe(struct sandbox_features *f)
 	memset(f, 0, sizeof(*f));
 	f->user_ns = in_child(try_unshare, 0);
 	f->net_ns = in_child(try_unshare, CLONE_NEWNET);
-	f->mount_ns = in_child(try_unshare, CLONE_NEWNS);
+	f->mount_ns = in_child(try_mount_ns, 0);
 	f->pid_ns = in_child(try_unshare, CLONE_NEWPID);
 	f->ipc_ns = in_child(try_unshare, CLONE_NEWIPC);
+	f->proc_mount = f->pid_ns && f->mount_ns && in_child(try_proc, 0);
 	f->seccomp = in_child(try_seccomp, 0);
-	probe_cgroup(f);
+	f->cgroup_memory = sbx_cgroup_probe(f->cgroup_path, sizeof(f->cgroup_path));
 }

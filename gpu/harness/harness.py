@@ -3,6 +3,10 @@
 on stdout, exit 0 whenever a reply was written (docs/harness.md).
 
 A nonzero exit means the harness itself crashed; the traceback is on stderr.
+
+Worker mode is the exception: `harness.py pyworker ARGS...` turns this
+process into the untrusted worker for a KernelBench-format solution, which
+speaks JSON lines on stdin/stdout (docs/evaluation.md).
 """
 import os
 import sys
@@ -22,15 +26,24 @@ def _info(req):
     return info.run(req)
 
 
+def _evaluate(req):
+    from kbh import judge
+    return judge.run(req)
+
+
 # verb -> handler(request dict) -> reply dict; handlers raise HarnessError.
 # Imports are lazy so that a verb's dependencies load only when it runs.
 VERBS = {
     "trace": _trace,
     "info": _info,
+    "evaluate": _evaluate,
 }
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "pyworker":
+        from kbh import pyworker
+        return pyworker.main(sys.argv[2:])
     out = protocol.isolate_stdout()
     try:
         req = protocol.read_request(sys.stdin)

@@ -189,5 +189,41 @@ main(void)
 	CHECK_STR("which returns the full path", which, "/bin/sh");
 	free(which);
 	CHECK_INT("which reports a missing program", spawn_which("no-such-program-kb", "/bin", &which), -ENOENT);
+	{
+		/* Pass-through: the child writes to our own stdout, nothing is captured. */
+		const char *argv[] = { "/bin/sh", "-c", "echo through; echo err-through >&2", NULL };
+		char path[] = "/tmp/kb-spawn-XXXXXX", text[64] = "";
+		int fd = mkstemp(path), saved = dup(1), saved2 = dup(2);
+		ssize_t n;
+
+		fflush(stdout);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		o = (struct spawn_opts)SPAWN_OPTS_INIT;
+		o.argv = argv;
+		o.envp = env;
+		o.stdio_inherit = 1;
+		o.timeout_ms = 5000;
+		memset(&r, 0, sizeof(r));
+		int rc = spawn_run(&o, &r);
+		dup2(saved, 1);
+		dup2(saved2, 2);
+		close(saved);
+		close(saved2);
+		n = pread(fd, text, sizeof(text) - 1, 0);
+		text[n > 0 ? n : 0] = '\0';
+		close(fd);
+		unlink(path);
+		CHECK_INT("stdio_inherit runs", rc, 0);
+		CHECK_STR("stdio_inherit writes to our fds", text, "through\nerr-through\n");
+		CHECK_INT("stdio_inherit captures nothing", (long long)r.out.len + (long long)r.err.len, 0);
+		spawn_result_free(&r);
+
+		o.input = "x";
+		o.input_len = 1;
+		CHECK_INT("stdio_inherit with input is refused", spawn_run(&o, &r), -EINVAL);
+		o = (struct spawn_opts)SPAWN_OPTS_INIT;
+	}
+
 	return t_done("test_spawn");
 }

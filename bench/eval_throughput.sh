@@ -1,0 +1,138 @@
+#!/bin/sh
+# bench/eval_throughput.sh [native|inline|repeat|all]: the evaluator's
+# throughput and repeatability on a GPU host (docs/BENCHMARKS.md).
+#
+#   native  32 correct variants of each of two development problems
+#           (01_scale_gelu_bias, 02_softmax_rows) as native ABI kernels,
+#           one `kernelbot eval` batch per problem: candidates per hour and
+#           the cost of each step (compile, worker start, trials, timing)
+#   inline  the same kernels as KernelBench-format load_inline solutions
+#           (N_INLINE of them per problem, default 4: each builds for tens
+#           of seconds, so the rate is measured on fewer and reported per hour)
+#   repeat  one candidate evaluated 10 times: the spread of its median
+#
+# Results: one JSON per run and summary.txt under $OUT (the device tool's
+# output folder) or bench/results/. Env: KERNELBOT, KERNELBOT_PROBLEMS,
+# N_NATIVE (32), N_INLINE (4), REPEAT (10).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${KERNELBOT:-}" ]; then
+	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
+	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
+fi
+PY=${PYTHON:-python3}
+PROBLEMS=${KERNELBOT_PROBLEMS:-$ROOT/../shared/problems}
+N_NATIVE=${N_NATIVE:-32}
+N_INLINE=${N_INLINE:-4}
+REPEAT=${REPEAT:-10}
+RES=${OUT:-$ROOT/bench/results}
+what=${1:-all}
+mkdir -p "$RES"
+work=$(mktemp -d "${TMPDIR:-/tmp}/kb-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# A fresh compile cache: every variant pays its build, as a new candidate would.
+export KERNELBOT_CACHE="$work/cache"
+
+for p in 01_scale_gelu_bias 02_softmax_rows; do
+	[ -f "$PROBLEMS/$p.py" ] || { echo "bench: $PROBLEMS/$p.py not found (set KERNELBOT_PROBLEMS)"; exit 2; }
+done
+
+now() { "$PY" -c 'import time; print("%.3f" % time.time())'; }
+
+# run_batch NAME PROBLEM FILES...: one eval call, timed; JSON to $RES/NAME.json
+run_batch() {
+	name=$1 problem=$2
+	shift 2
+	t0=$(now)
+	"$KERNELBOT" eval "$problem" "$@" --backend cuda --json >"$RES/$name.json" 2>"$RES/$name.err"
+	st=$?
+	t1=$(now)
+	"$PY" - "$RES/$name.json" "$name" "$t0" "$t1" "$st" "$#" <<'PYEOF' | tee -a "$RES/summary.txt"
+import json, statistics, sys
+path, name, t0, t1, st, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+try:
+    res = json.load(open(path))
+except ValueError:
+    print("%s: no JSON (exit %d); see %s.err" % (name, st, name)); sys.exit(0)
+res = res if isinstance(res, list) else [res]
+wall = t1 - t0
+ok = sum(r["correct"] for r in res)
+def mean(key):
+    v = [r["timing_breakdown_s"]["judge"].get(key) for r in res
+         if isinstance(r.get("timing_breakdown_s", {}).get("judge"), dict)]
+    v = [x for x in v if x is not None]
+    return statistics.mean(v) if v else 0.0
+comp = [r.get("compile_s") or 0 for r in res]
+build = [r.get("build_s") or 0 for r in res]
+shared = next((r["timing_breakdown_s"].get("judge_shared") for r in res
+               if r.get("timing_breakdown_s", {}).get("judge_shared")), {}) or {}
+print("%s: %d candidates, %d correct, %.1f s wall -> %.0f candidates/hour" % (name, n, ok, wall, n / wall * 3600))
+print("  per candidate (mean s): compile %.2f (sum %.1f, run in parallel), load_inline build %.2f, "
+      "worker start %.3f, trials %.3f, timing %.3f, judge total %.3f"
+      % (statistics.mean(comp), sum(comp), statistics.mean(build), mean("worker_start"), mean("trials"),
+         mean("timing"), mean("total")))
+print("  once per batch (s): %s" % json.dumps({k: round(v, 3) for k, v in shared.items()}))
+bad = [(r["candidate"].rsplit("/", 1)[-1], r["status"], r["errors"][:1]) for r in res if not r["correct"]]
+if bad:
+    print("  NOT CORRECT: %s" % bad[:4])
+json.dump({"name": name, "n": n, "correct": ok, "wall_s": wall, "per_hour": n / wall * 3600},
+          open(path.replace(".json", ".rate"), "w"))
+PYEOF
+}
+
+if [ "$what" = native ] || [ "$what" = all ]; then
+	for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
+		p=${spec%%:*} m=${spec#*:}
+		"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.cu" "$N_NATIVE" "$work/native_$p"
+		run_batch "native_$p" "$PROBLEMS/$p.py" "$work/native_$p"/*.cu
+	done
+fi
+if [ "$what" = inline ] || [ "$what" = all ]; then
+	for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
+		p=${spec%%:*} m=${spec#*:}
+		"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.cu" "$N_INLINE" \
+			"$work/inline_$p" --inline --model "$m"
+		run_batch "inline_$p" "$PROBLEMS/$p.py" "$work/inline_$p"/*.py
+	done
+fi
+if [ "$what" = repeat ] || [ "$what" = all ]; then
+	"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/01_scale_gelu_bias.cu" 1 "$work/rep"
+	i=0
+	while [ "$i" -lt "$REPEAT" ]; do
+		"$KERNELBOT" eval "$PROBLEMS/01_scale_gelu_bias.py" "$work/rep"/*.cu --backend cuda --json \
+			>"$RES/repeat_$i.json" 2>>"$RES/repeat.err"
+		i=$((i + 1))
+	done
+	"$PY" - "$RES" "$REPEAT" <<'PYEOF' | tee -a "$RES/summary.txt"
+import json, statistics, sys
+meds, eag = [], []
+for i in range(int(sys.argv[2])):
+    try:
+        r = json.load(open("%s/repeat_%d.json" % (sys.argv[1], i)))
+        meds.append(r["timings_ms"]["candidate"]["median"])
+        eag.append(r["timings_ms"]["eager"]["median"])
+    except (ValueError, KeyError, TypeError, OSError):
+        pass
+if len(meds) < 2:
+    print("repeat: fewer than 2 successful evaluations"); sys.exit(0)
+m = statistics.median(meds)
+print("repeat: 01_scale_gelu_bias native, %d evaluations: candidate median ms min %.5f max %.5f "
+      "median %.5f -> spread (max-min)/median %.2f%%, stdev/mean %.2f%%; eager median spread %.2f%%"
+      % (len(meds), min(meds), max(meds), m, 100 * (max(meds) - min(meds)) / m,
+         100 * statistics.stdev(meds) / statistics.mean(meds),
+         100 * (max(eag) - min(eag)) / statistics.median(eag)))
+PYEOF
+fi
+if [ -f "$RES/native_01_scale_gelu_bias.rate" ] && [ -f "$RES/inline_01_scale_gelu_bias.rate" ]; then
+	"$PY" - "$RES" <<'PYEOF' | tee -a "$RES/summary.txt"
+import json, sys
+for p in ("01_scale_gelu_bias", "02_softmax_rows"):
+    try:
+        a = json.load(open("%s/native_%s.rate" % (sys.argv[1], p)))
+        b = json.load(open("%s/inline_%s.rate" % (sys.argv[1], p)))
+        print("%s: native %.0f/h vs load_inline %.0f/h: %.1fx" % (p, a["per_hour"], b["per_hour"],
+              a["per_hour"] / b["per_hour"]))
+    except (OSError, ValueError, KeyError, ZeroDivisionError):
+        pass
+PYEOF
+fi

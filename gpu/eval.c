@@ -1,0 +1,430 @@
+#include "gpu/eval.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crypto.h"
+#include "common/jsonx.h"
+#include "gpu/device.h"
+#include "gpu/eval_build.h"
+#include "gpu/harness.h"
+#include "gpu/srccheck.h"
+
+#define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
+#define BUILD_TIMEOUT_PY_S 900	/* load_inline builds: 46 s measured, much more cold */
+#define MEM_LIMIT_BYTES (16ull << 30)	/* host memory of one worker (GPU-sized tensors, nvcc) */
+
+enum kind { KIND_C, KIND_CU, KIND_PY };
+
+struct cand {
+	const char *path;
+	enum kind kind;
+	const char *reject;		/* not evaluable as given: why */
+	struct eval_build build;
+	int built;
+	json_t *res;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void
+rm_tree(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *
+self_exe(void)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0)
+		return NULL;
+	path[n] = '\0';
+	return strdup(path);
+}
+
+static const char *
+capped(const char *s, char *dst, size_t len)
+{
+	size_t n = strlen(s);
+
+	/* The tail of a compiler log holds the error that stopped it. */
+	if (n < len)
+		return s;
+	snprintf(dst, len, "...%s", s + n - (len - 4));
+	return dst;
+}
+
+static json_t *
+new_result(const struct cand *c, const char *backend, const char *status)
+{
+	return json_pack("{s:s, s:s, s:b, s:s, s:n, s:n, s:n, s:[], s:[], s:[], s:n, s:n}",
+	    "candidate", c->path, "status", status, "correct", 0, "backend", backend,
+	    "device", "timings_ms", "speedup", "checks", "flags", "errors",
+	    "compile_s", "eval_s");
+}
+
+static void
+add_error(json_t *res, const char *msg)
+{
+	char tmp[EVAL_ERROR_CHARS + 1];
+
+	json_array_append_new(json_object_get(res, "errors"),
+	    json_string(capped(msg, tmp, sizeof(tmp))));
+}
+
+static int
+classify(struct cand *c, int cuda)
+{
+	const char *dot = strrchr(c->path, '.');
+
+	if (access(c->path, R_OK) < 0)
+		return -ENOENT;
+	if (dot && !strcmp(dot, ".c"))
+		c->kind = KIND_C;
+	else if (dot && !strcmp(dot, ".cu"))
+		c->kind = KIND_CU;
+	else if (dot && !strcmp(dot, ".py"))
+		c->kind = KIND_PY;
+	else
+		return -EINVAL;
+	if (c->kind == KIND_C && cuda)
+		c->reject = "a kernel.c candidate is for the cpu backend (--backend cpu)";
+	else if (c->kind == KIND_CU && !cuda)
+		c->reject = "a kernel.cu candidate needs the cuda backend";
+	return 0;
+}
+
+static json_t *
+build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
+    const char *workdir, const char *exe, int unsandboxed)
+{
+	json_t *req, *list = json_array(), *env = json_object();
+	const char *ld = getenv("LD_LIBRARY_PATH");
+
+	for (size_t i = 0; i < o->n_candidates; i++) {
+		struct cand *c = &cs[i];
+		char abs[PATH_MAX];
+
+		if (c->reject || (c->kind != KIND_PY && !c->built))
+			continue;
+		if (c->kind == KIND_PY)
+			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
+			    "kind", "kernelbench", "path", realpath(c->path, abs) ? abs : c->path));
+		else
+			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
+			    "kind", "native", "so", c->build.so_path));
+	}
+	/* A device bundle's libraries: the worker is this same binary. */
+	if (ld)
+		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
+	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:b, s:I, s:o, s:o}",
+	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
+	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
+	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
+	    "kernelbot", exe, "sandbox", !unsandboxed, "workdir", workdir,
+	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)MEM_LIMIT_BYTES,
+	    "worker_env", env, "candidates", list);
+	if (!req)
+		return NULL;
+	/* The operator's explicit choice (docs/sandbox.md): run where the host
+	 * lacks a sandbox feature; each missing one is a failed check. */
+	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
+	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
+		json_object_set_new(req, "allow_degraded", json_true());
+	if (o->rounds > 0)
+		json_object_set_new(req, "rounds", json_integer(o->rounds));
+	if (o->reps > 0)
+		json_object_set_new(req, "reps", json_integer(o->reps));
+	if (o->warmup >= 0)
+		json_object_set_new(req, "warmup", json_integer(o->warmup));
+	if (o->atol >= 0)
+		json_object_set_new(req, "atol", json_real(o->atol));
+	if (o->rtol >= 0)
+		json_object_set_new(req, "rtol", json_real(o->rtol));
+	if (o->class_name)
+		json_object_set_new(req, "class", json_string(o->class_name));
+	if (o->baselines) {
+		json_t *b = json_array();
+		if (strstr(o->baselines, "eager"))
+			json_array_append_new(b, json_string("eager"));
+		if (strstr(o->baselines, "compile"))
+			json_array_append_new(b, json_string("compile"));
+		json_object_set_new(req, "baselines", b);
+	}
+	return req;
+}
+
+/* Fold the judge's verdict on candidate c into its result object. */
+static void
+merge(json_t *res, const json_t *judged, const json_t *reply)
+{
+	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
+		"max_rel_error", "eval_s", "build_s", NULL };
+	json_t *v;
+	size_t i;
+
+	for (int k = 0; copy[k]; k++)
+		if ((v = json_object_get(judged, copy[k])))
+			json_object_set(res, copy[k], v);
+	json_array_foreach(json_object_get(judged, "checks"), i, v)
+		json_array_append(json_object_get(res, "checks"), v);
+	json_array_foreach(json_object_get(judged, "flags"), i, v)
+		json_array_append(json_object_get(res, "flags"), v);
+	json_array_foreach(json_object_get(judged, "errors"), i, v)
+		add_error(res, json_string_value(v) ? json_string_value(v) : "?");
+	if ((v = json_object_get(reply, "device")))
+		json_object_set(res, "device", v);
+	json_object_set(json_object_get(res, "timing_breakdown_s"), "judge",
+	    json_object_get(judged, "timing_breakdown_s"));
+	json_object_set(json_object_get(res, "timing_breakdown_s"), "judge_shared",
+	    json_object_get(reply, "timing_breakdown_s"));
+	json_object_set_new(res, "seed", json_integer(jsonx_int(reply, "seed", 0)));
+}
+
+static void
+dedup_flags(json_t *res)
+{
+	json_t *flags = json_object_get(res, "flags"), *out = json_array(), *v, *w;
+	size_t i, j;
+
+	json_array_foreach(flags, i, v) {
+		int seen = 0;
+		json_array_foreach(out, j, w)
+			seen |= json_equal(v, w);
+		if (!seen)
+			json_array_append(out, v);
+	}
+	json_object_set_new(res, "flags", out);
+}
+
+int
+eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
+{
+	struct cand *cs = NULL;
+	struct gpu_device *gpus = NULL;
+	char workdir[PATH_MAX] = "", arch[32] = "", herr[2048];
+	const char *backend = o->backend, *tmp = getenv("TMPDIR");
+	const char *unsafe = getenv("KERNELBOT_EVAL_UNSANDBOXED");
+	int unsandboxed = unsafe && !strcmp(unsafe, "1");
+	int ngpu = 0, cuda, error = 0, fp32 = 0;
+	json_t *req = NULL, *reply = NULL, *results = NULL, *problem;
+	char *exe = NULL;
+	double t0 = now_s();
+	size_t nbuild = 0;
+
+	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
+		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
+		return -EINVAL;
+	}
+	if (access(o->problem, R_OK) < 0) {
+		snprintf(err, errlen, "%s: %s", o->problem, strerror(errno));
+		return -EINVAL;
+	}
+	if ((error = crypto_init()) < 0) {
+		snprintf(err, errlen, "no random seed source");
+		return error;
+	}
+	gpu_list(&gpus, &ngpu, NULL, 0);
+	if (!backend)
+		backend = ngpu > 0 ? "cuda" : "cpu";
+	cuda = !strcmp(backend, "cuda");
+	if (cuda) {
+		if (o->device >= ngpu) {
+			snprintf(err, errlen, "backend cuda: no GPU %d on this host (%d found)",
+			    o->device, ngpu);
+			error = -ENODEV;
+			goto out;
+		}
+		snprintf(arch, sizeof(arch), "sm_%d%d", gpus[o->device].cc_major,
+		    gpus[o->device].cc_minor);
+	}
+	if (!o->have_sandbox_exec && !unsandboxed) {
+		snprintf(err, errlen, "this kernelbot has no sandbox (no `sandbox-exec` command); "
+		    "refusing to run candidates unconfined. For a developer run, set "
+		    "KERNELBOT_EVAL_UNSANDBOXED=1 (reported as a failed sandbox check)");
+		error = -ENOSYS;
+		goto out;
+	}
+	if (!(cs = calloc(o->n_candidates, sizeof(*cs))) || !(results = json_array())) {
+		error = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < o->n_candidates; i++) {
+		cs[i].path = o->candidates[i];
+		if ((error = classify(&cs[i], cuda)) < 0) {
+			snprintf(err, errlen, "%s: %s", cs[i].path, error == -ENOENT ? strerror(errno) :
+			    "not a candidate (kernel.c, kernel.cu, or a KernelBench .py)");
+			error = -EINVAL;
+			goto out;
+		}
+	}
+	snprintf(workdir, sizeof(workdir), "%s/kernelbot-eval-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(workdir)) {
+		error = -errno;
+		snprintf(err, errlen, "mkdtemp %s: %s", workdir, strerror(errno));
+		workdir[0] = '\0';
+		goto out;
+	}
+	if (!(exe = self_exe())) {
+		error = -ENOENT;
+		snprintf(err, errlen, "cannot find this executable");
+		goto out;
+	}
+
+	/* Compile every native candidate at once. */
+	{
+		struct eval_build *bs = calloc(o->n_candidates, sizeof(*bs));
+		size_t *idx = calloc(o->n_candidates, sizeof(*idx));
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (!bs || !idx) {
+			free(bs);
+			free(idx);
+			error = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < o->n_candidates; i++)
+			if (!cs[i].reject && cs[i].kind != KIND_PY) {
+				bs[nbuild].source = cs[i].path;
+				bs[nbuild].cuda = cs[i].kind == KIND_CU;
+				idx[nbuild++] = i;
+			}
+		error = eval_build_all(bs, nbuild, cuda ? arch : NULL, workdir,
+		    o->jobs > 0 ? o->jobs : (int)(cpus > 0 ? cpus : 1), unsandboxed, err, errlen);
+		for (size_t k = 0; k < nbuild; k++) {
+			cs[idx[k]].build = bs[k];
+			cs[idx[k]].built = error == 0 && bs[k].status == 0 && bs[k].so_path;
+		}
+		free(bs);
+		free(idx);
+		if (error < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < o->n_candidates; i++) {
+		struct cand *c = &cs[i];
+		json_t *bd;
+
+		c->res = new_result(c, backend, "rejected");
+		bd = json_object();
+		json_object_set_new(c->res, "timing_breakdown_s", bd);
+		if (c->reject) {
+			add_error(c->res, c->reject);
+		} else if (c->kind != KIND_PY) {
+			json_object_set_new(c->res, "compile_s", json_real(c->build.seconds));
+			json_object_set_new(bd, "compile", json_real(c->build.seconds));
+			json_object_set_new(c->res, "compile_cached", json_boolean(c->build.cached));
+			json_array_append_new(json_object_get(c->res, "checks"), json_pack(
+			    "{s:s, s:b, s:s}", "name", "compile", "passed", c->built,
+			    "detail", c->built ? (!unsandboxed ? "sandboxed compiler" :
+			    "UNSANDBOXED compiler (developer mode)") :
+			    "the compiler failed"));
+			if (!c->built) {
+				json_object_set_new(c->res, "status", json_string("compile_error"));
+				add_error(c->res, c->build.log && *c->build.log ? c->build.log :
+				    "the compiler failed without output");
+			}
+		}
+	}
+
+	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	if (json_array_size(json_object_get(req, "candidates")) > 0) {
+		/*
+		 * The judge enforces --timeout per worker request; this only
+		 * bounds a judge that hangs itself: every request of every
+		 * candidate at its limit (up to 8 shape variants assumed).
+		 */
+		long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds : 10) + 20) *
+		    (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
+		long budget = (long)json_array_size(json_object_get(req, "candidates")) * per +
+		    JUDGE_SLACK_S;
+
+		if (budget > INT_MAX / 1000)
+			budget = INT_MAX / 1000;
+		if ((error = harness_call(req, (int)budget * 1000, &reply, herr, sizeof(herr))) < 0) {
+			snprintf(err, errlen, "the judge failed: %s", herr);
+			goto out;
+		}
+		if (!jsonx_bool(reply, "ok", 0)) {
+			snprintf(err, errlen, "%s: %s", o->problem,
+			    jsonx_str(reply, "error.message", "the judge refused the problem"));
+			error = !strcmp(jsonx_str(reply, "error.stage", ""), "load") ? -EINVAL : -EPROTO;
+			goto out;
+		}
+	}
+	problem = json_object_get(reply, "problem");
+	fp32 = jsonx_bool(problem, "float32_only", 0);
+	for (size_t i = 0; i < o->n_candidates; i++) {
+		struct cand *c = &cs[i];
+		json_t *v;
+		size_t k;
+
+		json_array_foreach(json_object_get(reply, "candidates"), k, v)
+			if (jsonx_int(v, "id", -1) == (long long)i)
+				merge(c->res, v, reply);
+		srccheck_file(c->path, fp32 || c->kind == KIND_PY ? fp32 : 0,
+		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
+		dedup_flags(c->res);
+		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
+		json_array_append(results, c->res);
+	}
+	*out = results;
+	results = NULL;
+	error = 0;
+out:
+	if (cs)
+		for (size_t i = 0; i < o->n_candidates; i++) {
+			eval_build_free(&cs[i].build);
+			json_decref(cs[i].res);
+		}
+	free(cs);
+	free(gpus);
+	free(exe);
+	json_decref(req);
+	json_decref(reply);
+	json_decref(results);
+	if (workdir[0] && !getenv("KERNELBOT_EVAL_KEEP"))
+		rm_tree(workdir);
+	return error;
+}
+
+int
+eval_all_correct(const json_t *results)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(results, i, v)
+		if (!jsonx_bool(v, "correct", 0))
+			return 0;
+	return json_array_size(results) > 0;
+}

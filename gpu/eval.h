@@ -1,0 +1,52 @@
+/*
+ * eval: `kernelbot eval` without the command line. Static checks on each
+ * candidate's source, the native candidates compiled in parallel, then one
+ * harness call (verb "evaluate": the trusted judge, gpu/harness/kbh/
+ * judge.py) for the whole batch with a fresh seed, and the judge's reply
+ * merged with compile results and static findings into one JSON object per
+ * candidate. docs/evaluation.md describes the protocol and the output.
+ */
+#ifndef KB_GPU_EVAL_H
+#define KB_GPU_EVAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define EVAL_MAX_CANDIDATES 1024
+#define EVAL_DEFAULT_TRIALS 5
+#define EVAL_DEFAULT_TIMEOUT_S 60	/* per candidate, after its build */
+#define EVAL_MAX_TRIALS 100
+#define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
+
+struct eval_opts {
+	const char *problem;
+	const char *const *candidates;
+	size_t n_candidates;
+	const char *backend;		/* "cpu", "cuda", NULL = cuda when a GPU is present */
+	int device;			/* CUDA ordinal */
+	int trials;
+	int timeout_s;
+	int sanitize;			/* compute-sanitizer memcheck + racecheck */
+	int rounds, reps, warmup;	/* timing; 0 = the judge's defaults */
+	const char *baselines;		/* "eager,compile" (default), "eager", "none" */
+	double atol, rtol;		/* < 0: per-dtype defaults */
+	const char *class_name;		/* the problem's module class, "Model" */
+	int jobs;			/* parallel compiles; 0 = online CPUs */
+	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
+};
+
+#define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0 }
+
+/*
+ * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;
+ * the caller's reference). -EINVAL: the problem or the options are bad
+ * (err says how; exit status 2). Other -errno: the evaluator itself could
+ * not run (no harness, no sandbox, a crashed judge; exit status 1).
+ */
+int eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen);
+
+/* 1 when every candidate in the array is correct. */
+int eval_all_correct(const json_t *results);
+
+#endif

@@ -1,0 +1,230 @@
+"""The "evaluate" verb: the trusted judge of docs/evaluation.md.
+
+It loads the problem once, draws every input set from seeds it was given,
+computes the expected outputs (which never leave this process), writes the
+inputs to a read-only directory, and for each candidate starts an untrusted
+worker (through `kernelbot sandbox-exec`) that only ever sees inputs and
+poisoned output buffers. It compares what the worker wrote, times the
+candidate interleaved with eager PyTorch and torch.compile on the same
+rotated inputs, and decides status, checks and flags.
+"""
+import os
+import sys
+import time
+
+import torch
+
+from kbh import judge_compare as cmp
+from kbh import judge_io as jio
+from kbh import judge_problem as jp
+from kbh import judge_stats as stats
+from kbh import judge_timing as jt
+from kbh.judge_worker import Worker, WorkerError
+from kbh.judge_run import CandidateRun
+
+MASK63 = (1 << 63) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+MAX_TIMING_SETS = 3
+
+
+def _err(stage, message):
+    return {"ok": False, "error": {"stage": stage, "message": message}}
+
+
+def trial_seed(seed, t):
+    return (seed + 1 + (t + 1) * GOLDEN) & MASK63
+
+
+class Context:
+    """Everything shared by the candidates of one batch: the problem, its
+    expected outputs, the input files, the baselines and their samples."""
+
+    def __init__(self, req):
+        self.req = req
+        self.backend = req.get("backend", "cpu")
+        self.seed = int(req["seed"]) & MASK63
+        self.trials = max(1, int(req.get("trials", 5)))
+        self.rounds = max(1, int(req.get("rounds", 10)))
+        self.reps = max(1, int(req.get("reps", 10)))
+        self.warmup = max(0, int(req.get("warmup", 3)))
+        self.timeout_s = float(req.get("timeout_s", 60))
+        self.build_timeout_s = float(req.get("build_timeout_s", 900))
+        self.atol, self.rtol = req.get("atol"), req.get("rtol")
+        self.kernelbot = req.get("kernelbot")
+        self.sandbox = bool(req.get("sandbox", True))
+        self.workdir = req["workdir"]
+        self.sanitize = bool(req.get("sanitize", False))
+        self.baselines = req.get("baselines", ["eager", "compile"])
+        self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
+        self.worker_env = dict(req.get("worker_env") or {})
+        self.harness_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                       "harness.py")
+        self.breakdown = {}
+        self.eager_all, self.compile_all = [], []
+        self.bw = None
+        self.problem_flags = []
+
+    def setup(self):
+        t0 = time.perf_counter()
+        if self.backend == "cuda":
+            if not torch.cuda.is_available():
+                raise jp.ProblemError("backend cuda requested but PyTorch sees no GPU")
+            self.device = torch.device("cuda", int(self.req.get("device", 0)))
+            torch.cuda.set_device(self.device)
+            # The truth for an fp32 problem is fp32: no TF32 in the reference
+            # (cuDNN allows it by default), and eager is timed the same way.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            self.device_name = torch.cuda.get_device_name(self.device)
+        else:
+            self.device = torch.device("cpu")
+            self.device_name = "cpu"
+        p = self.req
+        self.problem = jp.Problem(p["problem"], p.get("class", "Model"),
+                                  p.get("init_fn", "get_init_inputs"),
+                                  p.get("inputs_fn", "get_inputs"),
+                                  p.get("variants_fn", "get_input_variants"))
+        self.model = self.problem.build(self.seed, self.device)
+        self.state = jp.state_tensors(self.model)
+        self.breakdown["problem_load"] = time.perf_counter() - t0
+        self._draw_sets()
+        self._write_inputs()
+        self.breakdown["judge_setup"] = time.perf_counter() - t0
+
+    def _draw_sets(self):
+        """sets[i] = {trial, variant, args, expected}; every trial draws
+        the main inputs and every declared variant afresh."""
+        self.sets = []
+        draws = []
+        with torch.no_grad():
+            for t in range(self.trials):
+                d = self.problem.draw(trial_seed(self.seed, t), self.device)
+                draws.append(d)
+                for v, args in enumerate(d):
+                    try:
+                        outs = jp.as_outputs(self.model(*args))
+                    except jp.ProblemError:
+                        raise
+                    except Exception as e:
+                        raise jp.ProblemError("the reference failed on input set %d/%d: %s: %s"
+                                              % (t, v, type(e).__name__, e))
+                    self.sets.append({"trial": t, "variant": v, "args": args,
+                                      "expected": [o.detach().clone().contiguous() for o in outs]})
+            if self.trials < 2:
+                d = self.problem.draw(trial_seed(self.seed, self.trials), self.device)
+                other = jp.as_outputs(self.model(*d[0]))
+            else:
+                other = self.sets[len(draws[0])]["expected"]
+        why = cmp.degenerate(self.sets[0]["expected"], other)
+        if why:
+            self.problem_flags.append("degenerate_outputs")
+            self.degenerate_why = why
+        else:
+            self.degenerate_why = None
+        self.variants = len(draws[0])
+        self.timing_sets = [i for i, s in enumerate(self.sets) if s["variant"] == 0][:MAX_TIMING_SETS]
+
+    def _write_inputs(self):
+        self.inputs_dir = os.path.join(self.workdir, "inputs")
+        os.makedirs(self.inputs_dir, exist_ok=True)
+        init_args = self.problem.init_args()
+        manifest = {"sets": [], "n_args": None, "seed": self.seed,
+                    "init_args": init_args if _jsonable(init_args) else None}
+        for i, s in enumerate(self.sets):
+            names = jp.arg_names(self.model, len(s["args"]))
+            named = list(zip(names, s["args"])) + self.state
+            fname = "set%d.bin" % i
+            entries = jio.write_set(os.path.join(self.inputs_dir, fname), named)
+            manifest["sets"].append({"file": fname, "n_args": len(s["args"]), "inputs": entries,
+                                     "outputs": jio.out_specs(s["expected"])})
+            s["specs"] = manifest["sets"][-1]["outputs"]
+            s["bytes"] = sum(e["nbytes"] for e in entries) + sum(o["nbytes"] for o in s["specs"])
+        jio.write_manifest(self.inputs_dir, manifest)
+
+    def float32_only(self):
+        ts = [t for _, t in self.state] + self.sets[0]["args"] + self.sets[0]["expected"]
+        fl = [t for t in ts if t.is_floating_point()]
+        return bool(fl) and all(t.dtype == torch.float32 for t in fl)
+
+    def baselines_ready(self):
+        """Build the timers and warm the baselines once per batch."""
+        if hasattr(self, "timer"):
+            return
+        t0 = time.perf_counter()
+        self.timer = jt.Timer(self.device)
+        self.bw = jt.bandwidth_gbs(self.device)
+        args = [self.sets[k]["args"] for k in self.timing_sets]
+        self.eager_fn = self.model if "eager" in self.baselines else None
+        self.compile_fn, self.compile_note = None, None
+        if "compile" in self.baselines:
+            self.compile_fn, self.compile_note = jt.compiled(self.model)
+        if self.eager_fn is not None:
+            self.timer.time(self.eager_fn, (args * self.warmup)[:max(1, self.warmup)])
+        t1 = time.perf_counter()
+        if self.compile_fn is not None:
+            try:
+                self.timer.time(self.compile_fn, args + args[:1])
+                # A compiled model must also be right before it is a baseline.
+                with torch.no_grad():
+                    got = jp.as_outputs(self.compile_fn(*self.sets[0]["args"]))
+                bad, _ = cmp.compare("compile", got[0], self.sets[0]["expected"][0])
+                if bad:
+                    self.compile_fn, self.compile_note = None, "torch.compile output differs: " + bad
+            except Exception as e:
+                self.compile_fn = None
+                self.compile_note = "torch.compile failed: %s: %s" % (type(e).__name__, str(e)[:300])
+        self.breakdown["compile_baseline_build"] = time.perf_counter() - t1
+        self.breakdown["baseline_warmup"] = time.perf_counter() - t0
+
+
+def _jsonable(v):
+    import json
+    try:
+        json.dumps(v, allow_nan=False)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def run(req):
+    for f in ("problem", "seed", "workdir", "candidates"):
+        if f not in req:
+            return _err("request", "missing field %r" % f)
+    ctx = Context(req)
+    try:
+        ctx.setup()
+    except jp.ProblemError as e:
+        return _err("load", str(e))
+    results = []
+    for c in req["candidates"]:
+        results.append(CandidateRun(ctx, c).run())
+    eager = stats.summary(ctx.eager_all)
+    comp = stats.summary(ctx.compile_all)
+    for r in results:
+        if r.get("timings_ms"):
+            r["timings_ms"]["eager"] = eager
+            r["timings_ms"]["compile"] = comp
+    reply = {
+        "ok": True,
+        "backend": ctx.backend,
+        "device": ctx.device_name,
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "seed": ctx.seed,
+        "bandwidth_gbs": ctx.bw,
+        "problem": {
+            "path": ctx.problem.path, "sha256": ctx.problem.sha256,
+            "sets": len(ctx.sets), "variants": ctx.variants, "trials": ctx.trials,
+            "float32_only": ctx.float32_only(), "flags": ctx.problem_flags,
+            "degenerate": ctx.degenerate_why,
+            "output_dtypes": [o["dtype"] for o in ctx.sets[0]["specs"]],
+        },
+        "compile_baseline": None if not hasattr(ctx, "timer") else
+        {"available": ctx.compile_fn is not None, "note": ctx.compile_note},
+        "timing_breakdown_s": ctx.breakdown,
+        "candidates": results,
+    }
+    return reply
+
+
+__all__ = ["run", "Context", "Worker", "WorkerError", "jio"]

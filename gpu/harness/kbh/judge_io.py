@@ -1,0 +1,93 @@
+"""Tensors to and from the raw files the workers read and write: little-
+endian bytes, C order, described by a JSON manifest (docs/evaluation.md)."""
+import json
+import os
+
+import torch
+
+DTYPES = {
+    torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+    torch.float64: "float64", torch.int64: "int64", torch.int32: "int32",
+    torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
+}
+BY_NAME = {v: k for k, v in DTYPES.items()}
+
+
+def dtype_name(t):
+    if t.dtype not in DTYPES:
+        raise ValueError("dtype %s is not supported by the kernel ABI" % t.dtype)
+    return DTYPES[t.dtype]
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def to_bytes(t):
+    t = t.detach().contiguous().cpu().reshape(-1)
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    if t.numel() == 0:
+        return b""
+    # Same-size views are supported everywhere (1.13 included).
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.view(view).numpy().tobytes()
+
+
+def from_bytes(data, dtype, shape):
+    dt = BY_NAME[dtype]
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0:
+        return torch.empty(shape, dtype=dt)
+    load = torch.uint8 if dt == torch.bool else dt
+    t = torch.frombuffer(bytearray(data), dtype=load).reshape(shape)
+    return t.to(torch.bool) if dt == torch.bool else t
+
+
+def write_set(path, named):
+    """Write [(name, tensor)] to one file; the manifest entries for them."""
+    entries, off = [], 0
+    with open(path, "wb") as f:
+        for name, t in named:
+            data = to_bytes(t)
+            f.write(data)
+            entries.append({"name": name, "dtype": dtype_name(t), "shape": list(t.shape),
+                            "offset": off, "nbytes": len(data)})
+            off += len(data)
+    return entries
+
+
+def out_specs(outs):
+    return [{"name": "out%d" % i, "dtype": dtype_name(t), "shape": list(t.shape),
+             "nbytes": nbytes(t)} for i, t in enumerate(outs)]
+
+
+def write_manifest(dirpath, manifest):
+    tmp = os.path.join(dirpath, ".manifest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f)
+    os.rename(tmp, os.path.join(dirpath, "manifest.json"))
+
+
+def read_output(path, spec, scratch):
+    """Read one output file a worker wrote. The worker is untrusted: the
+    path must lie in its scratch and the size must be exact."""
+    import numpy as np
+    real = os.path.realpath(path)
+    if os.path.dirname(real) != os.path.realpath(scratch):
+        raise ValueError("output file %r is outside the worker's scratch" % path)
+    size = os.stat(real).st_size
+    if size != spec["nbytes"]:
+        raise ValueError("output file %s holds %d bytes, expected %d"
+                         % (os.path.basename(path), size, spec["nbytes"]))
+    dt = BY_NAME[spec["dtype"]]
+    if size == 0:
+        return torch.empty(spec["shape"], dtype=dt)
+    # Straight from the file into the tensor's memory: these are the
+    # largest transfers of an evaluation.
+    t = torch.from_numpy(np.fromfile(real, dtype=np.uint8, count=size))
+    if dt == torch.bool:
+        return t.to(torch.bool).reshape(spec["shape"])
+    return t.view(dt).reshape(spec["shape"])

@@ -1,0 +1,401 @@
+"""One candidate's evaluation inside the judge: start its worker, run the
+correctness trials, time it interleaved with the baselines, decide."""
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+
+import torch
+
+from kbh import judge_compare as cmp
+from kbh import judge_io as jio
+from kbh import judge_stats as stats
+from kbh.judge_worker import Worker, WorkerError
+
+ERRORS_MAX = 8
+ERROR_CHARS = 2000
+NOOP_PROBES = 5
+SPOT_CHECKS = 3
+SANITIZER_EXIT = 86
+SUSPICIOUS_SPEEDUP = 10.0
+# A side stream shows as host time the events did not see; launch and sync
+# overhead is tens of microseconds, hence the additive slack.
+SIDE_STREAM_RATIO = 1.5
+SIDE_STREAM_SLACK_MS = 0.05
+PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
+
+
+class Failed(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def ctx_start_timeout(run):
+    """Starting a native worker is quick; a load_inline solution builds."""
+    return run.ctx.timeout_s + (run.ctx.build_timeout_s if run.kind != "native" else 0)
+
+
+class CandidateRun:
+    def __init__(self, ctx, cand):
+        self.ctx = ctx
+        self.c = cand
+        self.kind = cand.get("kind", "native")
+        self.res = {"id": cand.get("id"), "status": "correct", "correct": False,
+                    "checks": [], "flags": list(ctx.problem_flags), "errors": [],
+                    "timings_ms": None, "speedup": None, "max_rel_error": None,
+                    "timing_breakdown_s": {}}
+        self.scratch = os.path.join(ctx.workdir, "cand%s" % cand.get("id"))
+        os.makedirs(self.scratch, exist_ok=True)
+        self.report = os.path.join(ctx.workdir, "cand%s.sandbox.json" % cand.get("id"))
+
+    # --- bookkeeping -------------------------------------------------------
+    def check(self, name, passed, detail=""):
+        self.res["checks"].append({"name": name, "passed": bool(passed), "detail": detail})
+
+    def flag(self, name):
+        if name not in self.res["flags"]:
+            self.res["flags"].append(name)
+
+    def error(self, msg):
+        if len(self.res["errors"]) < ERRORS_MAX:
+            self.res["errors"].append(msg[:ERROR_CHARS])
+
+    def fail(self, status, msg):
+        if PRECEDENCE[status] > PRECEDENCE[self.res["status"]]:
+            self.res["status"] = status
+        self.error(msg)
+
+    # --- the worker's command line ----------------------------------------
+    def argv(self, sanitizer=None, tool=None, scratch=None):
+        ctx, scratch = self.ctx, scratch or self.scratch
+        if self.kind == "native":
+            inner = [ctx.kernelbot, "__worker", "--so", self.c["so"], "--backend", ctx.backend,
+                     "--dir", ctx.inputs_dir, "--scratch", scratch, "--device", "0"]
+            if sanitizer:
+                inner.append("--no-lockdown")	# the sanitizer needs its own IPC
+            ro = [self.c["so"]]
+        else:
+            inner = [sys.executable, "-u", ctx.harness_py, "pyworker", "--solution", self.c["path"],
+                     "--dir", ctx.inputs_dir, "--scratch", scratch, "--backend", ctx.backend]
+            ro = [self.c["path"], os.path.dirname(ctx.harness_py)]
+        # The interpreter's own bin directory first: a venv's ninja lives there.
+        path = ":".join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/cuda/bin",
+                                       "/usr/local/bin", "/usr/bin", "/bin"]))
+        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": scratch, "TMPDIR": scratch}
+        env.update(ctx.worker_env)
+        if self.kind != "native":
+            env.update({"TORCH_EXTENSIONS_DIR": os.path.join(scratch, "torch_extensions"),
+                        "CUDA_HOME": "/usr/local/cuda", "PYTHONDONTWRITEBYTECODE": "1",
+                        "MAX_JOBS": str(os.cpu_count() or 4)})
+        if sanitizer:
+            inner = [sanitizer, "--tool", tool, "--log-file",
+                     os.path.join(scratch, "sanitizer-%s.log" % tool),
+                     "--error-exitcode", str(SANITIZER_EXIT)] + inner
+        timeout = self.budget()
+        if not ctx.sandbox:
+            # DEVELOPER FALLBACK (KERNELBOT_EVAL_UNSANDBOXED=1): no confinement
+            # beyond an explicit environment, a process group and rlimits.
+            if ctx.backend == "cuda":
+                env["CUDA_VISIBLE_DEVICES"] = str(ctx.req.get("device", 0))
+            if self.kind == "native" and ctx.backend == "cpu":
+                # Beyond what the worker maps itself (a sanitizer build
+                # reserves terabytes of shadow), so not a plain RLIMIT_AS.
+                inner += ["--mem-limit", str(ctx.mem_bytes)]
+            return inner, env, 0
+        profile = "candidate" if self.kind == "native" and not sanitizer else "compiler"
+        outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
+                 "--ro", ctx.inputs_dir, "--timeout", str(int(timeout) + 5),
+                 "--report", self.report]
+        for p in ro:
+            outer += ["--ro", p]
+        if ctx.req.get("allow_degraded"):
+            outer.append("--allow-degraded")
+        # Always a limit of ours: the sandbox's default (1 GiB) is too small
+        # for host copies of GPU-sized tensors, nvcc on torch headers, or a
+        # sanitizer's bookkeeping.
+        outer += ["--mem", str(ctx.mem_bytes * (2 if sanitizer else 1))]
+        if ctx.backend == "cuda":
+            outer += ["--gpu", str(ctx.req.get("device", 0))]
+        for k, v in sorted(env.items()):
+            outer += ["--env", "%s=%s" % (k, v)]
+        return outer + ["--"] + inner, dict(ctx.worker_env, PATH=env["PATH"], LANG="C.UTF-8"), 0
+
+    def budget(self):
+        """The whole worker's deadline: --timeout is per request (one run
+        or timing round); a worker gets that for each of its requests,
+        plus the build for load_inline solutions."""
+        ctx = self.ctx
+        n = len(ctx.sets) + ctx.rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
+        return (ctx.timeout_s * n + (ctx.build_timeout_s if self.kind != "native" else 0))
+
+    def start(self, **kw):
+        argv, env, mem = self.argv(**kw)
+        return Worker(argv, env, os.path.join(self.ctx.workdir, "cand%s.stderr" % self.c.get("id")),
+                      time.monotonic() + self.budget(), self.ctx.timeout_s, mem)
+
+    # --- the evaluation ----------------------------------------------------
+    def run(self):
+        t0 = time.perf_counter()
+        bd = self.res["timing_breakdown_s"]
+        w = None
+        try:
+            w = self.start()
+            hello = w.read_reply("start", ctx_start_timeout(self))
+            bd["worker_start"] = time.perf_counter() - t0
+            if "build_s" in hello:
+                self.res["build_s"] = hello["build_s"]
+            self.lockdown_check(hello)
+            for _ in range(NOOP_PROBES):
+                w.request({"cmd": "noop"})
+            self.rtt = statistics.median(w.walls[-NOOP_PROBES:])
+            t1 = time.perf_counter()
+            self.trials(w)
+            bd["trials"] = time.perf_counter() - t1
+            if self.res["status"] == "correct":
+                t2 = time.perf_counter()
+                self.timing(w)
+                bd["timing"] = time.perf_counter() - t2
+        except WorkerError as e:
+            self.fail(e.kind, e.message)
+        except Failed as e:
+            self.fail(e.status, e.message)
+        finally:
+            if w is not None:
+                w.close()
+            self.sandbox_checks()
+        if self.res["status"] == "correct" and self.ctx.sanitize:
+            t3 = time.perf_counter()
+            self.sanitize()
+            bd["sanitize"] = time.perf_counter() - t3
+        self.res["correct"] = self.res["status"] == "correct"
+        bd["total"] = time.perf_counter() - t0
+        self.res["eval_s"] = bd["total"]
+        if not os.environ.get("KERNELBOT_EVAL_KEEP"):
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        return self.res
+
+    def lockdown_check(self, hello):
+        how = hello.get("lockdown", "none")
+        if how == "compiler-profile":
+            self.check("lockdown", False, "KernelBench-format solutions run in the compiler profile "
+                       "(load_inline executes nvcc and ninja): no process/exec lockdown")
+            return self.unsandboxed_check()
+        self.check("lockdown", how == "sandbox",
+                   "sandbox_lockdown() (no processes, exec or sockets) before the candidate was "
+                   "loaded" if how == "sandbox" else "no lockdown: the candidate ran unconfined (%s)" % how)
+        self.unsandboxed_check()
+
+    def unsandboxed_check(self):
+        if not self.ctx.sandbox:
+            self.check("sandbox", False, "KERNELBOT_EVAL_UNSANDBOXED=1: developer mode, the worker "
+                       "ran without the sandbox; this result must not be trusted")
+
+    def sandbox_checks(self):
+        try:
+            with open(self.report) as f:
+                checks = json.load(f)
+        except (OSError, ValueError):
+            if self.ctx.sandbox:
+                self.check("sandbox", False, "sandbox-exec wrote no report")
+            return
+        for c in checks if isinstance(checks, list) else []:
+            if isinstance(c, dict) and "name" in c:
+                self.check("sandbox:%s" % c["name"], c.get("passed", False), str(c.get("detail", "")))
+
+    def read_outs(self, files, specs):
+        if not isinstance(files, list) or len(files) != len(specs):
+            raise Failed("runtime_error", "worker returned %r output files for %d outputs"
+                         % (files, len(specs)))
+        try:
+            return [jio.read_output(f, s, self.scratch) for f, s in zip(files, specs)]
+        except (OSError, ValueError) as e:
+            raise Failed("runtime_error", "reading the candidate's outputs: %s" % e)
+
+    def trials(self, w):
+        ctx = self.ctx
+        worst_rel, nondet = 0.0, []
+        # Shape-major: consecutive trials of one shape land in the same
+        # buffers with fresh contents, so results cached per pointer (or
+        # per pointer and size) come back stale.
+        order = sorted(range(len(ctx.sets)), key=lambda i: (ctx.sets[i]["variant"], ctx.sets[i]["trial"]))
+        for i in order:
+            s = ctx.sets[i]
+            where = "trial %d, %s" % (s["trial"], "main inputs" if s["variant"] == 0
+                                       else "input variant %d" % s["variant"])
+            r = w.request({"cmd": "run", "set": i, "tag": "s%d" % i})
+            if r.get("shape_error"):
+                raise Failed("mismatch", "%s: %s" % (where, str(r["shape_error"])[:500]))
+            rc = r.get("rc", [None, None])
+            if rc != [0, 0]:
+                raise Failed("runtime_error", "%s: kernelbot_forward returned %s" % (where, rc))
+            if r.get("inputs_modified"):
+                self.check("inputs_unchanged", False, "%s: modified %s" % (where, r["inputs_modified"]))
+                raise Failed("mismatch", "%s: the kernel modified its inputs %s"
+                             % (where, ", ".join(map(str, r["inputs_modified"]))))
+            late = r.get("changed_after_return") or [0, 0]
+            if any(late):
+                self.check("no_work_after_return", False, "%s: %s elements changed after return" % (where, late))
+                raise Failed("mismatch", "%s: outputs changed after kernelbot_forward returned "
+                             "(%s elements): work left running after the call" % (where, late))
+            runs = [self.read_outs(r.get("files", [[], []])[k], s["specs"]) for k in (0, 1)]
+            unwritten = r.get("unwritten") or [[0], [0]]
+            for k in (0, 1):
+                for j, n in enumerate(unwritten[k]):
+                    if n:
+                        self.check("outputs_fully_written", False, "%s run %d: out%d" % (where, k + 1, j))
+                        raise Failed("mismatch", "%s, run %d: %d of %d elements of out%d were never "
+                                     "written (still hold the poison pattern)"
+                                     % (where, k + 1, n, runs[k][j].numel(), j))
+            for k in (0, 1):
+                for j, (got, exp) in enumerate(zip(runs[k], s["expected"])):
+                    bad, rel = cmp.compare("out%d" % j, got, exp, ctx.atol, ctx.rtol)
+                    if rel is not None:
+                        worst_rel = max(worst_rel, rel)
+                    if bad:
+                        self.res["max_rel_error"] = rel
+                        self.check("outputs_match", False, "%s run %d" % (where, k + 1))
+                        raise Failed("mismatch", "%s, run %d: %s" % (where, k + 1, bad))
+            for j, (a, b) in enumerate(zip(*runs)):
+                if not torch.equal(a, b):
+                    nondet.append("%s out%d" % (where, j))
+        self.res["max_rel_error"] = worst_rel
+        n = len(ctx.sets)
+        self.check("outputs_match", True, "%d input sets (%d trials x %d shapes), 2 runs each; "
+                   "max relative error %.3g" % (n, ctx.trials, ctx.variants, worst_rel))
+        self.check("outputs_fully_written", True, "no poison left in any output")
+        self.check("inputs_unchanged", True, "inputs compared to a pristine copy after every run")
+        self.check("no_work_after_return", True, "outputs unchanged after a delay")
+        self.check("variants", True, "%d declared shape variants checked" % (ctx.variants - 1))
+        self.check("deterministic", not nondet, "runs differ bitwise (within tolerance) at: %s"
+                   % ", ".join(nondet[:5]) if nondet else "both runs bitwise identical")
+        if nondet:
+            self.flag("nondeterministic")
+        if ctx.degenerate_why:
+            self.check("problem_not_degenerate", False, ctx.degenerate_why)
+
+    def timing(self, w):
+        ctx = self.ctx
+        ctx.baselines_ready()
+        S = ctx.timing_sets
+        cand_rounds, eager_rounds, comp_rounds = [], [], []
+        side_notes = []
+        if ctx.warmup:
+            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], side_notes)
+        spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
+        for r in range(ctx.rounds):
+            rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
+            order = ["eager", "cand", "compile"]
+            order = order[r % 3:] + order[:r % 3]
+            for who in order:
+                if who == "cand":
+                    cand_rounds.append(self.timed(w, rot, side_notes))
+                    if r in spots:
+                        self.spot_check(w, rot[-1], r)
+                elif who == "eager" and ctx.eager_fn is not None:
+                    eager_rounds.append([e for e, _ in ctx.timer.time(
+                        ctx.eager_fn, [ctx.sets[k]["args"] for k in rot])])
+                elif who == "compile" and ctx.compile_fn is not None:
+                    comp_rounds.append([e for e, _ in ctx.timer.time(
+                        ctx.compile_fn, [ctx.sets[k]["args"] for k in rot])])
+        for x in eager_rounds:
+            ctx.eager_all.extend(x)
+        for x in comp_rounds:
+            ctx.compile_all.extend(x)
+        samples = [x for rd in cand_rounds for x in rd]
+        self.res["timings_ms"] = {"candidate": stats.summary(samples), "eager": None, "compile": None}
+        seed = ctx.seed ^ (hash(str(self.c.get("id"))) & 0xFFFF)
+        se, se_ci = stats.speedup(eager_rounds, cand_rounds, seed)
+        sc, sc_ci = stats.speedup(comp_rounds, cand_rounds, seed + 1)
+        self.res["speedup"] = {"eager": se, "eager_ci95": se_ci, "compile": sc, "compile_ci95": sc_ci}
+        self.check("spot_checks", True, "outputs of %d timed runs compared" % len(spots))
+        if side_notes:
+            self.flag("side_stream")
+            self.check("timing_consistent", False, "; ".join(side_notes[:3]))
+        else:
+            self.check("timing_consistent", True, "events, device-wide sync and the judge's clock agree")
+        med = statistics.median(samples)
+        if (se and se > SUSPICIOUS_SPEEDUP) or (sc and sc > SUSPICIOUS_SPEEDUP):
+            self.flag("suspicious_speedup")
+        b = ctx.sets[S[0]]["bytes"]
+        if ctx.bw:
+            floor_ms = b / (ctx.bw * 1e9) * 1e3
+            ok = med >= floor_ms
+            self.check("bandwidth_floor", ok, "median %.4g ms vs %.4g ms to move %d bytes at the "
+                       "measured %.1f GB/s" % (med, floor_ms, b, ctx.bw))
+            if not ok:
+                self.flag("below_bandwidth_floor")
+
+    def timed(self, w, sets, side_notes):
+        r = w.request({"cmd": "time", "sets": sets, "reps": len(sets)})
+        ev, host = r.get("ev_ms"), r.get("host_ms")
+        if r.get("rc", 0) != 0:
+            raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
+        if (not isinstance(ev, list) or not isinstance(host, list) or len(ev) != len(sets)
+                or len(host) != len(sets) or not all(isinstance(x, (int, float)) and x >= 0
+                                                     for x in ev + host)):
+            raise Failed("runtime_error", "worker returned malformed timings")
+        if self.ctx.backend == "cuda":
+            me, mh = statistics.median(ev), statistics.median(host)
+            if mh > SIDE_STREAM_RATIO * me + SIDE_STREAM_SLACK_MS:
+                side_notes.append("host clock with a device-wide sync %.4g ms vs events %.4g ms "
+                                  "(work outside the given stream?)" % (mh, me))
+        accounted = (sum(host) + float(r.get("overhead_ms", 0))) / 1e3
+        seen = w.walls[-1] - self.rtt
+        if seen > 1.5 * accounted + 0.05:
+            side_notes.append("the judge observed %.4g ms for a request the worker accounts %.4g ms"
+                              % (seen * 1e3, accounted * 1e3))
+        return ev
+
+    def spot_check(self, w, k, rnd):
+        s = self.ctx.sets[k]
+        r = w.request({"cmd": "dump", "set": k, "tag": "t%d" % rnd})
+        outs = self.read_outs(r.get("files"), s["specs"])
+        for j, n in enumerate(r.get("unwritten") or []):
+            if n:
+                raise Failed("mismatch", "timing round %d: %d elements of out%d were not written by "
+                             "the timed run" % (rnd, n, j))
+        for j, (got, exp) in enumerate(zip(outs, s["expected"])):
+            bad, _ = cmp.compare("out%d" % j, got, exp, self.ctx.atol, self.ctx.rtol)
+            if bad:
+                self.check("spot_checks", False, "timing round %d" % rnd)
+                raise Failed("mismatch", "output of a timed run (round %d): %s" % (rnd, bad))
+
+    def sanitize(self):
+        tool_path = os.environ.get("KERNELBOT_COMPUTE_SANITIZER") or shutil.which(
+            "compute-sanitizer", path="/usr/local/cuda/bin:/usr/bin:/bin")
+        if self.ctx.backend != "cuda":
+            self.res["checks"].append({"name": "sanitize", "passed": True, "skipped": True,
+                                       "detail": "compute-sanitizer applies to the cuda backend only"})
+            return
+        if not tool_path:
+            self.check("sanitize", False, "compute-sanitizer not found (set KERNELBOT_COMPUTE_SANITIZER)")
+            return
+        for tool in ("memcheck", "racecheck"):
+            scratch = self.scratch + "-" + tool
+            os.makedirs(scratch, exist_ok=True)
+            w = None
+            try:
+                w = self.start(sanitizer=tool_path, tool=tool, scratch=scratch)
+                w.read_reply("start", ctx_start_timeout(self))
+                # The sanitizers slow kernels by 10-100x.
+                w.request({"cmd": "run", "set": 0, "tag": "san"}, timeout=self.ctx.timeout_s * 20)
+                st = w.close()
+                w = None
+                log = ""
+                try:
+                    with open(os.path.join(scratch, "sanitizer-%s.log" % tool), errors="replace") as f:
+                        log = f.read()[-3000:]
+                except OSError:
+                    pass
+                ok = st == 0
+                self.check("sanitize:%s" % tool, ok, log.strip()[-1500:] or "exit status %s" % st)
+            except WorkerError as e:
+                self.check("sanitize:%s" % tool, False, e.message)
+            finally:
+                if w is not None:
+                    w.close()
+                shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,53 @@
+"""Summaries of timing samples and the speedup's confidence interval.
+
+The interval is a paired bootstrap over timing rounds: each round times the
+baseline and the candidate back to back on the same input sets, so slow
+drifts of the machine cancel within a pair. A resample draws rounds with
+replacement and takes median(its baseline samples) / median(its candidate
+samples); the 2.5th and 97.5th percentiles of 2000 resamples bound the
+interval. The RNG is seeded from the evaluation's seed, so a report
+can be reproduced from its seed.
+"""
+import random
+import statistics
+
+BOOTSTRAP = 2000
+
+
+def quantile(xs, q):
+    s = sorted(xs)
+    if not s:
+        return None
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summary(samples):
+    if not samples:
+        return None
+    return {"median": statistics.median(samples), "p10": quantile(samples, 0.1),
+            "p90": quantile(samples, 0.9), "runs": len(samples)}
+
+
+def speedup(base_rounds, cand_rounds, seed):
+    """(point, [lo, hi]) from paired per-round sample lists, or (None, None).
+    The statistic is median(baseline samples) / median(candidate samples)
+    over the rounds taken: pooled samples keep one disturbed round from
+    moving it the way a median of a few round medians would."""
+    pairs = [(b, c) for b, c in zip(base_rounds, cand_rounds) if b and c]
+    if not pairs:
+        return None, None
+
+    def ratio(rounds):
+        c = statistics.median([x for _, cs in rounds for x in cs])
+        return statistics.median([x for bs, _ in rounds for x in bs]) / c if c > 0 else None
+
+    point = ratio(pairs)
+    if point is None:
+        return None, None
+    rng = random.Random(seed)
+    ratios = [ratio([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(BOOTSTRAP)]
+    ratios = [x for x in ratios if x is not None]
+    return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]

@@ -1,0 +1,165 @@
+"""The judge's side of a worker: start it (through `kernelbot sandbox-exec`),
+send JSON-line requests, read replies under a deadline, kill its process
+group when done. The worker is untrusted: replies are size-capped and
+parsed defensively, and its death or silence ends only its candidate.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+REPLY_MAX = 1 << 20
+STDERR_TAIL = 4000
+
+
+class WorkerError(Exception):
+    """The worker died, hung or broke the protocol. kind: runtime_error,
+    timeout or rejected."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def _limits(mem_bytes):
+    def apply():
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if mem_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    return apply
+
+
+class Worker:
+    def __init__(self, argv, env, errpath, deadline, per_request, mem_bytes=0):
+        """deadline: time.monotonic() after which every request fails;
+        per_request: seconds one request may take (the kernel's deadline).
+        mem_bytes: RLIMIT_AS for unsandboxed CPU runs (the sandbox sets
+        its own limits; CUDA reserves too much address space for AS)."""
+        self.deadline = deadline
+        self.per_request = per_request
+        self.errpath = errpath
+        self.buf = b""
+        self.err = open(errpath, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, env=env, close_fds=True,
+                                     start_new_session=True,
+                                     preexec_fn=_limits(mem_bytes))
+        self.walls = []
+
+    def stderr_tail(self):
+        try:
+            with open(self.errpath, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                n = f.tell()
+                f.seek(max(0, n - STDERR_TAIL))
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def _died(self, what):
+        try:
+            st = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            st = None
+        tail = self.stderr_tail()
+        if st is None:
+            desc = "stopped answering"
+        elif st < 0:
+            desc = "was killed by signal %d (%s)" % (-st, signal.Signals(-st).name
+                                                     if -st in signal.valid_signals() else "?")
+        elif st == 125:
+            desc = "could not be started: the sandbox could not be set up (exit 125)"
+        elif st >= 128:
+            desc = "exited with status %d (signal %d)" % (st, st - 128)
+        else:
+            desc = "exited with status %d" % st
+        self.kill()
+        return WorkerError("runtime_error", "worker %s during %s%s" % (
+            desc, what, (": " + tail[-1500:]) if tail else ""))
+
+    def read_reply(self, what, timeout=None):
+        if timeout is None:
+            timeout = self.per_request
+        end = min(self.deadline, time.monotonic() + timeout)
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerError("timeout", "no answer to %s before the deadline" % what)
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise self._died(what)
+            self.buf += chunk
+            if len(self.buf) > REPLY_MAX:
+                self.kill()
+                raise WorkerError("runtime_error", "worker reply to %s exceeds %d bytes" % (what, REPLY_MAX))
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            self.kill()
+            raise WorkerError("runtime_error", "worker broke the protocol during %s: %r"
+                              % (what, line[:200]))
+        if not isinstance(reply, dict):
+            self.kill()
+            raise WorkerError("runtime_error", "worker reply to %s is not an object" % what)
+        if not reply.get("ok"):
+            msg = str(reply.get("error", "unknown error"))[:2000]
+            kind = "rejected" if reply.get("stage") == "load" else "runtime_error"
+            self.kill()
+            raise WorkerError(kind, "%s: %s" % (what, msg))
+        return reply
+
+    def request(self, cmd, timeout=None):
+        """Send one command; the reply, with the judge-observed wall time
+        in seconds appended to self.walls."""
+        t0 = time.perf_counter()
+        try:
+            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(cmd.get("cmd", "?"))
+        reply = self.read_reply(cmd.get("cmd", "?"), timeout)
+        self.walls.append(time.perf_counter() - t0)
+        return reply
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        else:
+            # The leader exited: whatever it left in its group goes too.
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"cmd":"quit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        for f in (self.proc.stdin, self.proc.stdout, self.err):
+            try:
+                f.close()
+            except OSError:
+                pass
+        return self.proc.returncode

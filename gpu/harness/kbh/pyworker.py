@@ -1,0 +1,252 @@
+"""The worker for KernelBench-format solutions (ModelNew, usually built with
+load_inline): the slow path of docs/evaluation.md. Started by the judge as
+`harness.py pyworker ...` through `kernelbot sandbox-exec --profile
+compiler` (load_inline runs nvcc and ninja), it speaks the native worker's
+JSON-line protocol and reads the same input files.
+
+It is untrusted like the native worker: it never holds expected outputs.
+The reference model never ran in this process, so a ModelNew that returns
+torch.empty() it never writes cannot find the reference's result in freed
+memory; and before every call the allocator's block of each output size
+is filled with poison, so such an output shows up as unwritten.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+DEFER_S = 0.005
+PATTERNS = {1: (0xA5, 0x5A), 2: (0x7DA5, 0x7DB5), 4: (0x7FA5A5A5, 0x7FB5B5B5),
+            8: (0x7FA5A5A57FA5A5A5, 0x7FB5B5B57FB5B5B5)}
+
+
+def _reply(out, obj):
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+class PyWorker:
+    def __init__(self, args, out):
+        import torch
+        from kbh import judge_io as jio
+        from kbh import judge_problem as jp
+        self.torch, self.jio, self.jp = torch, jio, jp
+        self.args, self.out = args, out
+        with open(os.path.join(args.dir, "manifest.json")) as f:
+            self.manifest = json.load(f)
+        self.sets = self.manifest["sets"]
+        self.cuda = args.backend == "cuda"
+        self.device = torch.device("cuda", 0) if self.cuda else torch.device("cpu")
+        self.slots = {}
+        self.last = {}
+        if self.cuda:
+            torch.cuda.set_device(self.device)
+            l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (64 << 20)
+            self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=self.device)
+            self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        else:
+            self.flush_buf = torch.empty(64 << 20, dtype=torch.uint8)
+        self.flushes = 0
+
+    def build(self):
+        torch, jp = self.torch, self.jp
+        t0 = time.perf_counter()
+        mod = jp.load_module(self.args.solution, prefix="kbh_solution")
+        cls = getattr(mod, self.args.cls, None)
+        if cls is None:
+            raise jp.ProblemError("%s defines no %s" % (self.args.solution, self.args.cls))
+        init = self.manifest.get("init_args")
+        if init is None:
+            raise jp.ProblemError("the problem's init arguments are not JSON values")
+        torch.manual_seed(int(self.manifest.get("seed", 0)))
+        model = cls(*init).eval().to(self.device)
+        # The reference's parameters travel with the inputs; a ModelNew
+        # with the same names and shapes gets exactly them.
+        s0 = self.sets[0]
+        state = {e["name"]: e for e in s0["inputs"][s0["n_args"]:]}
+        own = dict(model.state_dict())
+        if state and all(k in own and list(own[k].shape) == state[k]["shape"] for k in state):
+            tensors = self.load_tensors(0)[s0["n_args"]:]
+            with torch.no_grad():
+                for (name, _), t in zip(state.items(), tensors):
+                    own[name].copy_(t)
+            self.params_from_reference = True
+        else:
+            self.params_from_reference = False
+        self.model = model
+        return time.perf_counter() - t0
+
+    def load_tensors(self, k):
+        s = self.sets[k]
+        with open(os.path.join(self.args.dir, s["file"]), "rb") as f:
+            data = f.read()
+        return [self.jio.from_bytes(data[e["offset"]:e["offset"] + e["nbytes"]], e["dtype"],
+                                    e["shape"]).to(self.device) for e in s["inputs"]]
+
+    def slot(self, k):
+        if k not in self.slots:
+            ts = self.load_tensors(k)
+            n = self.sets[k]["n_args"]
+            self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
+        return self.slots[k]
+
+    def poison_allocator(self, k, which):
+        torch = self.torch
+        for spec in self.sets[k]["outputs"]:
+            es = torch.empty(0, dtype=self.jio.BY_NAME[spec["dtype"]]).element_size()
+            pat = PATTERNS.get(es, PATTERNS[1])[which]
+            view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[es]
+            n = max(1, spec["nbytes"] // es)
+            block = torch.empty(n, dtype=view, device=self.device)
+            block.fill_(pat - (1 << (8 * es)) if pat >= 1 << (8 * es - 1) else pat)
+            del block
+
+    def call(self, args):
+        torch = self.torch
+        with torch.no_grad():
+            out = self.model(*args)
+        if self.cuda:
+            torch.cuda.synchronize()
+        return self.jp.as_outputs(out)
+
+    def check_shapes(self, k, outs):
+        specs = self.sets[k]["outputs"]
+        if len(outs) != len(specs):
+            return "ModelNew returned %d outputs, expected %d" % (len(outs), len(specs))
+        for i, (o, s) in enumerate(zip(outs, specs)):
+            if list(o.shape) != s["shape"] or self.jio.DTYPES.get(o.dtype) != s["dtype"]:
+                return "out%d: %s %s, expected %s %s" % (i, self.jio.DTYPES.get(o.dtype, o.dtype),
+                                                        list(o.shape), s["dtype"], s["shape"])
+        return None
+
+    def unwritten(self, outs, which):
+        counts = []
+        for o in outs:
+            es = o.element_size()
+            view = {1: self.torch.uint8, 2: self.torch.int16, 4: self.torch.int32,
+                    8: self.torch.int64}[es]
+            pat = PATTERNS[es][which]
+            pat = pat - (1 << (8 * es)) if pat >= 1 << (8 * es - 1) else pat
+            flat = o.detach().contiguous().reshape(-1)
+            if o.dtype == self.torch.bool:
+                flat = flat.to(self.torch.uint8)
+            counts.append(int((flat.view(view) == pat).sum()) if flat.numel() else 0)
+        return counts
+
+    def write(self, outs, tag, run):
+        files = []
+        for i, o in enumerate(outs):
+            path = os.path.join(self.args.scratch, "%s_r%d_o%d.bin" % (tag, run, i))
+            with open(path, "wb") as f:
+                f.write(self.jio.to_bytes(o))
+            files.append(path)
+        return files
+
+    def cmd_run(self, k, tag):
+        args, pristine = self.slot(k)
+        rc, files, unw, late, mod = [], [], [], [], []
+        for run in (0, 1):
+            self.poison_allocator(k, run)
+            outs = self.call(args)
+            bad = self.check_shapes(k, outs)
+            if bad:
+                return {"ok": True, "shape_error": bad}
+            first = [self.jio.to_bytes(o) for o in outs]
+            time.sleep(DEFER_S)
+            if self.cuda:
+                self.torch.cuda.synchronize()
+            late.append(sum(a != self.jio.to_bytes(o) for a, o in zip(first, outs)))
+            unw.append(self.unwritten(outs, run))
+            for i, (a, p) in enumerate(zip(args, pristine)):
+                if not self.torch.equal(a, p):
+                    mod.append(self.sets[k]["inputs"][i]["name"])
+                    a.copy_(p)
+            files.append(self.write(outs, tag, run))
+            rc.append(0)
+        return {"ok": True, "rc": rc, "files": files, "unwritten": unw,
+                "changed_after_return": late, "inputs_modified": mod}
+
+    def cmd_time(self, sets):
+        torch = self.torch
+        ev, host, over = [], [], 0.0
+        for k in sets:
+            args, _ = self.slot(k)
+            t0 = time.perf_counter()
+            self.poison_allocator(k, 0)
+            self.flushes += 1
+            self.flush_buf.fill_(self.flushes & 0xFF)
+            if self.cuda:
+                torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            over += t1 - t0
+            with torch.no_grad():
+                if self.cuda:
+                    self.ev[0].record()
+                    out = self.model(*args)
+                    self.ev[1].record()
+                    torch.cuda.synchronize()
+                    h = (time.perf_counter() - t1) * 1e3
+                    e = self.ev[0].elapsed_time(self.ev[1])
+                else:
+                    out = self.model(*args)
+                    h = e = (time.perf_counter() - t1) * 1e3
+            self.last[k] = self.jp.as_outputs(out)
+            ev.append(e)
+            host.append(h)
+        return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3}
+
+    def cmd_dump(self, k, tag):
+        if k not in self.last:
+            return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
+        outs = self.last[k]
+        return {"ok": True, "files": self.write(outs, tag, 0), "unwritten": self.unwritten(outs, 0)}
+
+
+def _tag(c):
+    """Tags become file names: [A-Za-z0-9_] only."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(c.get("tag", "out")))[:32]
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="harness.py pyworker")
+    p.add_argument("--solution", required=True)
+    p.add_argument("--dir", required=True)
+    p.add_argument("--scratch", required=True)
+    p.add_argument("--backend", default="cuda", choices=("cpu", "cuda"))
+    p.add_argument("--class", dest="cls", default="ModelNew")
+    args = p.parse_args(argv)
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        w = PyWorker(args, out)
+        build_s = w.build()
+    except Exception as e:
+        _reply(out, {"ok": False, "stage": "load", "error": "%s: %s" % (type(e).__name__, str(e)[:3000])})
+        return 3
+    _reply(out, {"ok": True, "hello": 1, "lockdown": "compiler-profile", "build_s": build_s,
+                 "device": str(w.device), "params_from_reference": w.params_from_reference})
+    for line in sys.stdin:
+        try:
+            c = json.loads(line)
+            cmd = c.get("cmd")
+            if cmd == "quit":
+                break
+            elif cmd == "noop":
+                r = {"ok": True}
+            elif cmd == "run":
+                r = w.cmd_run(int(c["set"]), _tag(c))
+            elif cmd == "time":
+                r = w.cmd_time([int(k) for k in c["sets"]])
+            elif cmd == "dump":
+                r = w.cmd_dump(int(c["set"]), _tag(c))
+            else:
+                r = {"ok": False, "stage": "request", "error": "unknown command"}
+        except Exception as e:
+            r = {"ok": False, "stage": "run", "error": "%s: %s" % (type(e).__name__, str(e)[:2000])}
+        _reply(out, r)
+        if not r.get("ok"):
+            return 1
+    return 0

@@ -1,0 +1,789 @@
+/*
+ * sandbox_run(): plan the confinement in the parent (paths, maps, limits,
+ * the seccomp program, the cgroup), report it as checks, then hand the
+ * plan to the spawner's child_setup hook (sandbox_child.c) and run.
+ */
+#include "gpu/sandbox.h"
+#include "gpu/sandbox_int.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+
+#define DIAG_FD_MIN 128		/* above where the spawner places passed fds */
+#define AUTO_PATHS_MAX 4	/* paths shown without being asked for */
+#define TMPFS_SMALL "size=64m"
+
+static const char *const system_dirs[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", NULL,
+};
+/* The /etc a compiler, the dynamic linker and Python need; no secrets. */
+static const char *const etc_files[] = {
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+	"/etc/localtime", "/etc/os-release", "/etc/mime.types", NULL,
+};
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+static const char *const gpu_nodes[] = {
+	"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", NULL,
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static struct sandbox_features feats;
+static struct sock_fprog baseline_prog;
+static int baseline_err;
+
+static void
+init_once_fn(void)
+{
+	sandbox_probe(&feats);
+	baseline_err = sbx_seccomp_build(SBX_FILTER_BASELINE, &baseline_prog);
+}
+
+/*
+ * KERNELBOT_SANDBOX_PRETEND_MISSING=user_ns,seccomp,...: act as on a host
+ * without those features, to test (and show) the refusal and degraded
+ * paths. It can only take confinement away, and every run reports it.
+ */
+static void
+pretend_missing(struct sandbox_features *f, int *no_cgroup)
+{
+	const char *env = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	static const struct { const char *name; size_t off; } names[] = {
+		{ "user_ns", offsetof(struct sandbox_features, user_ns) },
+		{ "mount_ns", offsetof(struct sandbox_features, mount_ns) },
+		{ "pid_ns", offsetof(struct sandbox_features, pid_ns) },
+		{ "net_ns", offsetof(struct sandbox_features, net_ns) },
+		{ "ipc_ns", offsetof(struct sandbox_features, ipc_ns) },
+		{ "seccomp", offsetof(struct sandbox_features, seccomp) },
+		{ "proc_mount", offsetof(struct sandbox_features, proc_mount) },
+	};
+
+	*no_cgroup = 0;
+	if (!env)
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strstr(env, names[i].name))
+			*(int *)(void *)((char *)f + names[i].off) = 0;
+	*no_cgroup = strstr(env, "cgroup") != NULL;
+}
+
+static void
+check(json_t *arr, const char *name, int passed, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+check(json_t *arr, const char *name, int passed, const char *fmt, ...)
+{
+	char detail[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	json_array_append_new(arr, json_pack("{s:s, s:b, s:s}", "name", name,
+	    "passed", passed, "detail", detail));
+}
+
+static int
+add_mount(struct sbx_plan *p, int kind, int is_dir, const char *src, const char *dst)
+{
+	struct sbx_mount *m;
+
+	if (p->n_mounts >= SBX_MOUNTS_MAX)
+		return -E2BIG;
+	m = &p->mounts[p->n_mounts];
+	m->kind = kind;
+	m->is_dir = is_dir;
+	if (snprintf(m->src, sizeof(m->src), "%s%s",
+	    "", src ? src : "") >= (int)sizeof(m->src) ||
+	    snprintf(m->dst, sizeof(m->dst), SBX_NEWROOT "%s",
+	    strcmp(dst, "/") ? dst : "") >= (int)sizeof(m->dst))
+		return -ENAMETOOLONG;
+	p->n_mounts++;
+	return 0;
+}
+
+/* mountinfo escapes spaces and friends as \ooo. */
+static void
+unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* A recursive bind brings src's submounts along writable: list them. */
+static int
+add_submounts(struct sbx_plan *p, const char *src)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], *save, *mp;
+	size_t sl = strlen(src);
+	int error = 0;
+
+	if (!f)
+		return 0;
+	while (!error && fgets(line, sizeof(line), f)) {
+		save = NULL;
+		mp = strtok_r(line, " ", &save);
+		for (int i = 0; i < 4 && mp; i++)
+			mp = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		unescape(mp);
+		if (!strncmp(mp, src, sl) && mp[sl] == '/')
+			error = add_mount(p, SBX_REMOUNT_RO, 1, NULL, mp);
+	}
+	fclose(f);
+	return error;
+}
+
+/* A host path, made visible read-only at the same place. */
+static int
+add_ro(struct sbx_plan *p, const char *path, struct buf *shown)
+{
+	struct stat st;
+	char target[PATH_MAX];
+	ssize_t n;
+	int error;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		if ((n = readlink(path, target, sizeof(target) - 1)) < 0)
+			return 0;
+		target[n] = '\0';
+		return add_mount(p, SBX_SYMLINK, 0, target, path);
+	}
+	if ((error = add_mount(p, SBX_BIND_RO, S_ISDIR(st.st_mode), path, path)) < 0)
+		return error;
+	if (shown)
+		buf_printf(shown, "%s%s", shown->len ? ", " : "", path);
+	return S_ISDIR(st.st_mode) ? add_submounts(p, path) : 0;
+}
+
+/*
+ * The /dev/nvidiaN of the index-th GPU in PCI bus order (nvidia-smi's
+ * numbering), from the driver's /proc entries; index itself when they are
+ * absent, which note says.
+ */
+static int
+gpu_minor(int index, char *note, size_t len)
+{
+	struct dirent **ents = NULL;
+	char path[512], text[4096], *p;
+	int n, minor = index, fd;
+	ssize_t got;
+
+	n = scandir("/proc/driver/nvidia/gpus", &ents, NULL, alphasort);
+	if (n < 0) {
+		snprintf(note, len, "no /proc/driver/nvidia/gpus, assuming minor %d", index);
+		return index;
+	}
+	for (int i = 0, k = 0; i < n; i++) {
+		if (ents[i]->d_name[0] == '.')
+			continue;
+		if (k++ != index)
+			continue;
+		snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information",
+		    ents[i]->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			got = read(fd, text, sizeof(text) - 1);
+			close(fd);
+			text[got > 0 ? got : 0] = '\0';
+			if ((p = strstr(text, "Device Minor:")))
+				minor = atoi(p + strlen("Device Minor:"));
+		}
+		snprintf(note, len, "GPU %d is %.64s, device minor %d", index,
+		    ents[i]->d_name, minor);
+	}
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return minor;
+}
+
+static int
+plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
+{
+	struct buf bound = BUF_INIT(4096), absent = BUF_INIT(4096);
+	char path[64], note[256] = "";
+	struct stat st;
+	int error, have_gpu = 1;
+
+	if ((error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=64k", "/dev")) < 0)
+		goto out;
+	for (int i = 0; dev_nodes[i]; i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		if (stat(path, &st) == 0 && S_ISCHR(st.st_mode) &&
+		    (error = add_mount(p, SBX_BIND_DEV, 0, path, path)) < 0)
+			goto out;
+	}
+	if (gpu >= 0) {
+		int minor = gpu_minor(gpu, note, sizeof(note));
+		for (int i = 0; gpu_nodes[i] || i == 4; i++) {
+			if (gpu_nodes[i])
+				snprintf(path, sizeof(path), "/dev/%s", gpu_nodes[i]);
+			else
+				snprintf(path, sizeof(path), "/dev/nvidia%d", minor);
+			if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
+				if ((error = add_mount(p, SBX_BIND_DEV, 0, path, path)) < 0)
+					goto out;
+				buf_printf(&bound, "%s%s", bound.len ? ", " : "", path);
+			} else {
+				buf_printf(&absent, "%s%s", absent.len ? ", " : "", path);
+				if (!gpu_nodes[i] || !strcmp(gpu_nodes[i], "nvidiactl"))
+					have_gpu = 0;
+			}
+			if (!gpu_nodes[i])
+				break;
+		}
+		if (stat("/dev/nvidia-caps", &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* MIG capability nodes; a directory of device nodes, bound as it is. */
+			if ((error = add_mount(p, SBX_BIND_DEV, 1, "/dev/nvidia-caps", "/dev/nvidia-caps")) < 0)
+				goto out;
+			buf_printf(&bound, ", /dev/nvidia-caps");
+		}
+		check(ck, "gpu", have_gpu, "only GPU %d visible (%s): bound %s%s%s; "
+		    "inside it is CUDA device 0; /sys read-only where the host allows",
+		    gpu, note, bound.len ? buf_cstr(&bound) : "nothing",
+		    absent.len ? "; absent on this host: " : "", buf_cstr(&absent));
+	} else {
+		check(ck, "gpu", 1, "no GPU device nodes");
+	}
+	if ((error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd", "/dev/fd")) < 0 ||
+	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/0", "/dev/stdin")) < 0 ||
+	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/1", "/dev/stdout")) < 0 ||
+	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/2", "/dev/stderr")) < 0 ||
+	    (error = add_mount(p, SBX_TMPFS, 1, "mode=1777," TMPFS_SMALL, "/dev/shm")) < 0)
+		goto out;
+	error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/dev");
+out:
+	buf_free(&bound);
+	buf_free(&absent);
+	return error;
+}
+
+static int
+under(const char *path, const char *dir)
+{
+	size_t dl = strlen(dir);
+
+	return !strncmp(path, dir, dl) && (path[dl] == '\0' || path[dl] == '/');
+}
+
+static int
+readable_by_sandbox(const struct stat *st, int uid_differs)
+{
+	return !uid_differs || st->st_uid == SANDBOX_ROOT_UID ||
+	    (st->st_mode & S_IROTH && (!S_ISDIR(st->st_mode) || st->st_mode & S_IXOTH));
+}
+
+/* Add the real path of dir (or of its parent when up) if it is usable. */
+static void
+auto_add(char **paths, size_t *n, const char *dir, int uid_differs)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (*n < AUTO_PATHS_MAX && realpath(dir, real) && strcmp(real, "/") &&
+	    stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    readable_by_sandbox(&st, uid_differs))
+		paths[(*n)++] = strdup(real);
+}
+
+/*
+ * What a kernelbot program inside needs without being told: the running
+ * binary's directory (the worker is this binary; device-bundle/ holds its
+ * lib/ and harness/), the harness of a source-tree build, and the
+ * virtualenv of KERNELBOT_PYTHON.
+ */
+static size_t
+auto_paths(char **paths, int uid_differs)
+{
+	const char *harness = getenv("KERNELBOT_HARNESS"), *py = getenv("KERNELBOT_PYTHON");
+	char self[PATH_MAX], path[PATH_MAX + 32], *slash;
+	size_t n = 0;
+	ssize_t len;
+
+	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[len] = '\0';
+		if ((slash = strrchr(self, '/')) && slash != self) {
+			*slash = '\0';
+			auto_add(paths, &n, self, uid_differs);
+			snprintf(path, sizeof(path), "%s/../../gpu/harness", self);
+			if (!harness)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (harness && *harness == '/') {
+		snprintf(path, sizeof(path), "%s", harness);
+		if ((slash = strrchr(path, '/')) && slash != path) {
+			*slash = '\0';
+			auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	if (py && *py == '/') {
+		/* .../venv/bin/python3 -> .../venv, when that is a virtualenv */
+		snprintf(path, sizeof(path), "%s", py);
+		for (int up = 0; up < 2 && (slash = strrchr(path, '/')) && slash != path; up++)
+			*slash = '\0';
+		if (strlen(path) + sizeof("/pyvenv.cfg") < sizeof(path)) {
+			char cfg[PATH_MAX + 64];
+			snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", path);
+			if (access(cfg, R_OK) == 0)
+				auto_add(paths, &n, path, uid_differs);
+		}
+	}
+	return n;
+}
+
+static int
+by_length(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+
+	return la < lb ? -1 : la > lb;
+}
+
+/*
+ * The user's paths: resolved, checked, sorted parents first so a mount
+ * point is always created inside the tree that will hold it.
+ */
+static int
+plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratch,
+    int sandbox_uid_differs, json_t *ck, struct buf *shown)
+{
+	char *paths[SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX + 1] = { NULL };
+	size_t n = auto_paths(paths, sandbox_uid_differs);
+	int error = 0;
+
+	for (const char *const *r = so->ro_paths; r && *r; r++) {
+		char real[PATH_MAX];
+		struct stat st;
+
+		if (n >= SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX) {
+			check(ck, "read_only_paths", 0, "more than %d read-only paths", SANDBOX_RO_PATHS_MAX);
+			error = -E2BIG;
+			goto out;
+		}
+		if (**r != '/' || !realpath(*r, real) || stat(real, &st) < 0) {
+			check(ck, "read_only_paths", 0, "%s: not an absolute path to an existing file", *r);
+			error = -EINVAL;
+			goto out;
+		}
+		if (!strcmp(real, "/") || under(real, "/proc") || under(real, "/sys") ||
+		    under(real, "/dev")) {
+			check(ck, "read_only_paths", 0, "%s: / and paths under /proc, /sys, /dev cannot be shown", *r);
+			error = -EINVAL;
+			goto out;
+		}
+		if (!readable_by_sandbox(&st, sandbox_uid_differs)) {
+			check(ck, "read_only_paths", 0, "%s (mode %04o) is not readable by the "
+			    "sandbox's uid %d", real, (unsigned)(st.st_mode & 07777), SANDBOX_ROOT_UID);
+			error = -EACCES;
+			goto out;
+		}
+		if (strcmp(real, scratch))	/* scratch stays writable */
+			paths[n++] = strdup(real);
+	}
+	paths[n++] = strdup(scratch);
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i]) {
+			error = -ENOMEM;
+			goto out;
+		}
+	qsort(paths, n, sizeof(paths[0]), by_length);
+	for (size_t i = 0; i < n && !error; i++) {
+		if (!strcmp(paths[i], scratch))
+			error = add_mount(p, SBX_BIND_RW, 1, scratch, scratch);
+		else
+			error = add_ro(p, paths[i], shown);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	return error;
+}
+
+static void
+add_limit(struct sbx_plan *p, int res, rlim_t soft, rlim_t hard)
+{
+	if (p->n_limits < SBX_LIMITS_MAX) {
+		p->limit_res[p->n_limits] = res;
+		p->limit_val[p->n_limits] = (struct rlimit){ soft, hard };
+		p->n_limits++;
+	}
+}
+
+static int
+prepare_scratch(const char *scratch, int chown_to_sandbox)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s/tmp", scratch) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (chown_to_sandbox &&
+	    (lchown(scratch, SANDBOX_ROOT_UID, SANDBOX_ROOT_UID) < 0 ||
+	    lchown(tmp, SANDBOX_ROOT_UID, SANDBOX_ROOT_UID) < 0))
+		return -errno;
+	return 0;
+}
+
+static long
+default_nproc(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = 4 * cpus + 64;
+
+	return n > SANDBOX_DEFAULT_NPROC ? n : SANDBOX_DEFAULT_NPROC;
+}
+
+/* Read the first set-up failure the sandbox's processes reported. */
+static void
+read_diag(int fd, json_t *ck)
+{
+	struct sbx_diag d;
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	if (read(fd, &d, sizeof(d)) == (ssize_t)sizeof(d)) {
+		d.what[sizeof(d.what) - 1] = '\0';
+		check(ck, "setup", 0, "%s: %s", d.what, strerror(d.err));
+	}
+}
+
+static int
+apparmor_restricts(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c == '1';
+}
+
+/* Namespaces and ids; returns how many required ones are missing. */
+static int
+plan_namespaces(struct sbx_plan *p, const struct sandbox_features *feat, int root, json_t *ck)
+{
+	static const struct { int flag; const char *name, *what; } ns[] = {
+		{ CLONE_NEWNS, "mount_namespace", "private mount tree" },
+		{ CLONE_NEWPID, "pid_namespace", "sees only its own processes; the tree dies with it" },
+		{ CLONE_NEWNET, "network_namespace", "no network: only a loopback that is down" },
+		{ CLONE_NEWIPC, "ipc_namespace", "no shared System V IPC or POSIX queues" },
+	};
+	int missing = 0;
+
+	/* Without a user namespace only root can make the others. */
+	if (feat->user_ns)
+		p->clone_flags |= CLONE_NEWUSER | CLONE_NEWCGROUP;
+	if (feat->user_ns || root)
+		p->clone_flags |= (feat->mount_ns ? CLONE_NEWNS | CLONE_NEWUTS : 0) |
+		    (feat->pid_ns ? CLONE_NEWPID : 0) | (feat->net_ns ? CLONE_NEWNET : 0) |
+		    (feat->ipc_ns ? CLONE_NEWIPC : 0);
+	p->uid = root ? SANDBOX_ROOT_UID : geteuid();
+	p->gid = root ? SANDBOX_ROOT_UID : getegid();
+	p->map_ids = !!(p->clone_flags & CLONE_NEWUSER);
+	p->switch_ids = root;
+	p->deny_setgroups = !root && p->map_ids;
+	snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
+	snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
+	check(ck, "user_namespace", p->map_ids, p->map_ids ?
+	    "runs as host uid %u in its own user namespace, no capabilities" :
+	    "no user namespaces on this host (host uid %u)", (unsigned)p->uid);
+	missing += !p->map_ids;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		int have = !!(p->clone_flags & ns[i].flag);
+		check(ck, ns[i].name, have, "%s%s", have ? ns[i].what : "not available on this host",
+		    !have && !root && apparmor_restricts() ? " (AppArmor restricts unprivileged "
+		    "user namespaces here: kernel.apparmor_restrict_unprivileged_userns=1; "
+		    "allow kernelbot in an AppArmor profile with `userns,`, or run it as root)" : "");
+		missing += !have;
+	}
+	return missing;
+}
+
+/* The new root; *missing counts what the host could not give. */
+static int
+plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbox_features *feat,
+    const char *scratch, int root, json_t *ck, int *missing)
+{
+	struct buf shown = BUF_INIT(16384);
+	int error = 0;
+
+	if (!(p->clone_flags & CLONE_NEWNS)) {
+		check(ck, "read_only_root", 0, "no mount namespace: the whole host "
+		    "file system is visible with the sandbox uid's rights");
+		check(ck, "gpu", so->gpu < 0, "no mount namespace: every device node is visible");
+		++*missing;
+		return 0;
+	}
+	p->new_root = 1;
+	for (int i = 0; system_dirs[i] && !error; i++)
+		error = add_ro(p, system_dirs[i], &shown);
+	for (int i = 0; etc_files[i] && !error; i++)
+		error = add_ro(p, etc_files[i], NULL);
+	if (!error)
+		error = plan_dev(p, so->gpu, ck);
+	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
+		error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
+		check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
+	} else if (!error) {
+		/* The host's, read-only: processes outside are visible. */
+		error = add_ro(p, "/proc", NULL);
+		check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
+		    "masking parts of it?): the host's /proc is shown read-only, "
+		    "with the processes outside the sandbox");
+		++*missing;
+	}
+	if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
+		error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
+	if (!error)
+		error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
+	if (!error)
+		error = plan_paths(p, so, scratch, root, ck, &shown);
+	/* /tmp only holds mount points: TMPDIR is in scratch. */
+	if (!error)
+		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/tmp");
+	if (!error)
+		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/");
+	if (!error)
+		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
+		    "the needed /etc files; minimal /dev, read-only /tmp (TMPDIR is in "
+		    "scratch), a private 64 MiB /dev/shm", buf_cstr(&shown));
+	buf_free(&shown);
+	return error;
+}
+
+static void
+plan_rlimits(struct sbx_plan *p, const struct sandbox_opts *so, size_t mem, long nproc,
+    json_t *ck)
+{
+	rlim_t cpu = so->cpu_s > 0 ? (rlim_t)so->cpu_s : SANDBOX_DEFAULT_CPU_S;
+	rlim_t fsize = so->fsize_bytes ? so->fsize_bytes : mem;
+	rlim_t nofile = so->nofile > 0 ? (rlim_t)so->nofile : SANDBOX_DEFAULT_NOFILE;
+
+	add_limit(p, RLIMIT_CPU, cpu, cpu + 1);
+	add_limit(p, RLIMIT_FSIZE, fsize, fsize);
+	add_limit(p, RLIMIT_NOFILE, nofile, nofile);
+	add_limit(p, RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
+	add_limit(p, RLIMIT_CORE, 0, 0);
+	check(ck, "rlimits", 1, "cpu %lu s, file size %lu MiB, open files %lu, "
+	    "processes+threads %ld, core 0", (unsigned long)cpu,
+	    (unsigned long)(fsize >> 20), (unsigned long)nofile, nproc);
+}
+
+/* A memory limit: the run's cgroup, else an rlimit. detail gets what was chosen. */
+static int
+plan_memory(struct sbx_plan *p, struct sbx_cgroup *cg, int no_cgroup, size_t mem,
+    long nproc, int gpu, json_t *ck, struct buf *detail)
+{
+	int error;
+
+	if (no_cgroup)
+		snprintf(cg->why, sizeof(cg->why), "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
+	else if ((error = sbx_cgroup_create(cg, mem, nproc)) < 0) {
+		check(ck, "memory_limit", 0, "%s", cg->why);
+		return error;
+	}
+	if (cg->version) {
+		const char *dirs[SBX_CGROUPS_MAX] = { cg->mem_dir, cg->pids_dir };
+		for (int i = 0; i < SBX_CGROUPS_MAX && dirs[i][0]; i++)
+			if (snprintf(p->cgroup_procs[p->n_cgroups++], SBX_PATH_MAX,
+			    "%s/cgroup.procs", dirs[i]) >= SBX_PATH_MAX)
+				return -ENAMETOOLONG;
+		buf_printf(detail, "cgroup v%d %s: %zu MiB, no swap", cg->version, cg->mem_dir, mem >> 20);
+		check(ck, "pids_limit", 1, "%s pids.max %ld", cg->version == 2 || cg->pids_dir[0] ?
+		    "cgroup" : "RLIMIT_NPROC only, no", nproc);
+		return 0;
+	}
+	if (gpu < 0) {
+		add_limit(p, RLIMIT_AS, mem, mem);
+		buf_printf(detail, "RLIMIT_AS %zu MiB (no usable memory cgroup: %s)", mem >> 20, cg->why);
+	} else {
+		/*
+		 * RLIMIT_AS cannot hold a CUDA process (the driver reserves address
+		 * space far beyond any limit), but those reservations are PROT_NONE
+		 * or shared device mappings, which RLIMIT_DATA does not count.
+		 */
+		add_limit(p, RLIMIT_DATA, mem, mem);
+		buf_printf(detail, "RLIMIT_DATA %zu MiB: heap and private writable "
+		    "mappings, not shared memory (no usable memory cgroup: %s; "
+		    "RLIMIT_AS cannot hold a CUDA process)", mem >> 20, cg->why);
+	}
+	check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
+	return 0;
+}
+
+/* seccomp, capabilities, environment and deadline; returns missing count. */
+static int
+plan_rest(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbox_features *feat,
+    const struct spawn_opts *run, json_t *ck)
+{
+	struct buf names = BUF_INIT(4096);
+	int nenv = 0, missing = 0;
+
+	if (feat->seccomp && baseline_err == 0) {
+		p->filter = baseline_prog;
+		check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
+		    so->profile == SANDBOX_CANDIDATE ? "; the worker adds its lockdown "
+		    "before loading the candidate" : "");
+	} else {
+		check(ck, "seccomp", 0, feat->seccomp ? "building the filter failed: %s" :
+		    "seccomp filters cannot be loaded on this host%s",
+		    feat->seccomp ? strerror(-baseline_err) : "");
+		missing++;
+	}
+	check(ck, "capabilities", 1, "none: empty bounding set, no ambient "
+	    "capabilities, no_new_privs");
+	for (const char *const *e = run->envp; *e; e++, nenv++)
+		buf_printf(&names, "%s%.*s", nenv ? ", " : "",
+		    (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : (long)strlen(*e)), *e);
+	check(ck, "environment", 1, "built from nothing, %d variables: %s",
+	    nenv, buf_cstr(&names));
+	buf_free(&names);
+	check(ck, "deadline", 1, "%.3g s wall clock, then the whole process tree is killed",
+	    run->timeout_ms / 1000.0);
+	return missing;
+}
+
+int
+sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
+    struct spawn_result *r, json_t **checks)
+{
+	struct sbx_plan *p = NULL;
+	struct sbx_cgroup cg = { 0 };
+	struct sandbox_features feat;
+	struct spawn_opts run;
+	struct buf detail = BUF_INIT(4096);
+	char scratch[PATH_MAX];
+	char **env = NULL;
+	json_t *ck = json_array(), *mem_check = NULL, *deadline_check;
+	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup;
+	size_t mem = so->mem_bytes ? so->mem_bytes : SANDBOX_DEFAULT_MEM;
+	long nproc = so->nproc > 0 ? so->nproc : default_nproc();
+	struct stat st;
+
+	if (!ck)
+		return -ENOMEM;
+	if (!o->argv || !o->argv[0] || o->child_setup || !so->scratch ||
+	    so->scratch[0] != '/' || !realpath(so->scratch, scratch) ||
+	    stat(scratch, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    (o->cwd && o->cwd[0] != '/')) {
+		check(ck, "scratch", 0, "bad options: the scratch directory must be "
+		    "an existing absolute path, cwd absolute, no child_setup");
+		error = -EINVAL;
+		goto out;
+	}
+	pthread_once(&init_once, init_once_fn);
+	feat = feats;
+	pretend_missing(&feat, &no_cgroup);
+	if (!(p = calloc(1, sizeof(*p)))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	missing += plan_namespaces(p, &feat, root, ck);
+	if ((error = plan_root(p, so, &feat, scratch, root, ck, &missing)) < 0)
+		goto out;
+	if (snprintf(p->cwd, sizeof(p->cwd), "%s", o->cwd ? o->cwd : scratch) >=
+	    (int)sizeof(p->cwd)) {
+		error = -ENAMETOOLONG;
+		goto out;
+	}
+	plan_rlimits(p, so, mem, nproc, ck);
+	run = *o;
+	if (!run.envp) {
+		if ((error = sandbox_env_build(scratch, NULL, &env)) < 0)
+			goto out;
+		run.envp = (const char *const *)env;
+	}
+	if (!run.timeout_ms)
+		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
+	missing += plan_rest(p, so, &feat, &run, ck);
+	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
+	/* Refuse before touching anything: no cgroup made, scratch untouched. */
+	if (missing && !so->allow_degraded) {
+		error = -ENOTSUP;
+		goto out;
+	}
+	if ((error = plan_memory(p, &cg, no_cgroup, mem, nproc, so->gpu, ck, &detail)) < 0)
+		goto out;
+	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed", 1,
+	    "detail", buf_cstr(&detail));
+	json_array_append_new(ck, mem_check);
+	if ((error = prepare_scratch(scratch, root)) < 0) {
+		check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
+		goto out;
+	}
+	check(ck, "scratch", 1, "%s is the only writable host directory%s", scratch,
+	    root ? " (handed to the sandbox uid)" : "");
+
+	if (pipe2(diag_p, O_CLOEXEC) < 0) {
+		error = -errno;
+		goto out;
+	}
+	{
+		int hi = fcntl(diag_p[1], F_DUPFD_CLOEXEC, DIAG_FD_MIN);
+		if (hi < 0) {
+			error = -errno;
+			goto out;
+		}
+		close(diag_p[1]);
+		diag_p[1] = hi;
+	}
+	p->diag_fd = diag_p[1];
+	p->parent = getpid();
+	run.cwd = NULL;
+	run.child_setup = sbx_child_setup;
+	run.child_arg = p;
+	error = spawn_run(&run, r);
+	close(diag_p[1]), diag_p[1] = -1;
+	read_diag(diag_p[0], ck);
+	if (error == 0 && r->timed_out)
+		json_object_set_new(deadline_check, "detail", json_sprintf("%.3g s wall "
+		    "clock: it passed, and the whole process tree was killed",
+		    run.timeout_ms / 1000.0));
+	if (cg.version) {
+		sbx_cgroup_report(&cg, &detail);
+		json_object_set_new(mem_check, "detail", json_string(buf_cstr(&detail)));
+	}
+out:
+	sbx_cgroup_destroy(&cg);
+	for (int i = 0; i < 2; i++)
+		if (diag_p[i] >= 0)
+			close(diag_p[i]);
+	sandbox_env_free(env);
+	buf_free(&detail);
+	free(p);
+	if (checks)
+		*checks = ck;
+	else
+		json_decref(ck);
+	return error;
+}

@@ -1,0 +1,221 @@
+/*
+ * The sandbox's seccomp filters; the only file that includes libseccomp.
+ *
+ * Baseline (every sandboxed process, loaded just before exec): the calls a
+ * compiler or a kernel never needs and an escape would: ptrace, mounts,
+ * namespaces, keyrings, bpf, perf, kexec, modules, io_uring (its
+ * operations bypass seccomp), and sockets other than AF_UNIX. clone3 says
+ * ENOSYS, so libc falls back to clone, whose flags a filter can read.
+ *
+ * Lockdown (a candidate worker, after its own set-up): the baseline plus
+ * no new processes (fork, vfork, clone without CLONE_THREAD), no exec, no
+ * sockets of any family.
+ *
+ * Denials return EPERM (ENOSYS for clone3 and io_uring), so untrusted code
+ * sees a failed call and the worker can report it, instead of a kill.
+ */
+#include "gpu/sandbox.h"
+#include "gpu/sandbox_int.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BPF_MAX_BYTES (256u << 10)	/* a filter is a few hundred instructions */
+
+/* Denied outright; names, so a syscall this architecture lacks is skipped. */
+static const char *const baseline_deny[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev",
+	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount",
+	"open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+	"unshare", "setns",
+	"keyctl", "add_key", "request_key",
+	"bpf", "perf_event_open", "userfaultfd",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "reboot", "swapon", "swapoff", "acct",
+	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
+	"quotactl", "syslog", "settimeofday", "clock_settime", "adjtimex",
+	"clock_adjtime", "iopl", "ioperm", "vhangup",
+	NULL,
+};
+
+static const char *const lockdown_deny[] = {
+	"fork", "vfork", "execve", "execveat", "socket", "socketpair",
+	NULL,
+};
+
+static const char *const enosys[] = {
+	"clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	NULL,
+};
+
+static const int ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC,
+	CLONE_NEWUTS, CLONE_NEWCGROUP,
+};
+
+static int
+deny_names(scmp_filter_ctx ctx, const char *const *names, int err)
+{
+	int nr, rc;
+
+	for (; *names; names++) {
+		if ((nr = seccomp_syscall_resolve_name(*names)) == __NR_SCMP_ERROR)
+			continue;	/* not on this architecture */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0)) < 0 &&
+		    rc != -EDOM)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+add_rules(scmp_filter_ctx ctx, enum sbx_filter which)
+{
+	int rc;
+
+	if ((rc = deny_names(ctx, baseline_deny, EPERM)) < 0 ||
+	    (rc = deny_names(ctx, enosys, ENOSYS)) < 0)
+		return rc;
+	/* clone: no new namespaces (one rule per flag: a masked test is "== value"). */
+	for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)ns_flags[i],
+		    (scmp_datum_t)ns_flags[i]))) < 0)
+			return rc;
+	if (which == SBX_FILTER_LOCKDOWN) {
+		if ((rc = deny_names(ctx, lockdown_deny, EPERM)) < 0)
+			return rc;
+		/* Threads only: a clone without CLONE_THREAD is a new process. */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_THREAD, 0))) < 0)
+			return rc;
+		return 0;
+	}
+	/* Baseline: local sockets only (the network namespace has no route anyway). */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+	    SCMP_A0(SCMP_CMP_NE, AF_UNIX))) < 0)
+		return rc;
+	return 0;
+}
+
+static int
+make_ctx(enum sbx_filter which, scmp_filter_ctx *out)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc;
+
+	if (!ctx)
+		return -ENOMEM;
+	/* no_new_privs is set by the sandbox child itself, before the load. */
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+	    (rc = add_rules(ctx, which)) < 0) {
+		seccomp_release(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
+}
+
+int
+sbx_seccomp_build(enum sbx_filter which, struct sock_fprog *out)
+{
+	scmp_filter_ctx ctx = NULL;
+	struct stat st;
+	void *prog = NULL;
+	int fd = -1, rc;
+	ssize_t n;
+
+	if ((rc = make_ctx(which, &ctx)) < 0)
+		return rc;
+	/* libseccomp exports to an fd only: take the program back through a memfd. */
+	if ((fd = memfd_create("kb-seccomp", MFD_CLOEXEC)) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if ((rc = seccomp_export_bpf(ctx, fd)) < 0)
+		goto out;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (st.st_size <= 0 || st.st_size > (off_t)BPF_MAX_BYTES ||
+	    st.st_size % (off_t)sizeof(struct sock_filter)) {
+		rc = -EPROTO;
+		goto out;
+	}
+	if (!(prog = malloc((size_t)st.st_size))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = pread(fd, prog, (size_t)st.st_size, 0);
+	if (n != st.st_size) {
+		rc = n < 0 ? -errno : -EIO;
+		goto out;
+	}
+	out->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+	out->filter = prog;
+	prog = NULL;
+	rc = 0;
+out:
+	free(prog);
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	return rc;
+}
+
+int
+sbx_seccomp_load(enum sbx_filter which)
+{
+	scmp_filter_ctx ctx = NULL;
+	int rc;
+
+	if ((rc = make_ctx(which, &ctx)) < 0)
+		return rc;
+	/* The CUDA driver has threads of its own by now: filter them too. */
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1)) == 0 &&
+	    (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) == 0)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return rc > 0 ? -ECANCELED : rc;	/* TSYNC failure gives a thread id */
+}
+
+int
+sbx_seccomp_try(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc;
+
+	if (!ctx)
+		return -ENOMEM;
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ptrace), 0);
+	if (rc == 0)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return rc;
+}
+
+const char *
+sbx_seccomp_describe(enum sbx_filter which)
+{
+	if (which == SBX_FILTER_LOCKDOWN)
+		return "no fork/vfork/clone of processes (threads only), no "
+		    "execve/execveat, no sockets, no ptrace, no mounts or "
+		    "namespaces, no bpf/perf/keyctl/kexec/modules/io_uring";
+	return "no ptrace, no mount/umount/pivot_root, no unshare/setns or "
+	    "clone into new namespaces, no bpf/perf/keyctl/kexec/modules/"
+	    "io_uring, sockets AF_UNIX only; clone3 -> ENOSYS";
+}
+
+int
+sandbox_lockdown(void)
+{
+	return sbx_seccomp_load(SBX_FILTER_LOCKDOWN);
+}

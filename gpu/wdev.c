@@ -1,0 +1,237 @@
+#include "gpu/wdev.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu/wdev_cuda.h"
+
+#define CPU_LLC_DEFAULT (32u << 20)
+#define SMALL_BLOCK 256		/* what a zero-byte tensor gets, so data is never NULL */
+
+struct wdev {
+	int cuda;
+	struct wdev_cuda *c;
+	char name[256];
+	char err[512];
+	size_t flush_bytes;
+	void *flush_buf;
+	unsigned flushes;
+};
+
+double
+wdev_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static size_t
+clamp_flush(size_t cache)
+{
+	size_t n = 2 * cache;
+
+	if (n < WDEV_FLUSH_MIN)
+		n = WDEV_FLUSH_MIN;
+	return n > WDEV_FLUSH_MAX ? WDEV_FLUSH_MAX : n;
+}
+
+int
+wdev_open(struct wdev **out, int cuda, int ordinal, char *err, size_t errlen)
+{
+	struct wdev *d = calloc(1, sizeof(*d));
+	size_t l2 = 0;
+	long llc;
+	int error;
+
+	if (!d)
+		return -ENOMEM;
+	d->cuda = cuda;
+	if (cuda) {
+		if ((error = wdev_cuda_open(&d->c, ordinal, d->name, sizeof(d->name),
+		    &l2, err, errlen)) < 0)
+			goto out;
+		d->flush_bytes = clamp_flush(l2);
+	} else {
+		llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+		snprintf(d->name, sizeof(d->name), "cpu");
+		d->flush_bytes = clamp_flush(llc > 0 ? (size_t)llc : CPU_LLC_DEFAULT);
+		if (d->flush_bytes > WDEV_CPU_FLUSH_MAX)
+			d->flush_bytes = WDEV_CPU_FLUSH_MAX;
+	}
+	if ((error = wdev_alloc(d, d->flush_bytes, &d->flush_buf)) < 0) {
+		snprintf(err, errlen, "cannot allocate the %zu-byte cache flush buffer: %s",
+		    d->flush_bytes, d->err);
+		goto out;
+	}
+	*out = d;
+	d = NULL;
+out:
+	if (d)
+		wdev_close(d);
+	return error;
+}
+
+void
+wdev_close(struct wdev *d)
+{
+	if (!d)
+		return;
+	if (d->flush_buf)
+		wdev_free(d, d->flush_buf);
+	if (d->c)
+		wdev_cuda_close(d->c);
+	free(d);
+}
+
+DLDevice
+wdev_dl(const struct wdev *d)
+{
+	DLDevice dev = { d->cuda ? kDLCUDA : kDLCPU, 0 };
+	return dev;
+}
+
+const char *
+wdev_name(const struct wdev *d)
+{
+	return d->name;
+}
+
+const char *
+wdev_error(const struct wdev *d)
+{
+	return d->cuda ? wdev_cuda_error(d->c) : d->err;
+}
+
+size_t
+wdev_flush_bytes(const struct wdev *d)
+{
+	return d->flush_bytes;
+}
+
+int
+wdev_alloc(struct wdev *d, size_t n, void **p)
+{
+	void *q;
+
+	if (n < SMALL_BLOCK)
+		n = SMALL_BLOCK;
+	if (d->cuda)
+		return wdev_cuda_alloc(d->c, n, p);
+	/* Page-aligned like device memory, so vectorized kernels may assume it. */
+	if (posix_memalign(&q, 4096, n) != 0) {
+		snprintf(d->err, sizeof(d->err), "out of memory (%zu bytes)", n);
+		return -ENOMEM;
+	}
+	*p = q;
+	return 0;
+}
+
+void
+wdev_free(struct wdev *d, void *p)
+{
+	if (d->cuda)
+		wdev_cuda_free(d->c, p);
+	else
+		free(p);
+}
+
+int
+wdev_put(struct wdev *d, void *dst, const void *src, size_t n)
+{
+	if (d->cuda)
+		return wdev_cuda_put(d->c, dst, src, n);
+	memcpy(dst, src, n);
+	return 0;
+}
+
+int
+wdev_get(struct wdev *d, void *dst, const void *src, size_t n)
+{
+	if (d->cuda)
+		return wdev_cuda_get(d->c, dst, src, n);
+	memcpy(dst, src, n);
+	return 0;
+}
+
+void
+wdev_pattern(int elsize, int which, unsigned char pat[8])
+{
+	/* fp32 signalling NaNs, fp16 NaNs; fp64 gets two fp32 words (a huge value). */
+	static const uint32_t w32[2] = { 0x7FA5A5A5u, 0x7FB5B5B5u };
+	static const uint16_t w16[2] = { 0x7DA5u, 0x7DB5u };
+	static const uint8_t w8[2] = { 0xA5u, 0x5Au };
+
+	which = which ? 1 : 0;
+	switch (elsize) {
+	case 1:
+		memset(pat, w8[which], 8);
+		break;
+	case 2:
+		for (int i = 0; i < 4; i++)
+			memcpy(pat + 2 * i, &w16[which], 2);
+		break;
+	default:
+		memcpy(pat, &w32[which], 4);
+		memcpy(pat + 4, &w32[which], 4);
+		break;
+	}
+}
+
+int
+wdev_poison(struct wdev *d, void *p, size_t n, int elsize, int which)
+{
+	unsigned char pat[8];
+	unsigned char *b = p;
+	size_t i;
+
+	wdev_pattern(elsize, which, pat);
+	if (d->cuda)
+		return wdev_cuda_fill(d->c, p, n, elsize, pat);
+	for (i = 0; i + 8 <= n; i += 8)
+		memcpy(b + i, pat, 8);
+	for (; i < n; i++)
+		b[i] = pat[i % 8];
+	return 0;
+}
+
+int
+wdev_flush(struct wdev *d)
+{
+	unsigned char pat[8];
+
+	/* A different value each time, so no layer can elide the write. */
+	memset(pat, (int)(++d->flushes & 0xFF), sizeof(pat));
+	if (d->cuda)
+		return wdev_cuda_fill(d->c, d->flush_buf, d->flush_bytes, 1, pat);
+	memset(d->flush_buf, pat[0], d->flush_bytes);
+	/* Keep the compiler from dropping a store it believes unread. */
+	__asm__ __volatile__("" : : "r"(d->flush_buf) : "memory");
+	return 0;
+}
+
+int
+wdev_sync(struct wdev *d)
+{
+	return d->cuda ? wdev_cuda_sync(d->c) : 0;
+}
+
+int
+wdev_call(struct wdev *d, wdev_forward_fn fn, const DLTensor *in, int nin,
+    DLTensor *out, int nout, int *rc, double *ev_ms, double *host_ms)
+{
+	double t0;
+
+	if (d->cuda)
+		return wdev_cuda_call(d->c, fn, in, nin, out, nout, rc, ev_ms, host_ms);
+	t0 = wdev_now_ms();
+	*rc = fn(in, nin, out, nout, NULL);
+	*host_ms = wdev_now_ms() - t0;
+	*ev_ms = *host_ms;
+	return 0;
+}

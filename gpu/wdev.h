@@ -1,0 +1,83 @@
+/*
+ * wdev: the evaluation worker's device, CPU or CUDA, behind one small
+ * interface: buffers, transfers, poison fills, cache flushes and the timed
+ * call of a candidate's kernelbot_forward.
+ *
+ * The CUDA side talks to the driver API through dlopen("libcuda.so.1"), so
+ * the binary runs on hosts without a driver. It retains the device's
+ * primary context and makes it current, so a candidate built with cudart
+ * shares it; all work goes on one stream the worker creates, which is the
+ * stream passed to the kernel. Everything here happens before the sandbox
+ * lockdown: nothing in this module may need a new process or a socket
+ * later.
+ */
+#ifndef KB_GPU_WDEV_H
+#define KB_GPU_WDEV_H
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The kernel ABI, DESIGN.md section 5. */
+typedef int (*wdev_forward_fn)(const DLTensor *inputs, int n_inputs,
+    DLTensor *outputs, int n_outputs, void *stream);
+
+struct wdev;
+
+/* Flush sizes: twice the last-level cache, within these bounds. */
+#define WDEV_FLUSH_MIN (8u << 20)
+#define WDEV_FLUSH_MAX (512u << 20)
+/* sysconf reports a socket's whole L3 on some CPUs; one core reaches far less. */
+#define WDEV_CPU_FLUSH_MAX (64u << 20)
+
+/*
+ * Open the CPU (cuda = 0) or the CUDA device `ordinal`. 0 and *out, or
+ * -errno with a sentence in err (-ENOENT: no driver or no such device).
+ */
+int wdev_open(struct wdev **out, int cuda, int ordinal, char *err, size_t errlen);
+void wdev_close(struct wdev *d);
+
+/* The device as DLPack names it, its name, and the last error's text. */
+DLDevice wdev_dl(const struct wdev *d);
+const char *wdev_name(const struct wdev *d);
+const char *wdev_error(const struct wdev *d);
+size_t wdev_flush_bytes(const struct wdev *d);
+
+/* The monotonic clock in milliseconds: the host side of every timing. */
+double wdev_now_ms(void);
+
+/* Device memory (n may be 0: a small block is allocated anyway). 0 or -errno. */
+int wdev_alloc(struct wdev *d, size_t n, void **p);
+void wdev_free(struct wdev *d, void *p);
+
+/* Copies between host and device; synchronous. 0 or -EIO (see wdev_error). */
+int wdev_put(struct wdev *d, void *dst, const void *src, size_t n);
+int wdev_get(struct wdev *d, void *dst, const void *src, size_t n);
+
+/*
+ * Fill n bytes with poison pattern `which` (0 or 1) for elements of
+ * elsize bytes: NaN-like patterns that no kernel writes by accident, and
+ * different for the two runs of a trial so an element that is never
+ * written differs between them. Asynchronous on the stream.
+ */
+int wdev_poison(struct wdev *d, void *p, size_t n, int elsize, int which);
+
+/* Bytes of element `which` poison for elsize (1, 2, 4, 8) into pat. */
+void wdev_pattern(int elsize, int which, unsigned char pat[8]);
+
+/* Evict the last-level cache (L2 on CUDA) with a write of 2x its size. */
+int wdev_flush(struct wdev *d);
+
+/* Wait for all work on the device (cuCtxSynchronize). 0 or -EIO. */
+int wdev_sync(struct wdev *d);
+
+/*
+ * Call fn once: on CUDA between two events on the worker's stream, then a
+ * device-wide synchronize; the host clock around all of it. ev_ms is the
+ * event time (the host time on CPU). 0 with *rc = fn's return; -EIO when
+ * the device failed (an illegal access: the context is lost).
+ */
+int wdev_call(struct wdev *d, wdev_forward_fn fn, const DLTensor *in, int nin,
+    DLTensor *out, int nout, int *rc, double *ev_ms, double *host_ms);
+
+#endif

@@ -1,0 +1,788 @@
+#include "gpu/worker.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/jsonx.h"
+#include "gpu/sandbox.h"
+#include "gpu/wdev.h"
+
+#define KDL_BOOL 6	/* kDLBool, DLPack >= 0.8; Debian's header is 0.6 */
+
+struct wspec {
+	char name[64];
+	DLDataType dt;
+	int elsize;
+	int ndim;
+	int64_t shape[WORKER_MAX_DIMS];
+	size_t offset, nbytes;
+};
+
+struct wset {
+	char file[128];
+	int nin, nout;
+	struct wspec in[WORKER_MAX_TENSORS];
+	struct wspec out[WORKER_MAX_TENSORS];
+	size_t file_bytes;
+};
+
+struct wslot {
+	int set;		/* -1: empty */
+	void *in[WORKER_MAX_TENSORS], *out[WORKER_MAX_TENSORS];
+	size_t in_cap[WORKER_MAX_TENSORS], out_cap[WORKER_MAX_TENSORS];
+	DLTensor din[WORKER_MAX_TENSORS], dout[WORKER_MAX_TENSORS];
+	unsigned char *pristine;	/* the set's file: the inputs as given */
+	size_t pristine_cap;
+};
+
+struct worker {
+	const struct worker_opts *o;
+	struct wdev *d;
+	wdev_forward_fn fn;
+	struct wset *sets;
+	int nsets;
+	struct wslot main;		/* correctness runs: same buffers every trial */
+	struct wslot timing[WORKER_MAX_SLOTS];
+	int reply_fd;
+	unsigned char *host[2], *tmp;	/* output snapshots */
+	size_t host_cap;
+};
+
+static int
+parse_dtype(const char *s, DLDataType *dt, int *elsize)
+{
+	static const struct { const char *name; uint8_t code, bits; } t[] = {
+		{ "float32", kDLFloat, 32 }, { "float16", kDLFloat, 16 },
+		{ "bfloat16", kDLBfloat, 16 }, { "float64", kDLFloat, 64 },
+		{ "int64", kDLInt, 64 }, { "int32", kDLInt, 32 }, { "int16", kDLInt, 16 },
+		{ "int8", kDLInt, 8 }, { "uint8", kDLUInt, 8 }, { "bool", KDL_BOOL, 8 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(s, t[i].name)) {
+			dt->code = t[i].code;
+			dt->bits = t[i].bits;
+			dt->lanes = 1;
+			*elsize = t[i].bits / 8;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int
+parse_specs(json_t *arr, struct wspec *specs, int *n, int inputs)
+{
+	size_t i, k;
+	json_t *e, *d;
+
+	if (!json_is_array(arr) || json_array_size(arr) > WORKER_MAX_TENSORS)
+		return -EINVAL;
+	json_array_foreach(arr, i, e) {
+		struct wspec *s = &specs[i];
+		size_t elems = 1;
+		json_t *shape = json_object_get(e, "shape");
+
+		snprintf(s->name, sizeof(s->name), "%s", jsonx_str(e, "name", "?"));
+		if (parse_dtype(jsonx_str(e, "dtype", ""), &s->dt, &s->elsize) < 0 ||
+		    !json_is_array(shape) || json_array_size(shape) > WORKER_MAX_DIMS)
+			return -EINVAL;
+		s->ndim = (int)json_array_size(shape);
+		json_array_foreach(shape, k, d) {
+			if (!json_is_integer(d) || json_integer_value(d) < 0)
+				return -EINVAL;
+			s->shape[k] = json_integer_value(d);
+			elems *= (size_t)s->shape[k];
+		}
+		s->nbytes = elems * (size_t)s->elsize;
+		s->offset = inputs ? (size_t)jsonx_int(e, "offset", -1) : 0;
+		if ((long long)jsonx_int(e, "nbytes", -1) != (long long)s->nbytes)
+			return -EINVAL;
+	}
+	*n = (int)json_array_size(arr);
+	return 0;
+}
+
+static int
+load_manifest(struct worker *w, char *err, size_t errlen)
+{
+	char path[4096], jerr[256];
+	json_t *m = NULL, *sets, *e;
+	size_t i;
+	int error;
+
+	snprintf(path, sizeof(path), "%s/manifest.json", w->o->dir);
+	if ((error = jsonx_load_file(path, WORKER_MANIFEST_MAX, &m, jerr, sizeof(jerr))) < 0) {
+		snprintf(err, errlen, "%.300s: %s", path, error == -EINVAL ? jerr : strerror(-error));
+		return error;
+	}
+	sets = json_object_get(m, "sets");
+	if (!json_is_array(sets) || json_array_size(sets) == 0 ||
+	    json_array_size(sets) > WORKER_MAX_SETS) {
+		snprintf(err, errlen, "%.300s: no input sets", path);
+		error = -EINVAL;
+		goto out;
+	}
+	if (!(w->sets = calloc(json_array_size(sets), sizeof(*w->sets)))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach(sets, i, e) {
+		struct wset *s = &w->sets[i];
+		const char *file = jsonx_str(e, "file", "");
+
+		/* A plain name inside dir: the manifest cannot point elsewhere. */
+		if (!*file || strchr(file, '/') || file[0] == '.' ||
+		    strlen(file) >= sizeof(s->file) ||
+		    parse_specs(json_object_get(e, "inputs"), s->in, &s->nin, 1) < 0 ||
+		    parse_specs(json_object_get(e, "outputs"), s->out, &s->nout, 0) < 0) {
+			snprintf(err, errlen, "%.300s: set %zu is malformed", path, i);
+			error = -EINVAL;
+			goto out;
+		}
+		snprintf(s->file, sizeof(s->file), "%s", file);
+		for (int k = 0; k < s->nin; k++) {
+			if (s->in[k].offset != s->file_bytes) {
+				snprintf(err, errlen, "%.300s: set %zu: inputs not packed", path, i);
+				error = -EINVAL;
+				goto out;
+			}
+			s->file_bytes += s->in[k].nbytes;
+		}
+	}
+	w->nsets = (int)json_array_size(sets);
+out:
+	json_decref(m);
+	return error;
+}
+
+static int
+read_file(const char *path, unsigned char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	ssize_t r;
+	char extra;
+
+	if (fd < 0)
+		return -errno;
+	while (got < n) {
+		r = read(fd, buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			close(fd);
+			return r < 0 ? -errno : -EPROTO;
+		}
+		got += (size_t)r;
+	}
+	r = read(fd, &extra, 1);
+	close(fd);
+	return r == 0 ? 0 : -EPROTO;
+}
+
+static int
+ensure(struct worker *w, void **p, size_t *cap, size_t n)
+{
+	int error;
+
+	if (*p && *cap >= n)
+		return 0;
+	if (*p)
+		wdev_free(w->d, *p);
+	*p = NULL;
+	*cap = 0;
+	if ((error = wdev_alloc(w->d, n, p)) < 0)
+		return error;
+	*cap = n;
+	return 0;
+}
+
+static void
+set_tensor(DLTensor *t, void *data, struct wspec *s, DLDevice dev)
+{
+	memset(t, 0, sizeof(*t));
+	t->data = data;
+	t->device = dev;
+	t->ndim = s->ndim;
+	t->dtype = s->dt;
+	t->shape = s->shape;
+	t->strides = NULL;	/* compact, row-major */
+	t->byte_offset = 0;
+}
+
+/*
+ * Put set k's inputs into the slot's buffers. Buffers are reused when
+ * large enough, so every trial of a shape runs on the same pointers: a
+ * kernel that caches results per input pointer returns stale outputs.
+ */
+static int
+slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
+{
+	struct wset *s = &w->sets[k];
+	char path[4096];
+	int error;
+
+	if (sl->pristine_cap < s->file_bytes) {
+		free(sl->pristine);
+		sl->pristine_cap = 0;
+		if (!(sl->pristine = malloc(s->file_bytes ? s->file_bytes : 1)))
+			return -ENOMEM;
+		sl->pristine_cap = s->file_bytes;
+	}
+	snprintf(path, sizeof(path), "%s/%s", w->o->dir, s->file);
+	if ((error = read_file(path, sl->pristine, s->file_bytes)) < 0) {
+		snprintf(err, errlen, "%.300s: %s", path,
+		    error == -EPROTO ? "size differs from the manifest" : strerror(-error));
+		return error;
+	}
+	for (int i = 0; i < s->nin; i++) {
+		if ((error = ensure(w, &sl->in[i], &sl->in_cap[i], s->in[i].nbytes)) < 0 ||
+		    (error = wdev_put(w->d, sl->in[i], sl->pristine + s->in[i].offset,
+			s->in[i].nbytes)) < 0) {
+			snprintf(err, errlen, "input %s: %s", s->in[i].name, wdev_error(w->d));
+			return error;
+		}
+		set_tensor(&sl->din[i], sl->in[i], &s->in[i], wdev_dl(w->d));
+	}
+	for (int i = 0; i < s->nout; i++) {
+		if ((error = ensure(w, &sl->out[i], &sl->out_cap[i], s->out[i].nbytes)) < 0) {
+			snprintf(err, errlen, "output %s: %s", s->out[i].name, wdev_error(w->d));
+			return error;
+		}
+		set_tensor(&sl->dout[i], sl->out[i], &s->out[i], wdev_dl(w->d));
+	}
+	sl->set = k;
+	return 0;
+}
+
+static size_t
+out_total(const struct wset *s)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < s->nout; i++)
+		n += s->out[i].nbytes;
+	return n;
+}
+
+static int
+host_room(struct worker *w, size_t n)
+{
+	if (w->host_cap >= n && w->host[0])
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		free(w->host[i]);
+		w->host[i] = NULL;
+	}
+	free(w->tmp);
+	w->host_cap = 0;
+	w->tmp = NULL;
+	if (!(w->host[0] = malloc(n ? n : 1)) || !(w->host[1] = malloc(n ? n : 1)) ||
+	    !(w->tmp = malloc(n ? n : 1)))
+		return -ENOMEM;
+	w->host_cap = n;
+	return 0;
+}
+
+/* Copy the slot's outputs, back to back, into dst. */
+static int
+get_outputs(struct worker *w, struct wslot *sl, unsigned char *dst)
+{
+	struct wset *s = &w->sets[sl->set];
+	size_t off = 0;
+	int error;
+
+	for (int i = 0; i < s->nout; i++) {
+		if ((error = wdev_get(w->d, dst + off, sl->out[i], s->out[i].nbytes)) < 0)
+			return error;
+		off += s->out[i].nbytes;
+	}
+	return 0;
+}
+
+static size_t
+count_pattern(const unsigned char *p, size_t n, int elsize, const unsigned char pat[8])
+{
+	size_t hits = 0;
+
+	if (elsize == 4) {
+		uint32_t v;
+		memcpy(&v, pat, 4);
+		for (size_t i = 0; i + 4 <= n; i += 4) {
+			uint32_t x;
+			memcpy(&x, p + i, 4);
+			hits += x == v;
+		}
+		return hits;
+	}
+	for (size_t i = 0; i + (size_t)elsize <= n; i += (size_t)elsize)
+		hits += !memcmp(p + i, pat, (size_t)elsize);
+	return hits;
+}
+
+static size_t
+count_changed(const unsigned char *a, const unsigned char *b, size_t n, int elsize)
+{
+	size_t hits = 0;
+
+	if (!memcmp(a, b, n))
+		return 0;
+	for (size_t i = 0; i + (size_t)elsize <= n; i += (size_t)elsize)
+		hits += memcmp(a + i, b + i, (size_t)elsize) != 0;
+	return hits;
+}
+
+static int
+write_file(const char *path, const unsigned char *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	size_t done = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	while (done < n) {
+		r = write(fd, p + done, n - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		done += (size_t)r;
+	}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+/* Write the outputs in buf as files; their paths appended to files. */
+static int
+write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
+    const char *tag, int run, json_t *files)
+{
+	char path[4096];
+	size_t off = 0;
+	int error;
+
+	for (int i = 0; i < s->nout; i++) {
+		snprintf(path, sizeof(path), "%s/%.32s_r%d_o%d.bin", w->o->scratch, tag, run, i);
+		if ((error = write_file(path, buf + off, s->out[i].nbytes)) < 0)
+			return error;
+		json_array_append_new(files, json_string(path));
+		off += s->out[i].nbytes;
+	}
+	return 0;
+}
+
+static void
+reply(struct worker *w, json_t *r)
+{
+	struct buf b = BUF_INIT(BUF_MAX_DEFAULT);
+
+	if (jsonx_dump(r, JSON_COMPACT, &b) == 0 && buf_addch(&b, '\n') == 0) {
+		size_t done = 0;
+		while (done < b.len) {
+			ssize_t n = write(w->reply_fd, b.data + done, b.len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+	}
+	buf_free(&b);
+	json_decref(r);
+}
+
+static void
+reply_error(struct worker *w, const char *stage, const char *msg)
+{
+	reply(w, json_pack("{s:b, s:s, s:s}", "ok", 0, "stage", stage, "error", msg));
+}
+
+/* Fatal device errors end the worker: the context may be lost. */
+#define DEVICE_FAILED 1
+
+static int
+cmd_run(struct worker *w, int k, const char *tag)
+{
+	struct wslot *sl = &w->main;
+	struct wset *s = &w->sets[k];
+	size_t total = out_total(s);
+	json_t *rc = json_array(), *files = json_array(), *unw = json_array();
+	json_t *late = json_array(), *mod = json_array(), *ms = json_array();
+	char err[512] = "";
+	int error = 0;
+
+	if ((error = slot_load(w, sl, k, err, sizeof(err))) < 0 ||
+	    (error = host_room(w, total > s->file_bytes ? total : s->file_bytes)) < 0)
+		goto out;
+	for (int run = 0; run < 2; run++) {
+		json_t *u = json_array(), *f = json_array();
+		size_t off = 0, changed = 0;
+		double ev, host;
+		int krc = 0;
+
+		json_array_append_new(unw, u);
+		json_array_append_new(files, f);
+		for (int i = 0; i < s->nout && error == 0; i++)
+			error = wdev_poison(w->d, sl->out[i], s->out[i].nbytes, s->out[i].elsize, run);
+		if (error < 0 ||
+		    (error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
+			&ev, &host)) < 0 ||
+		    (error = get_outputs(w, sl, w->host[run])) < 0)
+			goto device;
+		json_array_append_new(rc, json_integer(krc));
+		json_array_append_new(ms, json_real(ev));
+		/* A second look after a pause: work left running after return shows. */
+		usleep(WORKER_DEFER_MS * 1000);
+		if ((error = wdev_sync(w->d)) < 0 || (error = get_outputs(w, sl, w->tmp)) < 0)
+			goto device;
+		for (int i = 0; i < s->nout; i++) {
+			unsigned char pat[8];
+
+			wdev_pattern(s->out[i].elsize, run, pat);
+			json_array_append_new(u, json_integer((json_int_t)count_pattern(
+			    w->host[run] + off, s->out[i].nbytes, s->out[i].elsize, pat)));
+			changed += count_changed(w->host[run] + off, w->tmp + off,
+			    s->out[i].nbytes, s->out[i].elsize);
+			off += s->out[i].nbytes;
+		}
+		json_array_append_new(late, json_integer((json_int_t)changed));
+		/* Inputs once per set, after both runs: a change made by the first
+		 * run persists (the transfer is the costliest step at GPU sizes). */
+		for (int i = 0; run == 1 && i < s->nin; i++) {
+			if ((error = wdev_get(w->d, w->tmp, sl->in[i], s->in[i].nbytes)) < 0)
+				goto device;
+			if (memcmp(w->tmp, sl->pristine + s->in[i].offset, s->in[i].nbytes) &&
+			    json_array_size(mod) < WORKER_MAX_TENSORS) {
+				json_array_append_new(mod, json_string(s->in[i].name));
+			}
+		}
+		if ((error = write_outputs(w, s, w->host[run], tag, run, f)) < 0) {
+			snprintf(err, sizeof(err), "writing outputs to %s: %s", w->o->scratch,
+			    strerror(-error));
+			goto out;
+		}
+	}
+	reply(w, json_pack("{s:b, s:O, s:O, s:O, s:O, s:O, s:O}", "ok", 1, "rc", rc,
+	    "files", files, "unwritten", unw, "changed_after_return", late,
+	    "inputs_modified", mod, "ms", ms));
+	goto out;
+device:
+	snprintf(err, sizeof(err), "%s", wdev_error(w->d));
+	error = -EIO;
+out:
+	if (error < 0)
+		reply_error(w, "run", err[0] ? err : strerror(-error));
+	json_decref(rc);
+	json_decref(files);
+	json_decref(unw);
+	json_decref(late);
+	json_decref(mod);
+	json_decref(ms);
+	return error == -EIO ? DEVICE_FAILED : 0;
+}
+
+static struct wslot *
+timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *error)
+{
+	struct wslot *empty = NULL;
+
+	for (int i = 0; i < WORKER_MAX_SLOTS; i++) {
+		if (w->timing[i].set == k)
+			return &w->timing[i];
+		if (w->timing[i].set < 0 && !empty)
+			empty = &w->timing[i];
+	}
+	if (!load || !empty) {
+		snprintf(err, errlen, load ? "more than %d timing sets" : "set %d was never timed",
+		    WORKER_MAX_SLOTS);
+		*error = -EINVAL;
+		return NULL;
+	}
+	/* A slot of its own per set: rotation moves the kernel to other buffers. */
+	if ((*error = slot_load(w, empty, k, err, errlen)) < 0)
+		return NULL;
+	return empty;
+}
+
+static int
+cmd_time(struct worker *w, json_t *sets)
+{
+	struct wslot *order[256];
+	json_t *ev = json_array(), *host = json_array();
+	size_t n = json_array_size(sets), i;
+	double over = 0, t0, e, h;
+	char err[512] = "";
+	int error = 0, krc = 0;
+	json_t *v;
+
+	if (n == 0 || n > sizeof(order) / sizeof(order[0])) {
+		snprintf(err, sizeof(err), "time: 1 to %zu sets per request", sizeof(order) / sizeof(order[0]));
+		error = -EINVAL;
+		goto out;
+	}
+	json_array_foreach(sets, i, v) {
+		long long k = json_integer_value(v);
+		if (!json_is_integer(v) || k < 0 || k >= w->nsets) {
+			snprintf(err, sizeof(err), "time: no set %lld", k);
+			error = -EINVAL;
+			goto out;
+		}
+		if (!(order[i] = timing_slot(w, (int)k, 1, err, sizeof(err), &error)))
+			goto out;
+	}
+	for (i = 0; i < n && krc == 0; i++) {
+		struct wslot *sl = order[i];
+		struct wset *s = &w->sets[sl->set];
+
+		t0 = wdev_now_ms();
+		for (int j = 0; j < s->nout && error == 0; j++)
+			error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, 0);
+		if (error < 0 || (error = wdev_flush(w->d)) < 0 || (error = wdev_sync(w->d)) < 0)
+			goto device;
+		over += wdev_now_ms() - t0;
+		if ((error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
+		    &e, &h)) < 0)
+			goto device;
+		json_array_append_new(ev, json_real(e));
+		json_array_append_new(host, json_real(h));
+	}
+	reply(w, json_pack("{s:b, s:i, s:O, s:O, s:f}", "ok", 1, "rc", krc, "ev_ms", ev,
+	    "host_ms", host, "overhead_ms", over));
+	goto out;
+device:
+	snprintf(err, sizeof(err), "%s", wdev_error(w->d));
+	error = -EIO;
+out:
+	if (error < 0)
+		reply_error(w, "time", err);
+	json_decref(ev);
+	json_decref(host);
+	return error == -EIO ? DEVICE_FAILED : 0;
+}
+
+/* The outputs the last timed run on set k left: the judge spot-checks them. */
+static int
+cmd_dump(struct worker *w, int k, const char *tag)
+{
+	struct wslot *sl;
+	struct wset *s;
+	json_t *files = json_array(), *unw = json_array();
+	char err[512] = "";
+	int error = 0;
+	size_t off = 0;
+
+	if (k < 0 || k >= w->nsets ||
+	    !(sl = timing_slot(w, k, 0, err, sizeof(err), &error))) {
+		if (!err[0])
+			snprintf(err, sizeof(err), "dump: no set %d", k);
+		error = -EINVAL;
+		goto out;
+	}
+	s = &w->sets[k];
+	if ((error = host_room(w, out_total(s))) < 0)
+		goto out;
+	if ((error = get_outputs(w, sl, w->host[0])) < 0) {
+		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
+		error = -EIO;
+		goto out;
+	}
+	for (int i = 0; i < s->nout; i++) {
+		unsigned char pat[8];
+		wdev_pattern(s->out[i].elsize, 0, pat);
+		json_array_append_new(unw, json_integer((json_int_t)count_pattern(
+		    w->host[0] + off, s->out[i].nbytes, s->out[i].elsize, pat)));
+		off += s->out[i].nbytes;
+	}
+	if ((error = write_outputs(w, s, w->host[0], tag, 0, files)) < 0) {
+		snprintf(err, sizeof(err), "writing outputs: %s", strerror(-error));
+		goto out;
+	}
+	reply(w, json_pack("{s:b, s:O, s:O}", "ok", 1, "files", files, "unwritten", unw));
+out:
+	if (error < 0)
+		reply_error(w, "dump", err[0] ? err : strerror(-error));
+	json_decref(files);
+	json_decref(unw);
+	return error == -EIO ? DEVICE_FAILED : 0;
+}
+
+/*
+ * INTERIM (unsandboxed runs only; the sandbox uses a memory cgroup): cap
+ * the address space at what the worker already maps plus `extra`. Set
+ * after device setup, so the driver's (or a sanitizer's) large
+ * reservations are not counted against the candidate.
+ */
+static int
+limit_memory(size_t extra)
+{
+	unsigned long long pages = 0;
+	struct rlimit rl;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%llu", &pages) != 1)
+		pages = 0;
+	fclose(f);
+	if (!pages)
+		return -EIO;
+	rl.rlim_cur = rl.rlim_max = pages * (unsigned long long)sysconf(_SC_PAGESIZE) + extra;
+	return setrlimit(RLIMIT_AS, &rl) < 0 ? -errno : 0;
+}
+
+static int
+serve(struct worker *w)
+{
+	char *line = malloc(WORKER_LINE_MAX + 2);
+	int status = 0;
+
+	if (!line)
+		return DEVICE_FAILED;
+	while (fgets(line, WORKER_LINE_MAX + 2, stdin)) {
+		json_t *c = NULL;
+		const char *cmd, *tag;
+		char tagbuf[40];
+		int k;
+
+		if (!strchr(line, '\n')) {
+			reply_error(w, "request", "command line too long");
+			break;
+		}
+		if (jsonx_parse(line, strlen(line), &c, NULL, 0) < 0 || !json_is_object(c)) {
+			json_decref(c);
+			reply_error(w, "request", "not a JSON object");
+			continue;
+		}
+		cmd = jsonx_str(c, "cmd", "");
+		k = (int)jsonx_int(c, "set", -1);
+		/* Tags become file names: keep them to [A-Za-z0-9_]. */
+		tag = jsonx_str(c, "tag", "out");
+		snprintf(tagbuf, sizeof(tagbuf), "%s", tag);
+		for (char *p = tagbuf; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') || *p == '_'))
+				*p = '_';
+		if (!strcmp(cmd, "quit")) {
+			json_decref(c);
+			break;
+		} else if (!strcmp(cmd, "noop")) {
+			reply(w, json_pack("{s:b}", "ok", 1));
+		} else if (!strcmp(cmd, "run") && k >= 0 && k < w->nsets) {
+			status = cmd_run(w, k, tagbuf);
+		} else if (!strcmp(cmd, "time")) {
+			status = cmd_time(w, json_object_get(c, "sets"));
+		} else if (!strcmp(cmd, "dump")) {
+			status = cmd_dump(w, k, tagbuf);
+		} else {
+			reply_error(w, "request", "unknown command or bad set");
+		}
+		json_decref(c);
+		if (status)
+			break;
+	}
+	free(line);
+	return status;
+}
+
+static void
+slot_free(struct worker *w, struct wslot *sl)
+{
+	for (int i = 0; i < WORKER_MAX_TENSORS; i++) {
+		if (sl->in[i])
+			wdev_free(w->d, sl->in[i]);
+		if (sl->out[i])
+			wdev_free(w->d, sl->out[i]);
+	}
+	free(sl->pristine);
+	memset(sl, 0, sizeof(*sl));
+}
+
+int
+worker_main(const struct worker_opts *o)
+{
+	struct worker w = { 0 };
+	char err[1024] = "";
+	const char *how = "none";
+	double t0 = wdev_now_ms(), t_init, t_load;
+	void *so = NULL;
+	int status = 2, error;
+
+	w.o = o;
+	w.main.set = -1;
+	for (int i = 0; i < WORKER_MAX_SLOTS; i++)
+		w.timing[i].set = -1;
+	/* Replies get a private fd; the candidate's prints land on stderr. */
+	if ((w.reply_fd = fcntl(1, F_DUPFD_CLOEXEC, 3)) < 0 || dup2(2, 1) < 0) {
+		fprintf(stderr, "worker: cannot set up stdout: %s\n", strerror(errno));
+		return 2;
+	}
+	if ((error = load_manifest(&w, err, sizeof(err))) < 0) {
+		reply_error(&w, "setup", err);
+		goto out;
+	}
+	if ((error = wdev_open(&w.d, o->cuda, o->device, err, sizeof(err))) < 0) {
+		reply_error(&w, "setup", err);
+		status = 1;
+		goto out;
+	}
+	t_init = wdev_now_ms();
+	if (o->mem_limit && (error = limit_memory(o->mem_limit)) < 0) {
+		snprintf(err, sizeof(err), "cannot limit memory: %s", strerror(-error));
+		reply_error(&w, "setup", err);
+		status = 1;
+		goto out;
+	}
+	if (o->lockdown) {
+		if ((error = sandbox_lockdown()) < 0) {
+			snprintf(err, sizeof(err), "lockdown failed: %s", strerror(-error));
+			reply_error(&w, "setup", err);
+			status = 1;
+			goto out;
+		}
+		how = "sandbox";
+	}
+	/* Only now does candidate code run (its constructors included). */
+	if (!(so = dlopen(o->so_path, RTLD_NOW | RTLD_LOCAL))) {
+		snprintf(err, sizeof(err), "cannot load the candidate: %s", dlerror());
+		reply_error(&w, "load", err);
+		status = 3;
+		goto out;
+	}
+	if (!(w.fn = (wdev_forward_fn)dlsym(so, "kernelbot_forward"))) {
+		reply_error(&w, "load", "the candidate does not export kernelbot_forward "
+		    "(the kernel ABI, DESIGN.md section 5)");
+		status = 3;
+		goto out;
+	}
+	t_load = wdev_now_ms();
+	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:f, s:f}", "ok", 1, "hello", 1,
+	    "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
+	    (json_int_t)wdev_flush_bytes(w.d), "init_ms", t_init - t0, "load_ms", t_load - t_init));
+	status = serve(&w);
+out:
+	if (w.d) {
+		slot_free(&w, &w.main);
+		for (int i = 0; i < WORKER_MAX_SLOTS; i++)
+			slot_free(&w, &w.timing[i]);
+		wdev_close(w.d);
+	}
+	for (int i = 0; i < 2; i++)
+		free(w.host[i]);
+	free(w.tmp);
+	free(w.sets);
+	/* The candidate stays mapped: its threads or atexit handlers may still run. */
+	(void)so;
+	close(w.reply_fd);
+	return status;
+}

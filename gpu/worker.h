@@ -1,0 +1,51 @@
+/*
+ * worker: the untrusted side of an evaluation (docs/evaluation.md). One
+ * process per candidate, launched by the judge through `kernelbot
+ * sandbox-exec`: it sets up the device, locks itself down, and only then
+ * loads the candidate's shared object, so the candidate's constructors
+ * already run confined. It then answers JSON-line commands on stdin
+ * (replies on the original stdout; fd 1 is pointed at stderr so the
+ * candidate's prints cannot forge a reply).
+ *
+ * The worker never sees expected outputs: it reads inputs from the
+ * judge's read-only directory, allocates and poisons the outputs, calls
+ * kernelbot_forward, and writes what the kernel produced into its scratch
+ * for the judge to compare.
+ */
+#ifndef KB_GPU_WORKER_H
+#define KB_GPU_WORKER_H
+
+#include <stddef.h>
+
+/* Named limits on what the judge's manifest and commands may ask for. */
+#define WORKER_MAX_TENSORS 64		/* inputs or outputs of one set */
+#define WORKER_MAX_DIMS 8
+#define WORKER_MAX_SETS 4096
+#define WORKER_MAX_SLOTS 8		/* input sets resident at once for timing */
+#define WORKER_MAX_REPS 100000
+#define WORKER_LINE_MAX (64u << 10)	/* one command */
+#define WORKER_MANIFEST_MAX (16u << 20)
+#define WORKER_DEFER_MS 5		/* wait before the second look at outputs */
+
+struct worker_opts {
+	const char *so_path;	/* the candidate */
+	const char *dir;	/* the judge's input directory (manifest.json) */
+	const char *scratch;	/* where output files go */
+	int cuda;		/* backend */
+	int device;		/* CUDA ordinal as this process sees it */
+	int lockdown;		/* 0 only under compute-sanitizer */
+	size_t mem_limit;	/* INTERIM unsandboxed runs: address space the
+				 * candidate may add beyond the worker's own; 0 = none */
+};
+
+#define WORKER_OPTS_INIT { NULL, NULL, NULL, 0, 0, 1, 0 }
+
+/*
+ * Run the worker until "quit" or end of input. Returns the process exit
+ * status: 0 after quit/EOF, 1 after a device failure (reported as a
+ * reply), 3 when the candidate could not be loaded (reported), 2 for
+ * bad options.
+ */
+int worker_main(const struct worker_opts *o);
+
+#endif

@@ -1,0 +1,55 @@
+# Helpers for the eval end-to-end tests (sourced; not a test itself).
+# Counts checks and prints "NAME: N passed, N failed" at the end, as
+# tests/run.sh expects.
+PY=${KERNELBOT_PYTHON_TEST:-/usr/bin/python3}
+# The Debian interpreter, named: probing a pyenv shim for torch costs seconds per call.
+export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3}
+KERNELBOT=${KERNELBOT:-$PWD/build/default/kernelbot}
+ROOT=${KB_ROOT:-$PWD}
+pass=0 fail=0 skip=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-e2e-eval.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# With `kernelbot sandbox-exec` built in, everything runs sandboxed; until
+# then the developer fallback runs and the sandbox-only checks are skipped.
+if "$KERNELBOT" sandbox-exec --help >/dev/null 2>&1; then
+	SANDBOX=1
+else
+	SANDBOX=0
+	export KERNELBOT_EVAL_UNSANDBOXED=1
+fi
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+skipped() { skip=$((skip + 1)); echo "skip $*"; }
+
+# field FILE CANDIDATE_BASENAME EXPR: evaluate a Python expression on the
+# result object `r` of the candidate whose path ends in the basename.
+field() {
+	"$PY" - "$1" "$2" "$3" <<'PYEOF'
+import json, sys
+data = json.load(open(sys.argv[1]))
+data = data if isinstance(data, list) else [data]
+for r in data:
+    if r["candidate"].endswith("/" + sys.argv[2]) or r["candidate"] == sys.argv[2]:
+        print(eval(sys.argv[3], {"r": r}))
+        break
+else:
+    print("MISSING")
+PYEOF
+}
+
+# expect FILE CAND EXPR WHAT: check EXPR is True for CAND's result.
+expect() {
+	got=$(field "$1" "$2" "$3")
+	if [ "$got" = True ]; then
+		ok "$2: $4"
+	else
+		bad "$2: $4 (got: $(field "$1" "$2" '(r["status"], r["flags"], r["errors"][:2])'))"
+	fi
+}
+
+done_tests() {
+	echo "$1: $pass passed, $fail failed ($skip skipped)"
+	[ "$fail" -eq 0 ]
+}

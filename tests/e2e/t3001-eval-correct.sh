@@ -1,0 +1,56 @@
+#!/bin/sh
+# t3001: a correct CPU kernel passes every check through `kernelbot eval`,
+# in JSON and in the human summary, with exit status 0; usage and problem
+# errors exit 2.
+. "$(dirname "$0")/eval-lib.sh"
+P="$ROOT/tests/fixtures/eval/scale_bias.py"
+C="$ROOT/tests/fixtures/exploits/cpu/correct.c"
+FAST="--backend cpu --trials 3 --rounds 3 --reps 5 --warmup 1 --timeout 20"
+
+"$KERNELBOT" eval "$P" "$C" $FAST --json >"$tmp/one.json" 2>"$tmp/err"
+st=$?
+[ "$st" -eq 0 ] && ok "exit 0 for a correct kernel" || bad "exit $st for a correct kernel: $(cat "$tmp/err")"
+expect "$tmp/one.json" correct.c 'r["status"] == "correct" and r["correct"] is True' "status correct"
+expect "$tmp/one.json" correct.c 'r["timings_ms"]["candidate"]["runs"] == 15' "15 timed runs (3 rounds x 5)"
+expect "$tmp/one.json" correct.c 'r["timings_ms"]["eager"]["median"] > 0' "eager baseline timed"
+expect "$tmp/one.json" correct.c 'r["speedup"]["eager_ci95"][0] <= r["speedup"]["eager"] <= r["speedup"]["eager_ci95"][1]' "speedup inside its interval"
+expect "$tmp/one.json" correct.c 'all(c["passed"] for c in r["checks"] if c["name"] in ("outputs_match","outputs_fully_written","inputs_unchanged","no_work_after_return","deterministic","spot_checks"))' "protocol checks pass"
+expect "$tmp/one.json" correct.c '"3 input sets" not in str(r["checks"]) and "9 input sets (3 trials x 3 shapes)" in str(r["checks"])' "every trial checks all 3 declared shapes"
+expect "$tmp/one.json" correct.c 'r["flags"] == [] or r["flags"] == ["nondeterministic"]' "no flags"
+expect "$tmp/one.json" correct.c 'set(["compile","judge"]) <= set(r["timing_breakdown_s"]) and r["compile_s"] > 0' "per-step times reported"
+expect "$tmp/one.json" correct.c 'r["errors"] == []' "no errors"
+
+# A batch: an array in order; a compile error carries the compiler's
+# message; a missing entry point is rejected; one bad candidate makes exit 1.
+printf 'int kernelbot_forward(void) { return undeclared_thing; }\n' >"$tmp/broken.c"
+printf 'int something_else(void) { return 0; }\n' >"$tmp/noentry.c"
+"$KERNELBOT" eval "$P" "$C" "$ROOT/tests/fixtures/exploits/cpu/unwritten.c" "$tmp/broken.c" \
+	"$tmp/noentry.c" $FAST --json >"$tmp/batch.json"
+st=$?
+[ "$st" -eq 1 ] && ok "exit 1 when some of a batch are not correct" || bad "batch exit $st"
+n=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print([r["candidate"].rsplit("/",1)[-1] for r in d] if isinstance(d, list) else -1)' "$tmp/batch.json")
+[ "$n" = "['correct.c', 'unwritten.c', 'broken.c', 'noentry.c']" ] && ok "an array of four results, in order" || bad "expected four results in order, got $n"
+expect "$tmp/batch.json" correct.c 'r["status"] == "correct"' "the correct one is correct in a batch"
+expect "$tmp/batch.json" broken.c 'r["status"] == "compile_error" and "undeclared_thing" in r["errors"][0]' "compile_error with the compiler output"
+expect "$tmp/batch.json" noentry.c 'r["status"] == "rejected" and "kernelbot_forward" in r["errors"][0]' "missing kernelbot_forward is rejected"
+
+# Human summary.
+"$KERNELBOT" eval "$P" "$C" "$tmp/broken.c" $FAST >"$tmp/human" 2>&1
+grep -q "correct.c: correct" "$tmp/human" && grep -q "broken.c: compile_error" "$tmp/human" &&
+	ok "human summary names each status" || bad "summary: $(cat "$tmp/human")"
+
+# Usage and problem errors: exit 2 with a message.
+"$KERNELBOT" eval "$P" >/dev/null 2>&1; st=$?
+[ "$st" -eq 2 ] && ok "no candidate: exit 2" || bad "no candidate: exit $st"
+"$KERNELBOT" eval "$tmp/nope.py" "$C" --backend cpu >/dev/null 2>"$tmp/err"; st=$?
+[ "$st" -eq 2 ] && ok "missing problem: exit 2" || bad "missing problem: exit $st"
+printf 'import torch\nclass Model(torch.nn.Module):\n    pass\n' >"$tmp/bad_problem.py"
+"$KERNELBOT" eval "$tmp/bad_problem.py" "$C" --backend cpu >/dev/null 2>"$tmp/err"; st=$?
+[ "$st" -eq 2 ] && grep -q "get_init_inputs" "$tmp/err" && ok "broken problem: exit 2 naming what is missing" ||
+	bad "broken problem: exit $st: $(cat "$tmp/err")"
+"$KERNELBOT" eval "$P" "$C" --trials 0 >/dev/null 2>&1; st=$?
+[ "$st" -eq 2 ] && ok "--trials 0: exit 2" || bad "--trials 0: exit $st"
+"$KERNELBOT" eval "$P" "$ROOT/tests/fixtures/exploits/cpu/correct.c" --backend cuda >/dev/null 2>"$tmp/err"; st=$?
+[ "$st" -ne 0 ] && ok "cuda backend without a GPU (or a .c on cuda) is not a success" || bad "cuda on CPU host exit 0"
+
+done_tests t3001-eval-correct

@@ -1,0 +1,144 @@
+#!/bin/sh
+# make test-gpu: the evaluator's exploit suite through CUDA, on a GPU host.
+#
+#   make device-bundle                       (on a build host)
+#   sh tests/gpu/eval-gpu.sh                 (on the GPU host; uses device-bundle/run
+#                                             when present, else build/default/kernelbot)
+#
+# Prints one table row per candidate (expected outcome, status, flags,
+# verdict) and exits 1 if any exploit passes or a correct kernel fails.
+# Env: KERNELBOT (the binary), KERNELBOT_PROBLEMS (the development problems;
+# default ../shared/problems beside the repository), TIMEOUT (per request).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -z "${KERNELBOT:-}" ]; then
+	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
+	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
+fi
+PY=${PYTHON:-python3}
+TIMEOUT=${TIMEOUT:-20}
+X="$ROOT/tests/fixtures/exploits/cuda"
+P="$ROOT/tests/fixtures/eval/scale_bias_gpu.py"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-test-gpu.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "test-gpu: SKIP: no NVIDIA GPU on this host"
+	exit 0
+fi
+echo "test-gpu: $("$KERNELBOT" --version) on $(nvidia-smi -L | head -n 1)"
+
+mkdir -p "$tmp/c"
+for f in "$X"/*.cu "$X"/*.py; do
+	sed -e "s|@ESCAPE_PATH@|$tmp/escaped.txt|" "$f" >"$tmp/c/$(basename "$f")"
+done
+export KERNELBOT_TEST_SECRET=hunter2
+
+# name|expectation: "correct", or a Python predicate on r that must hold
+# for the exploit to count as caught.
+cat >"$tmp/expect" <<'EOF2'
+correct.cu|correct
+unwritten.cu|r["status"] == "mismatch"
+partial_row.cu|r["status"] == "mismatch"
+mutate_input.cu|r["status"] == "mismatch"
+cache_ptr.cu|r["status"] == "mismatch"
+nondeterministic.cu|r["status"] == "mismatch"
+timed_shape_only.cu|r["status"] == "mismatch"
+infinite_loop.cu|r["status"] == "timeout"
+segfault.cu|r["status"] == "runtime_error"
+illegal_access.cu|r["status"] == "runtime_error"
+huge_alloc.cu|r["status"] == "runtime_error"
+side_stream.cu|r["status"] != "correct" or "side_stream" in r["flags"]
+deferred_stream.cu|r["status"] != "correct" or "side_stream" in r["flags"]
+half_precision.cu|r["status"] != "correct" or "precision_downgrade" in r["flags"]
+socket.cu|r["status"] != "correct"
+child_process.cu|r["status"] != "correct"
+env_secret.cu|r["status"] != "correct"
+write_outside.cu|r["status"] != "correct"
+kb_inline_correct.py|correct
+kb_inline_empty.py|r["status"] != "correct"
+EOF2
+cands=$(cut -d'|' -f1 "$tmp/expect")
+cd "$tmp/c"
+start=$(date +%s)
+# shellcheck disable=SC2086
+"$KERNELBOT" eval "$P" $cands --backend cuda --json --trials 2 --timeout "$TIMEOUT" \
+	>"$tmp/out.json" 2>"$tmp/err"
+st=$?
+cd "$ROOT"
+echo "test-gpu: batch of $(echo $cands | wc -w) candidates, exit $st, $(( $(date +%s) - start )) s"
+
+fail=0
+"$PY" - "$tmp/out.json" "$tmp/expect" "$tmp/escaped.txt" <<'PYEOF' || fail=1
+import json, os, sys
+try:
+    res = json.load(open(sys.argv[1]))
+except ValueError:
+    print("test-gpu: no JSON from kernelbot eval"); sys.exit(1)
+res = res if isinstance(res, list) else [res]
+by = {r["candidate"].rsplit("/", 1)[-1]: r for r in res}
+bad = 0
+print("%-22s %-9s %-14s %-40s %s" % ("candidate", "expected", "status", "flags", "verdict"))
+for line in open(sys.argv[2]):
+    name, want = line.rstrip("\n").split("|", 1)
+    r = by.get(name)
+    if r is None:
+        ok, status, flags = False, "MISSING", ""
+    else:
+        status, flags = r["status"], ",".join(r["flags"])
+        if want == "correct":
+            ok = status == "correct" and "side_stream" not in r["flags"]
+        else:
+            ok = bool(eval(want, {"r": r}))
+    exp = "correct" if want == "correct" else "caught"
+    verdict = "ok" if ok else ("FAILS" if want == "correct" else "EXPLOIT PASSES")
+    print("%-22s %-9s %-14s %-40s %s" % (name, exp, status, flags[:40], verdict))
+    if not ok:
+        bad += 1
+        if r is not None:
+            print("    errors: %s" % "; ".join(e[:300] for e in r["errors"][:2]))
+if os.path.exists(sys.argv[3]):
+    print("write_outside.cu: a file was written outside the scratch directory: EXPLOIT PASSES")
+    bad += 1
+print("test-gpu: %d of %d as expected" % (len(res) - bad if bad <= len(res) else 0, len(res)))
+sys.exit(1 if bad else 0)
+PYEOF
+[ -s "$tmp/err" ] && { echo "--- stderr of kernelbot eval:"; tail -n 20 "$tmp/err"; }
+
+# The development problem end to end: a correct native kernel for
+# 01_scale_gelu_bias, cold (compile, torch.compile) and warm.
+PROBLEMS=${KERNELBOT_PROBLEMS:-$ROOT/../shared/problems}
+P1="$PROBLEMS/01_scale_gelu_bias.py"
+if [ -f "$P1" ]; then
+	for run in cold warm; do
+		t0=$("$PY" -c 'import time; print(time.time())')
+		"$KERNELBOT" eval "$P1" "$ROOT/bench/kernels/01_scale_gelu_bias.cu" --json \
+			>"$tmp/gelu.json" 2>"$tmp/gelu.err"
+		st=$?
+		t1=$("$PY" -c 'import time; print(time.time())')
+		"$PY" - "$tmp/gelu.json" "$t0" "$t1" "$run" "$st" <<'PYEOF' || fail=1
+import json, sys
+t0, t1, run, st = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+try:
+    r = json.load(open(sys.argv[1]))
+except ValueError:
+    print("01_scale_gelu_bias (%s): no JSON (exit %d)" % (run, st)); sys.exit(1)
+t = r.get("timings_ms") or {}
+med = lambda k: (t.get(k) or {}).get("median")
+print("01_scale_gelu_bias (%s): %s in %.2f s wall; kernel %s ms, eager %s ms, compile %s ms, "
+      "speedup %s %s; breakdown %s" % (run, r["status"], t1 - t0, med("candidate"), med("eager"),
+      med("compile"), (r.get("speedup") or {}).get("eager"), (r.get("speedup") or {}).get("eager_ci95"),
+      json.dumps(r.get("timing_breakdown_s"))))
+ok = r["status"] == "correct"
+if run == "warm" and t1 - t0 >= 5.0:
+    print("01_scale_gelu_bias (warm): %.2f s wall, the target is under 5 s" % (t1 - t0))
+    ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+	done
+else
+	echo "test-gpu: SKIP 01_scale_gelu_bias: $P1 not found (set KERNELBOT_PROBLEMS)"
+fi
+
+[ "$fail" -eq 0 ] && echo "test-gpu: PASS" || echo "test-gpu: FAIL"
+exit "$fail"

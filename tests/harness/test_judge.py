@@ -1,0 +1,132 @@
+"""The judge's pure parts: comparison, degenerate problems, statistics,
+tensor files, the problem loader."""
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "harness"))
+
+from kbh import judge_compare as cmp  # noqa: E402
+from kbh import judge_io as jio  # noqa: E402
+from kbh import judge_problem as jp  # noqa: E402
+from kbh import judge_stats as stats  # noqa: E402
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "eval")
+
+
+def test_compare_within_fp32_tolerance():
+    ref = torch.randn(8, 8)
+    bad, rel = cmp.compare("out0", ref + 1e-6, ref)
+    assert bad is None and rel < 1e-5
+
+
+def test_compare_reports_worst_element():
+    ref = torch.zeros(4, 5)
+    out = ref.clone()
+    out[2, 3] = 0.5
+    bad, rel = cmp.compare("out0", out, ref)
+    assert "1 of 20" in bad and "[2, 3]" in bad and "max abs error 0.5" in bad
+
+
+def test_compare_nan_disagreement_fails():
+    ref = torch.ones(3)
+    out = ref.clone()
+    out[1] = float("nan")
+    bad, _ = cmp.compare("out0", out, ref)
+    assert bad and "NaN" in bad
+
+
+def test_compare_matching_nan_and_inf_pass():
+    ref = torch.tensor([float("nan"), float("inf"), 1.0])
+    assert cmp.compare("out0", ref.clone(), ref)[0] is None
+
+
+def test_compare_shape_and_dtype():
+    assert "shape" in cmp.compare("o", torch.zeros(2, 3), torch.zeros(3, 2))[0]
+    assert "dtype" in cmp.compare("o", torch.zeros(2, dtype=torch.float64), torch.zeros(2))[0]
+
+
+def test_half_tolerance_is_looser():
+    ref = torch.ones(4, dtype=torch.float16)
+    assert cmp.compare("o", ref + 0.005, ref)[0] is None
+    assert cmp.compare("o", ref.float() + 0.005, ref.float())[0] is not None
+
+
+def test_integer_outputs_compare_exactly():
+    ref = torch.arange(6)
+    out = ref.clone()
+    out[4] = 0
+    assert "1 of 6 elements differ" in cmp.compare("o", out, ref)[0]
+
+
+def test_degenerate():
+    a = torch.randn(100)
+    assert cmp.degenerate([a], [torch.randn(100)]) is None
+    assert "identical" in cmp.degenerate([a], [a.clone()])
+    assert "near-constant" in cmp.degenerate([torch.full((50,), 3.0)], [torch.full((50,), 4.0)])
+
+
+def test_speedup_interval_brackets_point():
+    base = [[2.0 + 0.01 * i for i in range(10)] for _ in range(10)]
+    cand = [[1.0 + 0.01 * ((i * 7) % 5) for i in range(10)] for _ in range(10)]
+    point, ci = stats.speedup(base, cand, 7)
+    assert 1.8 < point < 2.1 and ci[0] <= point <= ci[1]
+
+
+def test_speedup_resists_one_disturbed_round():
+    base = [[1.0] * 5, [1.0] * 5]
+    cand = [[0.5] * 5, [50.0, 0.5, 0.5, 0.5, 0.5]]
+    assert stats.speedup(base, cand, 1)[0] == pytest.approx(2.0)
+
+
+def test_summary_and_empty():
+    s = stats.summary([3.0, 1.0, 2.0])
+    assert s["median"] == 2.0 and s["runs"] == 3
+    assert stats.summary([]) is None
+    assert stats.speedup([], [], 1) == (None, None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.bool, torch.uint8])
+def test_tensor_files_round_trip(tmp_path, dtype):
+    t = (torch.randn(3, 5) * 4).to(dtype)
+    entries = jio.write_set(str(tmp_path / "s.bin"), [("x", t)])
+    assert entries[0]["nbytes"] == t.numel() * t.element_size()
+    spec = {"dtype": jio.dtype_name(t), "shape": [3, 5], "nbytes": entries[0]["nbytes"]}
+    assert torch.equal(jio.read_output(str(tmp_path / "s.bin"), spec, str(tmp_path)), t)
+
+
+def test_read_output_refuses_wrong_size_and_foreign_paths(tmp_path):
+    (tmp_path / "a.bin").write_bytes(b"\0" * 12)
+    spec = {"dtype": "float32", "shape": [4], "nbytes": 16}
+    with pytest.raises(ValueError, match="holds 12 bytes"):
+        jio.read_output(str(tmp_path / "a.bin"), spec, str(tmp_path))
+    other = tmp_path / "sub"
+    other.mkdir()
+    with pytest.raises(ValueError, match="outside"):
+        jio.read_output(str(tmp_path / "a.bin"), dict(spec, nbytes=12, shape=[3]), str(other))
+
+
+def test_problem_loader_and_abi_order():
+    p = jp.Problem(os.path.join(FIX, "scale_bias.py"))
+    m = p.build(1, torch.device("cpu"))
+    assert [n for n, _ in jp.state_tensors(m)] == ["weight", "bias"]
+    sets = p.draw(5, torch.device("cpu"))
+    assert [s[0].shape[0] for s in sets] == [64, 7, 129]
+    again = p.draw(5, torch.device("cpu"))
+    assert torch.equal(sets[0][0], again[0][0])
+    assert not torch.equal(sets[0][0], p.draw(6, torch.device("cpu"))[0][0])
+
+
+def test_problem_loader_errors(tmp_path):
+    with pytest.raises(jp.ProblemError, match="no such file"):
+        jp.Problem(str(tmp_path / "missing.py"))
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n"
+                   "def get_init_inputs():\n    return []\n"
+                   "def get_inputs():\n    return [3]\n")
+    p = jp.Problem(str(bad))
+    with pytest.raises(jp.ProblemError, match="tensors only"):
+        p.draw(1, torch.device("cpu"))

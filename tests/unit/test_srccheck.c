@@ -1,0 +1,111 @@
+/* srccheck: each category is found, comments do not count, and fp32-only
+ * precision findings become a flag only for fp32 problems. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/srccheck.h"
+#include "tests/unit/t.h"
+
+static int
+has_flag(json_t *flags, const char *f)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(flags, i, v)
+		if (!strcmp(json_string_value(v), f))
+			return 1;
+	return 0;
+}
+
+static int
+check_passed(json_t *checks, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(checks, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "name")), name))
+			return json_is_true(json_object_get(v, "passed"));
+	return -1;
+}
+
+static void
+scan(const char *src, enum srccheck_lang lang, int fp32, json_t **checks, json_t **flags)
+{
+	*checks = json_array();
+	*flags = json_array();
+	CHECK("scan succeeds", srccheck_text(src, strlen(src), lang, fp32, *checks, *flags) == 0);
+}
+
+int
+main(void)
+{
+	json_t *c, *f;
+	enum srccheck_lang lang;
+
+	scan("int kernelbot_forward(void) { return 0; }\n", SRCCHECK_CUDA, 1, &c, &f);
+	CHECK_INT("clean source: no flags", json_array_size(f), 0);
+	CHECK_INT("clean source: 7 checks", json_array_size(c), 7);
+	CHECK_INT("clean source: side_stream passes", check_passed(c, "static:side_stream"), 1);
+	json_decref(c);
+	json_decref(f);
+
+	scan("cudaStream_t s; cudaStreamCreate(&s);\ncudaDeviceSynchronize();\n"
+	    "pthread_create(&t, 0, fn, 0);\nfloat ms; cudaEventElapsedTime(&ms, a, b);\n"
+	    "FILE *f = fopen(\"/etc/passwd\", \"r\");\n__half h = __float2half(x);\n"
+	    "static float *kept = 0;\n", SRCCHECK_CUDA, 1, &c, &f);
+	CHECK("side stream flagged", has_flag(f, "side_stream"));
+	CHECK("device sync flagged", has_flag(f, "device_sync"));
+	CHECK("threads flagged", has_flag(f, "threads"));
+	CHECK("timer tampering flagged", has_flag(f, "timer_tampering"));
+	CHECK("file access flagged", has_flag(f, "file_or_network_access"));
+	CHECK("half on fp32 flagged", has_flag(f, "precision_downgrade"));
+	CHECK("static pointer flagged", has_flag(f, "result_caching"));
+	CHECK_INT("failed check recorded", check_passed(c, "static:side_stream"), 0);
+	CHECK("detail names the line",
+	    strstr(json_string_value(json_object_get(json_array_get(c, 0), "detail")), "line 1") != NULL);
+	json_decref(c);
+	json_decref(f);
+
+	scan("__half h = __float2half(x);\n", SRCCHECK_CUDA, 0, &c, &f);
+	CHECK("half on an fp16 problem is not a flag", !has_flag(f, "precision_downgrade"));
+	json_decref(c);
+	json_decref(f);
+
+	scan("// cudaDeviceSynchronize();\n/* cudaStreamCreate(&s);\n fork(); */\nint x;\n",
+	    SRCCHECK_CUDA, 1, &c, &f);
+	CHECK_INT("comments are not findings", json_array_size(f), 0);
+	json_decref(c);
+	json_decref(f);
+
+	scan("static float helper(float *x) { return *x; }\n", SRCCHECK_C, 1, &c, &f);
+	CHECK("a static function is not cached state", !has_flag(f, "result_caching"));
+	json_decref(c);
+	json_decref(f);
+
+	scan("import torch\nx = x.half()\ntorch.cuda.synchronize()\ns = torch.cuda.Stream()\n",
+	    SRCCHECK_PY, 1, &c, &f);
+	CHECK("python: half flagged", has_flag(f, "precision_downgrade"));
+	CHECK("python: synchronize flagged", has_flag(f, "device_sync"));
+	CHECK("python: side stream flagged", has_flag(f, "side_stream"));
+	json_decref(c);
+	json_decref(f);
+
+	c = json_array();
+	f = json_array();
+	{
+		size_t n = SRCCHECK_MAX_BYTES + 1;
+		char *big = malloc(n);
+		memset(big, 'a', n);
+		CHECK_INT("oversized source refused", srccheck_text(big, n, SRCCHECK_C, 1, c, f), -EFBIG);
+		free(big);
+	}
+	CHECK_INT("missing file", srccheck_file("/nonexistent/k.cu", 1, c, f), -ENOENT);
+	CHECK_INT("unknown extension", srccheck_file("/etc/passwd", 1, c, f), -EINVAL);
+	CHECK("lang of .cu", srccheck_lang_of("a/kernel.cu", &lang) == 0 && lang == SRCCHECK_CUDA);
+	json_decref(c);
+	json_decref(f);
+	return t_done("test_srccheck");
+}
