@@ -280,6 +280,11 @@ main(void)
 		if (res[0].status)
 			printf("     log: %s\n", res[0].log);
 		CHECK("nvcc: the .so is in the cache", res[0].so_path && access(res[0].so_path, R_OK) == 0);
+		if (res[0].so_path) {
+			char cmd2[1200];
+			snprintf(cmd2, sizeof(cmd2), "readelf -d '%s' | grep -q 'RUNPATH.*cuda'", res[0].so_path);
+			CHECK_INT("nvcc: the .so finds the CUDA libraries without ld.so.conf", system(cmd2), 0);
+		}
 		compile_result_free(&res[0]);
 	} else {
 		printf("nvcc: not installed here, compile-only test skipped\n");
