@@ -45,6 +45,7 @@ struct req {
 	struct buf body;
 	struct timespec start;
 	int too_large;		/* a chunked body passed the limit: drained, then 413 */
+	int answered;		/* a response was queued from the headers alone */
 };
 
 static double
@@ -176,6 +177,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->body = (struct buf)BUF_INIT(h->max_body_bytes);
 	rq->route = route_of(url, &rq->forge);
+	rq->answered = 1;	/* every path below but the last answers from the headers */
 	*con_cls = rq;
 	pthread_mutex_lock(&srv->lock);
 	srv->inflight++;
@@ -208,6 +210,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 		    "other", "too_large");
 		return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
 	}
+	rq->answered = 0;
 	return MHD_YES;
 }
 
@@ -222,6 +225,11 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	(void)version;
 	if (!rq)
 		return begin(srv, c, url, method, con_cls);
+	if (rq->answered) {
+		/* Whatever still arrives for an answered request is dropped unread. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (elapsed_s(&rq->start) > config_http(srv->cfg)->request_timeout_s) {
 		log_info("request too slow, connection closed", "url=%s", rq->route ==
 		    ROUTE_WEBHOOK ? config_forge_name(rq->forge) : "other");
