@@ -42,15 +42,12 @@ hexdigit(char c)
 	    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/*
- * GitHub's and Gitea's form encoding: the JSON is the URL-encoded value of
- * the `payload` field. The signature covers the encoded body, so this runs
- * after verification. 0, -EINVAL, -ENOMEM.
- */
-static int
-form_payload(const char *body, size_t len, struct buf *out)
+/* The signature covers the encoded body, so this runs after verification. */
+int
+wh_form_payload(const char *body, size_t len, struct buf *out)
 {
 	const char *p = body, *end = body + len;
+	int error;
 
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
@@ -68,8 +65,8 @@ form_payload(const char *body, size_t len, struct buf *out)
 					c = (char)(hi << 4 | lo);
 					p += 2;
 				}
-				if (buf_addch(out, c) < 0)
-					return -ENOMEM;
+				if ((error = buf_addch(out, c)) < 0)
+					return error;
 			}
 			return 0;
 		}
@@ -260,7 +257,7 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		return;
 	}
 	if (kind == BODY_FORM) {
-		if (form_payload(rq->body, rq->len, &form) < 0) {
+		if (wh_form_payload(rq->body, rq->len, &form) < 0) {
 			answer_error(rs, 400, "malformed", "form body without a valid payload field");
 			goto out;
 		}

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "bot/config.h"
+#include "common/buf.h"
 #include "webhooks/intake.h"
 #include "webhooks/metrics.h"
 
@@ -54,6 +55,14 @@ struct wh_response {
 	const char *outcome;	/* metrics label: accepted, ignored, duplicate, ... */
 	int64_t id;		/* the job/command/cleanup created, 0 if none */
 };
+
+/*
+ * GitHub's and Gitea's form encoding: the JSON is the URL-encoded value of
+ * the first `payload` field of body (len bytes, not NUL-terminated).
+ * Appends it to out: 0, -EINVAL (no such field, bad %-escape), -ENOBUFS
+ * (past out's cap), -ENOMEM.
+ */
+int wh_form_payload(const char *body, size_t len, struct buf *out);
 
 /* Never fails: every problem becomes a status and an answer. */
 void wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,

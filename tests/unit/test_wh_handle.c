@@ -133,6 +133,23 @@ main(void)
 	CHECK_INT("form decoded (ignored event body)", rs.status, 400);	/* push lacks fields */
 	CHECK("form decode reached the parser", strstr(rs.body, "repository.full_name: missing") != NULL);
 
+	/* the form decoder */
+	struct buf fb = BUF_INIT(64);
+	const char *f1 = "a=1&payload=%7B%22k%22%3A+%22v w%22%7D&b=2";
+	CHECK_INT("form: payload among fields", wh_form_payload(f1, strlen(f1), &fb), 0);
+	CHECK_STR("form: decoded, + is a space", buf_cstr(&fb), "{\"k\": \"v w\"}");
+	buf_reset(&fb);
+	CHECK_INT("form: only the length given is read", wh_form_payload("payload=ab", 9, &fb), 0);
+	CHECK_STR("form: stops at len", buf_cstr(&fb), "a");
+	buf_reset(&fb);
+	CHECK_INT("form: truncated escape", wh_form_payload("payload=%4", 10, &fb), -EINVAL);
+	CHECK_INT("form: not hex", wh_form_payload("payload=%g0", 11, &fb), -EINVAL);
+	CHECK_INT("form: no payload field", wh_form_payload("xpayload=1", 10, &fb), -EINVAL);
+	buf_reset(&fb);
+	CHECK_INT("form: past the buffer's cap", wh_form_payload(
+	    "payload=0123456789012345678901234567890123456789012345678901234567890123456789", 78, &fb), -ENOBUFS);
+	buf_free(&fb);
+
 	/* gitlab: token, and the body hash as delivery id */
 	const char *glpush = "{\"ref\":\"refs/heads/dev\",\"before\":\"1111111111111111111111111111111111111111\","
 	    "\"after\":\"2222222222222222222222222222222222222222\","
