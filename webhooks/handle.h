@@ -15,7 +15,8 @@
  *   anything else               200 {"status":"ignored","reason":...}
  *   store failure               503 (the forge retries)
  *
- * Rejected, malformed and forbidden deliveries are not written to the
+ * Each delivery is logged once (401/400/415 at most 10 lines a second,
+ * the rest counted). Rejected, malformed and forbidden deliveries are not written to the
  * store: a forged request must not take a genuine delivery's id, and a
  * redelivery after the allowlist is fixed must not be a "duplicate".
  */
