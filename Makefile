@@ -89,7 +89,8 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) $(KB_LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIB) $(KB_LIBS)
 
 # Real libFuzzer binaries in build/fuzz/ (clang is installed for this
-# target only). Run one: build/fuzz/fuzz_github -max_total_time=60 tests/fuzz/corpus/github
+# target only). libFuzzer adds what it finds to the first directory it is
+# given, so give it a scratch copy: build/fuzz/fuzz_github NEW_DIR tests/fuzz/corpus/github
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -O1 -g
 fuzz:
 	@sh scripts/install-deps.sh clang
@@ -99,7 +100,7 @@ fuzz:
 		clang $(KB_CPPFLAGS) -std=c17 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$t \
 			tests/fuzz/$$t.c build/fuzz/libkernelbot.a $(KB_LIBS) -pthread || exit 1; \
 	done
-	@echo "fuzz: run e.g. build/fuzz/fuzz_github -max_total_time=60 tests/fuzz/corpus/github"
+	@echo "fuzz: run e.g. mkdir -p /tmp/c && build/fuzz/fuzz_github -max_total_time=60 /tmp/c tests/fuzz/corpus/github"
 
 # The webhook intake benchmark (docs/BENCHMARKS.md).
 $(BUILD)/bench/loadgen: bench/loadgen.c $(LIB) | deps

@@ -71,6 +71,7 @@ static void
 config_http_defaults(struct config_http *h)
 {
 	h->max_body_bytes = 25u << 20;
+	h->max_buffered_bytes = 256u << 20;
 	h->max_header_bytes = 32u << 10;
 	h->max_connections = 256;
 	h->max_connections_per_ip = 64;
@@ -251,7 +252,8 @@ check_keys(struct config *c, const json_t *obj, const char *prefix,
 static int
 load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "max_body_bytes", "max_header_bytes",
+	static const char *const keys[] = { "max_body_bytes", "max_buffered_bytes",
+		"max_header_bytes",
 		"max_connections", "max_connections_per_ip",
 		"connection_timeout_s", "request_timeout_s", "threads", NULL };
 	unsigned long long v;
@@ -270,6 +272,7 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	c->http.field = v; \
 } while (0)
 	UINT("max_body_bytes", 1024, CONFIG_MAX_BODY_LIMIT, max_body_bytes);
+	UINT("max_buffered_bytes", 1024, CONFIG_MAX_BUFFERED_LIMIT, max_buffered_bytes);
 	UINT("max_header_bytes", 4096, 1u << 20, max_header_bytes);
 	UINT("max_connections", 1, 65536, max_connections);
 	UINT("max_connections_per_ip", 1, 65536, max_connections_per_ip);
@@ -277,6 +280,9 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	UINT("request_timeout_s", 1, 3600, request_timeout_s);
 	UINT("threads", 1, 256, threads);
 #undef UINT
+	if (c->http.max_buffered_bytes < c->http.max_body_bytes)
+		return config_error(c, err, errlen, "http.max_buffered_bytes", NULL,
+		    "must be at least http.max_body_bytes (%zu)", c->http.max_body_bytes);
 	return 0;
 }
 

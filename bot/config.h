@@ -31,6 +31,7 @@
 #define CONFIG_MIN_SECRET	16		/* shorter secrets are guessable */
 #define CONFIG_MAX_ALLOW	1024		/* allow_repos patterns */
 #define CONFIG_MAX_BODY_LIMIT	(256u << 20)	/* http.max_body_bytes ceiling */
+#define CONFIG_MAX_BUFFERED_LIMIT (16ull << 30)	/* http.max_buffered_bytes ceiling */
 #define CONFIG_ERR_MAX		512		/* a good size for error buffers */
 
 /* The forges whose webhooks kernelbot takes; indexes config_forge_*. */
@@ -44,6 +45,7 @@ enum config_forge {
 /* Limits of the HTTP intake (section `http:`), all with defaults. */
 struct config_http {
 	size_t max_body_bytes;		/* default 25 MiB */
+	size_t max_buffered_bytes;	/* request bodies in memory at once, all connections; default 256 MiB */
 	size_t max_header_bytes;	/* per-connection memory for headers; default 32 KiB */
 	unsigned max_connections;	/* default 256 */
 	unsigned max_connections_per_ip; /* default 64 */

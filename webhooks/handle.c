@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/crypto.h"
@@ -14,6 +16,8 @@
 #include "common/log.h"
 #include "webhooks/event.h"
 #include "webhooks/verify.h"
+
+#define WH_LOG_JUNK_PER_S 10
 
 enum body_kind { BODY_JSON, BODY_FORM, BODY_OTHER };
 
@@ -42,15 +46,12 @@ hexdigit(char c)
 	    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/*
- * GitHub's and Gitea's form encoding: the JSON is the URL-encoded value of
- * the `payload` field. The signature covers the encoded body, so this runs
- * after verification. 0, -EINVAL, -ENOMEM.
- */
-static int
-form_payload(const char *body, size_t len, struct buf *out)
+/* The signature covers the encoded body, so this runs after verification. */
+int
+wh_form_payload(const char *body, size_t len, struct buf *out)
 {
 	const char *p = body, *end = body + len;
+	int error;
 
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
@@ -68,8 +69,8 @@ form_payload(const char *body, size_t len, struct buf *out)
 					c = (char)(hi << 4 | lo);
 					p += 2;
 				}
-				if (buf_addch(out, c) < 0)
-					return -ENOMEM;
+				if ((error = buf_addch(out, c)) < 0)
+					return error;
 			}
 			return 0;
 		}
@@ -260,7 +261,7 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		return;
 	}
 	if (kind == BODY_FORM) {
-		if (form_payload(rq->body, rq->len, &form) < 0) {
+		if (wh_form_payload(rq->body, rq->len, &form) < 0) {
 			answer_error(rs, 400, "malformed", "form body without a valid payload field");
 			goto out;
 		}
@@ -281,6 +282,38 @@ out:
 	buf_free(&form);
 }
 
+/*
+ * Unauthenticated junk (401, 400 before a valid signature could matter)
+ * is logged at most WH_LOG_JUNK_PER_S lines a second, so a flood of forged
+ * requests cannot fill the disk with log; the rest are counted and the
+ * count logged when the next second's first line goes out.
+ */
+static int
+junk_log_allowed(unsigned long *suppressed)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t window;
+	static unsigned n, dropped;
+	time_t now = time(NULL);
+	int ok;
+
+	pthread_mutex_lock(&lock);
+	*suppressed = 0;
+	if (now != window) {
+		window = now;
+		n = 0;
+		*suppressed = dropped;
+		dropped = 0;
+	}
+	ok = n < WH_LOG_JUNK_PER_S;
+	if (ok)
+		n++;
+	else
+		dropped++;
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
 void
 wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,
     struct wh_response *rs)
@@ -294,10 +327,18 @@ wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 	handle(ctx, rq, rs, &repo);
 	if (ctx->metrics)
 		wh_metrics_delivery(ctx->metrics, provider, label, rs->outcome);
+	if (rs->status == 401 || rs->status == 400 || rs->status == 415) {
+		unsigned long suppressed;
+		if (!junk_log_allowed(&suppressed))
+			goto out;
+		if (suppressed)
+			log_warn("webhook log lines suppressed", "count=%lu", suppressed);
+	}
 	log_msg(rs->status == 401 || rs->status >= 500 ? LOG_WARN : LOG_INFO,
 	    "webhook", "provider=%s event=%s delivery=%s repo=%s status=%d outcome=%s id=%lld answer=%s",
 	    provider, label, log_quote(qd, sizeof(qd), rq->delivery ? rq->delivery : ""),
 	    log_quote(qr, sizeof(qr), repo ? repo : ""), rs->status, rs->outcome,
 	    (long long)rs->id, log_quote(qb, sizeof(qb), rs->body));
+out:
 	free(repo);
 }

@@ -15,7 +15,8 @@
  *   anything else               200 {"status":"ignored","reason":...}
  *   store failure               503 (the forge retries)
  *
- * Rejected, malformed and forbidden deliveries are not written to the
+ * Each delivery is logged once (401/400/415 at most 10 lines a second,
+ * the rest counted). Rejected, malformed and forbidden deliveries are not written to the
  * store: a forged request must not take a genuine delivery's id, and a
  * redelivery after the allowlist is fixed must not be a "duplicate".
  */
@@ -26,6 +27,7 @@
 #include <stdint.h>
 
 #include "bot/config.h"
+#include "common/buf.h"
 #include "webhooks/intake.h"
 #include "webhooks/metrics.h"
 
@@ -54,6 +56,14 @@ struct wh_response {
 	const char *outcome;	/* metrics label: accepted, ignored, duplicate, ... */
 	int64_t id;		/* the job/command/cleanup created, 0 if none */
 };
+
+/*
+ * GitHub's and Gitea's form encoding: the JSON is the URL-encoded value of
+ * the first `payload` field of body (len bytes, not NUL-terminated).
+ * Appends it to out: 0, -EINVAL (no such field, bad %-escape), -ENOBUFS
+ * (past out's cap), -ENOMEM.
+ */
+int wh_form_payload(const char *body, size_t len, struct buf *out);
 
 /* Never fails: every problem becomes a status and an answer. */
 void wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,

@@ -28,6 +28,7 @@ struct wh_server {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	int inflight;		/* requests between their headers and completion */
+	size_t buffered;	/* body bytes held by all requests */
 	int port;
 };
 
@@ -45,7 +46,39 @@ struct req {
 	struct buf body;
 	struct timespec start;
 	int too_large;		/* a chunked body passed the limit: drained, then 413 */
+	int answered;		/* a response was queued from the headers alone */
+	int busy;		/* the memory budget for bodies ran out: drained, then 503 */
+	size_t charged;		/* this request's share of srv->buffered */
 };
+
+/* Take n bytes of the budget for bodies in memory: 0, or -ENOBUFS. */
+static int
+budget_take(struct wh_server *srv, struct req *rq, size_t n)
+{
+	int error = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	if (srv->buffered + n > config_http(srv->cfg)->max_buffered_bytes) {
+		error = -ENOBUFS;
+	} else {
+		srv->buffered += n;
+		rq->charged += n;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return error;
+}
+
+static void
+budget_release(struct wh_server *srv, struct req *rq)
+{
+	pthread_mutex_lock(&srv->lock);
+	srv->buffered -= rq->charged;
+	rq->charged = 0;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static const char BUSY_JSON[] =
+    "{\"error\":\"busy: too many request bodies in memory; retry later\"}\n";
 
 static double
 elapsed_s(const struct timespec *t0)
@@ -176,6 +209,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->body = (struct buf)BUF_INIT(h->max_body_bytes);
 	rq->route = route_of(url, &rq->forge);
+	rq->answered = 1;	/* every path below but the last answers from the headers */
 	*con_cls = rq;
 	pthread_mutex_lock(&srv->lock);
 	srv->inflight++;
@@ -202,12 +236,21 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 		    NULL, 1);
 	}
 	/* Refuse before reading a byte of a body that cannot fit. */
-	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)) &&
-	    strtoull(cl, NULL, 10) > h->max_body_bytes) {
-		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
-		    "other", "too_large");
-		return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH))) {
+		unsigned long long len = strtoull(cl, NULL, 10);
+		if (len > h->max_body_bytes) {
+			wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
+			    "other", "too_large");
+			return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+		}
+		/* Reserve it all now, so a body that was let in is never cut off. */
+		if (budget_take(srv, rq, (size_t)len) < 0) {
+			wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
+			    "other", "busy");
+			return reply_json(c, 503, BUSY_JSON, NULL, 1);
+		}
 	}
+	rq->answered = 0;
 	return MHD_YES;
 }
 
@@ -222,24 +265,39 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	(void)version;
 	if (!rq)
 		return begin(srv, c, url, method, con_cls);
+	if (rq->answered) {
+		/* Whatever still arrives for an answered request is dropped unread. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (elapsed_s(&rq->start) > config_http(srv->cfg)->request_timeout_s) {
 		log_info("request too slow, connection closed", "url=%s", rq->route ==
 		    ROUTE_WEBHOOK ? config_forge_name(rq->forge) : "other");
 		return MHD_NO;
 	}
 	if (*upload_data_size) {
-		if (!rq->too_large &&
-		    buf_add(&rq->body, upload_data, *upload_data_size) < 0) {
-			rq->too_large = 1;
-			buf_free(&rq->body);
-		}
+		size_t n = *upload_data_size;
+
 		*upload_data_size = 0;
+		if (rq->too_large || rq->busy)
+			return MHD_YES;
+		/* Chunked bodies have no length up front: charged as they come. */
+		if (rq->body.len + n > rq->charged && budget_take(srv, rq,
+		    rq->body.len + n - rq->charged) < 0)
+			rq->busy = 1;
+		else if (buf_add(&rq->body, upload_data, n) < 0)
+			rq->too_large = 1;
+		if (rq->too_large || rq->busy) {
+			buf_free(&rq->body);
+			budget_release(srv, rq);
+		}
 		return MHD_YES;
 	}
-	if (rq->too_large) {
+	if (rq->too_large || rq->busy) {
 		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
-		    "other", "too_large");
-		return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+		    "other", rq->busy ? "busy" : "too_large");
+		return rq->busy ? reply_json(c, 503, BUSY_JSON, NULL, 1) :
+		    reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
 	}
 	return serve_webhook(srv, c, rq);
 }
@@ -259,6 +317,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wh_metrics_request(srv->metrics, handlers[rq->route], elapsed_s(&rq->start));
 	buf_free(&rq->body);
+	budget_release(srv, rq);
 	free(rq);
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->lock);

@@ -8,6 +8,7 @@
  *
  * Limits from the config's http section: body size (413 at once when
  * Content-Length is over it, or as soon as a chunked body passes it),
+ * bodies held in memory by all requests together (503 past it),
  * header memory per connection, connections in all and per client
  * address, idle time per connection, and total time per request, so slow
  * or huge requests cannot exhaust the daemon. Worker threads poll with

@@ -131,6 +131,10 @@ http GET "http://127.0.0.1:$KB_PORT/nothing"
 check_eq "unknown path: 404" "$HTTP_CODE" 404
 http DELETE "http://127.0.0.1:$KB_PORT/healthz"
 check_eq "DELETE /healthz: 405" "$HTTP_CODE" 405
+http POST "http://127.0.0.1:$KB_PORT/healthz" -H "Content-Type: application/json" --data-binary "@$FX/github-push.json"
+check_eq "POST with a body to /healthz: 405" "$HTTP_CODE" 405
+http POST "http://127.0.0.1:$KB_PORT/elsewhere" --data-binary "@$FX/github-push.json"
+check_eq "POST with a body to an unknown path: 404" "$HTTP_CODE" 404
 http GET "http://127.0.0.1:$KB_PORT/healthz"
 check_eq "healthz: 200" "$HTTP_CODE $HTTP_BODY" '200 {"status":"ok"}'
 

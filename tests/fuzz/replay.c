@@ -77,9 +77,11 @@ main(int argc, char **argv)
 		if (e->d_name[0] == '.')
 			continue;
 		if (n == cap) {
+			char **p;
 			cap = cap ? cap * 2 : 64;
-			if (!(names = realloc(names, cap * sizeof(*names))))
+			if (!(p = realloc(names, cap * sizeof(*names))))
 				return 1;
+			names = p;
 		}
 		if (!(names[n++] = strdup(e->d_name)))
 			return 1;

@@ -159,6 +159,8 @@ main(void)
 	bad("two secret sources", text, "kb.yml:4: forges.github.webhook_secret_env: only one of");
 	bad("http unknown key", "http:\n  max_bodies: 3\n", "kb.yml:2: http.max_bodies: unknown key");
 	bad("http out of range", "http:\n  threads: 0\n", "kb.yml:2: http.threads: must be an integer from 1 to 256");
+	bad("buffered below one body", "http:\n  max_body_bytes: 4096\n  max_buffered_bytes: 2048\n",
+	    "kb.yml:3: http.max_buffered_bytes: must be at least http.max_body_bytes (4096)");
 	bad("http negative", "http:\n  max_body_bytes: -5\n", "kb.yml:2: http.max_body_bytes:");
 	bad("top level not a mapping", "- a\n- b\n", "the configuration must be a mapping");
 	bad("yaml syntax", "listen: [\n", "kb.yml:");

@@ -84,10 +84,10 @@ main(void)
 
 	if (!mkdtemp(dir))
 		return 1;
-	snprintf(sub, sizeof(sub), "%s/data", dir);
+	snprintf(sub, sizeof(sub), "%s/var/lib/data", dir);
 
 	CHECK_INT("open existing fails when absent", store_open(sub, STORE_OPEN_EXISTING, &s), -ENOENT);
-	CHECK_INT("open creates", store_open(sub, 0, &s), 0);
+	CHECK_INT("open creates, parents too", store_open(sub, 0, &s), 0);
 	if (!s)
 		return t_done("test_store");
 	CHECK_INT("schema migrated to latest", store_schema_version(s), store_schema_latest());

@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/crypto.h"
+#include "common/log.h"
 #include "webhooks/handle.h"
 #include "webhooks/verify.h"
 #include "t.h"
@@ -133,6 +135,23 @@ main(void)
 	CHECK_INT("form decoded (ignored event body)", rs.status, 400);	/* push lacks fields */
 	CHECK("form decode reached the parser", strstr(rs.body, "repository.full_name: missing") != NULL);
 
+	/* the form decoder */
+	struct buf fb = BUF_INIT(64);
+	const char *f1 = "a=1&payload=%7B%22k%22%3A+%22v w%22%7D&b=2";
+	CHECK_INT("form: payload among fields", wh_form_payload(f1, strlen(f1), &fb), 0);
+	CHECK_STR("form: decoded, + is a space", buf_cstr(&fb), "{\"k\": \"v w\"}");
+	buf_reset(&fb);
+	CHECK_INT("form: only the length given is read", wh_form_payload("payload=ab", 9, &fb), 0);
+	CHECK_STR("form: stops at len", buf_cstr(&fb), "a");
+	buf_reset(&fb);
+	CHECK_INT("form: truncated escape", wh_form_payload("payload=%4", 10, &fb), -EINVAL);
+	CHECK_INT("form: not hex", wh_form_payload("payload=%g0", 11, &fb), -EINVAL);
+	CHECK_INT("form: no payload field", wh_form_payload("xpayload=1", 10, &fb), -EINVAL);
+	buf_reset(&fb);
+	CHECK_INT("form: past the buffer's cap", wh_form_payload(
+	    "payload=0123456789012345678901234567890123456789012345678901234567890123456789", 78, &fb), -ENOBUFS);
+	buf_free(&fb);
+
 	/* gitlab: token, and the body hash as delivery id */
 	const char *glpush = "{\"ref\":\"refs/heads/dev\",\"before\":\"1111111111111111111111111111111111111111\","
 	    "\"after\":\"2222222222222222222222222222222222222222\","
@@ -153,6 +172,34 @@ main(void)
 	CHECK_INT("metrics accepted", wh_metrics_get(m, "github", "push", "accepted"), 1);
 	CHECK_INT("metrics rejected", wh_metrics_get(m, "github", "push", "rejected"), 1);
 	CHECK_INT("metrics duplicate", wh_metrics_get(m, "gitlab", "Push Hook", "duplicate"), 1);
+
+	/* a flood of forged deliveries is logged at a bounded rate */
+	{
+		char logpath[300], line[1024];
+		int logged = 0, suppressed = 0;
+		FILE *lf;
+
+		snprintf(logpath, sizeof(logpath), "%s/flood.log", dir);
+		log_open(logpath);
+		sleep(1);	/* a fresh one-second window: earlier checks used some of this one */
+		for (int i = 0; i < 40; i++)
+			send_github("f-1", PUSH, "application/json", "forged-secret-0123456789", &rs);
+		sleep(1);
+		send_github("f-2", PUSH, "application/json", "forged-secret-0123456789", &rs);
+		log_open(NULL);
+		if ((lf = fopen(logpath, "r"))) {
+			while (fgets(line, sizeof(line), lf)) {
+				logged += strstr(line, "outcome=rejected") != NULL;
+				suppressed += strstr(line, "suppressed") != NULL;
+			}
+			fclose(lf);
+		}
+		if (!CHECK("forged flood: at most 10 lines a second logged", logged >= 11 && logged <= 21))
+			printf("     logged %d\n", logged);
+		CHECK("forged flood: the suppressed count is logged", suppressed >= 1);
+		CHECK_INT("forged flood: every one still counted", wh_metrics_get(m, "github", "push", "rejected"), 42);
+	}
+
 
 	/* group commit: 8 threads x 50 deliveries, all accepted, fewer commits than deliveries */
 	unsigned long before = wh_intake_commits(in);
