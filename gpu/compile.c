@@ -162,6 +162,39 @@ toolchain_get(enum compile_backend b)
 	return &tc[b];
 }
 
+/*
+ * Where <dlpack/dlpack.h> comes from: $KERNELBOT_INCLUDE, else the system's
+ * (Debian's libdlpack-dev), else include/ beside the binary (a device
+ * bundle carries the header to GPU hosts that lack the package). "" when
+ * the compiler's default search finds it.
+ */
+static pthread_once_t dlpack_once = PTHREAD_ONCE_INIT;
+static char dlpack_flag[PATH_MAX + 3];
+
+static void
+dlpack_find(void)
+{
+	const char *env = getenv("KERNELBOT_INCLUDE");
+	char exe[PATH_MAX], hdr[PATH_MAX + 32];
+	ssize_t n;
+	char *slash;
+
+	if (env && *env) {
+		snprintf(dlpack_flag, sizeof(dlpack_flag), "-I%s", env);
+		return;
+	}
+	if (access("/usr/include/dlpack/dlpack.h", R_OK) == 0)
+		return;
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+		return;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')))
+		*slash = '\0';
+	snprintf(hdr, sizeof(hdr), "%s/include/dlpack/dlpack.h", exe);
+	if (access(hdr, R_OK) == 0)
+		snprintf(dlpack_flag, sizeof(dlpack_flag), "-I%s/include", exe);
+}
+
 /* The argv of a build; flags (for the key) is the same with placeholders. */
 static int
 build_argv(const struct job *j, const char *src, const char *out, const char **argv,
@@ -170,6 +203,9 @@ build_argv(const struct job *j, const char *src, const char *out, const char **a
 	size_t n = 0;
 
 	argv[n++] = j->tc->path;
+	pthread_once(&dlpack_once, dlpack_find);
+	if (dlpack_flag[0])
+		argv[n++] = dlpack_flag;
 	if (j->req->backend == COMPILE_CUDA) {
 		snprintf(arch_flag, arch_len, "-arch=%s", j->req->arch);
 		argv[n++] = "-O3";
@@ -363,7 +399,7 @@ build_one(struct job *j)
 	struct buf log = BUF_INIT(COMPILE_LOG_MAX);
 	char scratch[PATH_MAX], src[PATH_MAX + 16], out[PATH_MAX + 16], final[PATH_MAX];
 	char arch_flag[ARCH_MAX + 8], tool_dir[PATH_MAX], *slash;
-	const char *argv[24], *ro[2] = { NULL, NULL };
+	const char *argv[24], *ro[3] = { NULL, NULL, NULL };
 	const char *degraded = getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED");
 	json_t *checks = NULL;
 	double t0 = now_s();
@@ -392,6 +428,9 @@ build_one(struct job *j)
 		*slash = '\0';
 		ro[0] = tool_dir;
 	}
+	/* An include directory named by the environment must be visible too. */
+	if (dlpack_flag[0])
+		ro[ro[0] ? 1 : 0] = dlpack_flag + 2;
 	so.profile = SANDBOX_COMPILER;
 	so.scratch = scratch;
 	so.ro_paths = ro;
