@@ -268,6 +268,7 @@ forge_request(struct forge *f, const char *method, const char *url,
 			if (*last && gap > 0)
 				forge_sleep_ms(gap);
 		}
+		memset(&res, 0, sizeof(res));	/* freed below whatever http_do did */
 		rc = http_do(&req, &res, herr, sizeof(herr));
 		if (write) {
 			*write_slot(f->api_url) = forge_now_ms();
