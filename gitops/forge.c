@@ -405,7 +405,7 @@ forge_clip(const struct forge *f, const char *marker, const char *body)
 			goto fail;
 		return buf_detach(&b, NULL);
 	}
-	snprintf(note, sizeof(note), notice, f->body_limit, 0ul);
+	snprintf(note, sizeof(note), notice, f->body_limit, (size_t)0);
 	{
 		size_t room = f->body_limit > head + strlen(note) + 16 ?
 		    f->body_limit - head - strlen(note) - 16 : 0;

@@ -87,6 +87,8 @@ gitops_git_error(int rc, const char *what, char *err, size_t errlen)
 		break;
 	case GIT_EAUTH:
 		code = -EACCES;
+		if (!e || !strstr(msg, "credentials"))
+			msg = "the remote refused the credentials";
 		break;
 	case GIT_EINVALIDSPEC:
 	case GIT_EAMBIGUOUS:
@@ -193,8 +195,12 @@ cred_cb(git_credential **out, const char *url, const char *user_from_url,
 	if (!st || !st->cred || !st->cred->password)
 		return GIT_PASSTHROUGH;
 	/* A second call means the first answer was refused: stop, don't loop. */
-	if (st->tries++ > 0 || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
+	if (st->tries++ > 0 || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT)) {
+		git_error_set_str(GIT_ERROR_NET, st->tries > 1 ?
+		    "the remote refused the credentials (check the forge's token)" :
+		    "the remote wants credentials other than a token");
 		return GIT_EAUTH;
+	}
 	return git_credential_userpass_plaintext_new(out,
 	    st->cred->username ? st->cred->username : "x-access-token",
 	    st->cred->password);
