@@ -418,6 +418,64 @@ out:
 	return rc;
 }
 
+/* The mirror's current value of ref, "" when there is no mirror or ref. */
+static void
+mirror_ref(const char *data_dir, const char *name, const char *ref,
+    char out[GITOPS_OID_HEX])
+{
+	char path[GITOPS_MAX_PATH];
+	git_repository *g = NULL;
+	git_oid oid;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/mirrors/%s.git", data_dir, name);
+	if (git_repository_open_bare(&g, path) < 0)
+		return;
+	if (git_reference_name_to_id(&oid, g, ref) == 0)
+		git_oid_tostr(out, GITOPS_OID_HEX, &oid);
+	git_repository_free(g);
+}
+
+int
+gitops_sync_push(const char *data_dir, const char *name, const char *url,
+    const struct gitops_cred *cred, const char *ref, const char *before,
+    const char *after, struct gitops_repo **out,
+    char before_used[GITOPS_OID_HEX], int *fallback, char *err, size_t errlen)
+{
+	struct gitops_repo *r = NULL;
+	char old[GITOPS_OID_HEX], used[GITOPS_OID_HEX];
+	int rc, fb = 0;
+
+	if ((rc = gitops_lib_init(err, errlen)) < 0)
+		return rc;
+	mirror_ref(data_dir, name, ref ? ref : "", old);
+	if ((rc = gitops_mirror(data_dir, name, url, cred, &r, err, errlen)) < 0)
+		return rc;
+	if (!gitops_has_commit(r, after) &&
+	    (rc = gitops_fetch_commit(r, NULL, cred, after, err, errlen)) < 0)
+		goto out;
+	if (is_zero(before)) {
+		snprintf(used, sizeof(used), "%s", GITOPS_ZERO_OID);
+	} else if (gitops_has_commit(r, before) ||
+	    gitops_fetch_commit(r, NULL, cred, before, NULL, 0) == 0) {
+		snprintf(used, sizeof(used), "%s", before);
+	} else if (old[0] && gitops_has_commit(r, old)) {
+		snprintf(used, sizeof(used), "%s", old);
+		fb = 1;
+	} else {
+		snprintf(used, sizeof(used), "%s", GITOPS_ZERO_OID);
+		fb = 2;
+	}
+	memcpy(before_used, used, GITOPS_OID_HEX);
+	*fallback = fb;
+	*out = r;
+	r = NULL;
+	rc = 0;
+out:
+	gitops_close(r);
+	return rc;
+}
+
 int
 gitops_lookup_commit(struct gitops_repo *r, const char *rev, git_commit **out,
     char *err, size_t errlen)

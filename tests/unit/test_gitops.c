@@ -185,6 +185,86 @@ test_repo(void)
 }
 
 static void
+test_sync_push(void)
+{
+	char w[300], url[320], data[300], err[512], used[GITOPS_OID_HEX];
+	char c1[GITOPS_OID_HEX], c2[GITOPS_OID_HEX], c3[GITOPS_OID_HEX];
+	char c5[GITOPS_OID_HEX];
+	const char *lost = "0123456789abcdef0123456789abcdef01234567";
+	struct gitops_repo *m = NULL, *wr = NULL;
+	int fb = -1, rc;
+
+	snprintf(w, sizeof(w), "%s/w", tmp);
+	snprintf(url, sizeof(url), "file://%s/r.git", tmp);
+	snprintf(data, sizeof(data), "%s/data2", tmp);
+	if (gitops_open(w, &wr, err, sizeof(err)) < 0)
+		return;
+	gitops_resolve(wr, "HEAD", c1, err, sizeof(err));
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main",
+	    GITOPS_ZERO_OID, c1, &m, used, &fb, err, sizeof(err));
+	CHECK_INT("sync: new branch", rc, 0);
+	CHECK("sync: zero before stays zero", !strcmp(used, GITOPS_ZERO_OID) &&
+	    fb == 0);
+	gitops_close(m);
+	m = NULL;
+
+	put("c.py", "c2\n");
+	git(w, "add", "-A", NULL, NULL);
+	git(w, "commit", "-q", "-m", "c2");
+	git(w, "push", "-q", url, "main");
+	gitops_close(wr);
+	gitops_open(w, &wr, err, sizeof(err));
+	gitops_resolve(wr, "HEAD", c2, err, sizeof(err));
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c1, c2,
+	    &m, used, &fb, err, sizeof(err));
+	CHECK("sync: ordinary push", rc == 0 && !strcmp(used, c1) && fb == 0);
+	gitops_close(m);
+	m = NULL;
+
+	/* A force push: the old tip c2 is gone from the remote, not from the mirror. */
+	git(w, "reset", "-q", "--hard", c1);
+	put("d.py", "c3\n");
+	git(w, "add", "-A", NULL, NULL);
+	git(w, "commit", "-q", "-m", "c3");
+	git(w, "push", "-qf", url, "main");
+	gitops_close(wr);
+	gitops_open(w, &wr, err, sizeof(err));
+	gitops_resolve(wr, "HEAD", c3, err, sizeof(err));
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c2, c3,
+	    &m, used, &fb, err, sizeof(err));
+	CHECK("sync: force push, old tip known", rc == 0 && !strcmp(used, c2) &&
+	    fb == 0);
+	gitops_close(m);
+	m = NULL;
+
+	/* An old tip nobody can serve: fall back to what the mirror last saw. */
+	put("e.py", "c5\n");
+	git(w, "add", "-A", NULL, NULL);
+	git(w, "commit", "-q", "-m", "c5");
+	git(w, "push", "-q", url, "main");
+	gitops_close(wr);
+	gitops_open(w, &wr, err, sizeof(err));
+	gitops_resolve(wr, "HEAD", c5, err, sizeof(err));
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", lost,
+	    c5, &m, used, &fb, err, sizeof(err));
+	CHECK("sync: lost before falls back to the mirror's old tip",
+	    rc == 0 && !strcmp(used, c3) && fb == 1);
+	gitops_close(m);
+	m = NULL;
+	snprintf(data, sizeof(data), "%s/data3", tmp);
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", lost,
+	    c5, &m, used, &fb, err, sizeof(err));
+	CHECK("sync: nothing known: the zero id, fallback 2",
+	    rc == 0 && !strcmp(used, GITOPS_ZERO_OID) && fb == 2);
+	gitops_close(m);
+	m = NULL;
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c5,
+	    lost, &m, used, &fb, err, sizeof(err));
+	CHECK("sync: an after nobody has is an error", rc < 0 && m == NULL);
+	gitops_close(wr);
+}
+
+static void
 test_slug(void)
 {
 	char s[MODULES_MAX_SLUG + 1];
@@ -334,6 +414,7 @@ main(void)
 	/* git(1) gets its own HOME: the one in tmp holds a poisoned config. */
 	snprintf(envhome, sizeof(envhome), "HOME=%s/w", tmp);
 	test_repo();
+	test_sync_push();
 	test_slug();
 	test_detect();
 	test_glob();
