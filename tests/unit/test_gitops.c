@@ -184,15 +184,51 @@ test_repo(void)
 	buf_free(&small);
 }
 
+/* Commit file=text in w, push it (forced when force), out = the commit. */
+static void
+commit_push(const char *w, const char *url, const char *file, const char *text,
+    int force, char out[GITOPS_OID_HEX])
+{
+	struct gitops_repo *wr = NULL;
+	char err[256];
+
+	put(file, text);
+	git(w, "add", "-A", NULL, NULL);
+	git(w, "commit", "-q", "-m", file);
+	git(w, "push", force ? "-qf" : "-q", url, "main");
+	out[0] = '\0';
+	if (gitops_open(w, &wr, err, sizeof(err)) == 0)
+		gitops_resolve(wr, "HEAD", out, err, sizeof(err));
+	gitops_close(wr);
+}
+
+/* gitops_sync_push from before to after into data; 1 when used/fb match. */
+static int
+sync_ok(const char *data, const char *url, const char *before,
+    const char *after, const char *want_used, int want_fb)
+{
+	struct gitops_repo *m = NULL;
+	char err[512], used[GITOPS_OID_HEX];
+	int fb = -1, rc;
+
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", before,
+	    after, &m, used, &fb, err, sizeof(err));
+	gitops_close(m);
+	if (!want_used)
+		return rc < 0;
+	if (rc < 0)
+		printf("     %s\n", err);
+	return rc == 0 && !strcmp(used, want_used) && fb == want_fb;
+}
+
 static void
 test_sync_push(void)
 {
-	char w[300], url[320], data[300], err[512], used[GITOPS_OID_HEX];
+	char w[300], url[320], data[300], err[512];
 	char c1[GITOPS_OID_HEX], c2[GITOPS_OID_HEX], c3[GITOPS_OID_HEX];
 	char c5[GITOPS_OID_HEX];
 	const char *lost = "0123456789abcdef0123456789abcdef01234567";
-	struct gitops_repo *m = NULL, *wr = NULL;
-	int fb = -1, rc;
+	struct gitops_repo *wr = NULL;
 
 	snprintf(w, sizeof(w), "%s/w", tmp);
 	snprintf(url, sizeof(url), "file://%s/r.git", tmp);
@@ -200,68 +236,24 @@ test_sync_push(void)
 	if (gitops_open(w, &wr, err, sizeof(err)) < 0)
 		return;
 	gitops_resolve(wr, "HEAD", c1, err, sizeof(err));
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main",
-	    GITOPS_ZERO_OID, c1, &m, used, &fb, err, sizeof(err));
-	CHECK_INT("sync: new branch", rc, 0);
-	CHECK("sync: zero before stays zero", !strcmp(used, GITOPS_ZERO_OID) &&
-	    fb == 0);
-	gitops_close(m);
-	m = NULL;
-
-	put("c.py", "c2\n");
-	git(w, "add", "-A", NULL, NULL);
-	git(w, "commit", "-q", "-m", "c2");
-	git(w, "push", "-q", url, "main");
 	gitops_close(wr);
-	gitops_open(w, &wr, err, sizeof(err));
-	gitops_resolve(wr, "HEAD", c2, err, sizeof(err));
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c1, c2,
-	    &m, used, &fb, err, sizeof(err));
-	CHECK("sync: ordinary push", rc == 0 && !strcmp(used, c1) && fb == 0);
-	gitops_close(m);
-	m = NULL;
-
+	CHECK("sync: new branch, zero before stays zero", sync_ok(data, url,
+	    GITOPS_ZERO_OID, c1, GITOPS_ZERO_OID, 0));
+	commit_push(w, url, "c.py", "c2\n", 0, c2);
+	CHECK("sync: ordinary push", sync_ok(data, url, c1, c2, c1, 0));
 	/* A force push: the old tip c2 is gone from the remote, not from the mirror. */
 	git(w, "reset", "-q", "--hard", c1);
-	put("d.py", "c3\n");
-	git(w, "add", "-A", NULL, NULL);
-	git(w, "commit", "-q", "-m", "c3");
-	git(w, "push", "-qf", url, "main");
-	gitops_close(wr);
-	gitops_open(w, &wr, err, sizeof(err));
-	gitops_resolve(wr, "HEAD", c3, err, sizeof(err));
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c2, c3,
-	    &m, used, &fb, err, sizeof(err));
-	CHECK("sync: force push, old tip known", rc == 0 && !strcmp(used, c2) &&
-	    fb == 0);
-	gitops_close(m);
-	m = NULL;
-
+	commit_push(w, url, "d.py", "c3\n", 1, c3);
+	CHECK("sync: force push, old tip known", sync_ok(data, url, c2, c3, c2, 0));
 	/* An old tip nobody can serve: fall back to what the mirror last saw. */
-	put("e.py", "c5\n");
-	git(w, "add", "-A", NULL, NULL);
-	git(w, "commit", "-q", "-m", "c5");
-	git(w, "push", "-q", url, "main");
-	gitops_close(wr);
-	gitops_open(w, &wr, err, sizeof(err));
-	gitops_resolve(wr, "HEAD", c5, err, sizeof(err));
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", lost,
-	    c5, &m, used, &fb, err, sizeof(err));
+	commit_push(w, url, "e.py", "c5\n", 0, c5);
 	CHECK("sync: lost before falls back to the mirror's old tip",
-	    rc == 0 && !strcmp(used, c3) && fb == 1);
-	gitops_close(m);
-	m = NULL;
+	    sync_ok(data, url, lost, c5, c3, 1));
 	snprintf(data, sizeof(data), "%s/data3", tmp);
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", lost,
-	    c5, &m, used, &fb, err, sizeof(err));
-	CHECK("sync: nothing known: the zero id, fallback 2",
-	    rc == 0 && !strcmp(used, GITOPS_ZERO_OID) && fb == 2);
-	gitops_close(m);
-	m = NULL;
-	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", c5,
-	    lost, &m, used, &fb, err, sizeof(err));
-	CHECK("sync: an after nobody has is an error", rc < 0 && m == NULL);
-	gitops_close(wr);
+	CHECK("sync: nothing known: the zero id, fallback 2", sync_ok(data, url,
+	    lost, c5, GITOPS_ZERO_OID, 2));
+	CHECK("sync: an after nobody has is an error", sync_ok(data, url, c5, lost,
+	    NULL, 0));
 }
 
 static void
