@@ -32,6 +32,11 @@ int gitops_lookup_commit(struct gitops_repo *r, const char *rev,
 /* Wrap an open libgit2 repository (taken over, freed on failure). */
 int gitops_repo_wrap(git_repository *g, struct gitops_repo **out);
 
+/* Fetch one refspec from url (NULL = origin) with cred (may be NULL). */
+int gitops_fetch_refspec(git_repository *g, const char *url,
+    const struct gitops_cred *cred, const char *spec, char *err,
+    size_t errlen);
+
 /* 1 for the all-zero id (the empty tree's stand-in). */
 int gitops_is_zero(const char *sha);
 

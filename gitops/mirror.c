@@ -186,42 +186,46 @@ out:
 }
 
 int
-gitops_fetch_commit(struct gitops_repo *r, const char *url,
-    const struct gitops_cred *cred, const char *sha, char *err, size_t errlen)
+gitops_fetch_refspec(git_repository *g, const char *url,
+    const struct gitops_cred *cred, const char *spec, char *err, size_t errlen)
 {
 	git_fetch_options fo;
 	struct gitops_cred_state st = { .cred = cred };
-	char spec[GITOPS_OID_HEX + 64];
-	char *specs[] = { spec };
+	char *specs[] = { (char *)spec };
 	git_strarray refspecs = { specs, 1 };
 	git_remote *remote = NULL;
-	git_oid oid;
 	int rc;
 
 	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-	if (git_oid_fromstr(&oid, sha) < 0 || strlen(sha) != 40)
+	rc = url ? git_remote_create_anonymous(&remote, g, url) :
+	    git_remote_lookup(&remote, g, "origin");
+	if (rc < 0)
+		return gitops_git_error(rc, "remote", err, errlen);
+	gitops_remote_callbacks(&fo.callbacks, &st);
+	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	if ((rc = git_remote_fetch(remote, &refspecs, &fo, NULL)) < 0)
+		rc = gitops_git_error(rc, "fetch", err, errlen);
+	git_remote_free(remote);
+	return rc;
+}
+
+int
+gitops_fetch_commit(struct gitops_repo *r, const char *url,
+    const struct gitops_cred *cred, const char *sha, char *err, size_t errlen)
+{
+	char spec[GITOPS_OID_HEX + 64];
+	git_oid oid;
+	int rc;
+
+	if (strlen(sha) != 40 || git_oid_fromstr(&oid, sha) < 0)
 		return gitops_fail(-EINVAL, err, errlen, "'%s' is not a commit id",
 		    sha);
 	snprintf(spec, sizeof(spec), "%s:refs/kernelbot/fetched/%s", sha, sha);
-	rc = url ? git_remote_create_anonymous(&remote, r->repo, url) :
-	    git_remote_lookup(&remote, r->repo, "origin");
-	if (rc < 0) {
-		rc = gitops_git_error(rc, "remote", err, errlen);
-		goto out;
-	}
-	gitops_remote_callbacks(&fo.callbacks, &st);
-	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-	if ((rc = git_remote_fetch(remote, &refspecs, &fo, NULL)) < 0) {
-		rc = gitops_git_error(rc, "fetch commit", err, errlen);
-		if (rc == -EIO)
-			rc = -ENOENT;
-		goto out;
-	}
+	if ((rc = gitops_fetch_refspec(r->repo, url, cred, spec, err, errlen)) < 0)
+		return rc == -EIO ? -ENOENT : rc;	/* most servers refuse ids */
 	if (!gitops_has_commit(r, sha))
-		rc = gitops_fail(-ENOENT, err, errlen, "%s: not on the remote", sha);
-out:
-	git_remote_free(remote);
-	return rc;
+		return gitops_fail(-ENOENT, err, errlen, "%s: not on the remote", sha);
+	return 0;
 }
 
 /* The mirror's current value of ref, "" when there is no mirror or ref. */

@@ -169,30 +169,16 @@ static int
 fetch_tip(git_repository *g, const char *url, const struct lease *l,
     const struct gitops_cred *cred, char *err, size_t errlen)
 {
-	git_fetch_options fo;
-	struct gitops_cred_state st = { .cred = cred };
 	char spec[GITOPS_MAX_PATH + 64];
-	char *specs[] = { spec };
-	git_strarray refspecs = { specs, 1 };
-	git_remote *remote = NULL;
 	git_commit *c = NULL;
-	int rc;
 
 	if (git_commit_lookup(&c, g, &l->expect) == 0) {
 		git_commit_free(c);
 		return 0;
 	}
-	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 	snprintf(spec, sizeof(spec), "+%s:refs/kernelbot/remote/%s", l->dst,
 	    l->dst + strlen("refs/heads/"));
-	if ((rc = git_remote_create_anonymous(&remote, g, url)) < 0)
-		return gitops_git_error(rc, "remote", err, errlen);
-	gitops_remote_callbacks(&fo.callbacks, &st);
-	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-	if ((rc = git_remote_fetch(remote, &refspecs, &fo, NULL)) < 0)
-		rc = gitops_git_error(rc, "fetch branch", err, errlen);
-	git_remote_free(remote);
-	return rc;
+	return gitops_fetch_refspec(g, url, cred, spec, err, errlen);
 }
 
 static void
