@@ -193,6 +193,27 @@ describe_foreign(git_commit *c, struct gitops_publish_result *res)
 	    summary ? summary : "");
 }
 
+/* After a lost race: who holds the branch now (best effort). */
+static void
+describe_new_tip(git_repository *g, const char *url, const char *dst,
+    const struct gitops_cred *cred, struct gitops_publish_result *out)
+{
+	char spec[2 * GITOPS_MAX_PATH + 128], local[GITOPS_MAX_PATH + 32];
+	git_commit *c = NULL;
+	git_oid oid;
+
+	snprintf(local, sizeof(local), "refs/kernelbot/remote/%s",
+	    dst + strlen("refs/heads/"));
+	snprintf(spec, sizeof(spec), "+%s:%s", dst, local);
+	if (gitops_fetch_refspec(g, url, cred, spec, NULL, 0) < 0 ||
+	    git_reference_name_to_id(&oid, g, local) < 0 ||
+	    git_commit_lookup(&c, g, &oid) < 0)
+		return;
+	git_oid_tostr(out->remote_tip, sizeof(out->remote_tip), &oid);
+	describe_foreign(c, out);
+	git_commit_free(c);
+}
+
 static int
 remote_url(git_repository *g, const struct gitops_publish_opts *o,
     struct buf *out, char *err, size_t errlen)
@@ -327,6 +348,7 @@ gitops_publish(struct gitops_repo *r, const struct gitops_publish_opts *o,
 	if (lease.moved || lease.rejected) {
 		out.outcome = GITOPS_PUBLISH_MOVED;
 		snprintf(out.moved_by, sizeof(out.moved_by), "an unknown pusher");
+		describe_new_tip(r->repo, buf_cstr(&url), dst, o->cred, &out);
 		*res = out;
 		rc = gitops_fail(-EEXIST, err, errlen, "%s moved while pushing%s%s; "
 		    "not overwriting it", o->branch, lease.rejected ? ": " : "",

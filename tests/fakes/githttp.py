@@ -64,6 +64,9 @@ class H(BaseHTTPRequestHandler):
                "CONTENT_LENGTH": str(len(data)), "PATH": "/usr/bin:/bin",
                "HOME": a.root, "GIT_CONFIG_NOSYSTEM": "1",
                "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding") or ""}
+        if a.race and u.path.endswith("/git-receive-pack") and not self.server.raced:
+            self.server.raced = True
+            rec["raced"] = self.race(env, u.path[:-len("/git-receive-pack")])
         p = subprocess.run(["git", "http-backend"], input=data, env=env, capture_output=True)
         head, _, body = p.stdout.partition(b"\r\n\r\n")
         status, headers = 200, []
@@ -79,6 +82,21 @@ class H(BaseHTTPRequestHandler):
         self.server.record(rec)
         self.send(status, headers, body)
 
+    def race(self, env, repo_path):
+        """Commit on top of --race's ref as a human, the way a push would."""
+        gd = os.path.join(self.server.args.root, repo_path.lstrip("/"))
+        e = dict(env, GIT_DIR=gd, GIT_AUTHOR_NAME="Hu Man", GIT_AUTHOR_EMAIL="hu@example.com",
+                 GIT_COMMITTER_NAME="Hu Man", GIT_COMMITTER_EMAIL="hu@example.com")
+        ref = self.server.args.race
+
+        def git(*argv):
+            return subprocess.run(["git"] + list(argv), env=e, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+        tip = git("rev-parse", ref)
+        new = git("commit-tree", tip + "^{tree}", "-p", tip, "-m", "human fix")
+        git("update-ref", ref, new, tip)
+        return new
+
     do_GET = do_POST = handle_any
 
 
@@ -89,9 +107,11 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--user", default="x-access-token")
     ap.add_argument("--password", required=True)
+    ap.add_argument("--race")
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     srv.args = args
+    srv.raced = False
     log = open(args.log, "a")
 
     def record(rec):
