@@ -395,6 +395,40 @@ test_repocfg(void)
 	cfg_err("repocfg: YAML syntax", "version: [1\n", ".kernelbot.yml:");
 }
 
+/* Every prefix and a few corruptions of a full file: 0 or -EINVAL, no crash. */
+static void
+test_repocfg_robust(void)
+{
+	const char *full = "version: 1\nmodules:\n  - path: a.py\n    class: A\n"
+	    "    init: [1, {x: 2}]\n    dtype: fp16\n  - glob: \"m/**\"\n"
+	    "budget: {candidates: 3, gpu_minutes: 1.5}\nlabels: [a, b]\n"
+	    "reviewers: [r]\nbranch_prefix: kb/\n";
+	size_t n = strlen(full);
+	char buf[512], err[256];
+	int bad = 0;
+
+	for (size_t cut = 0; cut <= n; cut++) {
+		for (int flip = -1; flip < 4; flip++) {
+			struct repocfg *c = NULL;
+			int rc;
+
+			memcpy(buf, full, cut);
+			buf[cut] = '\0';
+			if (flip >= 0 && cut > 0)
+				buf[(cut * 7 + (size_t)flip * 13) % cut] = "[:-{"[flip];
+			rc = repocfg_parse("f.yml", buf, strlen(buf), &c, err,
+			    sizeof(err));
+			if (rc != 0 && rc != -EINVAL)
+				bad++;
+			if (rc == -EINVAL && !strstr(err, "f.yml"))
+				bad++;
+			repocfg_free(c);
+			(void)modules_detect(buf, strlen(buf), "A", "init", NULL);
+		}
+	}
+	CHECK_INT("repocfg: prefixes and corruptions: 0 or a named error", bad, 0);
+}
+
 int
 main(void)
 {
@@ -411,6 +445,7 @@ main(void)
 	test_detect();
 	test_glob();
 	test_repocfg();
+	test_repocfg_robust();
 	{
 		const char *argv[] = { "/bin/rm", "-rf", tmp, NULL };
 		struct spawn_opts o = SPAWN_OPTS_INIT;
