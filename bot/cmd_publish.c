@@ -77,7 +77,7 @@ open_forge(const char *config, const char *name, const char *repo,
 }
 
 static char *
-slurp(const char *path, size_t max, const char *cmd)
+slurp_len(const char *path, size_t max, const char *cmd, size_t *len)
 {
 	struct buf b = BUF_INIT(max);
 	char chunk[8192];
@@ -97,7 +97,13 @@ slurp(const char *path, size_t max, const char *cmd)
 			return NULL;
 		}
 	fclose(f);
-	return buf_detach(&b, NULL);
+	return buf_detach(&b, len);
+}
+
+static char *
+slurp(const char *path, size_t max, const char *cmd)
+{
+	return slurp_len(path, max, cmd, NULL);
 }
 
 struct fileset {
@@ -132,6 +138,7 @@ collect(const char *root, const char *rel, struct fileset *fs)
 			rc = collect(root, sub, fs);
 		} else if (S_ISREG(sb.st_mode)) {
 			char *data;
+			size_t len;
 
 			if (fs->n >= PUBLISH_MAX_FILES) {
 				fprintf(stderr, "kernelbot publish: more than %d files\n",
@@ -139,13 +146,14 @@ collect(const char *root, const char *rel, struct fileset *fs)
 				rc = -E2BIG;
 				break;
 			}
-			if (!(data = slurp(path, PUBLISH_MAX_FILE_BYTES, "publish"))) {
+			if (!(data = slurp_len(path, PUBLISH_MAX_FILE_BYTES, "publish",
+			    &len))) {
 				rc = -EIO;
 				break;
 			}
 			fs->v[fs->n].path = strdup(sub);
 			fs->v[fs->n].data = data;
-			fs->v[fs->n].len = (size_t)sb.st_size;
+			fs->v[fs->n].len = len;
 			fs->v[fs->n].executable = (sb.st_mode & 0100) != 0;
 			fs->n++;
 		}

@@ -220,8 +220,10 @@ http_do_many(const struct http_request *reqs, struct http_response *res,
 	}
 #define ERRBUF(i) (errs ? errs + (i) * errlen : scratch)
 #define ERRLEN (errs ? errlen : sizeof(scratch))
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		rcs[i] = -EINPROGRESS;
+		memset(&res[i], 0, sizeof(res[i]));
+	}
 	for (;;) {
 		CURLMsg *msg;
 		int left;

@@ -61,7 +61,8 @@ int http_do(const struct http_request *req, struct http_response *res,
  * capped at HTTP_MAX_PARALLEL) with libcurl's multi interface. rcs[i] gets
  * what http_do would return for reqs[i]; errs (may be NULL) holds n
  * messages of errlen bytes each. Returns 0, or -ENOMEM / -EINVAL when it
- * could not run at all.
+ * could not run at all. Free every res[i] with http_response_free()
+ * afterwards, whatever its rcs[i].
  */
 int http_do_many(const struct http_request *reqs, struct http_response *res,
     int *rcs, size_t n, int max_parallel, char *errs, size_t errlen);

@@ -268,6 +268,7 @@ forge_request(struct forge *f, const char *method, const char *url,
 			if (*last && gap > 0)
 				forge_sleep_ms(gap);
 		}
+		memset(&res, 0, sizeof(res));	/* freed below whatever http_do did */
 		rc = http_do(&req, &res, herr, sizeof(herr));
 		if (write) {
 			*write_slot(f->api_url) = forge_now_ms();
@@ -404,7 +405,7 @@ forge_clip(const struct forge *f, const char *marker, const char *body)
 			goto fail;
 		return buf_detach(&b, NULL);
 	}
-	snprintf(note, sizeof(note), notice, f->body_limit, 0ul);
+	snprintf(note, sizeof(note), notice, f->body_limit, (size_t)0);
 	{
 		size_t room = f->body_limit > head + strlen(note) + 16 ?
 		    f->body_limit - head - strlen(note) - 16 : 0;

@@ -29,6 +29,20 @@ int gitops_git_error(int rc, const char *what, char *err, size_t errlen);
 int gitops_lookup_commit(struct gitops_repo *r, const char *rev,
     git_commit **out, char *err, size_t errlen);
 
+/* Wrap an open libgit2 repository (taken over, freed on failure). */
+int gitops_repo_wrap(git_repository *g, struct gitops_repo **out);
+
+/* Fetch one refspec from url (NULL = origin) with cred (may be NULL). */
+int gitops_fetch_refspec(git_repository *g, const char *url,
+    const struct gitops_cred *cred, const char *spec, char *err,
+    size_t errlen);
+
+/* 1 for the all-zero id (the empty tree's stand-in). */
+int gitops_is_zero(const char *sha);
+
+/* mkdir -p; 0 or -errno. */
+int gitops_mkdir_p(const char *path);
+
 struct lease;
 
 /* Remote callbacks for cred (may be NULL); payload must outlive the call. */

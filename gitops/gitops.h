@@ -67,6 +67,24 @@ int gitops_mirror(const char *data_dir, const char *name, const char *url,
     size_t errlen);
 
 /*
+ * Everything a push webhook needs before modules_changes(): the mirror
+ * synced, AFTER present, and the best BEFORE to diff from, in before_used:
+ *   - the zero id when before is the zero id (a new branch);
+ *   - before itself when the mirror has it or can fetch it by id;
+ *   - else (a force push whose old tip the mirror never saw and the server
+ *     will not serve) the mirror's own previous tip of ref, the last state
+ *     the bot knew; *fallback is set to 1;
+ *   - else the zero id, *fallback = 2: every module counts as added.
+ * ref is the pushed ref ("refs/heads/main"). -ENOENT when after cannot be
+ * had. The caller closes *out.
+ */
+int gitops_sync_push(const char *data_dir, const char *name, const char *url,
+    const struct gitops_cred *cred, const char *ref, const char *before,
+    const char *after, struct gitops_repo **out,
+    char before_used[GITOPS_OID_HEX], int *fallback, char *err,
+    size_t errlen);
+
+/*
  * Fetch one more commit by id into the repository (for a force-pushed
  * `before` that no branch reaches any more); many servers refuse this,
  * which is -ENOENT. url and cred as for gitops_mirror; url NULL = origin.

@@ -169,30 +169,16 @@ static int
 fetch_tip(git_repository *g, const char *url, const struct lease *l,
     const struct gitops_cred *cred, char *err, size_t errlen)
 {
-	git_fetch_options fo;
-	struct gitops_cred_state st = { .cred = cred };
 	char spec[GITOPS_MAX_PATH + 64];
-	char *specs[] = { spec };
-	git_strarray refspecs = { specs, 1 };
-	git_remote *remote = NULL;
 	git_commit *c = NULL;
-	int rc;
 
 	if (git_commit_lookup(&c, g, &l->expect) == 0) {
 		git_commit_free(c);
 		return 0;
 	}
-	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 	snprintf(spec, sizeof(spec), "+%s:refs/kernelbot/remote/%s", l->dst,
 	    l->dst + strlen("refs/heads/"));
-	if ((rc = git_remote_create_anonymous(&remote, g, url)) < 0)
-		return gitops_git_error(rc, "remote", err, errlen);
-	gitops_remote_callbacks(&fo.callbacks, &st);
-	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-	if ((rc = git_remote_fetch(remote, &refspecs, &fo, NULL)) < 0)
-		rc = gitops_git_error(rc, "fetch branch", err, errlen);
-	git_remote_free(remote);
-	return rc;
+	return gitops_fetch_refspec(g, url, cred, spec, err, errlen);
 }
 
 static void
@@ -205,6 +191,27 @@ describe_foreign(git_commit *c, struct gitops_publish_result *res)
 	    a && a->name ? a->name : "?", a && a->email ? a->email : "?");
 	snprintf(res->moved_subject, sizeof(res->moved_subject), "%s",
 	    summary ? summary : "");
+}
+
+/* After a lost race: who holds the branch now (best effort). */
+static void
+describe_new_tip(git_repository *g, const char *url, const char *dst,
+    const struct gitops_cred *cred, struct gitops_publish_result *out)
+{
+	char spec[2 * GITOPS_MAX_PATH + 128], local[GITOPS_MAX_PATH + 32];
+	git_commit *c = NULL;
+	git_oid oid;
+
+	snprintf(local, sizeof(local), "refs/kernelbot/remote/%s",
+	    dst + strlen("refs/heads/"));
+	snprintf(spec, sizeof(spec), "+%s:%s", dst, local);
+	if (gitops_fetch_refspec(g, url, cred, spec, NULL, 0) < 0 ||
+	    git_reference_name_to_id(&oid, g, local) < 0 ||
+	    git_commit_lookup(&c, g, &oid) < 0)
+		return;
+	git_oid_tostr(out->remote_tip, sizeof(out->remote_tip), &oid);
+	describe_foreign(c, out);
+	git_commit_free(c);
 }
 
 static int
@@ -341,6 +348,7 @@ gitops_publish(struct gitops_repo *r, const struct gitops_publish_opts *o,
 	if (lease.moved || lease.rejected) {
 		out.outcome = GITOPS_PUBLISH_MOVED;
 		snprintf(out.moved_by, sizeof(out.moved_by), "an unknown pusher");
+		describe_new_tip(r->repo, buf_cstr(&url), dst, o->cred, &out);
 		*res = out;
 		rc = gitops_fail(-EEXIST, err, errlen, "%s moved while pushing%s%s; "
 		    "not overwriting it", o->branch, lease.rejected ? ": " : "",

@@ -182,4 +182,39 @@ printf 'forges:\n  github:\n    api_url: http://127.0.0.1:1\n' >"$T/none.yml"
 "$KERNELBOT" forge --config "$T/none.yml" --forge github --repo acme/models permission alice 2>"$T/serr"
 check "no credentials configured" '[ $? -eq 1 ] && grep -q "needs token_file" "$T/serr"'
 
+# 10. Git over HTTPS with the forge's token: the push authenticates through
+# libgit2's credential callback (Basic x-access-token:TOKEN), never a URL.
+start_fake githttp --root "$T" --log "$T/git.log" --password secret-token ||
+	{ echo "git http server did not start"; exit 1; }
+GITPORT=$PORT
+git clone -q "$T/w" "$T/w2" 2>/dev/null
+git -C "$T/w2" remote set-url origin "http://127.0.0.1:$GITPORT/r.git"
+"$KERNELBOT" publish --config "$T/kb.yml" --forge github --repo acme/models \
+	--git-dir "$T/w2" --base "$base" --base-branch main --module models/conv.py \
+	--files "$T/res" --title t --body-file "$T/body.md" >"$T/o" 2>"$T/err"
+check "push over HTTP with the token" '[ $? -eq 0 ] && [ "$(git -C "$T/r.git" rev-parse kernelbot/models-conv^)" = "$base" ]' || cat "$T/err"
+check "the git server saw the challenge, then the credentials" 'q "$T/git.log" "r[0][\"auth\"] == \"none\" and r[0][\"status\"] == 401 and any(x[\"auth\"] == \"ok\" and x[\"service\"] == \"git-receive-pack\" for x in r)"'
+check "the token is not in the remote URL" '! git -C "$T/w2" config remote.origin.url | grep -q secret'
+
+# 11. The lease: someone pushes to the branch between kernelbot's look at it
+# and its push. The server refuses kernelbot's stale update; nothing is lost.
+start_fake githttp --root "$T" --log "$T/race.log" --password secret-token \
+	--race refs/heads/kernelbot/models-conv || { echo "no race server"; exit 1; }
+git -C "$T/w2" remote set-url origin "http://127.0.0.1:$PORT/r.git"
+printf 'int k9;\n' >"$T/res/kernels/models-mlp/kernel.c"
+"$KERNELBOT" publish --config "$T/kb.yml" --forge github --repo acme/models \
+	--git-dir "$T/w2" --base "$base" --base-branch main --module models/conv.py \
+	--files "$T/res" --title t --body-file "$T/body.md" --json >"$T/out.json" 2>"$T/err"
+st=$?
+human=$(q "$T/race.log" "[x for x in r if x.get('raced')][0]['raced']")
+check "raced push: outcome moved, exit 0" '[ $st -eq 0 ] && [ "$($PY -c "import json; print(json.load(open(\"$T/out.json\"))[\"outcome\"])")" = moved ]' || cat "$T/err"
+check "raced push: the other commit stays on the branch" '[ "$(git -C "$T/r.git" rev-parse kernelbot/models-conv)" = "$human" ]'
+check "raced push: said so, naming the other pusher" 'grep -q "was not updated: its tip is by Hu Man <hu@example.com>" "$T/err"' || cat "$T/err"
+git -C "$T/w2" remote set-url origin "http://127.0.0.1:$GITPORT/r.git"
+printf 'wrong-token\n' >"$T/token"
+"$KERNELBOT" publish --config "$T/kb.yml" --forge github --repo acme/models \
+	--git-dir "$T/w2" --base "$base" --base-branch main --module models/pool.py \
+	--files "$T/res" --title t --body-file "$T/body.md" >"$T/o" 2>"$T/err"
+check "a refused token is a clear push error, tried once" '[ $? -eq 1 ] && grep -q "push: connect for push: the remote refused the credentials" "$T/err" && q "$T/git.log" "sum(1 for x in r if x[\"auth\"] == \"bad\") == 1"' || cat "$T/err"
+
 done_tests t4020

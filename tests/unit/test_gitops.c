@@ -184,6 +184,78 @@ test_repo(void)
 	buf_free(&small);
 }
 
+/* Commit file=text in w, push it (forced when force), out = the commit. */
+static void
+commit_push(const char *w, const char *url, const char *file, const char *text,
+    int force, char out[GITOPS_OID_HEX])
+{
+	struct gitops_repo *wr = NULL;
+	char err[256];
+
+	put(file, text);
+	git(w, "add", "-A", NULL, NULL);
+	git(w, "commit", "-q", "-m", file);
+	git(w, "push", force ? "-qf" : "-q", url, "main");
+	out[0] = '\0';
+	if (gitops_open(w, &wr, err, sizeof(err)) == 0)
+		gitops_resolve(wr, "HEAD", out, err, sizeof(err));
+	gitops_close(wr);
+}
+
+/* gitops_sync_push from before to after into data; 1 when used/fb match. */
+static int
+sync_ok(const char *data, const char *url, const char *before,
+    const char *after, const char *want_used, int want_fb)
+{
+	struct gitops_repo *m = NULL;
+	char err[512], used[GITOPS_OID_HEX];
+	int fb = -1, rc;
+
+	rc = gitops_sync_push(data, "acme/p", url, NULL, "refs/heads/main", before,
+	    after, &m, used, &fb, err, sizeof(err));
+	gitops_close(m);
+	if (!want_used)
+		return rc < 0;
+	if (rc < 0)
+		printf("     %s\n", err);
+	return rc == 0 && !strcmp(used, want_used) && fb == want_fb;
+}
+
+static void
+test_sync_push(void)
+{
+	char w[300], url[320], data[300], err[512];
+	char c1[GITOPS_OID_HEX], c2[GITOPS_OID_HEX], c3[GITOPS_OID_HEX];
+	char c5[GITOPS_OID_HEX];
+	const char *lost = "0123456789abcdef0123456789abcdef01234567";
+	struct gitops_repo *wr = NULL;
+
+	snprintf(w, sizeof(w), "%s/w", tmp);
+	snprintf(url, sizeof(url), "file://%s/r.git", tmp);
+	snprintf(data, sizeof(data), "%s/data2", tmp);
+	if (gitops_open(w, &wr, err, sizeof(err)) < 0)
+		return;
+	gitops_resolve(wr, "HEAD", c1, err, sizeof(err));
+	gitops_close(wr);
+	CHECK("sync: new branch, zero before stays zero", sync_ok(data, url,
+	    GITOPS_ZERO_OID, c1, GITOPS_ZERO_OID, 0));
+	commit_push(w, url, "c.py", "c2\n", 0, c2);
+	CHECK("sync: ordinary push", sync_ok(data, url, c1, c2, c1, 0));
+	/* A force push: the old tip c2 is gone from the remote, not from the mirror. */
+	git(w, "reset", "-q", "--hard", c1);
+	commit_push(w, url, "d.py", "c3\n", 1, c3);
+	CHECK("sync: force push, old tip known", sync_ok(data, url, c2, c3, c2, 0));
+	/* An old tip nobody can serve: fall back to what the mirror last saw. */
+	commit_push(w, url, "e.py", "c5\n", 0, c5);
+	CHECK("sync: lost before falls back to the mirror's old tip",
+	    sync_ok(data, url, lost, c5, c3, 1));
+	snprintf(data, sizeof(data), "%s/data3", tmp);
+	CHECK("sync: nothing known: the zero id, fallback 2", sync_ok(data, url,
+	    lost, c5, GITOPS_ZERO_OID, 2));
+	CHECK("sync: an after nobody has is an error", sync_ok(data, url, c5, lost,
+	    NULL, 0));
+}
+
 static void
 test_slug(void)
 {
@@ -323,6 +395,40 @@ test_repocfg(void)
 	cfg_err("repocfg: YAML syntax", "version: [1\n", ".kernelbot.yml:");
 }
 
+/* Every prefix and a few corruptions of a full file: 0 or -EINVAL, no crash. */
+static void
+test_repocfg_robust(void)
+{
+	const char *full = "version: 1\nmodules:\n  - path: a.py\n    class: A\n"
+	    "    init: [1, {x: 2}]\n    dtype: fp16\n  - glob: \"m/**\"\n"
+	    "budget: {candidates: 3, gpu_minutes: 1.5}\nlabels: [a, b]\n"
+	    "reviewers: [r]\nbranch_prefix: kb/\n";
+	size_t n = strlen(full);
+	char buf[512], err[256];
+	int bad = 0;
+
+	for (size_t cut = 0; cut <= n; cut++) {
+		for (int flip = -1; flip < 4; flip++) {
+			struct repocfg *c = NULL;
+			int rc;
+
+			memcpy(buf, full, cut);
+			buf[cut] = '\0';
+			if (flip >= 0 && cut > 0)
+				buf[(cut * 7 + (size_t)flip * 13) % cut] = "[:-{"[flip];
+			rc = repocfg_parse("f.yml", buf, strlen(buf), &c, err,
+			    sizeof(err));
+			if (rc != 0 && rc != -EINVAL)
+				bad++;
+			if (rc == -EINVAL && !strstr(err, "f.yml"))
+				bad++;
+			repocfg_free(c);
+			(void)modules_detect(buf, strlen(buf), "A", "init", NULL);
+		}
+	}
+	CHECK_INT("repocfg: prefixes and corruptions: 0 or a named error", bad, 0);
+}
+
 int
 main(void)
 {
@@ -334,10 +440,12 @@ main(void)
 	/* git(1) gets its own HOME: the one in tmp holds a poisoned config. */
 	snprintf(envhome, sizeof(envhome), "HOME=%s/w", tmp);
 	test_repo();
+	test_sync_push();
 	test_slug();
 	test_detect();
 	test_glob();
 	test_repocfg();
+	test_repocfg_robust();
 	{
 		const char *argv[] = { "/bin/rm", "-rf", tmp, NULL };
 		struct spawn_opts o = SPAWN_OPTS_INIT;
