@@ -169,7 +169,7 @@ toolchain_get(enum compile_backend b)
  * the compiler's default search finds it.
  */
 static pthread_once_t dlpack_once = PTHREAD_ONCE_INIT;
-static char dlpack_flag[PATH_MAX + 3];
+static char dlpack_flag[PATH_MAX + 16];
 
 static void
 dlpack_find(void)
