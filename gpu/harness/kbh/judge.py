@@ -202,8 +202,8 @@ def run(req):
     comp = stats.summary(ctx.compile_all)
     for r in results:
         if r.get("timings_ms"):
-            r["timings_ms"]["eager"] = eager
-            r["timings_ms"]["compile"] = comp
+            r["timings_ms"]["eager_batch"] = eager
+            r["timings_ms"]["compile_batch"] = comp
     reply = {
         "ok": True,
         "backend": ctx.backend,

@@ -313,7 +313,14 @@ class CandidateRun:
         for x in comp_rounds:
             ctx.compile_all.extend(x)
         samples = [x for rd in cand_rounds for x in rd]
-        self.res["timings_ms"] = {"candidate": stats.summary(samples), "eager": None, "compile": None}
+        # The baselines' figures are those of the rounds paired with this
+        # candidate, so they are the ones its speedup is computed from; the
+        # whole batch's baseline samples are summarized beside them.
+        self.res["timings_ms"] = {
+            "candidate": stats.summary(samples),
+            "eager": stats.summary([x for rd in eager_rounds for x in rd]),
+            "compile": stats.summary([x for rd in comp_rounds for x in rd]),
+        }
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         se, se_ci = stats.speedup(eager_rounds, cand_rounds, seed)
         sc, sc_ci = stats.speedup(comp_rounds, cand_rounds, seed + 1)
