@@ -515,8 +515,10 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 			empty = &w->timing[i];
 	}
 	if (!load || !empty) {
-		snprintf(err, errlen, load ? "more than %d timing sets" : "set %d was never timed",
-		    WORKER_MAX_SLOTS);
+		if (load)
+			snprintf(err, errlen, "more than %d timing sets", WORKER_MAX_SLOTS);
+		else
+			snprintf(err, errlen, "set %d was never timed", k);
 		*error = -EINVAL;
 		return NULL;
 	}
