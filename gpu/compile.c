@@ -28,8 +28,9 @@
 #define IDENTITY_TIMEOUT_MS 30000
 
 static const char *const cudnn_libs[] = {
-	"/usr/local/cuda/lib64/libcudnn.so", "/usr/lib/x86_64-linux-gnu/libcudnn.so",
-	"/usr/lib/aarch64-linux-gnu/libcudnn.so", "/usr/lib64/libcudnn.so", NULL,
+	"/usr/local/cuda/lib64/libcudnn.so", "/usr/local/cuda/lib/libcudnn.so",
+	"/usr/lib/x86_64-linux-gnu/libcudnn.so", "/usr/lib/aarch64-linux-gnu/libcudnn.so",
+	"/usr/lib64/libcudnn.so", NULL,
 };
 
 /* What a backend's builds depend on besides the source: found once per process. */
@@ -38,6 +39,7 @@ struct toolchain {
 	char path[PATH_MAX];		/* the compiler */
 	char id[CRYPTO_SHA256_HEX];	/* hash of version and target output */
 	int cudnn;			/* link -lcudnn */
+	char rpath[PATH_MAX + 16];	/* CUDA: "-rpath=LIBDIR", so the worker finds cuBLAS without ld.so.conf */
 	char why[256];
 };
 
@@ -126,10 +128,23 @@ toolchain_find(enum compile_backend b, struct toolchain *t)
 			return;
 		}
 	}
-	if (b == COMPILE_CUDA)
+	if (b == COMPILE_CUDA) {
+		char root[PATH_MAX], lib[PATH_MAX + 8], *slash;
+
 		for (int i = 0; cudnn_libs[i]; i++)
 			if (access(cudnn_libs[i], R_OK) == 0)
 				t->cudnn = 1;
+		/* .../cuda-X/bin/nvcc -> .../cuda-X/lib64 (or lib) */
+		memcpy(root, t->path, sizeof(root));	/* both PATH_MAX, NUL-terminated */
+		for (int up = 0; up < 2 && (slash = strrchr(root, '/')) && slash != root; up++)
+			*slash = '\0';
+		snprintf(lib, sizeof(lib), "%s/lib64", root);
+		if (access(lib, R_OK) != 0)
+			snprintf(lib, sizeof(lib), "%s/lib", root);
+		if (access(lib, R_OK) == 0)
+			snprintf(t->rpath, sizeof(t->rpath), "-rpath=%s", lib);
+	}
+	crypto_sha256_add(&h, t->rpath, strlen(t->rpath) + 1);
 	crypto_sha256_add(&h, t->cudnn ? "cudnn" : "", t->cudnn ? 6 : 1);
 	crypto_sha256_end(&h, d);
 	crypto_hex(d, sizeof(d), t->id);
@@ -169,6 +184,10 @@ build_argv(const struct job *j, const char *src, const char *out, const char **a
 		argv[n++] = "-lcublasLt";
 		if (j->tc->cudnn)
 			argv[n++] = "-lcudnn";
+		if (j->tc->rpath[0]) {
+			argv[n++] = "-Xlinker";
+			argv[n++] = j->tc->rpath;
+		}
 	} else {
 		argv[n++] = "-O3";
 		argv[n++] = "-march=native";

@@ -3,7 +3,7 @@
  * profile), in parallel, through a content-addressed cache.
  *
  *   CUDA: nvcc -O3 -arch=ARCH --shared -Xcompiler -fPIC -lcublas -lcublasLt
- *         (-lcudnn where cuDNN is installed)
+ *         (-lcudnn where cuDNN is installed), -Xlinker -rpath=CUDA/lib64
  *   CPU:  cc -O3 -march=native -fopenmp -fno-math-errno -shared -fPIC -lm
  *         (never -ffast-math: NaN and Inf must keep their meaning)
  *

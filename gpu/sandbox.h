@@ -10,8 +10,13 @@
  * read-write (the only place it can write to the host); a fresh /proc, a
  * minimal /dev (plus the assigned GPU's nodes), private /tmp and /dev/shm;
  * no capabilities, no_new_privs, rlimits, a memory and pids limit (cgroup v2
- * or v1, else RLIMIT_AS where the process does not use CUDA), a seccomp
- * filter, and the spawner's deadline with a kill of the whole tree.
+ * or v1, else RLIMIT_AS, or RLIMIT_DATA for a GPU process since CUDA's
+ * address reservations defeat RLIMIT_AS), a seccomp filter, and the
+ * spawner's deadline with a kill of the whole tree, which also dies with
+ * the calling process.
+ *
+ * gpu >= 0 counts GPUs in PCI bus order (nvidia-smi's index); inside, that
+ * GPU is CUDA device 0.
  *
  * Run as root, the sandbox's processes run as uid/gid SANDBOX_ROOT_UID
  * (nobody) on the host, and the scratch directory is handed to that uid;

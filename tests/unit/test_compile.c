@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -232,10 +233,17 @@ main(void)
 
 	/* The same bytes elsewhere: a cache hit, nothing spawned. */
 	req[0].source_path = add_copy;
-	CHECK_INT("hit: batch runs", compile_batch(cache, req, 1, 0, res), 0);
+	{
+		/* Any process spawned and reaped adds to our children's page faults. */
+		struct rusage before, after;
+		getrusage(RUSAGE_CHILDREN, &before);
+		CHECK_INT("hit: batch runs", compile_batch(cache, req, 1, 0, res), 0);
+		getrusage(RUSAGE_CHILDREN, &after);
+		CHECK("hit: nothing was spawned", after.ru_minflt == before.ru_minflt &&
+		    after.ru_nvcsw == before.ru_nvcsw);
+	}
 	CHECK_INT("hit: ok", res[0].status, 0);
 	CHECK_INT("hit: from the cache", res[0].cached, 1);
-	CHECK("hit: in well under a build's time", res[0].seconds < 0.05);
 	compile_result_free(&res[0]);
 
 	/* A batch in parallel: a failure, a duplicate, a missing file. */
@@ -280,6 +288,11 @@ main(void)
 		if (res[0].status)
 			printf("     log: %s\n", res[0].log);
 		CHECK("nvcc: the .so is in the cache", res[0].so_path && access(res[0].so_path, R_OK) == 0);
+		if (res[0].so_path) {
+			char cmd2[1200];
+			snprintf(cmd2, sizeof(cmd2), "readelf -d '%s' | grep -q 'RUNPATH.*cuda'", res[0].so_path);
+			CHECK_INT("nvcc: the .so finds the CUDA libraries without ld.so.conf", system(cmd2), 0);
+		}
 		compile_result_free(&res[0]);
 	} else {
 		printf("nvcc: not installed here, compile-only test skipped\n");
