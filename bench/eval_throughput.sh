@@ -21,7 +21,10 @@ if [ -z "${KERNELBOT:-}" ]; then
 	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
 fi
 PY=${PYTHON:-python3}
+# The development problems: $KERNELBOT_PROBLEMS, else shared/problems beside
+# the repository or inside it (a device machine's copy of the tree).
 PROBLEMS=${KERNELBOT_PROBLEMS:-$ROOT/../shared/problems}
+[ -d "$PROBLEMS" ] || [ -n "${KERNELBOT_PROBLEMS:-}" ] || PROBLEMS=$ROOT/shared/problems
 N_NATIVE=${N_NATIVE:-32}
 N_INLINE=${N_INLINE:-4}
 REPEAT=${REPEAT:-10}

@@ -107,7 +107,10 @@ PYEOF
 
 # The development problem end to end: a correct native kernel for
 # 01_scale_gelu_bias, cold (compile, torch.compile) and warm.
+# The development problems: $KERNELBOT_PROBLEMS, else shared/problems beside
+# the repository or inside it (a device machine's copy of the tree).
 PROBLEMS=${KERNELBOT_PROBLEMS:-$ROOT/../shared/problems}
+[ -d "$PROBLEMS" ] || [ -n "${KERNELBOT_PROBLEMS:-}" ] || PROBLEMS=$ROOT/shared/problems
 P1="$PROBLEMS/01_scale_gelu_bias.py"
 if [ -f "$P1" ]; then
 	for run in cold warm; do

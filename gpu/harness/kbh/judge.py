@@ -140,6 +140,11 @@ class Context:
             s["specs"] = manifest["sets"][-1]["outputs"]
             s["bytes"] = sum(e["nbytes"] for e in entries) + sum(o["nbytes"] for o in s["specs"])
         jio.write_manifest(self.inputs_dir, manifest)
+        # Workers run as another uid (docs/sandbox.md): readable whatever
+        # the caller's umask. Inputs are random draws, not secrets.
+        os.chmod(self.inputs_dir, 0o755)
+        for name in os.listdir(self.inputs_dir):
+            os.chmod(os.path.join(self.inputs_dir, name), 0o644)
 
     def float32_only(self):
         ts = [t for _, t in self.state] + self.sets[0]["args"] + self.sets[0]["expected"]
@@ -202,8 +207,8 @@ def run(req):
     comp = stats.summary(ctx.compile_all)
     for r in results:
         if r.get("timings_ms"):
-            r["timings_ms"]["eager"] = eager
-            r["timings_ms"]["compile"] = comp
+            r["timings_ms"]["eager_batch"] = eager
+            r["timings_ms"]["compile_batch"] = comp
     reply = {
         "ok": True,
         "backend": ctx.backend,

@@ -1,0 +1,95 @@
+#!/bin/sh
+# t3003: the worker's protocol by hand (no judge): hello, run with poison
+# and pristine-input checks, time, dump, and its failure paths: a missing
+# manifest, a .so without kernelbot_forward, unknown commands, bad sets,
+# malformed manifests, and tags that try to leave the scratch directory.
+. "$(dirname "$0")/eval-lib.sh"
+# As inside the sandbox (sandbox_env.c): LeakSanitizer needs ptrace, which
+# the worker's lockdown refuses, so a sanitizer build must not run it.
+export ASAN_OPTIONS=detect_leaks=0
+X="$ROOT/tests/fixtures/exploits/cpu"
+mkdir -p "$tmp/in" "$tmp/scratch"
+cc -O2 -fPIC -shared -o "$tmp/correct.so" "$X/correct.c" -lm || bad "cc"
+cc -O2 -fPIC -shared -o "$tmp/mutate.so" "$X/mutate_input.c" -lm || bad "cc"
+printf 'int other(void) { return 0; }\n' >"$tmp/noentry.c"
+cc -fPIC -shared -o "$tmp/noentry.so" "$tmp/noentry.c" || bad "cc"
+
+# One input set: x [2,4] = 1..8, weight = 1, bias = 0 (float32, packed).
+"$PY" - "$tmp/in" <<'PYEOF'
+import json, struct, sys
+d = sys.argv[1]
+x = [float(i + 1) for i in range(8)]
+w = [1.0] * 4
+b = [0.0] * 4
+with open(d + "/set0.bin", "wb") as f:
+    f.write(struct.pack("<16f", *x, *w, *b))
+ins = [{"name": "x", "dtype": "float32", "shape": [2, 4], "offset": 0, "nbytes": 32},
+       {"name": "weight", "dtype": "float32", "shape": [4], "offset": 32, "nbytes": 16},
+       {"name": "bias", "dtype": "float32", "shape": [4], "offset": 48, "nbytes": 16}]
+outs = [{"name": "out0", "dtype": "float32", "shape": [2, 4], "nbytes": 32}]
+json.dump({"sets": [{"file": "set0.bin", "n_args": 1, "inputs": ins, "outputs": outs}]},
+          open(d + "/manifest.json", "w"))
+PYEOF
+
+W() { "$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch" "$@"; }
+
+printf '%s\n' '{"cmd":"noop"}' '{"cmd":"run","set":0,"tag":"a/../../x"}' \
+	'{"cmd":"time","sets":[0,0,0]}' '{"cmd":"dump","set":0,"tag":"d"}' \
+	'{"cmd":"bogus"}' '{"cmd":"run","set":7}' 'not json' '{"cmd":"quit"}' |
+	W --so "$tmp/correct.so" >"$tmp/replies" 2>"$tmp/err"
+st=$?
+[ "$st" -eq 0 ] && ok "worker exits 0 after quit" || bad "worker exit $st: $(cat "$tmp/err")"
+line() { sed -n "${1}p" "$tmp/replies"; }
+py() { "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); print($2)" "$3"; }
+[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox"' "$(line 1)")" = True ] &&
+	ok "hello after lockdown" || bad "hello: $(line 1)"
+[ "$(py x 'r["ok"]' "$(line 2)")" = True ] && ok "noop" || bad "noop: $(line 2)"
+r=$(line 3)
+[ "$(py x 'r["rc"] == [0, 0] and r["unwritten"] == [[0], [0]] and r["inputs_modified"] == [] and r["runs_differ_bytes"] == 0' "$r")" = True ] &&
+	ok "run: both runs wrote everything, inputs intact, runs identical" || bad "run: $r"
+"$PY" -c 'import json,sys,os; r=json.loads(sys.argv[1]); s=sys.argv[2]; sys.exit(0 if all(os.path.dirname(p)==s for p in r["files"][0]) and r["files"][1]==[] else 1)' "$r" "$tmp/scratch" &&
+	ok "output files stay in scratch whatever the tag; identical second run not resent" || bad "files: $r"
+"$PY" - "$tmp/scratch" <<'PYEOF' && ok "the output holds tanh(x) * 1 + 0" || bad "output values"
+import glob, math, struct, sys
+f = glob.glob(sys.argv[1] + "/*_r0_o0.bin")[0]
+v = struct.unpack("<8f", open(f, "rb").read())
+sys.exit(0 if all(abs(a - math.tanh(i + 1)) < 1e-6 for i, a in enumerate(v)) else 1)
+PYEOF
+[ "$(py x 'r["rc"] == 0 and len(r["ev_ms"]) == 3 and len(r["host_ms"]) == 3' "$(line 4)")" = True ] &&
+	ok "time: three timed calls" || bad "time: $(line 4)"
+[ "$(py x 'r["unwritten"] == [0] and len(r["files"]) == 1' "$(line 5)")" = True ] &&
+	ok "dump: the last timed run's outputs" || bad "dump: $(line 5)"
+for n in 6 7 8; do
+	[ "$(py x 'r["ok"] is False and r["stage"] == "request"' "$(line $n)")" = True ] &&
+		ok "bad command $n answered with an error" || bad "bad command $n: $(line $n)"
+done
+
+printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null
+[ "$(py x 'r["inputs_modified"] == ["x"]' "$(sed -n 2p "$tmp/r2")")" = True ] &&
+	ok "input mutation reported by name" || bad "mutation: $(cat "$tmp/r2")"
+
+echo '{"cmd":"quit"}' | W --so "$tmp/noentry.so" >"$tmp/r3" 2>/dev/null
+st=$?
+[ "$st" -eq 3 ] && grep -q '"stage":"load"' "$tmp/r3" && grep -q kernelbot_forward "$tmp/r3" &&
+	ok "no kernelbot_forward: load error, exit 3" || bad "noentry: exit $st $(cat "$tmp/r3")"
+
+echo '{"cmd":"quit"}' | "$KERNELBOT" __worker --backend cpu --dir "$tmp/nope" --scratch "$tmp/scratch" \
+	--so "$tmp/correct.so" >"$tmp/r4" 2>/dev/null
+st=$?
+[ "$st" -ne 0 ] && grep -q '"stage":"setup"' "$tmp/r4" && ok "missing manifest: setup error" ||
+	bad "missing manifest: exit $st $(cat "$tmp/r4")"
+
+sed 's/"offset": 32/"offset": 40/' "$tmp/in/manifest.json" >"$tmp/m.json" && mkdir -p "$tmp/in2" &&
+	cp "$tmp/m.json" "$tmp/in2/manifest.json" && cp "$tmp/in/set0.bin" "$tmp/in2/"
+echo '{"cmd":"quit"}' | "$KERNELBOT" __worker --backend cpu --dir "$tmp/in2" --scratch "$tmp/scratch" \
+	--so "$tmp/correct.so" >"$tmp/r5" 2>/dev/null
+grep -q 'not packed' "$tmp/r5" && ok "malformed manifest refused" || bad "manifest: $(cat "$tmp/r5")"
+sed 's/"set0.bin"/"..\/set0.bin"/' "$tmp/in/manifest.json" >"$tmp/in2/manifest.json"
+echo '{"cmd":"quit"}' | "$KERNELBOT" __worker --backend cpu --dir "$tmp/in2" --scratch "$tmp/scratch" \
+	--so "$tmp/correct.so" >"$tmp/r6" 2>/dev/null
+grep -q 'malformed' "$tmp/r6" && ok "a set file outside the input directory is refused" || bad "path: $(cat "$tmp/r6")"
+
+"$KERNELBOT" __worker --so x >/dev/null 2>&1; st=$?
+[ "$st" -eq 2 ] && ok "missing options: exit 2" || bad "usage exit $st"
+
+done_tests t3003-eval-worker
