@@ -16,6 +16,7 @@ struct cli_command {
 
 int cmd_trace(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -14,6 +14,7 @@
 
 const struct cli_command cli_commands[] = {
 	{ "trace", cmd_trace, "stage 1: print a problem's graph IR" },
+	{ "compile", cmd_compile, "graph compiler: a problem or IR to kernel source" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ NULL, NULL, NULL },
 };
