@@ -138,6 +138,7 @@ struct cg_emit {
 	const struct schedule *sched;
 	enum cg_backend_kind backend;
 	const char **bufname;		/* node -> pointer expression when materialized */
+	unsigned char *used;		/* node -> read or written by the current kernel */
 	int nvars;
 	struct {
 		char name[24];
@@ -151,6 +152,12 @@ struct cg_emit {
 	int vec;			/* lanes */
 	int root;			/* the node the current kernel computes */
 	int red_level;			/* deepest root level a large reduction sits at */
+	int red_rowlike;		/* a large reduction runs along its input's last dim */
+	int64_t red_extent;		/* the longest such reduction */
+	int nred;			/* reductions being emitted, outermost first */
+	int red_node[16];
+	struct cg_scope *red_loop[16];	/* their outermost loop scopes */
+	int cut;			/* node to materialize: a long reduction runs inside another's loop */
 	int error;			/* first error (-ENOTSUP ...) */
 	char err[CG_ERR_MAX];
 };

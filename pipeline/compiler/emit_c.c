@@ -32,6 +32,8 @@ group_loops(struct cg_emit *e, struct cg_scope *F, int root, int q, const int64_
 
 	cg_emit_reset_vars(e);
 	e->red_level = 0;
+	e->red_rowlike = 0;
+	e->red_extent = 0;
 	e->root = root;
 	if (!(G = cg_scope_new(e, F)))
 		return e->error;
@@ -109,6 +111,10 @@ emit_pointwise_group(struct cg_emit *e, struct cg_scope *F, int root)
 	if ((error = group_loops(e, junk, root, q, shape, q, 1)) < 0)
 		return error;
 	k = e->red_level;
+	/* a reduction across rows (not along the last dim): vectorize across
+	 * the last output dim instead, each lane summing its own column */
+	if (k == q && q >= 1 && !e->red_rowlike)
+		k = q - 1;
 	return group_loops(e, F, root, q, shape, k, 0);
 }
 
@@ -325,6 +331,7 @@ emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, siz
 		    n->op == CG_INPUT ? "const " : "", cg_ctype(n->dtype), n->op == CG_INPUT ? "const " : "",
 		    n->op == CG_INPUT ? "inputs" : "outputs", n->op == CG_INPUT ? (int)n->i[0] : n->output,
 		    n->op == CG_INPUT ? "inputs" : "outputs", n->op == CG_INPUT ? (int)n->i[0] : n->output);
+		cg_line(&e, F, "(void)%s;", ptrs[i]);
 		buf_free(&sh);
 	}
 	for (int i = 0; i < g->n; i++) {

@@ -71,6 +71,10 @@ cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
 	e->vec_var = -1;
 	e->vec = 1;
 	e->root = -1;
+	e->cut = -1;
+	e->used = calloc((size_t)(g->n > 0 ? g->n : 1), 1);
+	if (!e->used)
+		cg_fail(e, -ENOMEM, "out of memory");
 }
 
 static void
@@ -92,6 +96,8 @@ cg_emit_fini(struct cg_emit *e)
 		scope_free(s);
 	}
 	e->all = NULL;
+	free(e->used);
+	e->used = NULL;
 }
 
 void
@@ -415,6 +421,20 @@ cgx_aff_axpy(struct cg_aff *dst, int64_t c, const struct cg_aff *src)
 
 
 /* Load node id (materialized, contiguous) at the offset row. */
+/* Lane 0's offset is a multiple of the vector width for every thread:
+ * the vector variable steps by the width and every other term is a
+ * multiple of it (buffers themselves are checked at run time). */
+static int
+aligned(const struct cg_emit *e, const struct cg_aff *off)
+{
+	if (off->k % e->vec)
+		return 0;
+	for (int v = 0; v < e->nvars; v++)
+		if (v != e->vec_var && off->c[v] % e->vec)
+			return 0;
+	return 1;
+}
+
 int
 cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off, struct cg_val *out)
 {
@@ -425,12 +445,10 @@ cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off
 
 	if (!at)
 		at = cgx_outermost(s);
-	if (vec && off->c[e->vec_var] == 1 && e->backend == CG_CUDA) {
-		/* contiguous across lanes: the backend's vector load */
-		struct cg_aff base = *off;
-		base.c[e->vec_var] = 0;
+	if (vec && off->c[e->vec_var] == 1 && e->backend == CG_CUDA && aligned(e, off)) {
+		/* contiguous across lanes and lane 0 aligned: one vector load */
 		buf_printf(&b, "%s + ", e->bufname[id]);
-		cgx_aff_print(e, &base, &b);
+		cgx_aff_print(e, off, &b);
 		memset(out, 0, sizeof(*out));
 		snprintf(out->name, sizeof(out->name), "t%d", e->ntemps++);
 		out->scope = at;
@@ -439,8 +457,10 @@ cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off
 		cg_line(e, at, "%s %s[KB_VEC]; kb_load_vec(%s, %s);", cg_ctype(n->dtype), out->name,
 		    out->name, buf_cstr(&b));
 		buf_free(&b);
+		e->used[id] = 1;
 		return 0;
 	}
+	e->used[id] = 1;
 	buf_printf(&b, "%s[", e->bufname[id]);
 	if (vec) {
 		/* lanes as kb_j inside the lane loop */

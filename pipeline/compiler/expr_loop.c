@@ -82,6 +82,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 		if (v < 0)
 			return NULL;
 		e->var[v].extent = total;
+		buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
 		buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
 		    e->var[v].name, e->var[v].name, total, e->var[v].name);
 		*first = L;
@@ -127,7 +128,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			buf_printf(&L->head, "#pragma omp simd %s\n", clause);
 			L->in_simd = 1;
 		} else if (e->backend == CG_CUDA && inner) {
-			buf_printf(&L->head, "#pragma unroll 4\n");
+			buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
 		}
 		outer = 0;
 		buf_printf(&L->head, "for (int64_t %s = 0; %s < %" PRId64 "; %s++)", e->var[v].name,
@@ -173,8 +174,14 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	if (!isarg && n->op != CG_RMAX && n->op != CG_RMIN)
 		vt = at;
 	coop = e->backend == CG_CUDA && P->uniform;
-	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION && P->level > e->red_level)
-		e->red_level = P->level;
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
+		if (P->level > e->red_level)
+			e->red_level = P->level;
+		if (n->rmask & (1u << (an->rank - 1)))
+			e->red_rowlike = 1;
+		if (lw_reduced(an, n->rmask) > e->red_extent)
+			e->red_extent = lw_reduced(an, n->rmask);
+	}
 	snprintf(acc, sizeof(acc), "a%d", e->ntemps++);
 	init_text(n->op, isarg ? an->dtype : at, init, sizeof(init));
 	clause[0] = '\0';
@@ -209,7 +216,23 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	inner = open_loops(e, P, an, n->rmask, isarg ? NULL : clause, coop, &am, &first, &lin);
 	if (!inner)
 		return e->error ? e->error : -ENOMEM;
-	if ((error = cg_ev(e, inner, n->arg[0], &am, &v)) < 0)
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
+		/* a long reduction recomputed in every iteration of another's
+		 * loop: the outer one's operand deserves its own kernel */
+		for (int j = 0; j < e->nred; j++)
+			for (struct cg_scope *sc = P; sc; sc = sc->parent)
+				if (sc == e->red_loop[j] && e->cut < 0)
+					e->cut = e->g->nodes[e->red_node[j]].arg[0];
+		if (e->nred < 16) {
+			e->red_node[e->nred] = id;
+			e->red_loop[e->nred++] = first;
+		}
+	}
+	error = cg_ev(e, inner, n->arg[0], &am, &v);
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION && e->nred > 0 &&
+	    e->red_node[e->nred - 1] == id)
+		e->nred--;
+	if (error < 0)
 		return error;
 	cgx_opnd(&v, vt, 0, x, sizeof(x));
 	if (v.vec)

@@ -175,27 +175,48 @@ ev_pad(struct cg_emit *e, struct cg_scope *s, const struct cg_node *n, const str
 	struct cg_scope *at = NULL;
 	struct cg_val v;
 	char fill[64], text[EXPR_MAX];
-	int error;
+	int error, mode = (int)n->f[1];
 
 	for (int d = 0; d < n->rank; d++) {
 		int x, c;
+		int64_t sz = an->shape[d];
 		am.r[d].k -= n->i[d];
-		if (n->i[d] == 0 && n->shape[d] == an->shape[d])
+		if (n->i[d] == 0 && n->shape[d] == sz)
 			continue;
 		if ((x = cgx_aff_var(e, s, &am.r[d], 0)) < 0 || e->error)
 			return e->error ? e->error : -EINVAL;
-		buf_printf(&cond, "%s(%s >= 0 && %s < %" PRId64 ")", cond.len ? " && " : "",
-		    e->var[x].name, e->var[x].name, an->shape[d]);
-		if ((c = cgx_clamp_var(e, s, x, an->shape[d])) < 0)
+		if (mode == 0) {
+			buf_printf(&cond, "%s(%s >= 0 && %s < %" PRId64 ")", cond.len ? " && " : "",
+			    e->var[x].name, e->var[x].name, sz);
+			c = cgx_clamp_var(e, s, x, sz);
+		} else {
+			/* reflect, replicate or wrap the index into the tensor */
+			const char *xn = e->var[x].name;
+			if (mode == 1)
+				snprintf(text, sizeof(text), "%s < 0 ? -%s : (%s >= %" PRId64 " ? %" PRId64 " - %s : %s)",
+				    xn, xn, xn, sz, 2 * (sz - 1), xn, xn);
+			else if (mode == 2)
+				snprintf(text, sizeof(text), "%s < 0 ? 0 : (%s >= %" PRId64 " ? %" PRId64 " : %s)",
+				    xn, xn, sz, sz - 1, xn);
+			else
+				snprintf(text, sizeof(text), "((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64,
+				    xn, sz, sz, sz);
+			c = cgx_derived(e, s, x, text, sz);
+		}
+		if (c < 0)
 			return e->error;
 		at = cgx_deeper(at, e->var[c].scope);
 		cgx_unit(&am.r[d], c);
 	}
 	if ((error = cg_ev(e, s, n->arg[0], &am, &v)) < 0)
 		return error;
+	if (!cond.len) {
+		*out = v;
+		return 0;
+	}
 	cgx_literal(n->f[0], n->dtype, fill, sizeof(fill));
-	snprintf(text, sizeof(text), "%s ? %s%s : %s", cond.len ? buf_cstr(&cond) : "1", v.name,
-	    v.vec ? "[kb_j]" : "", fill);
+	snprintf(text, sizeof(text), "%s ? %s%s : %s", buf_cstr(&cond), v.name, v.vec ? "[kb_j]" : "",
+	    fill);
 	buf_free(&cond);
 	at = cgx_deeper(at, v.scope);
 	cgx_temp(e, at ? at : cgx_outermost(s), n->dtype, v.vec, text, out);

@@ -217,6 +217,30 @@ lower_nll(struct lower *L, int logp, int t, int w, const char *reduction, int64_
 	return lw_binary(L, CG_DIV, lw_reduce(L, CG_RSUM, l, all, 0), den);
 }
 
+/* PyTorch's label smoothing (no class weights): (1 - ls) * nll +
+ * ls / C * (-sum_c logp), the second term reduced like the first over the
+ * targets that are not ignored. */
+static int
+smooth(struct lower *L, int logp, int t, int nll, double ls, const char *red, int64_t ii)
+{
+	struct cg_node *nt = lw_N(L, t);
+	enum ir_dtype dt = lw_N(L, logp)->dtype;
+	int64_t C = lw_N(L, logp)->shape[1];
+	int valid = lw_binary(L, CG_NE, t, lw_cst(L, (double)ii, nt->dtype)), sm;
+	uint32_t all = nt->rank ? (1u << nt->rank) - 1 : 0;
+
+	sm = lw_squeeze(L, lw_unary(L, CG_NEG, lw_reduce(L, CG_RSUM, logp, 2u, 1)), 2u);
+	sm = lw_where3(L, valid, sm, lw_cst(L, 0, dt));
+	if (strcmp(red, "none") && all) {
+		int cnt = lw_reduce(L, CG_RSUM, lw_where3(L, valid, lw_cst(L, 1, dt), lw_cst(L, 0, dt)), all, 0);
+		sm = lw_reduce(L, CG_RSUM, sm, all, 0);
+		if (!strcmp(red, "mean"))
+			sm = lw_binary(L, CG_DIV, sm, cnt);
+	}
+	return lw_binary(L, CG_ADD, lw_binary(L, CG_MUL, nll, lw_cst(L, 1 - ls, dt)),
+	    lw_binary(L, CG_MUL, sm, lw_cst(L, ls / (double)C, dt)));
+}
+
 static int
 opt(struct lower *L, int i)
 {
@@ -243,15 +267,20 @@ lower_loss(struct lower *L)
 		return !strcmp(red, "sum") ? lw_reduce(L, CG_RSUM, sq, all, 0) : lw_mean(L, sq, all, 0);
 	}
 	if (!strcmp(L->cur->op, "cross_entropy")) {
-		int m, e, s;
-		if (lw_kwnum(L, "label_smoothing", 0) != 0)
-			return LW_UNSUP(L, "unsupported: cross_entropy with label_smoothing"), -1;
+		int m, e, s, nll;
+		double ls = lw_kwnum(L, "label_smoothing", 0);
 		if (lw_N(L, x)->rank < 2)
 			return LW_UNSUP(L, "unsupported: cross_entropy on an unbatched input"), -1;
+		if (ls != 0 && opt(L, 2) != -2)
+			return LW_UNSUP(L, "unsupported: cross_entropy with label_smoothing and class weights"), -1;
 		m = lw_reduce(L, CG_RMAX, x, 2u, 1);
 		e = lw_binary(L, CG_SUB, x, m);
 		s = lw_reduce(L, CG_RSUM, lw_unary(L, CG_EXP, e), 2u, 1);
 		x = lw_binary(L, CG_SUB, e, lw_unary(L, CG_LOG, s));
+		nll = lower_nll(L, x, t, opt(L, 2), red, (int64_t)lw_kwnum(L, "ignore_index", -100));
+		if (ls == 0 || nll < 0)
+			return nll;
+		return smooth(L, x, t, nll, ls, red, (int64_t)lw_kwnum(L, "ignore_index", -100));
 	}
 	return lower_nll(L, x, t, opt(L, 2), red, (int64_t)lw_kwnum(L, "ignore_index", -100));
 }
@@ -447,7 +476,9 @@ lw_nn(struct lower *L, const struct ir_value *v, int i)
 		int n = lw_kwints(L, "pad", p, 2 * CG_MAX_RANK), r;
 		if (x < 0 || n < 0 || n % 2)
 			return lw_lfail(L, -EINVAL, "pad: bad pad list"), -1;
-		if (mode && strcmp(mode, "constant"))
+		int code = !mode || !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 :
+		    !strcmp(mode, "replicate") ? 2 : !strcmp(mode, "circular") ? 3 : -1;
+		if (code < 0)
 			return LW_UNSUP(L, "unsupported: pad mode %s", mode), -1;
 		r = lw_N(L, x)->rank;
 		for (int k = 0; k < n; k++)
@@ -455,7 +486,10 @@ lw_nn(struct lower *L, const struct ir_value *v, int i)
 				return LW_UNSUP(L, "unsupported: pad with negative padding"), -1;
 		for (int k = 0; k < n / 2; k++)
 			lo[r - 1 - k] = p[2 * k];
-		return pad(L, x, lo, v->shape, lw_kwnum(L, "value", 0));
+		x = pad(L, x, lo, v->shape, lw_kwnum(L, "value", 0));
+		if (x >= 0)
+			lw_N(L, x)->f[1] = code;
+		return x;
 	}
 	return LW_UNSUP(L, "unsupported: %s", op), -1;
 }

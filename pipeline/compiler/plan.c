@@ -7,6 +7,7 @@
 
 #include "pipeline/compiler/cg.h"
 #include "pipeline/compiler/group.h"
+#include "pipeline/compiler/cuda.h"
 
 int
 cg_strided(const struct cg *g, int id, int *leaf, int64_t *off, int64_t *strides)
@@ -82,6 +83,31 @@ cg_plan(struct cg *g, const struct schedule *s)
 			if (s->cuts & (UINT64_C(1) << cand))
 				n->materialize = 1;
 			cand++;
+		}
+	}
+	/* cuBLAS needs a unit stride in each matrix and one batch stride;
+	 * cuDNN contiguous tensors: copy what does not fit */
+	for (int i = 0; i < g->n && s->backend == SCHED_CUDA; i++) {
+		struct cg_node *n = &g->nodes[i];
+		int leaf;
+		int64_t off, st[CG_MAX_RANK];
+		if (n->op == CG_GEMM) {
+			for (int a = 0; a < 2; a++)
+				if (cu_gemm_operand_ok(g, i, a) < 0)
+					g->nodes[n->arg[a]].materialize = 1;
+		} else if (n->op == CG_CONV) {
+			for (int a = 0; a < 2; a++) {
+				const struct cg_node *an = &g->nodes[n->arg[a]];
+				int64_t want = 1;
+				int contiguous = cg_strided(g, n->arg[a], &leaf, &off, st) == 0;
+				for (int d = an->rank - 1; d >= 0 && contiguous; d--) {
+					if (an->shape[d] != 1 && st[d] != want)
+						contiguous = 0;
+					want *= an->shape[d];
+				}
+				if (!contiguous)
+					g->nodes[n->arg[a]].materialize = 1;
+			}
 		}
 	}
 	/* A materialized operand of a GEMM may itself be read through views. */

@@ -1,14 +1,14 @@
 #!/bin/sh
-# Compile every IR fixture with the CPU backend and check the kernel
-# against its problem with the trusted driver (run_kernel.py). Prints one
-# line per problem and "compiler-cpu: N passed, N failed".
-# Usage: tests/compiler/check_cpu.sh [NAME...]   (default: all fixtures)
+# Compile IR fixtures with the CPU backend and check every kernel against
+# its problem with the trusted driver (run_kernel.py, one process for all).
+# Usage: tests/compiler/check_cpu.sh [NAME...]   (default: every fixture)
 set -u
 KB=${KERNELBOT:-build/default/kernelbot}
 PY=${KERNELBOT_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+fail=0
+pairs=""
 names=${*:-$(ls tests/fixtures/ir | sed 's/\.json$//')}
 for n in $names; do
 	prob=tests/fixtures/compiler/problems/$n.py
@@ -18,14 +18,16 @@ for n in $names; do
 		fail=$((fail + 1))
 		continue
 	fi
-	if res=$(OMP_NUM_THREADS=2 "$PY" tests/compiler/run_kernel.py "$prob" "$tmp/$n.c" 2>&1); then
-		echo "ok   $n: $res"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $n: $res" | head -c 3000
-		echo
-		fail=$((fail + 1))
-	fi
+	pairs="$pairs $prob $tmp/$n.c"
 done
-echo "compiler-cpu: $pass passed, $fail failed"
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=2 "$PY" tests/compiler/run_kernel.py $pairs > "$tmp/out" 2>&1
+set -- $pairs
+while [ $# -ge 2 ]; do
+	IFS= read -r line || line="(no result)"
+	echo "$(basename "$1" .py): $line"
+	case $line in ok*) ;; *) fail=$((fail + 1)) ;; esac
+	shift 2
+done < "$tmp/out"
+echo "compiler-cpu: $fail failed"
 [ "$fail" -eq 0 ]

@@ -13,9 +13,12 @@ the kernel never writes fails the check; each trial runs the kernel twice
 and checks the inputs were not modified.
 """
 import argparse
+import concurrent.futures
 import ctypes
 import importlib.util
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,13 +62,46 @@ def load_problem(path):
     return mod
 
 
-def abi_inputs(model, inputs):
-    return list(inputs) + [p.detach() for _, p in model.named_parameters()] + \
-        [b.detach() for _, b in model.named_buffers()]
+def abi_inputs(model, inputs, kernel, problem):
+    """The IR's input order: forward's tensor arguments, parameters, buffers,
+    then tensor constants (module attributes), which the generated kernel's
+    header names ("inputs: x w.weight ...")."""
+    ins = [x for x in inputs if isinstance(x, torch.Tensor)]
+    ins += [p.detach() for _, p in model.named_parameters()] + [b.detach() for _, b in model.named_buffers()]
+    names = []
+    with open(kernel) as f:
+        for line in f:
+            if line.startswith(" * inputs:"):
+                names = line.split(":", 1)[1].strip().rstrip(".").split()
+                break
+    for name in names[len(ins):]:
+        obj = model
+        try:
+            for part in name.split("."):
+                obj = getattr(obj, part)
+            ins.append(obj.detach())
+        except AttributeError:
+            ins.append(ir_constant(problem, name))
+    return ins
+
+
+def ir_constant(problem, name):
+    """A constant fx made up (torch.ones(M) -> _tensor_constant0): its data
+    is inline in the IR fixture beside the problem."""
+    base = os.path.splitext(os.path.basename(problem))[0]
+    path = os.path.join(os.path.dirname(problem), "..", "..", "ir", base + ".json")
+    with open(path) as f:
+        ir = json.load(f)
+    for i in ir["inputs"]:
+        if i["name"] == name and "data" in i:
+            dt = getattr(torch, i["dtype"])
+            return torch.tensor([float(v["float"]) if isinstance(v, dict) else v for v in i["data"]],
+                                dtype=dt).reshape(i["shape"])
+    raise AttributeError("constant %s has no data in %s" % (name, path))
 
 
 def poison(ref):
-    out = torch.empty_like(ref)
+    out = torch.empty(ref.shape, dtype=ref.dtype)  # contiguous, whatever the reference's strides
     if ref.dtype.is_floating_point:
         out.fill_(float("nan"))
     elif ref.dtype == torch.bool:
@@ -102,25 +138,37 @@ def main():
     if len(a.items) % 2:
         ap.error("arguments come in PROBLEM KERNEL pairs")
     rc = 0
-    for i in range(0, len(a.items), 2):
-        a.problem, a.kernel = a.items[i], a.items[i + 1]
-        try:
-            r = check(a)
-        except Exception as e:  # a broken problem file fails its pair, not the batch
-            print("FAIL %s: %s: %s" % (a.problem, type(e).__name__, e))
-            r = 1
-        sys.stdout.flush()
-        rc |= r
+    tmp = tempfile.mkdtemp()
+    try:
+        # cc is most of the time: build every kernel first, in parallel
+        kernels = a.items[1::2]
+        sos = [os.path.join(tmp, "k%d.so" % i) for i in range(len(kernels))]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+            builds = list(ex.map(lambda ks: subprocess.run(CC + ["-o", ks[1], ks[0]], capture_output=True, text=True),
+                                 zip(kernels, sos)))
+        for i in range(0, len(a.items), 2):
+            a.problem, a.kernel = a.items[i], a.items[i + 1]
+            rc |= one(a, builds[i // 2], sos[i // 2])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return rc
 
 
-def check(a):
-    with tempfile.TemporaryDirectory() as tmp:
-        so = os.path.join(tmp, "kernel.so")
-        r = subprocess.run(CC + ["-o", so, a.kernel], capture_output=True, text=True)
-        if r.returncode:
-            print("FAIL compile: " + r.stderr[-3000:].replace("\n", " | "))
-            return 1
+def one(a, build, so):
+    if build.returncode:
+        print("FAIL compile: " + build.stderr[-3000:].replace("\n", " | "))
+        return 1
+    try:
+        r = check(a, so)
+    except Exception as e:  # a broken problem file fails its pair, not the batch
+        print("FAIL %s: %s: %s" % (a.problem, type(e).__name__, e))
+        r = 1
+    sys.stdout.flush()
+    return r
+
+
+def check(a, so):
+    if True:
         lib = ctypes.CDLL(so)
         fwd = lib.kernelbot_forward
         fwd.restype = ctypes.c_int
@@ -136,7 +184,7 @@ def check(a):
             with torch.no_grad():
                 ref = model(*inputs)
             refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-            ins = [t.contiguous() for t in abi_inputs(model, inputs)]
+            ins = [t.contiguous() for t in abi_inputs(model, inputs, a.kernel, a.problem)]
             saved = [t.clone() for t in ins]
             for run in range(2):
                 outs = [poison(r) for r in refs]

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,6 +163,103 @@ write_file(const char *path, const char *text)
 	return fclose(f);
 }
 
+/* Compile fixture NAME for the CPU into dir; 1 when a pair was added. */
+static int
+add_pair(const char *dir, const char *kind, const char *problem, int cut, char *name, char *kpath,
+    char *ppath)
+{
+	struct schedule s;
+	json_t *j = fixture(problem);
+	char *src = NULL, label[160], err[1024];
+	int ok;
+
+	schedule_default(&s, NULL, SCHED_CPU);
+	s.cuts = cut ? ~UINT64_C(0) : 0;
+	s.cpu_tile = cut ? 16 : 64;
+	snprintf(label, sizeof(label), "%.64s compiles for the CPU%s", problem, cut ? " (all fusion cuts)" : "");
+	ok = CHECK(label, j && compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)) == 0);
+	json_decref(j);
+	if (!ok) {
+		printf("     %s\n", err);
+		return 0;
+	}
+	CHECK("the source has the ABI entry point", strstr(src, "\nkernelbot_forward(") != NULL);
+	snprintf(name, 64, "%.50s%s", problem, cut ? "+cuts" : "");
+	snprintf(kpath, 4200, "%s/%s.c", dir, name);
+	snprintf(ppath, 4200, "%s/tests/fixtures/compiler/%s/%s.py", root, kind, problem);
+	ok = CHECK("kernel written", write_file(kpath, src) == 0);
+	free(src);
+	return ok;
+}
+
+/* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
+ * kernel per CUDA code path (flat, warp and block teams, thread per
+ * output, cuBLAS, cuDNN, scans, gathers, argmax), so the check stays
+ * cheap; tests/compiler/check_cuda.sh compiles every fixture. */
+static void
+test_cuda_compiles(const char *dir)
+{
+	static const char *const problems[] = { "02_softmax_rows", "08_conv2d_batchnorm_silu",
+		"09_mean_tanh", "11_causal_attention", "13_cross_entropy", "14_cumsum",
+		"16_maxpool_relu_scale", NULL };
+	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
+	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
+	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
+	char paths[40][4200], err[1024];
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r;
+	int argc = 0, n = 0;
+
+	if (access(nvcc, X_OK) != 0) {
+		printf("nvcc not found: CUDA compile checks skipped\n");
+		return;
+	}
+	argv[argc++] = nvcc;
+	argv[argc++] = "-c";
+	argv[argc++] = "-O1";
+	argv[argc++] = "-arch=sm_90";
+	argv[argc++] = "-Xcompiler";
+	argv[argc++] = "-fPIC";
+	argv[argc++] = "-I/usr/include";
+	argv[argc++] = "-odir";
+	argv[argc++] = dir;
+	for (int k = 0; k < 2; k++) {
+		const char *const *list = k ? ops : problems;
+		for (int i = 0; list[i] && n < 40; i++) {
+			json_t *j = fixture(list[i]);
+			char *src = NULL, label[160];
+			snprintf(label, sizeof(label), "%.64s compiles for CUDA", list[i]);
+			if (!CHECK(label, j && compile_json(j, SCHED_CUDA, NULL, &src, err, sizeof(err)) == 0)) {
+				printf("     %s\n", err);
+				json_decref(j);
+				continue;
+			}
+			json_decref(j);
+			snprintf(paths[n], sizeof(paths[n]), "%s/%s.cu", dir, list[i]);
+			if (write_file(paths[n], src) == 0 && argc < 62)
+				argv[argc++] = paths[n++];
+			free(src);
+		}
+	}
+	argv[argc] = NULL;
+	o.argv = argv;
+	o.envp = envp;
+	o.timeout_ms = 1200 * 1000;
+	memset(&r, 0, sizeof(r));
+	CHECK("nvcc runs", spawn_run(&o, &r) == 0);
+	if (!CHECK("every CUDA kernel compiles with nvcc", r.status == 0))
+		printf("     %.3000s\n", buf_cstr(&r.err));
+	spawn_result_free(&r);
+	for (int i = 0; i < n; i++) {
+		char obj[4300];
+		unlink(paths[i]);
+		snprintf(obj, sizeof(obj), "%.4190s", paths[i]);
+		obj[strlen(obj) - 3] = '\0';
+		strcat(obj, ".o");
+		unlink(obj);
+	}
+}
+
 int
 main(void)
 {
@@ -175,7 +273,9 @@ main(void)
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
 		"HOME=/tmp", NULL };
 	char dir[] = "/tmp/kbcompXXXXXX", names[MAX_PAIRS][64], kpath[MAX_PAIRS][4200],
-	    ppath[MAX_PAIRS][4200], driver[4200], err[1024];
+	    ppath[MAX_PAIRS][4200], driver[4200];
+	char opsdir[4200];
+	DIR *dp;
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result r;
 	int n = 0, argc = 0;
@@ -185,37 +285,31 @@ main(void)
 	test_unsupported();
 	test_schedule();
 
+	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/compiler/ops", root);
 	if (!mkdtemp(dir)) {
 		CHECK("temporary directory", 0);
 		return t_done("compiler");
 	}
 	for (int i = 0; problems[i]; i++) {
 		/* each problem under the default schedule and with every cut */
-		for (int cut = 0; cut < 2; cut++) {
-			struct schedule s;
-			json_t *j = fixture(problems[i]);
-			char *src = NULL, label[128];
-			schedule_default(&s, NULL, SCHED_CPU);
-			s.cuts = cut ? ~UINT64_C(0) : 0;
-			s.cpu_tile = cut ? 16 : 64;
-			snprintf(label, sizeof(label), "%s compiles for the CPU%s", problems[i],
-			    cut ? " (all fusion cuts)" : "");
-			if (!CHECK(label, j && compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)) == 0)) {
-				printf("     %s\n", err);
-				json_decref(j);
-				continue;
-			}
-			CHECK("the source has the ABI entry point", strstr(src, "\nkernelbot_forward(") != NULL);
-			snprintf(names[n], sizeof(names[n]), "%s%s", problems[i], cut ? "+cuts" : "");
-			snprintf(kpath[n], sizeof(kpath[n]), "%s/%s.c", dir, names[n]);
-			snprintf(ppath[n], sizeof(ppath[n]), "%s/tests/fixtures/compiler/problems/%s.py", root,
-			    problems[i]);
-			CHECK("kernel written", write_file(kpath[n], src) == 0);
-			n++;
-			free(src);
-			json_decref(j);
-		}
+		for (int cut = 0; cut < 2; cut++)
+			n += add_pair(dir, "problems", problems[i], cut, names[n], kpath[n], ppath[n]);
 	}
+	/* one problem per canonical op (the harness's op fixtures) */
+	if ((dp = opendir(opsdir))) {
+		struct dirent *de;
+		while ((de = readdir(dp)) && n < MAX_PAIRS) {
+			char name[64];
+			size_t len = strlen(de->d_name);
+			if (len < 4 || len >= sizeof(name) || strcmp(de->d_name + len - 3, ".py"))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 3), de->d_name);
+			n += add_pair(dir, "ops", name, 0, names[n], kpath[n], ppath[n]);
+		}
+		closedir(dp);
+	}
+	CHECK("the op fixtures are there", n > 60);
+	test_cuda_compiles(dir);
 	snprintf(driver, sizeof(driver), "%s/tests/compiler/run_kernel.py", root);
 	argv[argc++] = "/usr/bin/python3";
 	argv[argc++] = driver;
