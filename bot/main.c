@@ -17,6 +17,7 @@ const struct cli_command cli_commands[] = {
 	{ "changes", cmd_changes, "the modules a push changed, to optimize or retire" },
 	{ "publish", cmd_publish, "put a module's result on its branch, PR, comment, status" },
 	{ "forge", cmd_forge, "one forge call: permission, react, status, comment" },
+	{ "compile", cmd_compile, "graph compiler: a problem or IR to kernel source" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },

@@ -1,0 +1,223 @@
+/*
+ * cg: the compiler's own graph and the expression emitter shared by the
+ * backends. Internal to pipeline/compiler/ (compiler.h is the contract).
+ *
+ * Lowering (lower.c) turns the graph IR into a small set of primitive
+ * nodes: pointwise ops, affine views, reshapes, reductions, scans, GEMM and
+ * convolution. Composite ops (softmax, norms, losses, pooling) become
+ * chains of primitives, so every backend handles them with the same few
+ * emitters, and fusion falls out of one rule: everything that is not
+ * materialized is recomputed inline where it is used (expr.c).
+ */
+#ifndef KB_PIPELINE_COMPILER_CG_H
+#define KB_PIPELINE_COMPILER_CG_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "pipeline/compiler/ir.h"
+#include "pipeline/compiler/schedule.h"
+
+#define CG_MAX_RANK	IR_MAX_RANK
+#define CG_MAX_NODES	16384	/* after decomposition */
+#define CG_NV		32	/* loop variables and index temps per kernel */
+#define CG_ERR_MAX	256
+#define CG_LARGE_REDUCTION 64	/* reductions this long get a loop level of their own */
+
+enum cg_op {
+	CG_INPUT,	/* ABI input number i[0] */
+	CG_CONST,	/* the scalar f[0] (or i[0] for integers), broadcast */
+	/* unary pointwise: arg[0] */
+	CG_NEG, CG_ABS, CG_EXP, CG_LOG, CG_LOG1P, CG_EXPM1, CG_SQRT, CG_RSQRT,
+	CG_RECIP, CG_SIN, CG_COS, CG_ERF, CG_FLOOR, CG_CEIL, CG_SIGN,
+	CG_SIGMOID, CG_TANH, CG_NOT, CG_RELU, CG_SILU, CG_MISH, CG_HARDSWISH,
+	CG_HARDSIGMOID, CG_SELU, CG_GELU, CG_GELU_TANH,
+	CG_LEAKY,	/* f[0] slope */
+	CG_ELU,		/* f[0] alpha */
+	CG_SOFTPLUS,	/* f[0] beta, f[1] threshold */
+	CG_CLAMP,	/* f[0] lo if i[0], f[1] hi if i[1] */
+	CG_CAST,	/* to the node's dtype */
+	CG_POWS,	/* x ** f[0] */
+	/* binary pointwise: arg[0], arg[1] (broadcast to the node's shape) */
+	CG_ADD, CG_SUB, CG_MUL, CG_DIV, CG_DIV_TRUNC, CG_DIV_FLOOR, CG_POW,
+	CG_MAX2, CG_MIN2, CG_EQ, CG_NE, CG_LT, CG_LE, CG_GT, CG_GE, CG_AND, CG_OR,
+	CG_WHERE,	/* arg[0] ? arg[1] : arg[2] */
+	/* index-dependent pointwise */
+	CG_TRIU, CG_TRIL,	/* i[0] diagonal, over the last two dims */
+	CG_PAD,		/* arg[0] padded: i[d] = low pad of dim d, f[0] fill */
+	CG_CAT,		/* arg[0] ++ arg[1] along dim i[0] */
+	CG_LOOKUP,	/* arg[0] (1-D) at index arg[1] (the node's shape) */
+	CG_TAKE,	/* arg[0] at dim i[0] indexed by arg[1]; the node's dims are arg[0]'s without i[0] */
+	/* views */
+	CG_VIEW,	/* arg index = map(node index), affine */
+	CG_RESHAPE,	/* same elements, row-major order */
+	/* reductions over the dims in rmask of arg[0]; keepdim in i[0] */
+	CG_RSUM, CG_RPROD, CG_RMAX, CG_RMIN, CG_RARGMAX, CG_RARGMIN,
+	/* materialized: always a kernel (or library call) of their own */
+	CG_CUMSUM, CG_CUMPROD,	/* along dim i[0] */
+	CG_GEMM,	/* arg[0] [B.., M, K] x arg[1] [B.., K, N] * f[0] */
+	CG_CONV,	/* arg[0] x [N, C, (H,) W], arg[1] w; i[]: see CG_CONV_* */
+	CG_N_OPS,
+};
+
+/* CG_CONV attributes in i[]: spatial dims, then per dim (2 max) stride, pad, dilation. */
+enum { CG_CONV_NSP = 0, CG_CONV_GROUPS = 1, CG_CONV_STRIDE = 2, CG_CONV_PAD = 4,
+	CG_CONV_DIL = 6 };
+
+struct cg_vmap {
+	int64_t c[CG_MAX_RANK][CG_MAX_RANK];	/* arg dim d = sum_j c[d][j] * out_j + k[d] */
+	int64_t k[CG_MAX_RANK];
+};
+
+struct cg_node {
+	enum cg_op op;
+	enum ir_dtype dtype;
+	int rank;
+	int64_t shape[CG_MAX_RANK];
+	int arg[3];		/* operand nodes, -1 when unused */
+	double f[3];
+	int64_t i[8];
+	uint32_t rmask;		/* reductions: reduced dims of arg[0] */
+	struct cg_vmap *vmap;	/* CG_VIEW only */
+	const char *name;	/* the IR value it stands for, or NULL */
+	int output;		/* ABI output number, or -1 */
+	int materialize;	/* a kernel of its own writes it to memory */
+	int uses;
+};
+
+struct cg {
+	const struct ir_graph *ir;
+	int n;
+	struct cg_node *nodes;
+	int n_inputs;
+	int input_node[IR_MAX_VALUES];	/* ABI input -> node */
+	int n_outputs;
+	int output_node[IR_MAX_OUTPUTS];
+	char err[CG_ERR_MAX];		/* "unsupported: OP ..." and friends */
+};
+
+/*
+ * Lower an IR graph. 0 and *out (free with cg_free); -ENOTSUP with
+ * "unsupported: OP (why)" in err for an op or form not handled; -EINVAL for
+ * an IR that contradicts itself; -E2BIG, -ENOMEM.
+ */
+int cg_lower(const struct ir_graph *ir, struct cg **out, char *err, size_t errlen);
+void cg_free(struct cg *g);
+
+/* Mark the nodes that get their own kernel (outputs, library ops, and
+ * what the schedule's fusion boundaries ask for). */
+void cg_plan(struct cg *g, const struct schedule *s);
+
+int cg_is_pointwise(enum cg_op op);
+int cg_is_reduction(enum cg_op op);
+const char *cg_op_name(enum cg_op op);
+
+/* Resolve a chain of affine views down to a materialized node: element
+ * (idx) of node id lives at leaf[off + sum idx_d * strides[d]]. 0, or -1
+ * when a reshape or a computed node is in the way. */
+int cg_strided(const struct cg *g, int id, int *leaf, int64_t *off, int64_t *strides);
+
+/* ------------------------------------------------ expression emitter */
+
+struct cg_aff {
+	int64_t c[CG_NV];	/* coefficients of the kernel's variables */
+	int64_t k;
+};
+
+struct cg_map {
+	int rank;
+	struct cg_aff r[CG_MAX_RANK];
+};
+
+struct cg_scope;
+
+enum cg_backend_kind { CG_CPU, CG_CUDA };
+
+struct cg_emit {
+	const struct cg *g;
+	const struct schedule *sched;
+	enum cg_backend_kind backend;
+	const char **bufname;		/* node -> pointer expression when materialized */
+	unsigned char *used;		/* node -> read or written by the current kernel */
+	int nvars;
+	struct {
+		char name[24];
+		struct cg_scope *scope;	/* where it is defined */
+		int vec;		/* CUDA: varies across a thread's vector lanes */
+		int64_t extent;		/* 0 <= var < extent; 0 when unknown */
+	} var[CG_NV];
+	int ntemps;
+	struct cg_scope *all;		/* every scope, for freeing */
+	int vec_var;			/* CUDA vector lane variable, or -1 */
+	int vec;			/* lanes */
+	int root;			/* the node the current kernel computes */
+	int red_level;			/* deepest root level a large reduction sits at */
+	int red_rowlike;		/* a large reduction runs along its input's last dim */
+	int64_t red_extent;		/* the longest such reduction */
+	int nred;			/* reductions being emitted, outermost first */
+	int red_node[16];
+	struct cg_scope *red_loop[16];	/* their outermost loop scopes */
+	int cut;			/* node to materialize: a long reduction runs inside another's loop */
+	int error;			/* first error (-ENOTSUP ...) */
+	char err[CG_ERR_MAX];
+};
+
+struct cg_val {
+	char name[24];		/* temp name or literal */
+	struct cg_scope *scope;	/* where it is defined (NULL: a literal) */
+	int vec;
+	enum ir_dtype dtype;
+};
+
+struct cg_scope {
+	struct cg_scope *parent;
+	struct cg_scope *next_all;
+	int depth;		/* indentation */
+	int guard;		/* nothing is hoisted above this scope */
+	int uniform;		/* CUDA: every thread of the team runs it */
+	int in_simd;		/* CPU: inside an omp simd loop */
+	int par;		/* CPU: inside an omp parallel loop */
+	int level;		/* root loop variables defined at or above it */
+	struct buf head;	/* the loop header(s), emitted by close */
+	struct buf body;
+	int nmemo, capmemo;
+	struct cg_memo *memo;
+};
+
+void cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
+    enum cg_backend_kind backend, const char **bufname);
+void cg_emit_fini(struct cg_emit *e);
+void cg_emit_reset_vars(struct cg_emit *e);
+
+struct cg_scope *cg_scope_new(struct cg_emit *e, struct cg_scope *parent);
+/* Append the scope (header, braces, body) to its parent's body. */
+int cg_scope_close(struct cg_emit *e, struct cg_scope *s);
+/* Append one line at the scope's indentation. */
+void cg_line(struct cg_emit *e, struct cg_scope *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A new loop variable defined in scope s (the caller writes the loop). */
+int cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix);
+
+/* The map of a node read at the kernel's variables vars[0..rank). */
+void cg_map_identity(struct cg_map *m, int rank, const int *vars);
+
+/* Emit the value of node id at map m, computed at or inside scope s. */
+int cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    struct cg_val *out);
+
+/* Record the first error (printf-style) and return it. */
+int cg_fail(struct cg_emit *e, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Type promotion of two dtypes (the wider kind, then the wider size). */
+enum ir_dtype cg_promote(enum ir_dtype a, enum ir_dtype b);
+
+/* C type of a dtype ("float", "int64_t", ...); NULL when not supported. */
+const char *cg_ctype(enum ir_dtype dt);
+
+/* The row-major offset of a map into a contiguous tensor of shape. */
+void cg_map_offset(const struct cg_map *m, int rank, const int64_t *shape,
+    struct cg_aff *out);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * The CUDA backend: one .cu file; a __global__ kernel per materialized
+ * node and a host kernelbot_forward that launches them on the caller's
+ * stream, with GEMM on cuBLAS and convolution on cuDNN (cuda_lib.c).
+ *
+ * A group's kernel has one of three shapes, from where its long
+ * reductions land (probe) and the schedule:
+ *   flat:   no long reduction; a grid-stride loop, KB_VEC lanes per thread
+ *           with 16-byte loads and stores where aligned;
+ *   team:   one warp or block per outer index; reductions are cooperative
+ *           (strided loop + shuffles), the inner dims are spread over the
+ *           team, so a row is read once per pass and never leaves L1/L2;
+ *   thread: one thread per output with serial reductions, for reductions
+ *           over a non-contiguous dim (adjacent threads read adjacent
+ *           addresses).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/compiler/emit.h"
+#include "pipeline/compiler/expr.h"
+#include "pipeline/compiler/group.h"
+#include "pipeline/compiler/cuda.h"
+
+enum cu_mode { CU_FLAT, CU_TEAM, CU_THREAD };
+
+void
+cu_hline(struct cu *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	buf_addch(c->host, '\t');
+	va_start(ap, fmt);
+	buf_vprintf(c->host, fmt, ap);
+	va_end(ap);
+	buf_addch(c->host, '\n');
+}
+
+/* Where the group's long reductions land: one plain scope per level. */
+static int
+probe(struct cu *c, int root, int q, const int64_t *shape)
+{
+	struct cg_emit *e = &c->e;
+	struct cg_scope *cur = cg_scope_new(e, NULL);
+	int vars[CG_MAX_RANK];
+	struct cg_map m;
+	struct cg_val v;
+
+	cg_emit_reset_vars(e);
+	e->root = root;
+	e->red_level = 0;
+	e->red_rowlike = 0;
+	e->red_extent = 0;
+	e->vec = 1;
+	for (int i = 0; i < q && cur; i++) {
+		cur = cg_scope_new(e, cur);
+		if (!cur || (vars[i] = cg_var_new(e, cur, "i")) < 0)
+			return e->error ? e->error : -ENOMEM;
+		e->var[vars[i]].extent = shape[i];
+		cur->level = i + 1;
+	}
+	if (!cur)
+		return e->error;
+	cg_group_root_map(c->g, root, q, shape, vars, &m);
+	return cg_ev(e, cur, root, &m, &v);
+}
+
+/* Variables for dims [lo, hi) of shape from the linear index lin (last
+ * dim counted in vec-wide slots); the innermost becomes the lane base. */
+static int
+split_index(struct cg_emit *e, struct cg_scope *S, const char *lin, const int64_t *shape, int lo,
+    int hi, int vec, int *vars)
+{
+	int64_t stride = 1;
+	char text[256];
+
+	for (int d = hi - 1; d >= lo; d--) {
+		int64_t ext = d == hi - 1 ? shape[d] / vec : shape[d];
+		if (d == lo && d == hi - 1)
+			snprintf(text, sizeof(text), vec > 1 ? "%s * %d" : "%s", lin, vec);
+		else if (d == lo)
+			snprintf(text, sizeof(text), "%s / %" PRId64, lin, stride);
+		else if (d == hi - 1)
+			snprintf(text, sizeof(text), "%s %% %" PRId64 " * %d", lin, ext, vec);
+		else
+			snprintf(text, sizeof(text), "%s / %" PRId64 " %% %" PRId64, lin, stride, ext);
+		if ((vars[d] = cgx_index_var(e, S, text)) < 0)
+			return e->error;
+		e->var[vars[d]].extent = shape[d];
+		stride *= ext;
+	}
+	return 0;
+}
+
+static void
+kernel_params(struct cu *c, int root, struct buf *sig, struct buf *args)
+{
+	for (int i = 0; i < c->g->n; i++) {
+		const struct cg_node *n = &c->g->nodes[i];
+		if (!c->e.used[i] && i != root)
+			continue;
+		buf_printf(sig, "%s%s%s *__restrict__ %s", sig->len ? ", " : "", i == root ? "" : "const ",
+		    cg_ctype(n->dtype), c->ptrs[i]);
+		buf_printf(args, "%s%s", args->len ? ", " : "", c->ptrs[i]);
+	}
+}
+
+static int
+store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const struct cg_val *v,
+    int lane0_only)
+{
+	struct cg_emit *e = &c->e;
+	const struct cg_node *n = &c->g->nodes[root];
+	struct cg_aff off;
+	struct buf b = BUF_INIT(EXPR_MAX);
+	char x[256];
+
+	cg_map_offset(m, n->rank, n->shape, &off);
+	cgx_aff_print(e, &off, &b);
+	if (v->vec && v->dtype == n->dtype && e->vec_var >= 0 && off.c[e->vec_var] == 1)
+		cg_line(e, S, "kb_store_vec(%s + %s, %s);", c->ptrs[root], buf_cstr(&b), v->name);
+	else if (v->vec || (e->vec_var >= 0 && off.c[e->vec_var]))
+		/* every lane is written, also when the value is the same for all */
+		cg_line(e, S, "KB_LANES %s[%s + kb_j] = %s;", c->ptrs[root], buf_cstr(&b),
+		    cgx_opnd(v, n->dtype, 1, x, sizeof(x)));
+	else
+		cg_line(e, S, "%s%s[%s] = %s;", lane0_only ? "if (kb_lane == 0) " : "", c->ptrs[root],
+		    buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
+	buf_free(&b);
+	return e->error;
+}
+
+/* One kernel for the group; its launch goes into *launch. */
+static int
+group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
+    int block_team, int vec, struct buf *launch)
+{
+	struct cg_emit *e = &c->e;
+	struct cg_scope *K, *O = NULL, *I = NULL, *cur;
+	int vars[CG_MAX_RANK], error, id = c->nk;
+	int64_t nout = ir_numel(k, shape), nin = ir_numel(q - k, shape + k);
+	struct cg_map m;
+	struct cg_val v;
+	struct buf sig = BUF_INIT(4096), args = BUF_INIT(4096);
+	char lin[64];
+
+	cg_emit_reset_vars(e);
+	memset(e->used, 0, (size_t)c->g->n);
+	e->root = root;
+	e->vec = vec;
+	if (!(K = cg_scope_new(e, NULL)))
+		return e->error;
+	K->depth = 1;
+	if (mode != CU_TEAM) {
+		int64_t ns = ir_numel(q, shape) / vec;
+		if (!(cur = cg_scope_new(e, K)))
+			return e->error;
+		buf_printf(&cur->head, "for (int64_t kb_i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+		    "kb_i < %" PRId64 "; kb_i += (int64_t)gridDim.x * blockDim.x)", ns);
+		cur->level = q;
+		if (q > 0 && split_index(e, cur, "kb_i", shape, 0, q, vec, vars) < 0)
+			return e->error;
+		O = cur;
+		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, ns, c->s->block,
+		    c->s->block);
+	} else {
+		if (block_team)
+			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = blockDim.x;");
+		else
+			cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
+		if (!(O = cg_scope_new(e, K)))
+			return e->error;
+		O->uniform = 1;
+		O->level = k;
+		if (block_team)
+			buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x; kb_o < %" PRId64 "; kb_o += gridDim.x)",
+			    nout);
+		else
+			buf_printf(&O->head, "for (int64_t kb_o = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); "
+			    "kb_o < %" PRId64 "; kb_o += (int64_t)gridDim.x * (blockDim.x >> 5))", nout);
+		if (k > 0 && split_index(e, O, "kb_o", shape, 0, k, 1, vars) < 0)
+			return e->error;
+		cur = O;
+		if (k < q) {
+			if (!(I = cg_scope_new(e, O)))
+				return e->error;
+			I->uniform = 0;
+			I->level = q;
+			buf_printf(&I->head, "for (int64_t kb_n = kb_lane; kb_n < %" PRId64 "; kb_n += kb_team)",
+			    nin / vec);
+			snprintf(lin, sizeof(lin), "kb_n");
+			if (split_index(e, I, lin, shape, k, q, vec, vars) < 0)
+				return e->error;
+			cur = I;
+		}
+		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, nout,
+		    block_team ? 1 : c->s->block / 32, c->s->block);
+	}
+	if (vec > 1 && q > 0)
+		e->vec_var = vars[q - 1];
+	cg_group_root_map(c->g, root, q, shape, vars, &m);
+	if ((error = cg_ev(e, cur, root, &m, &v)) < 0)
+		return error;
+	if ((error = store(c, cur, root, &m, &v, mode == CU_TEAM && k == q)) < 0)
+		return error;
+	if (I && (error = cg_scope_close(e, I)) < 0)
+		return error;
+	if ((error = cg_scope_close(e, O)) < 0)
+		return error;
+	kernel_params(c, root, &sig, &args);
+	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, block_team);
+	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->s->block, id,
+	    buf_cstr(&sig));
+	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
+	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n\n");
+	buf_printf(launch, "(%s);", buf_cstr(&args));
+	buf_free(&sig);
+	buf_free(&args);
+	c->nk++;
+	return e->error;
+}
+
+static int
+emit_group(struct cu *c, int root)
+{
+	struct cg_emit *e = &c->e;
+	int64_t shape[CG_MAX_RANK];
+	int q, k, error, vec, block_team = 0;
+	enum cu_mode mode;
+	struct buf l1 = BUF_INIT(8192), l2 = BUF_INIT(8192);
+	size_t klen = c->kern->len;
+
+	cg_group_shape(c->g, root, &q, shape);
+	if ((error = probe(c, root, q, shape)) < 0)
+		return error;
+	k = e->red_level;
+	if (e->red_extent == 0)
+		mode = CU_FLAT;
+	else if (k == 0)
+		mode = CU_TEAM;		/* a whole-tensor reduction: one block */
+	else if (c->s->reduce == SCHED_RED_THREAD ||
+	    (c->s->reduce == SCHED_RED_AUTO && !e->red_rowlike))
+		mode = CU_THREAD;
+	else
+		mode = CU_TEAM;
+	if (mode == CU_TEAM)
+		block_team = c->s->reduce == SCHED_RED_BLOCK ||
+		    (c->s->reduce == SCHED_RED_AUTO && (k == 0 || ir_numel(q - k, shape + k) >= 1024 ||
+		    e->red_extent >= 2048));
+	vec = mode == CU_THREAD || q == 0 ? 1 : c->s->vec;
+	while (vec > 1 && (shape[q - 1] % vec || (mode == CU_TEAM && k == q)))
+		vec >>= 1;
+	error = group_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
+	if (error == -EAGAIN && vec > 1) {
+		/* vector lanes met an index computation: scalar lanes */
+		e->error = 0;
+		c->kern->len = klen;
+		buf_reset(&l1);
+		vec = 1;
+		error = group_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
+	}
+	if (error < 0)
+		goto out;
+	if (vec > 1) {
+		/* the same kernel with scalar accesses, for buffers that are not 16-byte aligned */
+		struct buf cond = BUF_INIT(8192);
+		if ((error = group_kernel(c, root, q, shape, mode, k, block_team, 1, &l2)) < 0) {
+			buf_free(&cond);
+			goto out;
+		}
+		for (int i = 0; i < c->g->n; i++)
+			if (e->used[i] || i == root)
+				buf_printf(&cond, "%s(uintptr_t)%s %% %d == 0", cond.len ? " && " : "",
+				    c->ptrs[i], vec * (int)(c->g->nodes[i].dtype == IR_F64 ||
+				    c->g->nodes[i].dtype == IR_I64 ? 8 : c->g->nodes[i].dtype == IR_F32 ||
+				    c->g->nodes[i].dtype == IR_I32 ? 4 : 1));
+		cu_hline(c, "if (%s)", buf_cstr(&cond));
+		cu_hline(c, "\t%s", buf_cstr(&l1));
+		cu_hline(c, "else");
+		cu_hline(c, "\t%s", buf_cstr(&l2));
+		buf_free(&cond);
+	} else {
+		cu_hline(c, "%s", buf_cstr(&l1));
+	}
+	cu_hline(c, "if ((rc = kb_launch_error()))");
+	cu_hline(c, "\tgoto out;");
+out:
+	buf_free(&l1);
+	buf_free(&l2);
+	return error;
+}
+
+
+int
+emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen)
+{
+	struct buf kern = BUF_INIT((8u << 20)), host = BUF_INIT((8u << 20));
+	char (*names)[24] = calloc((size_t)g->n, sizeof(*names));
+	const char **ptrs = calloc((size_t)g->n, sizeof(*ptrs));
+	struct cu c;
+	int error = -ENOMEM;
+
+	memset(&c, 0, sizeof(c));
+	cg_emit_init(&c.e, g, s, CG_CUDA, ptrs);
+	c.g = g;
+	c.s = s;
+	c.ptrs = ptrs;
+	c.kern = &kern;
+	c.host = &host;
+	if (!names || !ptrs || c.e.error)
+		goto out;
+	/* first cut what a nested long reduction asks for (see cgx_reduce) */
+	for (int pass = 0, changed = 1; changed && pass < 8; pass++) {
+		changed = 0;
+		for (int i = 0; i < g->n; i++) {
+			int64_t shape[CG_MAX_RANK];
+			int q;
+			if (!g->nodes[i].materialize || g->nodes[i].op == CG_INPUT || g->nodes[i].op == CG_GEMM ||
+			    g->nodes[i].op == CG_CONV)
+				continue;
+			cg_group_shape(g, i, &q, shape);
+			c.e.cut = -1;
+			c.e.nred = 0;
+			if (probe(&c, i, q, shape) < 0)
+				break;
+			if (c.e.cut >= 0 && !g->nodes[c.e.cut].materialize) {
+				g->nodes[c.e.cut].materialize = 1;
+				changed = 1;
+			}
+		}
+	}
+	cg_emit_fini(&c.e);
+	cg_emit_init(&c.e, g, s, CG_CUDA, ptrs);
+	if (c.e.error)
+		goto out;
+	emit_buffer_names(g, names, ptrs);
+	cu_hline(&c, "cudaStream_t st = (cudaStream_t)stream;");
+	cu_hline(&c, "int rc = 0;");
+	cu_hline(&c, "if (n_inputs != %d || n_outputs != %d)", g->n_inputs, g->n_outputs);
+	cu_hline(&c, "\treturn 1;");
+	for (int i = 0; i < g->n; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		struct buf sh = BUF_INIT(1024);
+		int code, bits, in = n->op == CG_INPUT;
+		if (!in && n->output < 0)
+			continue;
+		emit_dl_dtype(n->dtype, &code, &bits);
+		emit_shape_literal(n->rank, n->shape, &sh);
+		cu_hline(&c, "if (kb_check(&%s[%d], %d, %d, %d, (const int64_t[])%s))", in ? "inputs" : "outputs",
+		    in ? (int)n->i[0] : n->output, code, bits, n->rank, buf_cstr(&sh));
+		cu_hline(&c, "\treturn 2;");
+		cu_hline(&c, "%s%s *%s = (%s%s *)((%schar *)%s[%d].data + %s[%d].byte_offset);",
+		    in ? "const " : "", cg_ctype(n->dtype), ptrs[i], in ? "const " : "", cg_ctype(n->dtype),
+		    in ? "const " : "", in ? "inputs" : "outputs", in ? (int)n->i[0] : n->output,
+		    in ? "inputs" : "outputs", in ? (int)n->i[0] : n->output);
+		cu_hline(&c, "(void)%s;", ptrs[i]);
+		buf_free(&sh);
+	}
+	for (int i = 0; i < g->n; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
+			cu_hline(&c, "%s *%s = NULL;", cg_ctype(n->dtype), ptrs[i]);
+	}
+	/* scratch on the caller's stream: stream-ordered, freed the same way */
+	for (int i = 0; i < g->n; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		int64_t cnt = ir_numel(n->rank, n->shape);
+		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
+			continue;
+		cu_hline(&c, "if (cudaMallocAsync((void **)&%s, sizeof(%s) * %" PRId64 ", st) != cudaSuccess)",
+		    ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1);
+		cu_hline(&c, "\t{ rc = 3; goto out; }");
+	}
+	for (int i = 0; i < g->n && !c.e.error; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		struct buf b = BUF_INIT(4096);
+		if (!n->materialize || n->op == CG_INPUT)
+			continue;
+		emit_group_summary(g, i, &b);
+		cu_hline(&c, "/* %s -> %s */", buf_cstr(&b), ptrs[i]);
+		buf_printf(&kern, "/* %s -> %s */\n", buf_cstr(&b), ptrs[i]);
+		buf_free(&b);
+		if (n->op == CG_GEMM)
+			error = cu_gemm(&c, i);
+		else if (n->op == CG_CONV)
+			error = cu_conv(&c, i);
+		else if (n->op == CG_CUMSUM || n->op == CG_CUMPROD)
+			error = cu_scan(&c, i);
+		else
+			error = emit_group(&c, i);
+		if (error < 0)
+			break;
+	}
+	if (c.e.error) {
+		error = c.e.error;
+		snprintf(err, errlen, "%s", c.e.err);
+		goto out;
+	}
+	emit_header(g, s, "cuda", out);
+	buf_addstr(out, emit_cuda_prelude);
+	if (c.cublas)
+		buf_addstr(out, "#include <cublas_v2.h>\nstatic cublasHandle_t kb_cublas;\t/* created once, per process */\n");
+	if (c.cudnn)
+		buf_addstr(out, "#include <cudnn.h>\nstatic cudnnHandle_t kb_cudnn;\t/* created once, per process */\n");
+	buf_addstr(out, "\nstatic inline int kb_launch_error(void)\n{\n\treturn cudaPeekAtLastError() != cudaSuccess ? 4 : 0;\n}\n\n");
+	buf_add(out, kern.data ? kern.data : "", kern.len);
+	buf_addstr(out, "extern \"C\" int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
+	    "    int n_outputs, void *stream)\n{\n");
+	buf_add(out, host.data, host.len);
+	buf_addstr(out, "out:\n");
+	for (int i = 0; i < g->n; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
+			buf_printf(out, "\tif (%s)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i]);
+	}
+	if (buf_addstr(out, "\treturn rc;\n}\n") < 0) {
+		error = -ENOBUFS;
+		snprintf(err, errlen, "generated source too large");
+		goto out;
+	}
+	error = 0;
+out:
+	if (error == -ENOMEM && !err[0])
+		snprintf(err, errlen, "out of memory");
+	cg_emit_fini(&c.e);
+	buf_free(&kern);
+	buf_free(&host);
+	free(names);
+	free(ptrs);
+	return error;
+}

@@ -1,0 +1,537 @@
+/*
+ * The expression emitter: the value of a node at a map (an affine index
+ * over the kernel's loop variables) as C statements, shared by the CPU and
+ * CUDA backends.
+ *
+ * Everything not materialized is recomputed inline: pointwise ops become
+ * one statement each, views compose into the map, reductions become loops.
+ * Each statement is placed in the outermost open scope where all it reads
+ * is defined, which hoists loop-invariant work (a row's max, a channel's
+ * scale) out of inner loops; a memo per scope computes each (node, map)
+ * once. This one rule is the fusion: a pointwise chain becomes one loop
+ * body, a softmax a row loop with its reductions hoisted, a norm's
+ * statistics live in registers next to the loop that uses them.
+ */
+#include "pipeline/compiler/expr.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+struct cg_memo {
+	int id;
+	struct cg_map m;
+	struct cg_val v;
+};
+
+const char *
+cg_ctype(enum ir_dtype dt)
+{
+	switch (dt) {
+	case IR_F32: return "float";
+	case IR_F64: return "double";
+	case IR_I64: return "int64_t";
+	case IR_I32: return "int32_t";
+	case IR_I16: return "int16_t";
+	case IR_I8: return "int8_t";
+	case IR_U8: return "uint8_t";
+	case IR_BOOL: return "uint8_t";
+	default: return NULL;
+	}
+}
+
+int
+cg_fail(struct cg_emit *e, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->error)
+		return e->error;
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof(e->err), fmt, ap);
+	va_end(ap);
+	e->error = error;
+	return error;
+}
+
+void
+cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
+    enum cg_backend_kind backend, const char **bufname)
+{
+	memset(e, 0, sizeof(*e));
+	e->g = g;
+	e->sched = s;
+	e->backend = backend;
+	e->bufname = bufname;
+	e->vec_var = -1;
+	e->vec = 1;
+	e->root = -1;
+	e->cut = -1;
+	e->used = calloc((size_t)(g->n > 0 ? g->n : 1), 1);
+	if (!e->used)
+		cg_fail(e, -ENOMEM, "out of memory");
+}
+
+static void
+scope_free(struct cg_scope *s)
+{
+	buf_free(&s->head);
+	buf_free(&s->body);
+	free(s->memo);
+	free(s);
+}
+
+void
+cg_emit_fini(struct cg_emit *e)
+{
+	struct cg_scope *s, *next;
+
+	for (s = e->all; s; s = next) {
+		next = s->next_all;
+		scope_free(s);
+	}
+	e->all = NULL;
+	free(e->used);
+	e->used = NULL;
+}
+
+void
+cg_emit_reset_vars(struct cg_emit *e)
+{
+	e->nvars = 0;
+	e->vec_var = -1;
+}
+
+struct cg_scope *
+cg_scope_new(struct cg_emit *e, struct cg_scope *parent)
+{
+	struct cg_scope *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		cg_fail(e, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->head = (struct buf)BUF_INIT(BUF_MAX_DEFAULT);
+	s->body = (struct buf)BUF_INIT(BUF_MAX_DEFAULT);
+	s->parent = parent;
+	if (parent) {
+		s->depth = parent->depth + 1;
+		s->uniform = parent->uniform;
+		s->in_simd = parent->in_simd;
+		s->par = parent->par;
+		s->level = parent->level;
+	}
+	s->next_all = e->all;
+	e->all = s;
+	return s;
+}
+
+static void
+indent(struct buf *b, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		buf_addch(b, '\t');
+}
+
+void
+cg_line(struct cg_emit *e, struct cg_scope *s, const char *fmt, ...)
+{
+	va_list ap;
+	int error;
+
+	indent(&s->body, s->depth);
+	va_start(ap, fmt);
+	error = buf_vprintf(&s->body, fmt, ap);
+	va_end(ap);
+	if (error < 0 || buf_addch(&s->body, '\n') < 0)
+		cg_fail(e, -ENOMEM, "generated code too large");
+}
+
+int
+cg_scope_close(struct cg_emit *e, struct cg_scope *s)
+{
+	struct buf *pb = &s->parent->body;
+	const char *h = buf_cstr(&s->head);
+
+	/* head lines are written unindented; indent each at the parent's depth */
+	while (*h) {
+		const char *nl = strchr(h, '\n');
+		size_t n = nl ? (size_t)(nl - h) : strlen(h);
+		indent(pb, s->parent->depth);
+		buf_add(pb, h, n);
+		buf_addch(pb, '\n');
+		h += n + (nl ? 1 : 0);
+	}
+	indent(pb, s->parent->depth);
+	buf_addstr(pb, "{\n");
+	buf_add(pb, s->body.data ? s->body.data : "", s->body.len);
+	indent(pb, s->parent->depth);
+	if (buf_addstr(pb, "}\n") < 0)
+		return cg_fail(e, -ENOMEM, "generated code too large");
+	return 0;
+}
+
+int
+cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix)
+{
+	int v;
+
+	if (e->nvars >= CG_NV) {
+		cg_fail(e, -E2BIG, "unsupported: a kernel needs more than %d index variables", CG_NV);
+		return -1;
+	}
+	v = e->nvars++;
+	snprintf(e->var[v].name, sizeof(e->var[v].name), "%s%d", prefix, v);
+	e->var[v].scope = s;
+	e->var[v].vec = 0;
+	e->var[v].extent = 0;
+	return v;
+}
+
+void
+cg_map_identity(struct cg_map *m, int rank, const int *vars)
+{
+	memset(m, 0, sizeof(*m));
+	m->rank = rank;
+	for (int d = 0; d < rank; d++)
+		m->r[d].c[vars[d]] = 1;
+}
+
+void
+cgx_aff_print(const struct cg_emit *e, const struct cg_aff *a, struct buf *b)
+{
+	int first = 1;
+
+	for (int v = 0; v < e->nvars; v++) {
+		if (!a->c[v])
+			continue;
+		if (a->c[v] == 1)
+			buf_printf(b, "%s%s", first ? "" : " + ", e->var[v].name);
+		else if (a->c[v] == -1)
+			buf_printf(b, "%s%s", first ? "-" : " - ", e->var[v].name);
+		else if (a->c[v] < 0)
+			buf_printf(b, "%s%" PRId64 " * %s", first ? "-" : " - ", -a->c[v], e->var[v].name);
+		else
+			buf_printf(b, "%s%" PRId64 " * %s", first ? "" : " + ", a->c[v], e->var[v].name);
+		first = 0;
+	}
+	if (first)
+		buf_printf(b, "%" PRId64, a->k);
+	else if (a->k > 0)
+		buf_printf(b, " + %" PRId64, a->k);
+	else if (a->k < 0)
+		buf_printf(b, " - %" PRId64, -a->k);
+}
+
+void
+cg_map_offset(const struct cg_map *m, int rank, const int64_t *shape, struct cg_aff *out)
+{
+	int64_t stride = 1;
+
+	memset(out, 0, sizeof(*out));
+	for (int d = rank - 1; d >= 0; d--) {
+		if (shape[d] != 1) {
+			for (int v = 0; v < CG_NV; v++)
+				out->c[v] += m->r[d].c[v] * stride;
+			out->k += m->r[d].k * stride;
+		}
+		stride *= shape[d];
+	}
+}
+
+/* The deepest scope among the variables a row reads (NULL: none). */
+struct cg_scope *
+cgx_aff_scope(const struct cg_emit *e, const struct cg_aff *a, struct cg_scope *deepest)
+{
+	for (int v = 0; v < e->nvars; v++)
+		if (a->c[v] && (!deepest || e->var[v].scope->depth > deepest->depth))
+			deepest = e->var[v].scope;
+	return deepest;
+}
+
+int
+cgx_aff_vec(const struct cg_emit *e, const struct cg_aff *a)
+{
+	return e->vec_var >= 0 && a->c[e->vec_var] != 0;
+}
+
+struct cg_scope *
+cgx_deeper(struct cg_scope *a, struct cg_scope *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a->depth >= b->depth ? a : b;
+}
+
+/* Loads may not move above a guard (the enclosing bounds check). */
+struct cg_scope *
+cgx_guard_floor(struct cg_scope *s)
+{
+	for (; s; s = s->parent)
+		if (s->guard)
+			return s;
+	return NULL;
+}
+
+struct cg_scope *
+cgx_outermost(struct cg_scope *s)
+{
+	while (s->parent && s->parent->parent)
+		s = s->parent;
+	return s;
+}
+
+static int
+memo_find(struct cg_scope *s, int id, const struct cg_map *m, struct cg_val *out)
+{
+	for (; s; s = s->parent)
+		for (int i = 0; i < s->nmemo; i++)
+			if (s->memo[i].id == id && !memcmp(&s->memo[i].m, m, sizeof(*m))) {
+				*out = s->memo[i].v;
+				return 1;
+			}
+	return 0;
+}
+
+static void
+memo_add(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    const struct cg_val *v)
+{
+	if (s->nmemo == s->capmemo) {
+		int cap = s->capmemo ? 2 * s->capmemo : 16;
+		struct cg_memo *nm = realloc(s->memo, sizeof(*nm) * (size_t)cap);
+		if (!nm) {
+			cg_fail(e, -ENOMEM, "out of memory");
+			return;
+		}
+		s->memo = nm;
+		s->capmemo = cap;
+	}
+	s->memo[s->nmemo].id = id;
+	s->memo[s->nmemo].m = *m;
+	s->memo[s->nmemo].v = *v;
+	s->nmemo++;
+}
+
+/* A fresh temp declared in scope s: "T tN = expr;" (vector lanes on CUDA). */
+void
+cgx_temp(struct cg_emit *e, struct cg_scope *s, enum ir_dtype dt, int vec, const char *expr,
+    struct cg_val *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "t%d", e->ntemps++);
+	out->scope = s;
+	out->vec = vec;
+	out->dtype = dt;
+	if (vec)
+		cg_line(e, s, "%s %s[KB_VEC]; KB_LANES %s[kb_j] = %s;", cg_ctype(dt), out->name,
+		    out->name, expr);
+	else
+		cg_line(e, s, "%s %s = %s;", cg_ctype(dt), out->name, expr);
+}
+
+/* An integer index variable defined by expr in scope s. */
+int
+cgx_index_var(struct cg_emit *e, struct cg_scope *s, const char *expr)
+{
+	int v = cg_var_new(e, s, "x");
+
+	if (v < 0)
+		return -1;
+	cg_line(e, s, "int64_t %s = %s;", e->var[v].name, expr);
+	return v;
+}
+
+void
+cgx_literal(double x, enum ir_dtype dt, char *dst, size_t len)
+{
+	if (ir_dtype_is_float(dt)) {
+		const char *suf = dt == IR_F32 ? "f" : "";
+		if (isnan(x))
+			snprintf(dst, len, "%s", dt == IR_F32 ? "NAN" : "(double)NAN");
+		else if (isinf(x))
+			snprintf(dst, len, "%s%s", x < 0 ? "-" : "", dt == IR_F32 ? "INFINITY" : "(double)INFINITY");
+		else if (dt == IR_F32)
+			snprintf(dst, len, "%.9gf", (double)(float)x);
+		else
+			snprintf(dst, len, "%.17g", x);
+		/* "1f" is not C: make sure a float literal has a point or exponent */
+		if (!isnan(x) && !isinf(x) && !strpbrk(dst, ".e")) {
+			size_t n = strlen(dst) - strlen(suf);
+			snprintf(dst + n, len - n, ".0%s", suf);
+		}
+	} else if (dt == IR_BOOL) {
+		snprintf(dst, len, "%d", x != 0);
+	} else {
+		snprintf(dst, len, "INT64_C(%lld)", (long long)x);
+	}
+}
+
+/* Operand text in the compute type ct, lane-indexed when vector. */
+const char *
+cgx_opnd(const struct cg_val *v, enum ir_dtype ct, int vec, char *dst, size_t len)
+{
+	const char *lane = vec && v->vec ? "[kb_j]" : "";
+
+	if (v->dtype == ct || !cg_ctype(ct))
+		snprintf(dst, len, "%s%s", v->name, lane);
+	else if (ct == IR_BOOL)
+		snprintf(dst, len, "(%s%s != 0)", v->name, lane);
+	else
+		snprintf(dst, len, "(%s)%s%s", cg_ctype(ct), v->name, lane);
+	return dst;
+}
+
+enum ir_dtype
+cg_promote(enum ir_dtype a, enum ir_dtype b)
+{
+	static const int rank[] = { [IR_DT_NONE] = -1, [IR_BOOL] = 0, [IR_U8] = 1, [IR_I8] = 1,
+		[IR_I16] = 2, [IR_I32] = 3, [IR_I64] = 4, [IR_F16] = 5, [IR_BF16] = 5, [IR_F32] = 6,
+		[IR_F64] = 7 };
+	return rank[a] >= rank[b] ? a : b;
+}
+
+/* The arg's map when read by an elementwise node of rank r at m (broadcast). */
+void
+cgx_bcast_map(const struct cg_node *a, const struct cg_map *m, struct cg_map *out)
+{
+	int lead = m->rank - a->rank;
+
+	memset(out, 0, sizeof(*out));
+	out->rank = a->rank;
+	for (int d = 0; d < a->rank; d++)
+		if (a->shape[d] != 1)
+			out->r[d] = m->r[lead + d];
+}
+
+void
+cgx_aff_axpy(struct cg_aff *dst, int64_t c, const struct cg_aff *src)
+{
+	for (int v = 0; v < CG_NV; v++)
+		dst->c[v] += c * src->c[v];
+	dst->k += c * src->k;
+}
+
+
+/* Load node id (materialized, contiguous) at the offset row. */
+/* Lane 0's offset is a multiple of the vector width for every thread:
+ * the vector variable steps by the width and every other term is a
+ * multiple of it (buffers themselves are checked at run time). */
+static int
+aligned(const struct cg_emit *e, const struct cg_aff *off)
+{
+	if (off->k % e->vec)
+		return 0;
+	for (int v = 0; v < e->nvars; v++)
+		if (v != e->vec_var && off->c[v] % e->vec)
+			return 0;
+	return 1;
+}
+
+int
+cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off, struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	struct cg_scope *at = cgx_deeper(cgx_aff_scope(e, off, NULL), cgx_guard_floor(s));
+	struct buf b = BUF_INIT(EXPR_MAX);
+	int vec = cgx_aff_vec(e, off);
+
+	if (!at)
+		at = cgx_outermost(s);
+	if (vec && off->c[e->vec_var] == 1 && e->backend == CG_CUDA && aligned(e, off)) {
+		/* contiguous across lanes and lane 0 aligned: one vector load */
+		buf_printf(&b, "%s + ", e->bufname[id]);
+		cgx_aff_print(e, off, &b);
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "t%d", e->ntemps++);
+		out->scope = at;
+		out->vec = 1;
+		out->dtype = n->dtype;
+		cg_line(e, at, "%s %s[KB_VEC]; kb_load_vec(%s, %s);", cg_ctype(n->dtype), out->name,
+		    out->name, buf_cstr(&b));
+		buf_free(&b);
+		e->used[id] = 1;
+		return 0;
+	}
+	e->used[id] = 1;
+	buf_printf(&b, "%s[", e->bufname[id]);
+	if (vec) {
+		/* lanes as kb_j inside the lane loop */
+		struct cg_aff base = *off;
+		int64_t c = base.c[e->vec_var];
+		base.c[e->vec_var] = 0;
+		cgx_aff_print(e, &base, &b);
+		buf_printf(&b, " + %" PRId64 " * (%s + kb_j)]", c, e->var[e->vec_var].name);
+	} else {
+		cgx_aff_print(e, off, &b);
+		buf_addstr(&b, "]");
+	}
+	cgx_temp(e, at, n->dtype, vec, buf_cstr(&b), out);
+	buf_free(&b);
+	return e->error;
+}
+
+int
+cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	struct cg_val a[3];
+	struct cg_map am;
+	int error;
+
+	if (e->error)
+		return e->error;
+	if (n->op == CG_CONST) {
+		memset(out, 0, sizeof(*out));
+		cgx_literal(n->f[0], n->dtype, out->name, sizeof(out->name));
+		out->dtype = n->dtype;
+		return 0;
+	}
+	if (memo_find(s, id, m, out))
+		return 0;
+	if (n->op == CG_INPUT || (e->bufname[id] && n->materialize && id != e->root)) {
+		struct cg_aff off;
+		cg_map_offset(m, n->rank, n->shape, &off);
+		error = cgx_load(e, s, id, &off, out);
+	} else if (cg_is_pointwise(n->op)) {
+		struct cg_scope *at = NULL;
+		int vec = 0, na = n->op == CG_WHERE ? 3 : n->arg[1] >= 0 ? 2 : 1;
+		char text[EXPR_MAX];
+		for (int i = 0; i < na; i++) {
+			cgx_bcast_map(&e->g->nodes[n->arg[i]], m, &am);
+			if ((error = cg_ev(e, s, n->arg[i], &am, &a[i])) < 0)
+				return error;
+			at = cgx_deeper(at, a[i].scope);
+			vec |= a[i].vec;
+		}
+		if ((error = cgx_pw_text(e, n, a, na, vec, text, sizeof(text))) < 0)
+			return error;
+		cgx_temp(e, at ? at : cgx_outermost(s), n->dtype, vec, text, out);
+		error = e->error;
+	} else if (n->op == CG_VIEW) {
+		const struct cg_node *an = &e->g->nodes[n->arg[0]];
+		memset(&am, 0, sizeof(am));
+		am.rank = an->rank;
+		for (int d = 0; d < an->rank; d++) {
+			am.r[d].k = n->vmap->k[d];
+			for (int j = 0; j < n->rank; j++)
+				if (n->vmap->c[d][j])
+					cgx_aff_axpy(&am.r[d], n->vmap->c[d][j], &m->r[j]);
+		}
+		return cg_ev(e, s, n->arg[0], &am, out);	/* no memo: the arg's own */
+	} else {
+		error = cgx_special(e, s, id, m, out);
+	}
+	if (error < 0)
+		return error;
+	if (out->scope)
+		memo_add(e, out->scope, id, m, out);
+	return e->error;
+}

@@ -1,0 +1,393 @@
+/*
+ * Reductions as loops. On the CPU a reduction is a loop nest with an
+ * accumulator; the innermost loop is `omp simd` with a reduction clause
+ * (NaN tracked beside max/min, since the clause's combiner would drop it),
+ * and a reduction outside every parallel loop gets `omp parallel for`.
+ * On CUDA, a reduction placed in a scope that the whole team runs
+ * uniformly becomes a strided team loop plus a shuffle/shared-memory
+ * combine (kb_team_* in the prelude); elsewhere it is a serial loop.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/compiler/expr.h"
+
+static int64_t
+lw_reduced(const struct cg_node *an, uint32_t mask)
+{
+	int64_t c = 1;
+
+	for (int d = 0; d < an->rank; d++)
+		if (mask & (1u << d))
+			c *= an->shape[d];
+	return c;
+}
+
+static void
+init_text(enum cg_op op, enum ir_dtype dt, char *dst, size_t len)
+{
+	int fl = ir_dtype_is_float(dt);
+	const char *T = cg_ctype(dt);
+
+	switch (op) {
+	case CG_RSUM: cgx_literal(0, dt, dst, len); break;
+	case CG_RPROD: cgx_literal(1, dt, dst, len); break;
+	case CG_RMAX: case CG_RARGMAX:
+		if (fl)
+			cgx_literal(-INFINITY, dt, dst, len);
+		else if (dt == IR_BOOL || dt == IR_U8)
+			snprintf(dst, len, "0");
+		else
+			snprintf(dst, len, "(%s)(-(1ULL << (8 * sizeof(%s) - 1)))", T, T);
+		break;
+	default:
+		if (fl)
+			cgx_literal(INFINITY, dt, dst, len);
+		else if (dt == IR_BOOL || dt == IR_U8)
+			snprintf(dst, len, "255");
+		else
+			snprintf(dst, len, "(%s)((1ULL << (8 * sizeof(%s) - 1)) - 1)", T, T);
+		break;
+	}
+}
+
+/* The loop nest over the reduced dims; returns the innermost body scope
+ * and sets am's reduced rows. */
+static struct cg_scope *
+open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint32_t mask,
+    const char *clause, int coop, struct cg_map *am, struct cg_scope **first, int *linvar)
+{
+	struct cg_scope *cur = P;
+	int nred = 0, outer = 1;
+	int64_t total = 1;
+
+	for (int d = 0; d < an->rank; d++)
+		if (mask & (1u << d)) {
+			nred++;
+			total *= an->shape[d];
+		}
+	*first = NULL;
+	*linvar = -1;
+	if (coop) {
+		struct cg_scope *L = cg_scope_new(e, P);
+		int v, d;
+		int64_t stride = 1;
+		if (!L)
+			return NULL;
+		L->uniform = 0;
+		v = cg_var_new(e, L, "r");
+		if (v < 0)
+			return NULL;
+		e->var[v].extent = total;
+		buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
+		buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
+		    e->var[v].name, e->var[v].name, total, e->var[v].name);
+		*first = L;
+		*linvar = v;
+		for (d = an->rank - 1; d >= 0; d--) {
+			char text[256];
+			int x;
+			if (!(mask & (1u << d)))
+				continue;
+			if (nred == 1) {
+				cgx_unit(&am->r[d], v);
+				break;
+			}
+			snprintf(text, sizeof(text), "%s / %" PRId64 " %% %" PRId64, e->var[v].name, stride,
+			    an->shape[d]);
+			if ((x = cgx_derived(e, L, v, text, an->shape[d])) < 0)
+				return NULL;
+			cgx_unit(&am->r[d], x);
+			stride *= an->shape[d];
+		}
+		return L;
+	}
+	for (int d = 0, k = 0; d < an->rank; d++) {
+		struct cg_scope *L;
+		int v, inner;
+		if (!(mask & (1u << d)))
+			continue;
+		k++;
+		inner = k == nred;
+		if (!(L = cg_scope_new(e, cur)))
+			return NULL;
+		v = cg_var_new(e, L, "r");
+		if (v < 0)
+			return NULL;
+		e->var[v].extent = an->shape[d];
+		if (e->backend == CG_CPU && clause && outer && !cur->par && !cur->in_simd &&
+		    total >= 4096) {
+			buf_printf(&L->head, "#pragma omp parallel for%s %s\n", inner ? " simd" : "", clause);
+			L->par = 1;
+			if (inner)
+				L->in_simd = 1;
+		} else if (e->backend == CG_CPU && clause && inner && !cur->in_simd) {
+			buf_printf(&L->head, "#pragma omp simd %s\n", clause);
+			L->in_simd = 1;
+		} else if (e->backend == CG_CUDA && inner) {
+			buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
+		}
+		outer = 0;
+		buf_printf(&L->head, "for (int64_t %s = 0; %s < %" PRId64 "; %s++)", e->var[v].name,
+		    e->var[v].name, an->shape[d], e->var[v].name);
+		cgx_unit(&am->r[d], v);
+		if (!*first)
+			*first = L;
+		cur = L;
+	}
+	return cur;
+}
+
+static int
+close_loops(struct cg_emit *e, struct cg_scope *inner, struct cg_scope *P)
+{
+	for (struct cg_scope *s = inner; s && s != P; s = s->parent)
+		if (cg_scope_close(e, s) < 0)
+			return e->error;
+	return 0;
+}
+
+int
+cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id], *an = &e->g->nodes[n->arg[0]];
+	enum ir_dtype vt = an->dtype, at = n->dtype;
+	struct cg_scope *P = NULL, *inner, *first;
+	struct cg_map am;
+	struct cg_val v;
+	char acc[24], init[128], clause[128], x[256];
+	int fl = ir_dtype_is_float(vt), coop, lin, error, isarg;
+
+	for (int d = 0; d < m->rank; d++) {
+		if (cgx_aff_vec(e, &m->r[d]))
+			return cg_fail(e, -EAGAIN, "vector lanes through a reduction");
+		P = cgx_aff_scope(e, &m->r[d], P);
+	}
+	P = cgx_deeper(P, cgx_guard_floor(s));
+	if (!P)
+		P = cgx_outermost(s);
+	isarg = n->op == CG_RARGMAX || n->op == CG_RARGMIN;
+	if (!isarg && n->op != CG_RMAX && n->op != CG_RMIN)
+		vt = at;
+	coop = e->backend == CG_CUDA && P->uniform;
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
+		if (P->level > e->red_level)
+			e->red_level = P->level;
+		if (n->rmask & (1u << (an->rank - 1)))
+			e->red_rowlike = 1;
+		if (lw_reduced(an, n->rmask) > e->red_extent)
+			e->red_extent = lw_reduced(an, n->rmask);
+	}
+	snprintf(acc, sizeof(acc), "a%d", e->ntemps++);
+	init_text(n->op, isarg ? an->dtype : at, init, sizeof(init));
+	clause[0] = '\0';
+	if (isarg) {
+		cg_line(e, P, "%s %sv = %s;", cg_ctype(an->dtype), acc, init);
+		cg_line(e, P, "int64_t %s = 0;", acc);
+	} else {
+		cg_line(e, P, "%s %s = %s;", cg_ctype(at), acc, init);
+		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+			cg_line(e, P, "int %sn = 0;", acc);
+		if (n->op == CG_RSUM)
+			snprintf(clause, sizeof(clause), "reduction(+:%s)", acc);
+		else if (n->op == CG_RPROD)
+			snprintf(clause, sizeof(clause), "reduction(*:%s)", acc);
+		else if (fl)
+			snprintf(clause, sizeof(clause), "reduction(%s:%s) reduction(|:%sn)",
+			    n->op == CG_RMAX ? "max" : "min", acc, acc);
+		else
+			snprintf(clause, sizeof(clause), "reduction(%s:%s)", n->op == CG_RMAX ? "max" : "min", acc);
+	}
+	/* kept dims come from m; reduced dims from the loops */
+	memset(&am, 0, sizeof(am));
+	am.rank = an->rank;
+	for (int d = 0, j = 0; d < an->rank; d++) {
+		if (n->rmask & (1u << d)) {
+			if (n->i[0])
+				j++;
+			continue;
+		}
+		am.r[d] = m->r[j++];
+	}
+	inner = open_loops(e, P, an, n->rmask, isarg ? NULL : clause, coop, &am, &first, &lin);
+	if (!inner)
+		return e->error ? e->error : -ENOMEM;
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
+		/* a long reduction recomputed in every iteration of another's
+		 * loop: the outer one's operand deserves its own kernel */
+		for (int j = 0; j < e->nred; j++)
+			for (struct cg_scope *sc = P; sc; sc = sc->parent)
+				if (sc == e->red_loop[j] && e->cut < 0)
+					e->cut = e->g->nodes[e->red_node[j]].arg[0];
+		if (e->nred < 16) {
+			e->red_node[e->nred] = id;
+			e->red_loop[e->nred++] = first;
+		}
+	}
+	error = cg_ev(e, inner, n->arg[0], &am, &v);
+	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION && e->nred > 0 &&
+	    e->red_node[e->nred - 1] == id)
+		e->nred--;
+	if (error < 0)
+		return error;
+	cgx_opnd(&v, vt, 0, x, sizeof(x));
+	if (v.vec)
+		return cg_fail(e, -EAGAIN, "vector lanes inside a reduction");
+	switch (n->op) {
+	case CG_RSUM: cg_line(e, inner, "%s += %s;", acc, x); break;
+	case CG_RPROD: cg_line(e, inner, "%s *= %s;", acc, x); break;
+	case CG_RMAX:
+	case CG_RMIN:
+		cg_line(e, inner, "%s = %s %s %s ? %s : %s;", acc, x, n->op == CG_RMAX ? ">" : "<", acc, x, acc);
+		if (fl)
+			cg_line(e, inner, "%sn |= %s != %s;", acc, x, x);
+		break;
+	default: {
+		/* the first extreme wins; NaN counts as the extreme, its first one wins */
+		struct buf li = BUF_INIT(EXPR_MAX);
+		struct cg_aff L;
+		int64_t stride = 1;
+		memset(&L, 0, sizeof(L));
+		for (int d = an->rank - 1; d >= 0; d--)
+			if (n->rmask & (1u << d)) {
+				cgx_aff_axpy(&L, stride, &am.r[d]);
+				stride *= an->shape[d];
+			}
+		cgx_aff_print(e, &L, &li);
+		if (fl)
+			cg_line(e, inner, "if (%s %s %sv || (%s != %s && %sv == %sv)) { %sv = %s; %s = %s; }",
+			    x, n->op == CG_RARGMAX ? ">" : "<", acc, x, x, acc, acc, acc, x, acc, buf_cstr(&li));
+		else
+			cg_line(e, inner, "if (%s %s %sv) { %sv = %s; %s = %s; }", x,
+			    n->op == CG_RARGMAX ? ">" : "<", acc, acc, x, acc, buf_cstr(&li));
+		buf_free(&li);
+		break;
+	}
+	}
+	if ((error = close_loops(e, inner, P)) < 0)
+		return error;
+	if (coop) {
+		switch (n->op) {
+		case CG_RSUM: cg_line(e, P, "%s = kb_team_sum(%s);", acc, acc); break;
+		case CG_RPROD: cg_line(e, P, "%s = kb_team_prod(%s);", acc, acc); break;
+		case CG_RMAX: cg_line(e, P, "%s = kb_team_max(%s);", acc, acc); break;
+		case CG_RMIN: cg_line(e, P, "%s = kb_team_min(%s);", acc, acc); break;
+		case CG_RARGMAX: cg_line(e, P, "kb_team_argmax(&%sv, &%s);", acc, acc); break;
+		default: cg_line(e, P, "kb_team_argmin(&%sv, &%s);", acc, acc); break;
+		}
+		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+			cg_line(e, P, "%sn = kb_team_or(%sn);", acc, acc);
+	}
+	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", acc);
+	out->scope = P;
+	out->dtype = at;
+	return e->error;
+}
+
+/* Direct convolution, one output element (CPU): the loops over input
+ * channels and taps run inside the caller's (vectorized) loop. */
+int
+cgx_conv(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	const struct cg_node *xn = &e->g->nodes[n->arg[0]], *wn = &e->g->nodes[n->arg[1]];
+	int nsp = (int)n->i[CG_CONV_NSP], G = (int)n->i[CG_CONV_GROUPS], gv = -1, error;
+	int64_t cin_g = wn->shape[1], cout_g = wn->shape[0] / (G ? G : 1);
+	struct cg_scope *P = NULL, *cur;
+	struct cg_map xm, wm;
+	struct cg_val vx, vw;
+	struct buf cond = BUF_INIT(EXPR_MAX);
+	char acc[24], zero[64], x[256], w[256];
+	int ic;
+
+	for (int d = 0; d < m->rank; d++) {
+		if (cgx_aff_vec(e, &m->r[d]))
+			return cg_fail(e, -EAGAIN, "vector lanes through a convolution");
+		P = cgx_aff_scope(e, &m->r[d], P);
+	}
+	P = cgx_deeper(P, cgx_guard_floor(s));
+	if (!P)
+		P = cgx_outermost(s);
+	snprintf(acc, sizeof(acc), "a%d", e->ntemps++);
+	cgx_literal(0, n->dtype, zero, sizeof(zero));
+	cg_line(e, P, "%s %s = %s;", cg_ctype(n->dtype), acc, zero);
+	if (G > 1) {
+		char text[256];
+		int oc = cgx_aff_var(e, P, &m->r[1], n->shape[1]);
+		if (oc < 0)
+			return e->error;
+		snprintf(text, sizeof(text), "%s / %" PRId64, e->var[oc].name, cout_g);
+		if ((gv = cgx_derived(e, P, oc, text, G)) < 0)
+			return e->error;
+	}
+	memset(&xm, 0, sizeof(xm));
+	memset(&wm, 0, sizeof(wm));
+	xm.rank = xn->rank;
+	wm.rank = wn->rank;
+	xm.r[0] = m->r[0];
+	wm.r[0] = m->r[1];
+	/* loops: input channel, then the taps */
+	cur = P;
+	for (int l = 0; l < 1 + nsp; l++) {
+		struct cg_scope *L = cg_scope_new(e, cur);
+		int64_t ext = l == 0 ? cin_g : wn->shape[2 + l - 1];
+		int v;
+		if (!L || (v = cg_var_new(e, L, "r")) < 0)
+			return e->error ? e->error : -ENOMEM;
+		e->var[v].extent = ext;
+		buf_printf(&L->head, "for (int64_t %s = 0; %s < %" PRId64 "; %s++)", e->var[v].name,
+		    e->var[v].name, ext, e->var[v].name);
+		if (l == 0) {
+			ic = v;
+			cgx_unit(&wm.r[1], v);
+			cgx_unit(&xm.r[1], v);
+			if (gv >= 0)
+				xm.r[1].c[gv] = cin_g;
+		} else {
+			int j = l - 1, xi, c;
+			struct cg_aff row;
+			memset(&row, 0, sizeof(row));
+			cgx_aff_axpy(&row, n->i[CG_CONV_STRIDE + j], &m->r[2 + j]);
+			row.c[v] += n->i[CG_CONV_DIL + j];
+			row.k -= n->i[CG_CONV_PAD + j];
+			cgx_unit(&wm.r[2 + j], v);
+			if (n->i[CG_CONV_PAD + j] == 0) {
+				xm.r[2 + j] = row;
+			} else {
+				if ((xi = cgx_aff_var(e, L, &row, 0)) < 0 ||
+				    (c = cgx_clamp_var(e, L, xi, xn->shape[2 + j])) < 0)
+					return e->error;
+				buf_printf(&cond, "%s(%s >= 0 && %s < %" PRId64 ")", cond.len ? " && " : "",
+				    e->var[xi].name, e->var[xi].name, xn->shape[2 + j]);
+				cgx_unit(&xm.r[2 + j], c);
+			}
+		}
+		cur = L;
+	}
+	(void)ic;
+	if ((error = cg_ev(e, cur, n->arg[0], &xm, &vx)) < 0 ||
+	    (error = cg_ev(e, cur, n->arg[1], &wm, &vw)) < 0)
+		return error;
+	cgx_opnd(&vx, n->dtype, 0, x, sizeof(x));
+	cgx_opnd(&vw, n->dtype, 0, w, sizeof(w));
+	if (cond.len)
+		cg_line(e, cur, "%s += %s ? %s * %s : %s;", acc, buf_cstr(&cond), x, w, zero);
+	else
+		cg_line(e, cur, "%s += %s * %s;", acc, x, w);
+	buf_free(&cond);
+	if ((error = close_loops(e, cur, P)) < 0)
+		return error;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", acc);
+	out->scope = P;
+	out->dtype = n->dtype;
+	return e->error;
+}

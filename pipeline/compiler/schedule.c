@@ -1,0 +1,202 @@
+#include "pipeline/compiler/schedule.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/compiler/ir.h"
+
+static const char *const reduce_names[] = { "auto", "warp", "block", "thread" };
+
+void
+schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_backend backend)
+{
+	(void)ir;	/* the defaults are shape-independent; the compiler adapts them */
+	memset(s, 0, sizeof(*s));
+	s->backend = backend;
+	s->block = 256;
+	s->vec = 4;
+	s->unroll = 1;
+	s->reduce = SCHED_RED_AUTO;
+	s->row_cache = 0;
+	s->tf32 = 0;
+	s->gemm_algo = 0;
+	s->conv_algo = -1;
+	s->cpu_tile = 64;
+	s->cuts = 0;
+}
+
+uint64_t
+schedule_rand(uint64_t *rng)
+{
+	uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+static int
+pick(uint64_t *rng, int n)
+{
+	return (int)(schedule_rand(rng) % (uint64_t)n);
+}
+
+void
+schedule_mutate(struct schedule *s, uint64_t *rng)
+{
+	static const int blocks[] = { 64, 128, 256, 512, 1024 };
+	static const int vecs[] = { 1, 2, 4 };
+	static const int tiles[] = { 16, 32, 64, 128, 256 };
+
+	switch (pick(rng, 8)) {
+	case 0: s->block = blocks[pick(rng, 5)]; break;
+	case 1: s->vec = vecs[pick(rng, 3)]; break;
+	case 2: s->unroll = 1 + pick(rng, 8); break;
+	case 3: s->reduce = (enum schedule_reduce)pick(rng, 4); break;
+	case 4: s->row_cache = !s->row_cache; break;
+	case 5: s->gemm_algo = pick(rng, 8); s->conv_algo = pick(rng, 9) - 1; break;
+	case 6: s->cpu_tile = tiles[pick(rng, 5)]; break;
+	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
+	}
+}
+
+void
+schedule_crossover(struct schedule *c, const struct schedule *a, const struct schedule *b,
+    uint64_t *rng)
+{
+#define X(f) c->f = pick(rng, 2) ? a->f : b->f
+	c->backend = a->backend;
+	X(block);
+	X(vec);
+	X(unroll);
+	X(reduce);
+	X(row_cache);
+	X(tf32);
+	X(gemm_algo);
+	X(conv_algo);
+	X(cpu_tile);
+#undef X
+	/* cuts bit by bit: boundaries are independent choices */
+	uint64_t mask = schedule_rand(rng);
+	c->cuts = (a->cuts & mask) | (b->cuts & ~mask);
+}
+
+json_t *
+schedule_to_json(const struct schedule *s)
+{
+	char cuts[32];
+
+	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:s}",
+	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
+	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
+	    "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
+	    "cpu_tile", s->cpu_tile, "cuts", cuts);
+}
+
+static int
+get_int(const json_t *j, const char *k, int lo, int hi, int *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(j, k);
+
+	if (!v)
+		return 0;
+	if (json_is_boolean(v) && lo == 0 && hi == 1) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		snprintf(err, errlen, "schedule: %s must be an integer in [%d, %d]", k, lo, hi);
+		return -EINVAL;
+	}
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+int
+schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen)
+{
+	static const char *const known[] = { "backend", "block", "vec", "unroll", "reduce",
+		"row_cache", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "cuts", NULL };
+	struct schedule t = *s;
+	const char *k, *str;
+	json_t *v;
+	int red = -1;
+
+	if (!json_is_object(j)) {
+		snprintf(err, errlen, "schedule: expected a JSON object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)j, k, v) {
+		int ok = 0;
+		for (int i = 0; known[i]; i++)
+			ok |= !strcmp(k, known[i]);
+		if (!ok) {
+			snprintf(err, errlen, "schedule: unknown field '%s'", k);
+			return -EINVAL;
+		}
+	}
+	if ((str = json_string_value(json_object_get(j, "backend")))) {
+		if (strcmp(str, "cpu") && strcmp(str, "cuda")) {
+			snprintf(err, errlen, "schedule: backend is cpu or cuda");
+			return -EINVAL;
+		}
+		t.backend = !strcmp(str, "cuda") ? SCHED_CUDA : SCHED_CPU;
+	}
+	if (get_int(j, "block", 32, 1024, &t.block, err, errlen) < 0 ||
+	    get_int(j, "vec", 1, 4, &t.vec, err, errlen) < 0 ||
+	    get_int(j, "unroll", 1, 8, &t.unroll, err, errlen) < 0 ||
+	    get_int(j, "row_cache", 0, 1, &t.row_cache, err, errlen) < 0 ||
+	    get_int(j, "tf32", 0, 1, &t.tf32, err, errlen) < 0 ||
+	    get_int(j, "gemm_algo", 0, 7, &t.gemm_algo, err, errlen) < 0 ||
+	    get_int(j, "conv_algo", -1, 7, &t.conv_algo, err, errlen) < 0 ||
+	    get_int(j, "cpu_tile", 8, 256, &t.cpu_tile, err, errlen) < 0)
+		return -EINVAL;
+	if ((t.block & (t.block - 1)) || t.vec == 3) {
+		snprintf(err, errlen, "schedule: block and vec must be powers of two");
+		return -EINVAL;
+	}
+	if ((v = json_object_get(j, "reduce"))) {
+		for (int i = 0; i < 4; i++)
+			if (json_is_string(v) && !strcmp(json_string_value(v), reduce_names[i]))
+				red = i;
+		if (red < 0) {
+			snprintf(err, errlen, "schedule: reduce is auto, warp, block or thread");
+			return -EINVAL;
+		}
+		t.reduce = (enum schedule_reduce)red;
+	}
+	if ((v = json_object_get(j, "cuts"))) {
+		char *end;
+		if (!json_is_string(v) || !*json_string_value(v) ||
+		    (t.cuts = strtoull(json_string_value(v), &end, 16), *end)) {
+			snprintf(err, errlen, "schedule: cuts is a hexadecimal string");
+			return -EINVAL;
+		}
+	}
+	*s = t;
+	return 0;
+}
+
+int
+schedule_describe(const struct schedule *s, struct buf *b)
+{
+	if (s->backend == SCHED_CPU)
+		return buf_printf(b, "cpu_tile=%d cuts=%" PRIx64, s->cpu_tile, s->cuts);
+	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d tf32=%d gemm_algo=%d conv_algo=%d cuts=%" PRIx64,
+	    s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache, s->tf32,
+	    s->gemm_algo, s->conv_algo, s->cuts);
+}
+
+int
+schedule_cmp(const struct schedule *a, const struct schedule *b)
+{
+	return a->backend != b->backend || a->block != b->block || a->vec != b->vec ||
+	    a->unroll != b->unroll || a->reduce != b->reduce || a->row_cache != b->row_cache ||
+	    a->tf32 != b->tf32 || a->gemm_algo != b->gemm_algo || a->conv_algo != b->conv_algo ||
+	    a->cpu_tile != b->cpu_tile || a->cuts != b->cuts;
+}

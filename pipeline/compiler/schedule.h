@@ -1,0 +1,84 @@
+/*
+ * schedule: the knobs of one compiled candidate, as a small value that an
+ * evolutionary search can mutate, cross over and store as JSON.
+ *
+ * A schedule never changes what a kernel computes, only how: every value
+ * of every field gives a correct kernel (the compiler clamps what does not
+ * apply to a problem), so the search can move freely.
+ */
+#ifndef KB_PIPELINE_COMPILER_SCHEDULE_H
+#define KB_PIPELINE_COMPILER_SCHEDULE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+struct ir_graph;
+
+enum schedule_backend {
+	SCHED_CPU,
+	SCHED_CUDA,
+};
+
+/* How a reduction is spread over threads (CUDA). */
+enum schedule_reduce {
+	SCHED_RED_AUTO,		/* by the shape of the reduction */
+	SCHED_RED_WARP,		/* one warp per row */
+	SCHED_RED_BLOCK,	/* one block per row */
+	SCHED_RED_THREAD,	/* one thread per output, serial reduction */
+};
+
+#define SCHEDULE_MAX_CUTS	64	/* fusion boundaries the search can toggle */
+
+struct schedule {
+	enum schedule_backend backend;
+	int block;		/* CUDA threads per block: 64..1024, a power of two */
+	int vec;		/* elements per vector access: 1, 2 or 4 (16 bytes of fp32) */
+	int unroll;		/* independent iterations per thread: 1..8 */
+	enum schedule_reduce reduce;
+	int row_cache;		/* CUDA: keep a reduced row in shared memory: 0/1 */
+	int tf32;		/* TF32 tensor cores in GEMM/conv (only if the tolerance allows) */
+	int gemm_algo;		/* cuBLASLt heuristic rank: 0..7 */
+	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */
+	int cpu_tile;		/* CPU GEMM block edge: 16..256 */
+	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
+};
+
+/*
+ * The starting point for a problem on a backend (ir may be NULL: generic
+ * defaults).
+ */
+void schedule_default(struct schedule *s, const struct ir_graph *ir,
+    enum schedule_backend backend);
+
+/*
+ * One random change to one field. rng is a caller-held xorshift state
+ * (nonzero); the same state gives the same change.
+ */
+void schedule_mutate(struct schedule *s, uint64_t *rng);
+
+/* Each field from a or b at random. */
+void schedule_crossover(struct schedule *child, const struct schedule *a,
+    const struct schedule *b, uint64_t *rng);
+
+/* A new JSON object for s (the caller's reference), NULL on ENOMEM. */
+json_t *schedule_to_json(const struct schedule *s);
+
+/*
+ * Read a schedule from JSON: missing fields keep their values in *s
+ * (start from schedule_default); unknown fields and out-of-range values
+ * are refused. 0, or -EINVAL with a sentence in err (s unchanged).
+ */
+int schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen);
+
+/* A one-line description for the header of generated code. */
+int schedule_describe(const struct schedule *s, struct buf *b);
+
+/* 0 when a and b are the same schedule. */
+int schedule_cmp(const struct schedule *a, const struct schedule *b);
+
+/* The next value of a xorshift64* generator (state nonzero). */
+uint64_t schedule_rand(uint64_t *rng);
+
+#endif

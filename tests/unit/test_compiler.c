@@ -1,0 +1,344 @@
+/*
+ * The graph compiler through its public headers: IR loading and its
+ * refusals, schedules as values, "unsupported: OP" for what it cannot do,
+ * and the CPU kernels of every IR fixture checked against PyTorch by the
+ * trusted driver tests/compiler/run_kernel.py (also under schedules that
+ * cut every fusion boundary, so materialized paths are exercised too).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/jsonx.h"
+#include "common/spawn.h"
+#include "pipeline/compiler/compiler.h"
+#include "t.h"
+
+#define MAX_PAIRS 256
+
+static const char *root;
+
+static json_t *
+fixture(const char *name)
+{
+	char path[4096], err[256];
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/ir/%s.json", root, name);
+	if (jsonx_load_file(path, 64u << 20, &j, err, sizeof(err)) < 0)
+		printf("     %s: %s\n", path, err);
+	return j;
+}
+
+static int
+compile_json(json_t *j, enum schedule_backend be, const struct schedule *s, char **src,
+    char *err, size_t errlen)
+{
+	struct ir_graph *g = NULL;
+	struct schedule d;
+	int error;
+
+	if ((error = ir_load(j, &g, err, errlen)) < 0)
+		return error;
+	if (!s) {
+		schedule_default(&d, g, be);
+		s = &d;
+	}
+	error = compiler_emit(g, s, be, src, err, errlen);
+	ir_free(g);
+	return error;
+}
+
+static void
+test_ir_refusals(void)
+{
+	static const char *const bad[] = {
+		"{\"ir_version\": 2, \"inputs\": [], \"nodes\": [], \"outputs\": []}",
+		"{\"ir_version\": 1, \"inputs\": [], \"nodes\": []}",
+		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"}],"
+		" \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", \"args\": [{\"ref\": \"z\"}], \"kwargs\": {}, \"shape\": [2], \"dtype\": \"float32\"}],"
+		" \"outputs\": [{\"name\": \"y\"}]}",
+		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [-2], \"dtype\": \"float32\"}],"
+		" \"nodes\": [], \"outputs\": [{\"name\": \"x\"}]}",
+		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"},"
+		" {\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"}], \"nodes\": [], \"outputs\": [{\"name\": \"x\"}]}",
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = json_loads(bad[i], 0, NULL);
+		struct ir_graph *g = NULL;
+		CHECK("bad IR parses as JSON", j != NULL);
+		CHECK_INT("bad IR is refused", ir_load(j, &g, err, sizeof(err)), -EINVAL);
+		CHECK("with a reason", err[0] != '\0');
+		json_decref(j);
+	}
+}
+
+static void
+test_unsupported(void)
+{
+	const char *text =
+	    "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [4], \"dtype\": \"float32\"}],"
+	    " \"nodes\": [{\"name\": \"y\", \"op\": \"sort\", \"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float32\"}],"
+	    " \"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float32\"}]}";
+	const char *half =
+	    "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [4], \"dtype\": \"float16\"}],"
+	    " \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", \"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float16\"}],"
+	    " \"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float16\"}]}";
+	json_t *j = json_loads(text, 0, NULL);
+	char err[256], *src = NULL;
+
+	CHECK_INT("an unknown op is refused", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)),
+	    -ENOTSUP);
+	CHECK_STR("with unsupported: OP", err, "unsupported: sort");
+	CHECK("and no source", src == NULL);
+	json_decref(j);
+	j = json_loads(half, 0, NULL);
+	CHECK_INT("fp16 is refused", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)), -ENOTSUP);
+	CHECK("naming the dtype", strstr(err, "unsupported: dtype float16") == err);
+	json_decref(j);
+}
+
+static void
+test_schedule(void)
+{
+	struct schedule a, b, c;
+	json_t *j, *bad;
+	char err[256];
+	uint64_t rng = 42;
+	int changed = 0, from_parents = 1;
+
+	schedule_default(&a, NULL, SCHED_CUDA);
+	j = schedule_to_json(&a);
+	CHECK("schedule serializes", j != NULL);
+	schedule_default(&b, NULL, SCHED_CPU);
+	CHECK_INT("and reads back", schedule_from_json(&b, j, err, sizeof(err)), 0);
+	CHECK_INT("to the same value", schedule_cmp(&a, &b), 0);
+	json_decref(j);
+	for (int i = 0; i < 64; i++) {
+		b = a;
+		schedule_mutate(&b, &rng);
+		changed += schedule_cmp(&a, &b) != 0;
+		j = schedule_to_json(&b);
+		c = a;
+		if (schedule_from_json(&c, j, err, sizeof(err)) < 0 || schedule_cmp(&b, &c))
+			from_parents = 0;
+		json_decref(j);
+	}
+	CHECK("mutation changes schedules", changed > 32);
+	CHECK("every mutant round-trips through JSON", from_parents);
+	schedule_default(&b, NULL, SCHED_CUDA);
+	b.block = 1024;
+	b.vec = 1;
+	b.cuts = 0xff;
+	schedule_crossover(&c, &a, &b, &rng);
+	CHECK("crossover takes each field from a parent",
+	    (c.block == a.block || c.block == b.block) && (c.vec == a.vec || c.vec == b.vec) &&
+	    (c.cuts & ~b.cuts) == 0);
+	bad = json_loads("{\"block\": 100}", 0, NULL);
+	CHECK_INT("block must be a power of two", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"blocks\": 128}", 0, NULL);
+	CHECK_INT("unknown fields are refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	CHECK("naming the field", strstr(err, "blocks") != NULL);
+	json_decref(bad);
+	bad = json_loads("{\"reduce\": \"grid\"}", 0, NULL);
+	CHECK_INT("unknown reduce strategy", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+}
+
+static int
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* Compile fixture NAME for the CPU into dir; 1 when a pair was added. */
+static int
+add_pair(const char *dir, const char *kind, const char *problem, int cut, char *name, char *kpath,
+    char *ppath)
+{
+	struct schedule s;
+	json_t *j = fixture(problem);
+	char *src = NULL, label[160], err[1024];
+	int ok;
+
+	schedule_default(&s, NULL, SCHED_CPU);
+	s.cuts = cut ? ~UINT64_C(0) : 0;
+	s.cpu_tile = cut ? 16 : 64;
+	snprintf(label, sizeof(label), "%.64s compiles for the CPU%s", problem, cut ? " (all fusion cuts)" : "");
+	ok = CHECK(label, j && compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)) == 0);
+	json_decref(j);
+	if (!ok) {
+		printf("     %s\n", err);
+		return 0;
+	}
+	CHECK("the source has the ABI entry point", strstr(src, "\nkernelbot_forward(") != NULL);
+	snprintf(name, 64, "%.50s%s", problem, cut ? "+cuts" : "");
+	snprintf(kpath, 4200, "%s/%s.c", dir, name);
+	snprintf(ppath, 4200, "%s/tests/fixtures/compiler/%s/%s.py", root, kind, problem);
+	ok = CHECK("kernel written", write_file(kpath, src) == 0);
+	free(src);
+	return ok;
+}
+
+/* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
+ * kernel per CUDA code path (flat, warp and block teams, thread per
+ * output, cuBLAS, cuDNN, scans, gathers, argmax), so the check stays
+ * cheap; tests/compiler/check_cuda.sh compiles every fixture. */
+static void
+test_cuda_compiles(const char *dir)
+{
+	static const char *const problems[] = { "02_softmax_rows", "08_conv2d_batchnorm_silu",
+		"09_mean_tanh", "11_causal_attention", "13_cross_entropy", "14_cumsum",
+		"16_maxpool_relu_scale", NULL };
+	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
+	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
+	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
+	char paths[40][4200], err[1024];
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r;
+	int argc = 0, n = 0;
+
+	if (access(nvcc, X_OK) != 0) {
+		printf("nvcc not found: CUDA compile checks skipped\n");
+		return;
+	}
+	argv[argc++] = nvcc;
+	argv[argc++] = "-c";
+	argv[argc++] = "-O1";
+	argv[argc++] = "-arch=sm_90";
+	argv[argc++] = "-Xcompiler";
+	argv[argc++] = "-fPIC";
+	argv[argc++] = "-I/usr/include";
+	argv[argc++] = "-odir";
+	argv[argc++] = dir;
+	for (int k = 0; k < 2; k++) {
+		const char *const *list = k ? ops : problems;
+		for (int i = 0; list[i] && n < 40; i++) {
+			json_t *j = fixture(list[i]);
+			char *src = NULL, label[160];
+			snprintf(label, sizeof(label), "%.64s compiles for CUDA", list[i]);
+			if (!CHECK(label, j && compile_json(j, SCHED_CUDA, NULL, &src, err, sizeof(err)) == 0)) {
+				printf("     %s\n", err);
+				json_decref(j);
+				continue;
+			}
+			json_decref(j);
+			snprintf(paths[n], sizeof(paths[n]), "%s/%s.cu", dir, list[i]);
+			if (write_file(paths[n], src) == 0 && argc < 62)
+				argv[argc++] = paths[n++];
+			free(src);
+		}
+	}
+	argv[argc] = NULL;
+	o.argv = argv;
+	o.envp = envp;
+	o.timeout_ms = 1200 * 1000;
+	memset(&r, 0, sizeof(r));
+	CHECK("nvcc runs", spawn_run(&o, &r) == 0);
+	if (!CHECK("every CUDA kernel compiles with nvcc", r.status == 0))
+		printf("     %.3000s\n", buf_cstr(&r.err));
+	spawn_result_free(&r);
+	for (int i = 0; i < n; i++) {
+		char obj[4300];
+		unlink(paths[i]);
+		snprintf(obj, sizeof(obj), "%.4190s", paths[i]);
+		obj[strlen(obj) - 3] = '\0';
+		strcat(obj, ".o");
+		unlink(obj);
+	}
+}
+
+int
+main(void)
+{
+	static const char *const problems[] = {
+		"01_scale_gelu_bias", "02_softmax_rows", "03_layernorm", "04_rmsnorm_residual",
+		"05_linear_gelu", "06_linear_relu_scale_residual", "07_conv2d_relu_bias",
+		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
+		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
+		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", NULL,
+	};
+	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
+		"HOME=/tmp", NULL };
+	char dir[] = "/tmp/kbcompXXXXXX", names[MAX_PAIRS][64], kpath[MAX_PAIRS][4200],
+	    ppath[MAX_PAIRS][4200], driver[4200];
+	char opsdir[4200];
+	DIR *dp;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r;
+	int n = 0, argc = 0;
+
+	root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	test_ir_refusals();
+	test_unsupported();
+	test_schedule();
+
+	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/compiler/ops", root);
+	if (!mkdtemp(dir)) {
+		CHECK("temporary directory", 0);
+		return t_done("compiler");
+	}
+	for (int i = 0; problems[i]; i++) {
+		/* each problem under the default schedule and with every cut */
+		for (int cut = 0; cut < 2; cut++)
+			n += add_pair(dir, "problems", problems[i], cut, names[n], kpath[n], ppath[n]);
+	}
+	/* one problem per canonical op (the harness's op fixtures) */
+	if ((dp = opendir(opsdir))) {
+		struct dirent *de;
+		while ((de = readdir(dp)) && n < MAX_PAIRS) {
+			char name[64];
+			size_t len = strlen(de->d_name);
+			if (len < 4 || len >= sizeof(name) || strcmp(de->d_name + len - 3, ".py"))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 3), de->d_name);
+			n += add_pair(dir, "ops", name, 0, names[n], kpath[n], ppath[n]);
+		}
+		closedir(dp);
+	}
+	CHECK("the op fixtures are there", n > 60);
+	test_cuda_compiles(dir);
+	snprintf(driver, sizeof(driver), "%s/tests/compiler/run_kernel.py", root);
+	argv[argc++] = "/usr/bin/python3";
+	argv[argc++] = driver;
+	for (int i = 0; i < n; i++) {
+		argv[argc++] = ppath[i];
+		argv[argc++] = kpath[i];
+	}
+	argv[argc] = NULL;
+	o.argv = argv;
+	o.envp = envp;
+	o.timeout_ms = 900 * 1000;
+	memset(&r, 0, sizeof(r));
+	CHECK("the driver runs", spawn_run(&o, &r) == 0);
+	if (r.out.data) {
+		const char *line = buf_cstr(&r.out);
+		for (int i = 0; i < n; i++) {
+			const char *nl = strchr(line, '\n');
+			char label[256];
+			snprintf(label, sizeof(label), "%.64s matches PyTorch on the CPU", names[i]);
+			if (!CHECK(label, !strncmp(line, "ok", 2)))
+				printf("     %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+			line = nl ? nl + 1 : line + strlen(line);
+		}
+	}
+	if (r.status)
+		printf("     driver stderr: %.2000s\n", buf_cstr(&r.err));
+	spawn_result_free(&r);
+	for (int i = 0; i < n; i++)
+		unlink(kpath[i]);
+	rmdir(dir);
+	return t_done("compiler");
+}
