@@ -1,10 +1,12 @@
 #include "common/buf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int
 buf_reserve(struct buf *b, size_t n)
@@ -139,4 +141,33 @@ buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int
+buf_read_file(struct buf *b, const char *path)
+{
+	size_t before = b->len;
+	char chunk[65536];
+	int fd, error = 0;
+	ssize_t n;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			error = -errno;
+			break;
+		}
+		if ((error = buf_add(b, chunk, (size_t)n)) < 0) {
+			if (error == -ENOBUFS)
+				error = -EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (error < 0)
+		buf_truncate(b, before);
+	return error;
 }

@@ -43,6 +43,12 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
  */
 long buf_add_capped(struct buf *b, const void *p, size_t n);
 
+/*
+ * Append the whole file at path. 0; -EFBIG when it would pass the cap
+ * (the buffer is then left as it was); -errno from open/read.
+ */
+int buf_read_file(struct buf *b, const char *path);
+
 /* Make room for n more bytes without changing len. */
 int buf_reserve(struct buf *b, size_t n);
 

@@ -31,30 +31,9 @@ jsonx_load_file(const char *path, size_t max, json_t **out, char *err,
     size_t errlen)
 {
 	struct buf b = BUF_INIT(max);
-	char chunk[65536];
-	ssize_t n;
-	int fd, error = 0;
+	int error;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		error = -errno;
-		if (err)
-			snprintf(err, errlen, "%s", strerror(errno));
-		return error;
-	}
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			error = -errno;
-			break;
-		}
-		if ((error = buf_add(&b, chunk, (size_t)n)) < 0)
-			break;
-	}
-	close(fd);
-	if (error == -ENOBUFS)
-		error = -EFBIG;
-	if (error < 0) {
+	if ((error = buf_read_file(&b, path)) < 0) {
 		if (err)
 			snprintf(err, errlen, "%s", strerror(-error));
 	} else {

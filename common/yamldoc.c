@@ -386,35 +386,15 @@ int
 yamldoc_load(const char *path, struct yamldoc **out, char *err, size_t errlen)
 {
 	struct buf b = BUF_INIT(YAMLDOC_MAX_BYTES);
-	char chunk[16384];
-	ssize_t n;
-	int fd, error = 0;
+	int error;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		error = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return error;
-	}
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			error = -errno;
-			break;
-		}
-		if ((error = buf_add(&b, chunk, (size_t)n)) < 0)
-			break;
-	}
-	close(fd);
-	if (error == -ENOBUFS) {
+	if ((error = buf_read_file(&b, path)) == -EFBIG)
 		snprintf(err, errlen, "%s: larger than %u bytes", path,
 		    YAMLDOC_MAX_BYTES);
-		error = -EFBIG;
-	} else if (error < 0) {
+	else if (error < 0)
 		snprintf(err, errlen, "%s: %s", path, strerror(-error));
-	} else {
+	else
 		error = yamldoc_parse(path, buf_cstr(&b), b.len, out, err, errlen);
-	}
 	buf_free(&b);
 	return error;
 }

@@ -257,26 +257,9 @@ static int
 read_source(const char *path, unsigned char **out, size_t *len)
 {
 	struct buf b = BUF_INIT(COMPILE_SOURCE_MAX);
-	char chunk[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC), error = 0;
-	ssize_t n;
+	int error;
 
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			error = -errno;
-			break;
-		}
-		if ((error = buf_add(&b, chunk, (size_t)n)) < 0) {
-			error = error == -ENOBUFS ? -EFBIG : error;
-			break;
-		}
-	}
-	close(fd);
-	if (error < 0) {
+	if ((error = buf_read_file(&b, path)) < 0) {
 		buf_free(&b);
 		return error;
 	}

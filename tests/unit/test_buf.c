@@ -1,5 +1,7 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "t.h"
@@ -42,5 +44,22 @@ main(void)
 	CHECK_INT("reset empties", big.len, 0);
 	buf_free(&big);
 	buf_free(&b);
+
+	{
+		char path[] = "/tmp/kbbufXXXXXX";
+		int fd = mkstemp(path);
+		struct buf f = BUF_INIT(8);
+		(void)!write(fd, "0123456789", 10);
+		close(fd);
+		CHECK_INT("read_file past the cap is -EFBIG", buf_read_file(&f, path), -EFBIG);
+		CHECK_INT("and leaves the buffer as it was", f.len, 0);
+		f.max = 64;
+		buf_addstr(&f, ">");
+		CHECK_INT("read_file appends", buf_read_file(&f, path), 0);
+		CHECK_STR("read_file contents", buf_cstr(&f), ">0123456789");
+		unlink(path);
+		CHECK_INT("read_file of a missing file", buf_read_file(&f, path), -ENOENT);
+		buf_free(&f);
+	}
 	return t_done("test_buf");
 }
