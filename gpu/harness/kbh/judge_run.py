@@ -160,6 +160,10 @@ class CandidateRun:
                 self.timing(w)
                 bd["timing"] = time.perf_counter() - t2
         except WorkerError as e:
+            if "exit 125" in e.message:
+                # Not the candidate's doing: say so where a reviewer looks.
+                self.check("sandbox", False, "the sandbox could not be set up; the candidate was "
+                           "not run: " + e.message[:1500])
             self.fail(e.kind, e.message)
         except Failed as e:
             self.fail(e.status, e.message)
