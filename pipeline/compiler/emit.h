@@ -10,6 +10,7 @@
 
 extern const char emit_c_prelude[];
 extern const char emit_cuda_prelude[];
+extern const char emit_check_fn[];
 
 /* Generate the whole source for a planned graph. 0, or -errno with
  * g->err / err filled ("unsupported: ..."). */

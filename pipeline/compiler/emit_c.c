@@ -300,6 +300,7 @@ emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, siz
 	emit_buffer_names(g, names, ptrs);
 	emit_header(g, s, "cpu", out);
 	buf_addstr(out, emit_c_prelude);
+	buf_addstr(out, emit_check_fn);
 	buf_addstr(out, "\nint kernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
 	    "    int n_outputs, void *stream);\n\n"
 	    "int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"

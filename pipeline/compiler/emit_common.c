@@ -9,6 +9,25 @@
 
 #include "pipeline/compiler/emit.h"
 
+/* Both backends' entry shape check (host code on CUDA). */
+const char emit_check_fn[] =
+"/* 0 when t has this dtype, rank and shape and is contiguous */\n"
+"static inline int kb_check(const DLTensor *t, int code, int bits, int ndim, const int64_t *shape)\n"
+"{\n"
+"\tint64_t st = 1;\n"
+"\n"
+"\tif (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1 || t->ndim != ndim)\n"
+"\t\treturn -1;\n"
+"\tfor (int d = ndim - 1; d >= 0; d--) {\n"
+"\t\tif (t->shape[d] != shape[d])\n"
+"\t\t\treturn -1;\n"
+"\t\tif (t->strides && shape[d] != 1 && t->strides[d] != st)\n"
+"\t\t\treturn -1;\n"
+"\t\tst *= shape[d];\n"
+"\t}\n"
+"\treturn 0;\n"
+"}\n";
+
 void
 emit_dl_dtype(enum ir_dtype dt, int *code, int *bits)
 {

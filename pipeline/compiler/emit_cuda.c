@@ -402,6 +402,7 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 	}
 	emit_header(g, s, "cuda", out);
 	buf_addstr(out, emit_cuda_prelude);
+	buf_addstr(out, emit_check_fn);
 	if (c.cublas)
 		buf_addstr(out, "#include <cublas_v2.h>\nstatic cublasHandle_t kb_cublas;\t/* created once, per process */\n");
 	if (c.cudnn)
