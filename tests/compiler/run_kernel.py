@@ -168,64 +168,63 @@ def one(a, build, so):
 
 
 def check(a, so):
-    if True:
-        lib = ctypes.CDLL(so)
-        fwd = lib.kernelbot_forward
-        fwd.restype = ctypes.c_int
-        fwd.argtypes = [ctypes.POINTER(DLTensor), ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.c_int,
-                        ctypes.c_void_p]
-        mod = load_problem(a.problem)
-        torch.manual_seed(a.seed)
-        model = mod.Model(*mod.get_init_inputs()).eval()
-        worst = ""
-        for trial in range(a.trials):
-            torch.manual_seed(a.seed * 1000 + trial + 1)
-            inputs = mod.get_inputs()
-            with torch.no_grad():
-                ref = model(*inputs)
-            refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-            ins = [t.contiguous() for t in abi_inputs(model, inputs, a.kernel, a.problem)]
-            saved = [t.clone() for t in ins]
-            for run in range(2):
-                outs = [poison(r) for r in refs]
-                keep = []
-                din = (DLTensor * max(len(ins), 1))(*[dl(t, keep) for t in ins])
-                dout = (DLTensor * len(outs))(*[dl(t, keep) for t in outs])
-                rc = fwd(din, len(ins), dout, len(outs), None)
-                if rc:
-                    print("FAIL kernel returned %d" % rc)
-                    return 1
-                for i, (o, rf) in enumerate(zip(outs, refs)):
-                    ok, msg = compare(o, rf)
-                    if not ok:
-                        print("FAIL output %d trial %d run %d: %s" % (i, trial, run, msg))
-                        return 1
-                    worst = msg
-            for t, s in zip(ins, saved):
-                if not torch.equal(t, s) and not (t.dtype.is_floating_point and
-                                                   torch.equal(torch.isnan(t), torch.isnan(s))):
-                    print("FAIL the kernel modified an input")
-                    return 1
-        line = "ok " + worst
-        if a.time:
+    lib = ctypes.CDLL(so)
+    fwd = lib.kernelbot_forward
+    fwd.restype = ctypes.c_int
+    fwd.argtypes = [ctypes.POINTER(DLTensor), ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.c_int,
+                    ctypes.c_void_p]
+    mod = load_problem(a.problem)
+    torch.manual_seed(a.seed)
+    model = mod.Model(*mod.get_init_inputs()).eval()
+    worst = ""
+    for trial in range(a.trials):
+        torch.manual_seed(a.seed * 1000 + trial + 1)
+        inputs = mod.get_inputs()
+        with torch.no_grad():
+            ref = model(*inputs)
+        refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+        ins = [t.contiguous() for t in abi_inputs(model, inputs, a.kernel, a.problem)]
+        saved = [t.clone() for t in ins]
+        for run in range(2):
             outs = [poison(r) for r in refs]
             keep = []
             din = (DLTensor * max(len(ins), 1))(*[dl(t, keep) for t in ins])
             dout = (DLTensor * len(outs))(*[dl(t, keep) for t in outs])
+            rc = fwd(din, len(ins), dout, len(outs), None)
+            if rc:
+                print("FAIL kernel returned %d" % rc)
+                return 1
+            for i, (o, rf) in enumerate(zip(outs, refs)):
+                ok, msg = compare(o, rf)
+                if not ok:
+                    print("FAIL output %d trial %d run %d: %s" % (i, trial, run, msg))
+                    return 1
+                worst = msg
+        for t, s in zip(ins, saved):
+            if not torch.equal(t, s) and not (t.dtype.is_floating_point and
+                                               torch.equal(torch.isnan(t), torch.isnan(s))):
+                print("FAIL the kernel modified an input")
+                return 1
+    line = "ok " + worst
+    if a.time:
+        outs = [poison(r) for r in refs]
+        keep = []
+        din = (DLTensor * max(len(ins), 1))(*[dl(t, keep) for t in ins])
+        dout = (DLTensor * len(outs))(*[dl(t, keep) for t in outs])
 
-            def med(fn, n=10):
-                ts = []
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t0)
-                return sorted(ts)[n // 2] * 1e3
-            with torch.no_grad():
-                te = med(lambda: model(*inputs))
-            tk = med(lambda: fwd(din, len(ins), dout, len(outs), None))
-            line += " eager_ms=%.3f kernel_ms=%.3f speedup=%.2fx" % (te, tk, te / tk)
-        print(line)
-        return 0
+        def med(fn, n=10):
+            ts = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            return sorted(ts)[n // 2] * 1e3
+        with torch.no_grad():
+            te = med(lambda: model(*inputs))
+        tk = med(lambda: fwd(din, len(ins), dout, len(outs), None))
+        line += " eager_ms=%.3f kernel_ms=%.3f speedup=%.2fx" % (te, tk, te / tk)
+    print(line)
+    return 0
 
 
 if __name__ == "__main__":
