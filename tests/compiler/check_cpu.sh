@@ -12,7 +12,7 @@ pairs=""
 names=${*:-$(ls tests/fixtures/ir | sed 's/\.json$//')}
 for n in $names; do
 	prob=tests/fixtures/compiler/problems/$n.py
-	[ -f "$prob" ] || prob=tests/fixtures/compiler/ops/$n.py
+	[ -f "$prob" ] || prob=tests/fixtures/ops/$n.py
 	if ! "$KB" compile "tests/fixtures/ir/$n.json" -o "$tmp/$n.c" 2>"$tmp/err"; then
 		echo "FAIL $n: compile: $(cat "$tmp/err")"
 		fail=$((fail + 1))

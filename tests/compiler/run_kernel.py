@@ -87,9 +87,10 @@ def abi_inputs(model, inputs, kernel, problem):
 
 def ir_constant(problem, name):
     """A constant fx made up (torch.ones(M) -> _tensor_constant0): its data
-    is inline in the IR fixture beside the problem."""
+    is inline in the problem's IR fixture under tests/fixtures/ir/."""
     base = os.path.splitext(os.path.basename(problem))[0]
-    path = os.path.join(os.path.dirname(problem), "..", "..", "ir", base + ".json")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "ir",
+                        base + ".json")
     with open(path) as f:
         ir = json.load(f)
     for i in ir["inputs"]:

@@ -186,7 +186,9 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 	CHECK("the source has the ABI entry point", strstr(src, "\nkernelbot_forward(") != NULL);
 	snprintf(name, 64, "%.50s%s", problem, cut ? "+cuts" : "");
 	snprintf(kpath, 4200, "%s/%s.c", dir, name);
-	snprintf(ppath, 4200, "%s/tests/fixtures/compiler/%s/%s.py", root, kind, problem);
+	/* The op fixtures are the harness's own; only the shrunk problems are ours. */
+	snprintf(ppath, 4200, "%s/tests/fixtures/%s%s/%s.py", root,
+	    strcmp(kind, "ops") ? "compiler/" : "", kind, problem);
 	ok = CHECK("kernel written", write_file(kpath, src) == 0);
 	free(src);
 	return ok;
@@ -285,7 +287,7 @@ main(void)
 	test_unsupported();
 	test_schedule();
 
-	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/compiler/ops", root);
+	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
 	if (!mkdtemp(dir)) {
 		CHECK("temporary directory", 0);
 		return t_done("compiler");
