@@ -38,8 +38,10 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct store;
+struct store_archive_entry;
 
 /* Evaluator flags that make a result's numbers untrustworthy: refused. */
 #define ARCHIVE_DISTRUSTED_FLAGS \
@@ -49,6 +51,7 @@ struct store;
 #define ARCHIVE_DEFAULT_PER_PROBLEM 5	/* K: correct candidates per run */
 #define ARCHIVE_MAX_K 64		/* neighbours one call returns */
 #define ARCHIVE_MAX_SOURCE (1u << 20)	/* bytes of a problem or kernel source */
+#define ARCHIVE_MAX_LINE (8u << 20)	/* bytes of one JSONL line of an export */
 
 /* Weights of the similarity score (see above). */
 #define ARCHIVE_W_OPS		0.55
@@ -106,6 +109,8 @@ struct archive_ingest_stats {
 	int added;		/* kernels archived */
 	int duplicates;		/* already in the archive */
 	int skipped;		/* problems with no verified best kernel */
+	int refused;		/* other candidates archive_add() would refuse
+				 * (flagged, or their file does not match) */
 };
 
 /*
@@ -116,9 +121,13 @@ struct archive_ingest_stats {
  * for them. A repository's directory (DIR/<slug>/summary.json, no
  * DIR/summary.json) is ingested slug by slug. A run without a verified
  * best (status no_correct, unsupported, error) is counted as skipped,
- * not an error. Each problem is one transaction: a failure leaves the
- * problems before it archived and reports which directory failed.
- * stats may be NULL.
+ * not an error; a best kernel that is not verified is an error. Other
+ * candidates that would be refused are counted, not errors. Each problem
+ * is one transaction: a failure leaves the problems before it archived
+ * and names the directory that failed. IR: prov->ir, else DIR/ir.json
+ * (the IR, or the trace's {"ir": ...} reply) when present, else none
+ * (no op signature: retrieval then finds it by text only). stats may be
+ * NULL.
  */
 int archive_ingest_optimize_dir(struct store *s, const char *dir,
     const struct archive_provenance *prov, struct archive_ingest_stats *stats,
@@ -138,6 +147,42 @@ int archive_neighbours(struct store *s, const char *problem_source,
 
 /* Does the archive hold any kernel for arch ("sm_90", "cpu")? 1, 0, -errno. */
 int archive_has_arch(struct store *s, const char *arch);
+
+/*
+ * Export: every archived kernel as one JSON object per line, in id order,
+ * with every field (archive_entry_json). *n (may be NULL) gets the count.
+ */
+int archive_export(struct store *s, FILE *f, size_t *n, char *err,
+    size_t errlen);
+
+struct archive_import_stats {
+	size_t lines;		/* kernels read (blank lines not counted) */
+	size_t added;
+	size_t duplicates;	/* already archived: skipped */
+};
+
+/*
+ * Import an export (f must be seekable: a regular file). Every line is
+ * validated first, as archive_add() validates (including that each sha
+ * matches its text); one bad line is -EINVAL with "NAME:LINE: reason" in
+ * err and nothing imported. Then the kernels go in, in transactions of
+ * ARCHIVE_IMPORT_BATCH; duplicates are skipped and counted, so running
+ * an interrupted import again completes it. stats may be NULL.
+ */
+#define ARCHIVE_IMPORT_BATCH 256
+int archive_import(struct store *s, FILE *f, const char *name,
+    struct archive_import_stats *stats, char *err, size_t errlen);
+
+/*
+ * An entry as JSON (the export's line): id, created, problem,
+ * problem_source, problem_sha, ops, shape_class, ir (object or null),
+ * backend, arch, device, kernel, kernel_sha, ms, eager_ms, compile_ms,
+ * speedup_eager, speedup_eager_lo, speedup_eager_hi, speedup_compile,
+ * speedup_compile_lo, speedup_compile_hi, proposer, model, parents
+ * (array or null), job (null for 0), repo, module. Absent texts and
+ * unknown numbers are null. NULL on allocation failure.
+ */
+json_t *archive_entry_json(const struct store_archive_entry *e);
 
 /*
  * The embedding hook. Without one (the default) retrieval is FTS5 plus op
