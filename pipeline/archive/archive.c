@@ -15,7 +15,8 @@
 #include "common/buf.h"
 
 #define CANDIDATES 200		/* rows each FTS query brings */
-#define MAX_SOURCE_TERMS 64	/* distinct words taken from a problem */
+#define MAX_SOURCE_TERMS 96	/* distinct words taken from a problem */
+#define BM25_HALF 5.0		/* BM25 (negated) that counts as half a match */
 #define MAX_OPS 1024		/* op names of one signature considered */
 #define MAX_EMBED_DIM 4096
 
@@ -184,27 +185,35 @@ opset_parse(struct opset *s, const char *sig)
 	return 0;
 }
 
-/* Weighted Jaccard of two multisets: sum w*min(count) / sum w*max(count). */
+/*
+ * Similarity of the new problem's ops q to an archived problem's a: the
+ * mean of the weighted Jaccard index (sum w*min(count) / sum w*max(count))
+ * and the weighted containment (sum w*min(count) / sum w*count in q), so
+ * an archived problem that contains the new one's pattern inside more
+ * work (a softmax inside attention) still ranks above one that only
+ * shares a pointwise op.
+ */
 static double
-opset_jaccard(const struct opset *a, const struct opset *b)
+opset_similarity(const struct opset *q, const struct opset *a)
 {
-	double inter = 0, uni = 0;
+	double inter = 0, uni = 0, qw = 0;
 	size_t i = 0, j = 0;
 
-	while (i < a->n || j < b->n) {
+	while (i < q->n || j < a->n) {
 		const char *op;
 		size_t ca = 0, cb = 0;
-		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->op[i], b->op[j]);
+		int c = i == q->n ? 1 : j == a->n ? -1 : strcmp(q->op[i], a->op[j]);
 
-		op = c <= 0 ? a->op[i] : b->op[j];
-		while (i < a->n && !strcmp(a->op[i], op))
+		op = c <= 0 ? q->op[i] : a->op[j];
+		while (i < q->n && !strcmp(q->op[i], op))
 			ca++, i++;
-		while (j < b->n && !strcmp(b->op[j], op))
+		while (j < a->n && !strcmp(a->op[j], op))
 			cb++, j++;
 		inter += op_weight(op) * (double)(ca < cb ? ca : cb);
 		uni += op_weight(op) * (double)(ca > cb ? ca : cb);
+		qw += op_weight(op) * (double)ca;
 	}
-	return uni > 0 ? inter / uni : 0;
+	return uni > 0 && qw > 0 ? 0.5 * inter / uni + 0.5 * inter / qw : 0;
 }
 
 /*
@@ -297,10 +306,10 @@ is_word(char c)
 static int
 terms_from_source(struct terms *t, const char *src)
 {
-	size_t taken = 0;
+	size_t start = t->n;
 	int error;
 
-	for (const char *p = src; *p && taken < MAX_SOURCE_TERMS;) {
+	for (const char *p = src; *p && t->n - start < MAX_SOURCE_TERMS;) {
 		if (*p == '#') {
 			p += strcspn(p, "\n");
 			continue;
@@ -313,13 +322,47 @@ terms_from_source(struct terms *t, const char *src)
 
 		while (is_word(p[n]))
 			n++;
-		if (!(*p >= '0' && *p <= '9') && !stopword(p, n)) {
-			if ((error = terms_add(t, p, n)) < 0)
-				return error;
-			taken++;
-		}
+		if (!(*p >= '0' && *p <= '9') && !stopword(p, n) &&
+		    (error = terms_add(t, p, n)) < 0)
+			return error;
 		p += n;
 	}
+	return 0;
+}
+
+/* Jaccard index of two word sets (terms holds no repeats). */
+static double
+terms_jaccard(const struct terms *a, const struct terms *b)
+{
+	size_t inter = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		for (size_t j = 0; j < b->n; j++)
+			if (!strcmp(a->v[i], b->v[j])) {
+				inter++;
+				break;
+			}
+	return a->n + b->n > inter ? (double)inter / (double)(a->n + b->n - inter) : 0;
+}
+
+/*
+ * Text similarity of an archived problem: half its BM25 rank, saturating
+ * (r / (r + BM25_HALF)), half the Jaccard index of the two problems'
+ * words. BM25's IDF is unstable while the archive is small (a word in half
+ * the rows weighs nothing); the word sets are not.
+ */
+static int
+text_similarity(const struct terms *words, const struct store_archive_entry *e,
+    double *out)
+{
+	struct terms w = { 0 };
+	double r = e->rank < 0 ? -e->rank : 0;
+	int error;
+
+	if ((error = terms_from_source(&w, e->problem_source ? e->problem_source : "")) < 0)
+		return error;
+	*out = 0.5 * r / (r + BM25_HALF) + 0.5 * terms_jaccard(words, &w);
+	terms_free(&w);
 	return 0;
 }
 
@@ -327,7 +370,7 @@ terms_from_source(struct terms *t, const char *src)
 
 struct cand {
 	struct store_archive_entry *e;	/* borrowed from a search result */
-	double text;			/* BM25 normalized to [0, 1] */
+	double text;			/* text_similarity() */
 	double score;
 };
 
@@ -427,12 +470,11 @@ archive_neighbours(struct store *s, const char *problem_source,
 {
 	struct store_archive_entry *r1 = NULL, *r2 = NULL;
 	size_t n1 = 0, n2 = 0, nc = 0, nkeep = 0;
-	struct terms all = { 0 }, opt = { 0 };
+	struct terms words = { 0 }, opt = { 0 };
 	struct opset q = { 0 }, o = { 0 };
 	char *ops = NULL, *shape = NULL;
 	struct cand *c = NULL;
 	json_t *arr = NULL;
-	double best_rank = 0;
 	int error;
 
 	if (k < 1 || k > ARCHIVE_MAX_K || (!problem_source && !ir)) {
@@ -443,13 +485,17 @@ archive_neighbours(struct store *s, const char *problem_source,
 	if ((error = archive_op_signature(ir, &ops, &shape)) < 0 ||
 	    (error = opset_parse(&q, ops)) < 0)
 		goto oom;
+	/*
+	 * Two searches bring the candidates: the problem's words anywhere
+	 * (torch.softmax in a source also matches the op name softmax), and
+	 * the IR's op names among the op names.
+	 */
 	for (size_t i = 0; i < q.n; i++)
-		if ((error = terms_add(&opt, q.op[i], strlen(q.op[i]))) < 0 ||
-		    (error = terms_add(&all, q.op[i], strlen(q.op[i]))) < 0)
+		if ((error = terms_add(&opt, q.op[i], strlen(q.op[i]))) < 0)
 			goto oom;
-	if (problem_source && (error = terms_from_source(&all, problem_source)) < 0)
+	if (problem_source && (error = terms_from_source(&words, problem_source)) < 0)
 		goto oom;
-	if ((error = store_archive_search(s, (const char *const *)all.v, all.n, 1, 0,
+	if ((error = store_archive_search(s, (const char *const *)words.v, words.n, 1, 0,
 	    CANDIDATES, &r1, &n1)) < 0 ||
 	    (error = store_archive_search(s, (const char *const *)opt.v, opt.n, 1, 1,
 	    CANDIDATES, &r2, &n2)) < 0) {
@@ -459,12 +505,7 @@ archive_neighbours(struct store *s, const char *problem_source,
 	if (!(c = calloc(n1 + n2 + 1, sizeof(*c))) || !(arr = json_array()))
 		goto oom;
 	for (size_t i = 0; i < n1; i++)
-		if (r1[i].rank < best_rank)
-			best_rank = r1[i].rank;
-	for (size_t i = 0; i < n1; i++) {
-		c[nc].e = &r1[i];
-		c[nc++].text = best_rank < 0 ? r1[i].rank / best_rank : 0;
-	}
+		c[nc++].e = &r1[i];
 	for (size_t i = 0; i < n2; i++) {
 		size_t j;
 
@@ -474,9 +515,10 @@ archive_neighbours(struct store *s, const char *problem_source,
 			c[nc++].e = &r2[i];
 	}
 	for (size_t i = 0; i < nc; i++) {
-		if ((error = opset_parse(&o, c[i].e->ops)) < 0)
+		if ((error = opset_parse(&o, c[i].e->ops)) < 0 ||
+		    (error = text_similarity(&words, c[i].e, &c[i].text)) < 0)
 			goto oom;
-		c[i].score = ARCHIVE_W_OPS * opset_jaccard(&q, &o) +
+		c[i].score = ARCHIVE_W_OPS * opset_similarity(&q, &o) +
 		    ARCHIVE_W_TEXT * c[i].text +
 		    ARCHIVE_W_SHAPE * shape_agreement(shape, c[i].e->shape_class);
 		if (arch && !strcmp(arch, c[i].e->arch))
@@ -521,7 +563,7 @@ out:
 	free(o.text);
 	free(ops);
 	free(shape);
-	terms_free(&all);
+	terms_free(&words);
 	terms_free(&opt);
 	store_archive_entries_free(r1, n1);
 	store_archive_entries_free(r2, n2);

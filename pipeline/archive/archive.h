@@ -14,19 +14,25 @@
  * believed; the numbers come from the evaluator's result.
  *
  * Similarity (archive_neighbours): the candidates are what SQLite FTS5
- * finds for the new problem's words and op names (BM25 over the problem
- * source, the kernel code and the op names), plus every kernel sharing an
- * op name; each gets
+ * finds for the new problem's words (BM25 over the problem source, the
+ * kernel code and the op names, so `torch.softmax` also finds the op
+ * softmax), plus every kernel sharing an op name with its IR; each gets
  *
- *   score = ARCHIVE_W_OPS * weighted Jaccard of the op multisets
- *         + ARCHIVE_W_TEXT * BM25, normalized to [0, 1] over the candidates
- *         + ARCHIVE_W_SHAPE * shape-class agreement (ranks, dtype, size)
+ *   score = ARCHIVE_W_OPS * op similarity: the mean of the weighted
+ *           Jaccard index and the weighted containment of the op
+ *           multisets (library ops weigh 3, reductions and norms 2,
+ *           pointwise 1, data movement 0.5)
+ *         + ARCHIVE_W_TEXT * text similarity: half BM25, saturating
+ *           (r / (r + 5)), half the Jaccard index of the two sources'
+ *           identifiers (BM25's IDF is unstable in a small archive)
+ *         + ARCHIVE_W_SHAPE * shape-class agreement (dtype, ranks, size)
  *         + ARCHIVE_W_ARCH when the arch is the same
  *           (ARCHIVE_W_BACKEND when only the backend is)
  *         + ARCHIVE_W_EMBED * cosine similarity of embeddings, only when an
  *           embedder is installed (archive_set_embedder; none is by default)
  *
- * and the best kernel per problem (highest score, then fastest) is kept.
+ * Problems are ranked by their best-scoring kernel; the kernel shown for a
+ * problem is its fastest on the asked arch (else its fastest anywhere).
  *
  * Errors: 0 or -errno with a sentence in err: -EINVAL for bad input (an
  * unverified result, a malformed directory), -EEXIST for a kernel already
