@@ -190,11 +190,20 @@ do_show(struct store *s, const struct archive_opts *o, const char *arg)
 		printf("id:          %lld\nproblem:     %s\nops:         %s\nshape:       %s\n"
 		    "backend:     %s\narch:        %s\ndevice:      %s\n", (long long)e.id,
 		    e.problem, e.ops, e.shape_class, e.backend, e.arch, e.device ? e.device : "-");
-		printf("ms:          %.6g (eager %.6g, compile %.6g)\n", e.ms, e.eager_ms,
-		    e.compile_ms);
-		printf("speedup:     eager %.3g [%.3g, %.3g], compile %.3g [%.3g, %.3g]\n",
-		    e.speedup_eager, e.speedup_eager_lo, e.speedup_eager_hi, e.speedup_compile,
-		    e.speedup_compile_lo, e.speedup_compile_hi);
+		{
+			char v[6][32];
+			const double x[6] = { e.speedup_eager, e.speedup_eager_lo,
+				e.speedup_eager_hi, e.speedup_compile, e.speedup_compile_lo,
+				e.speedup_compile_hi };
+
+			fmt_num(v[0], sizeof(v[0]), e.eager_ms, 4, "");
+			fmt_num(v[1], sizeof(v[1]), e.compile_ms, 4, "");
+			printf("ms:          %.4f (eager %s, compile %s)\n", e.ms, v[0], v[1]);
+			for (int i = 0; i < 6; i++)
+				fmt_num(v[i], sizeof(v[i]), x[i], 2, "");
+			printf("speedup:     eager %s [%s, %s], compile %s [%s, %s]\n", v[0], v[1],
+			    v[2], v[3], v[4], v[5]);
+		}
 		printf("proposer:    %s%s%s\nparents:     %s\n", e.proposer ? e.proposer : "-",
 		    e.model ? " / " : "", e.model ? e.model : "", e.parents ? e.parents : "-");
 		printf("job:         %lld\nrepo:        %s\nmodule:      %s\ncreated:     %s\n"
