@@ -755,6 +755,68 @@ test_ingest(const char *dir)
 	store_close(s);
 }
 
+/*
+ * A store at schema 1 (made by dropping migration 2's objects) with a job
+ * in it: opening it applies migration 2 and keeps the job; the FTS index
+ * passes its integrity check after inserts and a delete.
+ */
+static void
+test_migration(const char *dir)
+{
+	struct store *s = NULL;
+	struct store_delivery d = { 0 };
+	char sub[400], cmd[1200];
+	int64_t n = 0;
+	int64_t id = 0;
+
+	snprintf(sub, sizeof(sub), "%s/v1", dir);
+	CHECK_INT("a store", store_open(sub, 0, &s), 0);
+	d.provider = "github";
+	d.delivery_id = "d-1";
+	d.event = "push";
+	d.repo = "acme/model";
+	d.outcome = "accepted";
+	d.work = STORE_WORK_JOB;
+	d.clone_url = "https://example.com/acme/model.git";
+	d.sha = "0123456789012345678901234567890123456789";
+	d.trigger = "push";
+	CHECK_INT("a job in it", store_intake(s, &d, 1), 0);
+	store_close(s);
+	s = NULL;
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db 'DROP TABLE archive_fts; "
+	    "DROP TABLE archive; DELETE FROM schema_version WHERE version >= 2'", sub);
+	CHECK_INT("taken back to schema 1", system(cmd), 0);
+	CHECK_INT("reopened", store_open(sub, 0, &s), 0);
+	if (!s)
+		return;
+	CHECK_INT("... migrated to the latest schema", store_schema_version(s),
+	    store_schema_latest());
+	CHECK("... at least 2", store_schema_version(s) >= 2);
+	CHECK_INT("... the job kept", store_count(s, "jobs", &n), 0);
+	CHECK_INT("... one job", n, 1);
+	CHECK_INT("... the archive usable", add_fixture(s, "02_softmax_rows", "02_softmax_rows",
+	    "sm_90", 0.02, NULL, &id), 0);
+	CHECK_INT("... twice", add_fixture(s, "03_layernorm", "03_layernorm", "sm_90", 0.02,
+	    NULL, NULL), 0);
+	store_close(s);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db \"DELETE FROM archive WHERE id = %lld; "
+	    "INSERT INTO archive_fts (archive_fts) VALUES ('integrity-check')\"", sub,
+	    (long long)id);
+	CHECK_INT("the FTS index in step after inserts and a delete", system(cmd), 0);
+	CHECK_INT("reopened again", store_open(sub, 0, &s), 0);
+	if (s) {
+		struct store_archive_entry *e = NULL;
+		const char *w[] = { "softmax" };
+		size_t k = 0;
+
+		CHECK_INT("search after the delete", store_archive_search(s, w, 1, 0, 0, 10, &e,
+		    &k), 0);
+		CHECK_INT("... the deleted kernel is not found", k, 0);
+		store_archive_entries_free(e, k);
+		store_close(s);
+	}
+}
+
 int
 main(void)
 {
@@ -776,6 +838,7 @@ main(void)
 	test_export_import(s, dir);
 	store_close(s);
 	test_ingest(dir);
+	test_migration(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("cannot remove %s\n", dir);
