@@ -764,22 +764,17 @@ static void
 test_migration(const char *dir)
 {
 	struct store *s = NULL;
-	struct store_delivery d = { 0 };
+	struct store_delivery d = { .provider = "github", .delivery_id = "d-1",
+		.event = "push", .repo = "acme/model", .outcome = "accepted",
+		.work = STORE_WORK_JOB, .trigger = "push",
+		.clone_url = "https://example.com/acme/model.git",
+		.sha = "0123456789012345678901234567890123456789" };
 	char sub[400], cmd[1200];
 	int64_t n = 0;
 	int64_t id = 0;
 
 	snprintf(sub, sizeof(sub), "%s/v1", dir);
 	CHECK_INT("a store", store_open(sub, 0, &s), 0);
-	d.provider = "github";
-	d.delivery_id = "d-1";
-	d.event = "push";
-	d.repo = "acme/model";
-	d.outcome = "accepted";
-	d.work = STORE_WORK_JOB;
-	d.clone_url = "https://example.com/acme/model.git";
-	d.sha = "0123456789012345678901234567890123456789";
-	d.trigger = "push";
 	CHECK_INT("a job in it", store_intake(s, &d, 1), 0);
 	store_close(s);
 	s = NULL;
