@@ -78,11 +78,26 @@ json_text_ok(const char *text, json_type type)
 	return ok;
 }
 
+/* Valid UTF-8 (or absent): what JSON, and so an export, can carry. */
+static int
+utf8_ok(const char *s)
+{
+	json_t *v;
+
+	if (!s)
+		return 1;
+	v = json_string(s);
+	json_decref(v);
+	return v != NULL;
+}
+
 static int
 entry_check(const struct store_archive_entry *e, char *err, size_t errlen)
 {
 	char sha[CRYPTO_SHA256_HEX];
 	const char *bad = NULL;
+	const char *const texts[] = { e->problem, e->problem_source, e->kernel,
+		e->device, e->proposer, e->model, e->repo, e->module, e->shape_class };
 
 	if (!short_text(e->problem, 1))
 		bad = "problem: a name of 1 to 256 bytes is required";
@@ -110,6 +125,9 @@ entry_check(const struct store_archive_entry *e, char *err, size_t errlen)
 		bad = "ir: a graph IR object";
 	else if (e->job < 0)
 		bad = "job: a job id";
+	for (size_t i = 0; !bad && i < sizeof(texts) / sizeof(texts[0]); i++)
+		if (!utf8_ok(texts[i]))
+			bad = "texts must be UTF-8 (the problem, the kernel, the names)";
 	if (bad) {
 		snprintf(err, errlen, "%s", bad);
 		return -EINVAL;
@@ -441,6 +459,7 @@ type:
 struct export_ctx {
 	FILE *f;
 	size_t n;
+	int64_t bad_id;		/* the kernel that could not be made JSON */
 };
 
 static int
@@ -450,8 +469,10 @@ export_one(const struct store_archive_entry *e, void *arg)
 	json_t *o = archive_entry_json(e);
 	int error = 0;
 
-	if (!o)
-		return -ENOMEM;
+	if (!o) {
+		x->bad_id = e->id;
+		return -EILSEQ;
+	}
 	/* One line per kernel: compact, and newlines in the texts escaped. */
 	if (json_dumpf(o, x->f, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0 ||
 	    fputc('\n', x->f) == EOF)
@@ -465,12 +486,17 @@ export_one(const struct store_archive_entry *e, void *arg)
 int
 archive_export(struct store *s, FILE *f, size_t *n, char *err, size_t errlen)
 {
-	struct export_ctx x = { f, 0 };
+	struct export_ctx x = { f, 0, 0 };
 	int error;
 
 	if ((error = store_archive_each(s, export_one, &x)) < 0) {
-		snprintf(err, errlen, "%s", error == -EIO && ferror(f) ?
-		    "cannot write the export" : store_errmsg(s));
+		if (error == -EILSEQ)
+			snprintf(err, errlen, "kernel %lld cannot be written as JSON (not UTF-8, "
+			    "or out of memory)", (long long)x.bad_id);
+		else if (error == -EIO && ferror(f))
+			snprintf(err, errlen, "cannot write the export");
+		else
+			snprintf(err, errlen, "%s", store_errmsg(s));
 		return error;
 	}
 	if (fflush(f) == EOF) {

@@ -188,6 +188,10 @@ test_refusals(struct store *s)
 	k.kernel = "";
 	CHECK_INT("an empty kernel is refused", archive_add(s, &k, NULL, err, sizeof(err)),
 	    -EINVAL);
+	k.kernel = "// caf\xe9 in Latin-1\n__global__ void k(void) {}\n";
+	CHECK_INT("a kernel that is not UTF-8 is refused",
+	    archive_add(s, &k, NULL, err, sizeof(err)), -EINVAL);
+	CHECK("... saying so", strstr(err, "UTF-8") != NULL);
 	json_decref(r);
 
 	r = result("cuda", 1.0, 2.0);
