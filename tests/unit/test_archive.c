@@ -747,6 +747,11 @@ test_ingest(const char *dir)
 	    err, sizeof(err)), 0);
 	CHECK_INT("... added on sm_90a", archive_has_arch(s, "sm_90a"), 1);
 	prov.arch = NULL;
+	put(p, "history.json", "{\"device\": {\"name\": \"NVIDIA A100\", \"cc_major\": 8, "
+	    "\"cc_minor\": 0}, \"candidates\": []}");
+	CHECK_INT("arch from cc_major/cc_minor", archive_ingest_optimize_dir(s, p, NULL, &st,
+	    err, sizeof(err)), 0);
+	CHECK_INT("... added on sm_80", archive_has_arch(s, "sm_80"), 1);
 	put(p, "summary.json", "{\"status\": \"improved\", \"best\": {\"path\": \"../../etc/passwd\"}}");
 	CHECK_INT("a best path out of the dir: -EINVAL", archive_ingest_optimize_dir(s, p,
 	    NULL, &st, err, sizeof(err)), -EINVAL);
