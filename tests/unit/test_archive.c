@@ -312,6 +312,37 @@ test_neighbours(struct store *s)
 	json_decref(out);
 	out = NULL;
 
+	/* Other new problems: the archived problem with their heaviest ops first. */
+	{
+		static const struct { const char *sub, *name, *want0, *want1; } q[] = {
+			{ "compiler/problems", "05_linear_gelu", "06_linear_relu_scale_residual",
+			  "01_scale_gelu_bias" },
+			{ "ops", "conv2d", "07_conv2d_relu_bias", NULL },
+			{ "compiler/problems", "12_mlp_block", "06_linear_relu_scale_residual",
+			  "01_scale_gelu_bias" },
+		};
+
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			char *qs = slurp(q[i].sub, q[i].name, "py");
+			json_t *qir = load_ir("ir", q[i].name, "json");
+			char what[160];
+
+			snprintf(what, sizeof(what), "%s retrieves %s first", q[i].name, q[i].want0);
+			CHECK_INT(what, archive_neighbours(s, qs, qir, "sm_90", 3, &out, err,
+			    sizeof(err)), 0);
+			CHECK_STR(what, nth_problem(out, 0), q[i].want0);
+			if (q[i].want1) {
+				snprintf(what, sizeof(what), "%s retrieves %s second", q[i].name,
+				    q[i].want1);
+				CHECK_STR(what, nth_problem(out, 1), q[i].want1);
+			}
+			json_decref(out);
+			out = NULL;
+			json_decref(qir);
+			free(qs);
+		}
+	}
+
 	/* The arch: the CPU asks, the CPU kernel of the same problem is shown. */
 	CHECK_INT("neighbours for the cpu",
 	    archive_neighbours(s, src, ir, "cpu", 3, &out, err, sizeof(err)), 0);
