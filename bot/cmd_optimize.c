@@ -387,9 +387,13 @@ error_summary(const struct module *m, const char *backend, const char *msg)
 	    "stop_reason", "error", "backend", backend, "error", msg);
 }
 
+/*
+ * One problem into out_dir: its summary (NULL only on ENOMEM); *ok when it
+ * got a verified kernel, *usage when the options did not fit it (exit 2).
+ */
 static json_t *
 optimize_one(const struct opt_args *a, const struct config *cfg, const struct module *m,
-    const char *out_dir, int *ok)
+    const char *out_dir, int *ok, int *usage)
 {
 	struct evolve_opts eo = a->eo;
 	json_t *ir = NULL, *summary = NULL;
@@ -424,6 +428,7 @@ optimize_one(const struct opt_args *a, const struct config *cfg, const struct mo
 	eo.n_proposers = (size_t)n;
 	if ((error = evolve_run(&eo, &summary, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, err);
+		*usage |= error == -EEXIST || error == -EINVAL;
 		summary = error_summary(m, eo.backend, err);
 		goto out;
 	}
@@ -627,7 +632,7 @@ cmd_optimize(int argc, char **argv)
 	json_t *all = NULL;
 	struct stat st;
 	char err[2048], root[PATH_MAX], dir[PATH_MAX];
-	int rc, done, repo, failed = 0, cli_budget;
+	int rc, done, repo, failed = 0, usage = 0, cli_budget;
 
 	a.eo.backend = NULL;
 	if ((rc = parse_args(argc, argv, &a, &done)) != 0 || done)
@@ -699,7 +704,7 @@ cmd_optimize(int argc, char **argv)
 			snprintf(dir, sizeof(dir), "%s", a.out);
 		if (repo)
 			fprintf(stderr, "optimize: module %s (%s) -> %s\n", m->rel, m->class_name, dir);
-		if (!(s = optimize_one(&a, cfg, m, dir, &ok))) {
+		if (!(s = optimize_one(&a, cfg, m, dir, &ok, &usage))) {
 			rc = 1;
 			goto out;
 		}
@@ -719,7 +724,7 @@ cmd_optimize(int argc, char **argv)
 			printf("%s\n", txt);
 		free(txt);
 	}
-	rc = failed ? 1 : 0;
+	rc = usage ? EXIT_USAGE : failed ? 1 : 0;
 out:
 	modules_free_all(mods, n_mods);
 	json_decref(all);

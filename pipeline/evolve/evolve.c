@@ -717,7 +717,12 @@ setup(struct run *r, char *err, size_t errlen)
 		goto out;
 	}
 	crypto_sha256_hex(r->problem_source, strlen(r->problem_source), r->problem_sha);
-	if ((error = evo_mkdir_p(o->out_dir)) < 0 ||
+	if ((error = evo_prepare_dir(o->out_dir)) == -EEXIST) {
+		snprintf(err, errlen, "%s: not empty and holds no kernelbot optimize run "
+		    "(no history.json); choose another --out", o->out_dir);
+		goto out;
+	}
+	if (error < 0 ||
 	    (error = out_path(r, path, sizeof(path), "candidates")) < 0 ||
 	    (error = evo_mkdir_p(path)) < 0 ||
 	    (error = out_path(r, path, sizeof(path), "problem.py")) < 0 ||

@@ -21,6 +21,15 @@ int evo_write_file(const char *path, const void *data, size_t len);
 /* The same for a JSON value, indented. */
 int evo_write_json(const char *path, const json_t *v);
 
+/*
+ * Make dir ready for a run: created when missing; when it holds an
+ * earlier run (history.json or summary.json), that run's files are
+ * removed (candidates/NNNN.c|.cu, best/, summary.json, history.json,
+ * REPORT.md, problem.py) and nothing else; any other non-empty folder is
+ * -EEXIST, left alone. 0 or -errno.
+ */
+int evo_prepare_dir(const char *dir);
+
 /* "PATH/NAME" into out; -ENAMETOOLONG when it does not fit. */
 int evo_join(char *out, size_t outlen, const char *dir, const char *name);
 

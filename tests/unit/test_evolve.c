@@ -317,6 +317,33 @@ test_outcomes(void)
 }
 
 static void
+test_rerun(void)
+{
+	struct evolve_budget b = { .candidates = 2 };
+	struct fake f;
+	char path[600];
+	FILE *fp;
+	int rc;
+	json_t *s = run(M_IMPROVING, b, 4, &f, "cand", &rc);
+
+	CHECK_INT("a rerun into an earlier run's folder works", rc, 0);
+	CHECK("the new run's candidates are there", exists("cand", "candidates/0001.c"));
+	CHECK("the earlier run's are gone", !exists("cand", "candidates/0002.c") &&
+	    !exists("cand", "candidates/0009.c"));
+	json_decref(s);
+	snprintf(path, sizeof(path), "%s/foreign", tmpdir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/foreign/notes.txt", tmpdir);
+	if ((fp = fopen(path, "w")))
+		fclose(fp);
+	s = run(M_IMPROVING, b, 4, &f, "foreign", &rc);
+	CHECK_INT("a folder with other files is -EEXIST", rc, -EEXIST);
+	CHECK("and no summary", s == NULL);
+	CHECK("its files are left alone", exists("foreign", "notes.txt") &&
+	    !exists("foreign", "candidates"));
+}
+
+static void
 test_bad_opts(void)
 {
 	struct evolve_opts o = EVOLVE_OPTS_INIT;
@@ -348,6 +375,7 @@ main(void)
 	test_dedup();
 	test_generations_and_convergence();
 	test_outcomes();
+	test_rerun();
 	test_bad_opts();
 	if (!t_failed) {
 		char cmd[600];
