@@ -90,10 +90,14 @@ check_eq "status unsupported with the compiler's message" \
 	"('unsupported', 'unsupported: dtype float16 (input x)', 0)"
 
 # --- a second run into the same DIR replaces the first; human output --------
-"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --budget 1 $FAST --out "$OUT" >"$TMP/human" 2>/dev/null
+# (the budget comes from --config's budgets section this time)
+printf 'budgets:\n  candidates: 1\n  wall_minutes: 30\n' >"$TMP/budget.yml"
+"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --config "$TMP/budget.yml" $FAST --out "$OUT" \
+	>"$TMP/human" 2>/dev/null
 check_eq "rerun into a used DIR: exit 0" "$?" 0
-check_match "human summary: status, best, stop reason" "$(cat "$TMP/human")" \
+check_match "human summary: status, best, stop reason; budgets.candidates applied" "$(cat "$TMP/human")" \
 	'col_center.py: (improved|not_faster), best [0-9.e+-]+ ms.*\(1 candidates, 1 generations, budget:candidates\)'
+check_eq "the budget in history.json" "$(json_get "$OUT/history.json" '(d["budget"]["candidates"], d["budget"]["wall_s"])')" "(1, 1800.0)"
 check_eq "the old run's candidates are gone" "$(ls "$OUT/candidates")" "0000.c"
 check "problem.py is the new problem" cmp -s "$FIX/optimize/col_center.py" "$OUT/problem.py"
 mkdir -p "$TMP/foreign" && echo keep >"$TMP/foreign/notes.txt"

@@ -95,6 +95,7 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 		return -ENOTSUP;
 	case M_TOKENS:
 		ctx->spent->tokens += 100;
+		ctx->spent->dollars += 0.2;
 		break;
 	default:
 		break;
@@ -303,6 +304,27 @@ test_outcomes(void)
 	json_decref(s);
 
 	b.tokens = 0;
+	b.gpu_s = 3;	/* 0.5 s of eval_s per candidate: 2 after one generation, 4 after two */
+	s = run(M_IMPROVING, b, 4, &f, "gpu", &rc);
+	CHECK_STR("gpu budget", jsonx_str(s, "stop_reason", ""), "budget:gpu");
+	CHECK_INT("gpu budget: two generations", jsonx_int(s, "generations", 0), 2);
+	json_decref(s);
+
+	b.gpu_s = 0;
+	b.wall_s = 1e-9;
+	s = run(M_IMPROVING, b, 4, &f, "wall", &rc);
+	CHECK_STR("wall budget", jsonx_str(s, "stop_reason", ""), "budget:wall");
+	CHECK_INT("wall budget spent before anything ran", jsonx_int(s, "candidates_evaluated", -1), 0);
+	CHECK_STR("so no_correct", jsonx_str(s, "status", ""), "no_correct");
+	json_decref(s);
+
+	b.wall_s = 0;
+	b.dollars = 0.5;
+	s = run(M_TOKENS, b, 2, &f, "dollars", &rc);
+	CHECK_STR("dollar budget", jsonx_str(s, "stop_reason", ""), "budget:dollars");
+	json_decref(s);
+
+	b.dollars = 0;
 	b.candidates = 4;
 	s = run(M_EMPTY, b, 4, &f, "empty", &rc);
 	CHECK_INT("an empty source is malformed, not evaluated", jsonx_int(s, "spent.malformed", 0), 1);
