@@ -324,8 +324,12 @@ generation(struct evo_run *r, int want)
 		}
 	}
 	if ((error = run_eval(r, (const char *const *)paths, (size_t)n, r->o->trials,
-	    r->o->baselines ? r->o->baselines : "eager", &results)) < 0)
+	    r->o->baselines ? r->o->baselines : "eager", &results)) < 0) {
+		/* candidates/ holds evaluated sources only */
+		for (int i = 0; i < n; i++)
+			unlink(paths[i]);
 		goto out;
+	}
 	for (int i = 0; i < n; i++) {
 		struct evolve_entry *e = &r->hist[base + i];
 		json_t *res = json_array_get(results, (size_t)i);

@@ -126,6 +126,17 @@ printf 'version: 1\nmodules:\n  - path: models/Center.py\n    class: Nope\n' >"$
 check_eq ".kernelbot.yml naming a missing class: exit 2" "$?" 2
 check_match "and the message names the class" "$(cat "$TMP/err")" "does not define class Nope"
 
+# --- the evaluator cannot run (no GPU here for --backend cuda) --------------
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --budget 4 $FAST --backend cuda --out "$TMP/cu" \
+		--json >"$TMP/cu.json" 2>/dev/null
+	check_eq "cuda without a GPU: exit 1" "$?" 1
+	check_eq "status error, stop_reason error, the evaluator's message" \
+		"$(json_get "$TMP/cu.json" '(d["status"], d["stop_reason"], "no GPU" in d["error"])')" \
+		"('error', 'error', True)"
+	check_eq "no unevaluated source left in candidates/" "$(ls "$TMP/cu/candidates" | wc -l | tr -d ' ')" 0
+fi
+
 # --- usage -----------------------------------------------------------------
 "$KERNELBOT" optimize "$P" --proposer llm --out "$TMP/x" >/dev/null 2>"$TMP/err"
 check_eq "--proposer llm: exit 2 until pipeline/llm is wired in" "$?" 2

@@ -492,6 +492,23 @@ test_prop_compiler(void)
 		evolve_candidate_clear(&out[i]);
 	}
 	p->free(p);
+
+	/* the same problem on CUDA: block, vec, unroll change the code there */
+	CHECK_INT("prop_compiler_new cuda", prop_compiler_new("cuda", &p), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.backend = "cuda";
+	ctx.budget = &budget;
+	ctx.spent = &spent;
+	ctx.rng = &rng;
+	ctx.ir = ir;
+	spent.generations = 0;
+	memset(out, 0, sizeof(out));
+	n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+	CHECK_INT("cuda: a full generation of different codes", n, 8);
+	CHECK("cuda sources", n > 0 && strstr(out[0].source, "__global__") != NULL);
+	for (int i = 0; i < n; i++)
+		evolve_candidate_clear(&out[i]);
+	p->free(p);
 	json_decref(ir);
 }
 
