@@ -37,6 +37,7 @@ static const char optimize_usage[] =
     "                          [--generations N] [--per-generation N] [--population N]\n"
     "                          [--patience N] [--seed N] [--trials N] [--confirm-trials N]\n"
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
+    "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--device N] [--class NAME]\n";
 
 /*
@@ -76,6 +77,7 @@ struct module {
 struct opt_args {
 	struct evolve_opts eo;
 	const char *out, *config, *proposer, *class_name;
+	double wall_s, gpu_s;	/* --wall-minutes, --gpu-minutes; 0: not given */
 	int json;
 };
 
@@ -509,6 +511,8 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "wall-minutes", required_argument, NULL, 'W' },
+		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -597,6 +601,19 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			a->eo.device = (int)v;
 			break;
 		case 'c': a->class_name = optarg; break;
+		case 'W':
+		case 'G': {
+			char *end;
+			double m = strtod(optarg, &end);
+			if (*end || end == optarg || !(m > 0 && m <= 1e6))
+				return cli_usage_error("optimize", "--%s: minutes, more than 0",
+				    c == 'W' ? "wall-minutes" : "gpu-minutes");
+			if (c == 'W')
+				a->wall_s = m * 60;
+			else
+				a->gpu_s = m * 60;
+			break;
+		}
 		case 'h':
 			fputs(optimize_usage, stdout);
 			*done = 1;
@@ -647,6 +664,10 @@ cmd_optimize(int argc, char **argv)
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
 		goto out;
 	}
+	if (a.wall_s > 0)
+		a.eo.budget.wall_s = a.wall_s;
+	if (a.gpu_s > 0)
+		a.eo.budget.gpu_s = a.gpu_s;
 	if (cli_budget)
 		a.eo.budget.candidates = cli_budget;
 	else if (!a.eo.budget.candidates)
