@@ -223,6 +223,24 @@ test_budget_candidates(void)
 	CHECK("REPORT.md written", exists("cand", "REPORT.md"));
 	CHECK("problem.py copied", exists("cand", "problem.py"));
 	CHECK("gpu seconds summed from eval_s", jsonx_num(s, "spent.gpu_s", 0) >= 5.0);
+	{
+		struct buf rep = BUF_INIT(1 << 20);
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cand/REPORT.md", tmpdir);
+		buf_read_file(&rep, path);
+		CHECK("REPORT.md: the speedup table with the confirmation's interval",
+		    rep.data && strstr(rep.data, "| best (candidate 9) | 13.42 |") &&
+		    strstr(rep.data, "| 74.51x | [67.06, 81.96] |"));
+		CHECK("REPORT.md: the chart of best times", rep.data &&
+		    strstr(rep.data, "    x-axis \"generation\" [0, 1, 2]\n") &&
+		    strstr(rep.data, "    line [51.2, 20.9715, 13.4218]\n"));
+		CHECK("REPORT.md: why it stopped", rep.data && strstr(rep.data, "stopped: budget:candidates"));
+		CHECK("REPORT.md: the fastest candidates, fastest first", rep.data &&
+		    strstr(rep.data, "## Fastest candidates (of 10 verified, 10 evaluated)") &&
+		    strstr(rep.data, "| 9 | 2 | mutate | 13.42 | 74.51x | `{\"v\":13.4217") &&
+		    strstr(rep.data, "| 9 | 2 |") < strstr(rep.data, "| 8 | 2 |"));
+		buf_free(&rep);
+	}
 	json_decref(s);
 	json_decref(h);
 }
