@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bot/cli.h"
 #include "bot/config.h"
@@ -59,6 +60,8 @@ parse_int(const char *s, long lo, long hi, long *out)
 static void
 print_human(const json_t *s, const char *out_dir)
 {
+	char report[PATH_MAX];
+
 	printf("%s: %s", jsonx_str(s, "problem", "?"), jsonx_str(s, "status", "?"));
 	if (json_is_object(json_object_get(s, "best"))) {
 		json_t *ci = jsonx_path(s, "best.speedup.eager_ci95");
@@ -72,9 +75,13 @@ print_human(const json_t *s, const char *out_dir)
 	}
 	printf(" (%lld candidates, %lld generations, %s)", jsonx_int(s, "candidates_evaluated", 0),
 	    jsonx_int(s, "generations", 0), jsonx_str(s, "stop_reason", "?"));
-	if (json_is_string(json_object_get(s, "error")))
+	/* an error is on stderr already */
+	if (json_is_string(json_object_get(s, "error")) && strcmp(jsonx_str(s, "status", ""), "error"))
 		printf(": %s", jsonx_str(s, "error", ""));
-	printf("\n  %s/REPORT.md\n", out_dir);
+	printf("\n");
+	if (snprintf(report, sizeof(report), "%s/REPORT.md", out_dir) < (int)sizeof(report) &&
+	    access(report, F_OK) == 0)
+		printf("  %s\n", report);
 }
 
 /* ------------------------------------------------------------ the command */
@@ -328,6 +335,8 @@ cmd_optimize(int argc, char **argv)
 			goto out;
 		}
 		failed += !ok;
+		if (!strcmp(jsonx_str(s, "status", ""), "error"))
+			fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, jsonx_str(s, "error", "?"));
 		if (repo) {
 			json_object_set_new(s, "module", json_string(m->rel));
 			json_object_set_new(s, "slug", json_string(m->slug));

@@ -369,7 +369,6 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 	}
 	eo.n_proposers = (size_t)n;
 	if ((error = evolve_run(&eo, &summary, err, sizeof(err))) < 0) {
-		fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, err);
 		*usage |= error == -EEXIST || error == -EINVAL;
 		summary = optimize_error_summary(m, eo.backend, err);
 		goto out;
