@@ -456,6 +456,31 @@ test_prop_compiler(void)
 	p->free(p);
 	json_decref(ir);
 
+	/* shape variants: the compiler's kernels are for the traced shapes */
+	{
+		const char *var = "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
+		    "\"shape\": [4], \"dtype\": \"float32\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
+		    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"variants\": [[{\"name\": \"x\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "[{\"name\": \"x\", \"shape\": [9], \"dtype\": \"float32\"}]]}";
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		ctx.ir = ir = json_loads(var, 0, NULL);
+		CHECK_INT("shape variants: -ENOTSUP", p->propose(p, &ctx, out, 8, err, sizeof(err)), -ENOTSUP);
+		CHECK("naming the input and the variant",
+		    strstr(err, "unsupported: shape variants (input x of variant 1") == err);
+		p->free(p);
+		json_array_remove(json_object_get(ir, "variants"), 1);
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		memset(out, 0, sizeof(out));
+		n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+		CHECK_INT("a variant of the traced shape is fine", n, 1);
+		for (int i = 0; i < n; i++)
+			evolve_candidate_clear(&out[i]);
+		p->free(p);
+		json_decref(ir);
+	}
+
 	/* linear + gelu, N = 48: cpu_tile 16, 32 and 48 (every larger tile is
 	 * clamped to N) are the only different codes on the CPU */
 	CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
