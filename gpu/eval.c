@@ -141,6 +141,14 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
 			    "kind", "native", "so", c->build.so_path));
 	}
+	/*
+	 * The CPU kernel's OpenMP team the same size as eager PyTorch's in the
+	 * judge (gpu/harness.c passes OMP_NUM_THREADS to it): a fair race,
+	 * and on a loaded host a team larger than the free cores waits in
+	 * every parallel region.
+	 */
+	if (getenv("OMP_NUM_THREADS"))
+		json_object_set_new(env, "OMP_NUM_THREADS", json_string(getenv("OMP_NUM_THREADS")));
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
