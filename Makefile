@@ -4,6 +4,7 @@
 #   make test       unit, harness, fuzz-corpus and end-to-end tests (CI runs this)
 #   make SANITIZE=address,undefined test
 #   make lint       static analysis
+#   make demo       build, then `kernelbot demo`: a sample repository, serve, a push, PRs
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make device-bundle   the binary, its shared libraries and the harness in
 #                        device-bundle/, to carry to a GPU machine
@@ -143,6 +144,11 @@ install: all install-data
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
 	$(call copy_harness,$(DESTDIR)$(PREFIX)/share/kernelbot/harness)
+
+# The whole loop on examples/ (kernelbot demo): builds first, like `make test`.
+DEMO_ARGS ?=
+demo: all
+	$(BIN) demo $(DEMO_ARGS)
 
 # Everything but the binary (no build needed): the systemd units with
 # PREFIX filled in, sysusers.d and tmpfiles.d entries, the examples the demo
