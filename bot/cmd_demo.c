@@ -1,5 +1,5 @@
 /*
- * kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS] [--keep]
+ * kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]
  *
  * The whole job on the embedded defaults (DESIGN.md section 10), on
  * examples/: a git repository made from examples/repo (first commit), then
@@ -45,7 +45,7 @@
 #define DEMO_GIT_TIMEOUT_MS 60000
 
 static const char demo_usage[] =
-    "usage: kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS] [--keep]\n"
+    "usage: kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]\n"
     "\n"
     "Builds a sample repository from examples/, starts `kernelbot serve` with the\n"
     "local forge and local runners, sends a signed push webhook for a commit that\n"
@@ -68,7 +68,7 @@ struct demo {
 	struct spawn_result serve_res;
 	int serve_rc;
 	const char *serve_argv[6];
-	const char *serve_envp[8];
+	const char *serve_envp[32];
 };
 
 static double
@@ -533,7 +533,6 @@ cmd_demo(int argc, char **argv)
 		{ "examples", required_argument, NULL, 'e' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },
-		{ "keep", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -559,7 +558,6 @@ cmd_demo(int argc, char **argv)
 				return cli_usage_error("demo", "--timeout: seconds from 10 to 86400");
 			break;
 		}
-		case 'k': break;	/* the directory is always kept; accepted for scripts */
 		case 'h':
 			fputs(demo_usage, stdout);
 			return 0;
