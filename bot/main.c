@@ -20,6 +20,7 @@ const struct cli_command cli_commands[] = {
 	{ "compile", cmd_compile, "graph compiler: a problem or IR to kernel source" },
 	{ "demo", cmd_demo, "the whole loop on examples/: repository, serve, push, pull requests" },
 	{ "report", cmd_report, "a module's PR files and body from optimize directories" },
+	{ "optimize", cmd_optimize, "evolutionary search: a problem or repository to verified kernels" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },
