@@ -26,7 +26,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 OPT ?= -O2 -g
 SAN_FLAGS = $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
-KB_CPPFLAGS = -I. -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
+KB_CPPFLAGS = -I. -I$(BUILD)/gen -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
 KB_CFLAGS = -std=c17 $(OPT) $(WARN) $(if $(filter 1,$(WERROR)),-Werror) \
 	-pthread -fstack-protector-strong $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
 KB_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
@@ -59,6 +59,14 @@ deps:
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Python files compiled in as C string literals (pipeline/report/report_py.c).
+$(BUILD)/gen/%.py.inc: %.py
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+$(BUILD)/obj/pipeline/report/report_py.o: $(BUILD)/gen/pipeline/report/loader.py.inc \
+	$(BUILD)/gen/pipeline/report/test_kernel.py.inc
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

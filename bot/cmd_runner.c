@@ -210,7 +210,8 @@ run_task(struct runner *rn, struct store_task *t)
 	snprintf(out, sizeof(out), "%s/task-%lld-%d", dir, (long long)t->id,
 	    t->attempts);
 	if ((rc = mkdirs(out)) < 0) {
-		snprintf(err, sizeof(err), "%s: %s", out, strerror(-rc));
+		snprintf(err, sizeof(err), "cannot make the output directory: %s",
+		    strerror(-rc));
 		goto finish;
 	}
 	if (rn->opts->command) {

@@ -35,6 +35,10 @@ struct report_module {
 	const char *const *optimize_dirs;	/* `kernelbot optimize --out` dirs for this module, one per backend/architecture */
 	size_t n_dirs;
 	const char *details_url;	/* NULL or a link for the status */
+	/* Added after the first contract; zero-initialize to get the defaults. */
+	const char *module_init;	/* NULL = "get_init_inputs" */
+	const char *module_inputs;	/* NULL = "get_inputs" */
+	double atol, rtol;		/* 0 = the evaluator's per-dtype defaults */
 };
 
 struct report_pr {
