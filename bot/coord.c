@@ -619,12 +619,16 @@ coord_start(const struct config *cfg, const char *config_file,
 		goto fail;
 	}
 	c->self_exe[n] = '\0';
-	if ((rc = pthread_create(&c->thread, NULL, coord_main, c)) != 0) {
+	if (!c->opts.coordinator) {
+		log_info("coordinator off (runners.coordinator: false): only taking "
+		    "webhooks", NULL);
+	} else if ((rc = pthread_create(&c->thread, NULL, coord_main, c)) != 0) {
 		snprintf(err, errlen, "cannot start the coordinator: %s", strerror(rc));
 		rc = -rc;
 		goto fail;
+	} else {
+		c->started = 1;
 	}
-	c->started = 1;
 	if ((rc = coord_runners_start(c)) < 0) {
 		snprintf(err, errlen, "cannot start the local runners: %s",
 		    strerror(-rc));

@@ -37,6 +37,7 @@
 
 /* The `runners:` and `schedule:` sections of the server configuration. */
 struct coord_opts {
+	int coordinator;	/* 0: this serve only takes webhooks; default 1 */
 	int local_runners;	/* COORD_RUNNERS_AUTO, 0 (none) or N */
 	int lease_s;		/* task, job and command leases; default 60 */
 	int max_attempts;	/* a task's runs before it fails; default 3 */
@@ -55,6 +56,7 @@ struct coord_opts {
  *   runners: auto | none | N           (shorthand for local:)
  *   runners:
  *     local: auto | none | N
+ *     coordinator: true                (false: intake only, no coordinator)
  *     lease_s: 60
  *     max_attempts: 3
  *     poll_ms: 1000

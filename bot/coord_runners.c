@@ -93,7 +93,7 @@ int
 coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
     size_t errlen)
 {
-	static const char *const keys[] = { "local", "lease_s", "max_attempts",
+	static const char *const keys[] = { "local", "coordinator", "lease_s", "max_attempts",
 		"poll_ms", "timeout_s", "optimize_args", "benchmark_args", "command",
 		NULL };
 	const json_t *root = config_tree(cfg);
@@ -105,6 +105,7 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 	int rc;
 
 	memset(o, 0, sizeof(*o));
+	o->coordinator = 1;
 	o->local_runners = COORD_RUNNERS_AUTO;
 	o->lease_s = 60;
 	o->max_attempts = 3;
@@ -125,10 +126,16 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 
 				snprintf(path, sizeof(path), "runners.%s", k);
 				return config_error(cfg, err, errlen, path, v,
-				    "unknown key (known: local, lease_s, max_attempts, "
+				    "unknown key (known: local, coordinator, lease_s, max_attempts, "
 				    "poll_ms, timeout_s, optimize_args, benchmark_args, "
 				    "command)");
 			}
+		}
+		if ((v = json_object_get(r, "coordinator"))) {
+			if (!json_is_boolean(v))
+				return config_error(cfg, err, errlen, "runners.coordinator",
+				    v, "must be true or false");
+			o->coordinator = json_is_true(v);
 		}
 		if ((v = json_object_get(r, "local")) && (rc = local_key(cfg, v,
 		    "runners.local", &o->local_runners, err, errlen)) < 0)
