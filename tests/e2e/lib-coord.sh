@@ -116,3 +116,38 @@ sql_is() {
 wait_sql() {
 	wait_for "$1" sql_is "$2" "$3"
 }
+
+# fake_github: tests/fakes/github.py on a free port, logging to
+# $TMP/github.log; alice may write, bob may read. Sets GH_API.
+fake_github() {
+	rm -f "$TMP/gh.port"
+	$PY "$KB_ROOT/tests/fakes/github.py" --port-file "$TMP/gh.port" \
+	    --log "$TMP/github.log" --token secret-token \
+	    --users '{"alice": "write", "bob": "read"}' "$@" 2>>"$TMP/github.stderr" &
+	t_bg $!
+	wait_for 10 test -s "$TMP/gh.port" || return 1
+	GH_API="http://127.0.0.1:$(cat "$TMP/gh.port")"
+	printf 'secret-token\n' >"$TMP/gh.token"
+}
+
+# github_forge: the forges.github block for the fake GitHub.
+github_forge() {
+	printf '    api_url: %s\n    token_file: %s\n    write_interval_ms: 0\n    backoff_ms: 10\n' \
+		"$GH_API" "$TMP/gh.token"
+}
+
+# ghq PYTHON-EXPR: evaluate EXPR over the fake's log (r: the requests;
+# n(method, path_regex) counts; last(method, path_regex)); prints it.
+ghq() {
+	$PY - "$TMP/github.log" "$1" <<'PYEOF'
+import json, re, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+def m(x, method, rx):
+    return x["method"] == method and re.fullmatch(rx, x["path"])
+def n(method, rx):
+    return sum(1 for x in r if m(x, method, rx))
+def last(method, rx):
+    return [x for x in r if m(x, method, rx)][-1]
+print(eval(sys.argv[2]))
+PYEOF
+}
