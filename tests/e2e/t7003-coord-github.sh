@@ -1,0 +1,44 @@
+#!/bin/sh
+# t7003: the push-to-PR flow through the fake GitHub API (the recorded
+# requests are the assertions): one PR created for the improved module, a
+# results comment, statuses; a second push updates the same PR (PATCH),
+# never a second POST /pulls; every request matches GitHub's documented API.
+. "$KB_ROOT/tests/e2e/lib.sh"
+t_init t7003
+. "$KB_ROOT/tests/e2e/lib-coord.sh"
+coord_repo
+fake_github || { echo "fake GitHub did not start"; t_done; }
+coord_config "$TMP/kb.yml" "$(github_forge)"
+kb_serve_start "$TMP/kb.yml" || t_done
+
+gh_push 0000000000000000000000000000000000000000 "$SHA0"
+wait_sql 60 "SELECT state FROM jobs WHERE id = 1" done
+check_eq "job 1 done" "$(db 'SELECT state FROM jobs WHERE id = 1')" done
+R='/repos/acme/models'
+check_eq "one PR created" "$(ghq "n('POST', '$R/pulls')")" 1
+check_eq "its head is the module's branch" "$(ghq "last('POST', '$R/pulls')['body']['head']")" "kernelbot/models-fast"
+check_eq "its base is the default branch" "$(ghq "last('POST', '$R/pulls')['body']['base']")" "main"
+check_eq "one results comment" "$(ghq "n('POST', '$R/issues/1/comments')")" 1
+check_eq "pending statuses first, then a result per module" \
+    "$(ghq "' '.join(x['body']['state'] + ':' + x['body']['context'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path'])")" \
+    "pending:kernelbot/models-fast pending:kernelbot/models-same success:kernelbot/models-fast success:kernelbot/models-same"
+check "the branch was pushed" sh -c "git -C '$TMP/origin.git' rev-parse -q --verify refs/heads/kernelbot/models-fast >/dev/null"
+
+module "$TMP/w/models/fast.py" "# v2"
+coord_commit "v2"
+gh_push "$SHA0" "$SHA"
+wait_sql 60 "SELECT state FROM jobs WHERE id = 2" done
+check_eq "job 2 done" "$(db 'SELECT state FROM jobs WHERE id = 2')" done
+check_eq "still one PR created in all" "$(ghq "n('POST', '$R/pulls')")" 1
+check_eq "the PR was updated in place" "$(ghq "n('PATCH', '$R/pulls/1')")" 1
+check_eq "its comment edited, not a second one" \
+    "$(ghq "str(n('POST', '$R/issues/1/comments')) + ' ' + str(n('PATCH', '$R/issues/comments/[0-9]+'))")" "1 1"
+check_eq "the new commit got its status" \
+    "$(ghq "last('POST', '$R/statuses/[0-9a-f]+')['path'].rsplit('/', 1)[1]")" "$SHA"
+check "no request broke the API's rules" sh -c "$PY -c \"
+import json, sys
+bad = [x for x in map(json.loads, open('$TMP/github.log')) if x['violations']]
+[print(x['method'], x['path'], x['violations']) for x in bad]
+sys.exit(1 if bad else 0)\""
+kb_serve_stop
+t_done
