@@ -234,6 +234,7 @@ write_config(struct demo *d)
 	    "log_level: info\n"
 	    "allow_repos: [\"%s\"]\n"
 	    "runners: auto\n"
+	    "budgets: { candidates: 8, wall_minutes: 2 }\n"
 	    "forges:\n"
 	    "  github:\n"
 	    "    driver: local\n"

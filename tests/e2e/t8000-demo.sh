@@ -13,6 +13,10 @@
 t_init t8000
 PY=${KERNELBOT_PYTHON:-/usr/bin/python3}
 export KERNELBOT_PYTHON="$PY" KERNELBOT_CACHE="$TMP/cache"
+# One OpenMP thread: on a CI machine whose 2 cores are shared, a parallel
+# region waits milliseconds for a descheduled thread, and the CPU kernels
+# (and eager PyTorch) measure 100x slower than they are.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 if ! "$KERNELBOT" runner --help >/dev/null 2>&1; then
 	echo "t8000: skipped: this kernelbot has no runner command (the coordinator is not merged yet)"
 	exit 0
