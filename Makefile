@@ -138,7 +138,7 @@ lint: deps
 		--include=/usr/include/jansson.h $(SRC_DIRS)
 	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh bench/*.sh); do \
 		sh -n "$$f" || exit 1; done
-	/usr/bin/python3 -m compileall -q gpu/harness >/dev/null
+	/usr/bin/python3 -m compileall -q gpu/harness pipeline/report >/dev/null
 
 install: all install-data
 	install -d $(DESTDIR)$(PREFIX)/bin
