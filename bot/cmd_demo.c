@@ -285,7 +285,9 @@ static int
 start_serve(struct demo *d)
 {
 	static char cfg[PATH_MAX + 32];
-	const char *keep[] = { "PATH=", "HOME=", "LANG=", "KERNELBOT_", "CUDA_VISIBLE_DEVICES=", "OMP_NUM_THREADS=" };
+	/* LD_LIBRARY_PATH: a device bundle's libraries (make device-bundle) */
+	const char *keep[] = { "PATH=", "HOME=", "LANG=", "LD_LIBRARY_PATH=", "KERNELBOT_",
+		"CUDA_VISIBLE_DEVICES=", "OMP_NUM_THREADS=" };
 	extern char **environ;
 	size_t n = 0;
 
