@@ -183,6 +183,29 @@ int store_jobs_requeue_expired(struct store *s, int max_attempts,
 int store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg);
 
+/* ---- LLM calls (bot/store_llm.c) ---- */
+
+/* One attempt of one LLM request (pipeline/llm/client.h's record hook). */
+struct store_llm_call {
+	int64_t job;			/* 0: none (a command-line run) */
+	const char *model, *provider, *stage, *prompt_sha, *status;
+	long http_status;		/* 0: no response */
+	int attempt;
+	int64_t tokens_in, tokens_out;
+	double cost, latency_s;
+};
+
+/* Record one; the time is the store's now. 0, -EINVAL, -EIO. */
+int store_llm_call_add(struct store *s, const struct store_llm_call *c);
+
+/* Totals over the calls of job (0: all calls): 0 and the sums. */
+struct store_llm_totals {
+	int64_t calls, tokens_in, tokens_out;
+	double cost;
+};
+int store_llm_totals(struct store *s, int64_t job,
+    struct store_llm_totals *out);
+
 /* ---- Counts for tests and tools ---- */
 
 /* Rows in "deliveries", "jobs", "commands" or "cleanups". */

@@ -66,6 +66,26 @@ static const char *const migrations[] = {
 	"  created INTEGER NOT NULL"
 	");"
 	"CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked INTEGER);",
+	/* 3 (llm): every LLM call attempt, for cost accounting and audits.
+	 * Numbered 3 after the archive's 2 on main; it stands alone, so the
+	 * merge order of the two only changes its position. */
+	"CREATE TABLE llm_calls ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time INTEGER NOT NULL,"
+	"  job INTEGER REFERENCES jobs(id),"
+	"  model TEXT NOT NULL,"
+	"  provider TEXT NOT NULL,"
+	"  stage TEXT NOT NULL,"
+	"  prompt_sha TEXT NOT NULL,"
+	"  tokens_in INTEGER NOT NULL,"
+	"  tokens_out INTEGER NOT NULL,"
+	"  cost REAL NOT NULL,"
+	"  status TEXT NOT NULL,"
+	"  http_status INTEGER,"
+	"  latency_s REAL NOT NULL,"
+	"  attempt INTEGER NOT NULL"
+	");"
+	"CREATE INDEX llm_calls_job ON llm_calls (job, id);",
 };
 
 int
