@@ -68,7 +68,8 @@ llm_parse_answer(enum llm_provider p, const char *body, size_t len,
 	if (jsonx_parse(body, len, &root, err, errlen) < 0)
 		goto out;
 	if (p == LLM_OPENAI) {
-		if (!(s = jsonx_str(root, "choices.0.message.content", NULL))) {
+		if (!(s = jsonx_str(json_array_get(json_object_get(root, "choices"), 0),
+		    "message.content", NULL))) {
 			snprintf(err, errlen, "no choices[0].message.content in the reply");
 			goto out;
 		}

@@ -255,10 +255,25 @@ base_vars(struct state *st, const struct evolve_ctx *ctx, int examples)
 	json_object_set_new(v, "feedback", json_string(st->feedback));
 	if (examples && st->o.retrieve) {
 		json_t *ex = st->o.retrieve(st->o.retrieve_arg, ctx, LLM_DEFAULT_EXAMPLES);
-		if (json_is_array(ex))
-			json_object_set_new(v, "examples", ex);
-		else
-			json_decref(ex);
+		json_t *norm = json_array(), *e;
+		size_t i;
+
+		/* own names, so an example's missing field can never show the
+		 * current problem's in its place */
+		json_array_foreach(json_is_array(ex) ? ex : NULL, i, e) {
+			const char *src = jsonx_str(e, "source", jsonx_str(e, "kernel", NULL));
+			json_t *x;
+
+			if (!src)
+				continue;
+			x = json_pack("{s:s,s:s}", "example_source", src, "example_problem",
+			    jsonx_str(e, "problem_source", jsonx_str(e, "problem", "")));
+			if (x && jsonx_num(e, "ms", 0) > 0)
+				json_object_set_new(x, "example_ms", json_real(jsonx_num(e, "ms", 0)));
+			json_array_append_new(norm, x);
+		}
+		json_decref(ex);
+		json_object_set_new(v, "examples", norm);
 	}
 	free(ir);
 	return v;
