@@ -505,6 +505,29 @@ int store_archive_search(struct store *s, const char *const *terms,
 /* Any entry for arch: 1, 0, or -errno. */
 int store_archive_has_arch(struct store *s, const char *arch);
 
+/* ---- LLM calls (bot/store_llm.c) ---- */
+
+/* One attempt of one LLM request (pipeline/llm/client.h's record hook). */
+struct store_llm_call {
+	int64_t job;			/* 0: none (a command-line run) */
+	const char *model, *provider, *stage, *prompt_sha, *status;
+	long http_status;		/* 0: no response */
+	int attempt;
+	int64_t tokens_in, tokens_out;
+	double cost, latency_s;
+};
+
+/* Record one; the time is the store's now. 0, -EINVAL, -EIO. */
+int store_llm_call_add(struct store *s, const struct store_llm_call *c);
+
+/* Totals over the calls of job (0: all calls): 0 and the sums. */
+struct store_llm_totals {
+	int64_t calls, tokens_in, tokens_out;
+	double cost;
+};
+int store_llm_totals(struct store *s, int64_t job,
+    struct store_llm_totals *out);
+
 /* ---- Counts for tests and tools ---- */
 
 /* Rows in "deliveries", "jobs", "commands", "cleanups", "tasks" or "runners". */

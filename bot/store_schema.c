@@ -123,11 +123,31 @@ static const char *const migrations[] = {
 	"  INSERT INTO archive_fts (rowid, problem_source, kernel, ops)"
 	"  VALUES (new.id, new.problem_source, new.kernel, new.ops);"
 	"END;",
+	/* 3 (llm): every LLM call attempt, for cost accounting and audits.
+	 * Numbered 3 after the archive's 2 on main; it stands alone, so the
+	 * merge order of the two only changes its position. */
+	"CREATE TABLE llm_calls ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time INTEGER NOT NULL,"
+	"  job INTEGER REFERENCES jobs(id),"
+	"  model TEXT NOT NULL,"
+	"  provider TEXT NOT NULL,"
+	"  stage TEXT NOT NULL,"
+	"  prompt_sha TEXT NOT NULL,"
+	"  tokens_in INTEGER NOT NULL,"
+	"  tokens_out INTEGER NOT NULL,"
+	"  cost REAL NOT NULL,"
+	"  status TEXT NOT NULL,"
+	"  http_status INTEGER,"
+	"  latency_s REAL NOT NULL,"
+	"  attempt INTEGER NOT NULL"
+	");"
+	"CREATE INDEX llm_calls_job ON llm_calls (job, id);",
 	/*
-	 * coord (issue #8): the coordinator's per-job step, one task per
+	 * 4 (coord, issue #8): the coordinator's per-job step, one task per
 	 * module per job, the runners, leases on commands and cleanups, the
 	 * delivered modules (for re-optimization) and the schedule's clock.
-	 * Numbered 4 in the project (after archive's 2 and llm's 3); it only
+	 * After archive's 2 and llm's 3; it only
 	 * adds, so it applies cleanly after either.
 	 */
 	"ALTER TABLE jobs ADD COLUMN step TEXT NOT NULL DEFAULT 'new';"
