@@ -19,6 +19,7 @@ const struct cli_command cli_commands[] = {
 	{ "forge", cmd_forge, "one forge call: permission, react, status, comment" },
 	{ "compile", cmd_compile, "graph compiler: a problem or IR to kernel source" },
 	{ "report", cmd_report, "a module's PR files and body from optimize directories" },
+	{ "optimize", cmd_optimize, "evolutionary search: a problem or repository to verified kernels" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "runner", cmd_runner, "a GPU (or CPU) worker: run optimization tasks from the store" },
