@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "common/spawn.h"
 #include "gpu/device.h"
+#include "pipeline/archive/archive.h"
 
 #define RUNNER_MAX_ARGS 160
 #define RUNNER_ERR_TAIL 400	/* bytes of stderr kept as a task's error */
@@ -184,6 +185,33 @@ struct runner {
 	char self[PATH_MAX];
 };
 
+/*
+ * Every verified kernel of the run goes into the archive, for later
+ * searches to learn from; a run without one is skipped there, and an
+ * archive failure costs the archive an entry, never the task.
+ */
+static void
+archive_result(struct runner *rn, const struct store_task *t, const char *out)
+{
+	struct archive_provenance prov = ARCHIVE_PROVENANCE_INIT;
+	struct archive_ingest_stats st;
+	char err[512] = "";
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	prov.job = t->job;
+	prov.repo = t->repo;
+	prov.module = t->module;
+	prov.arch = rn->arch;
+	if ((rc = archive_ingest_optimize_dir(rn->store, out, &prov, &st, err,
+	    sizeof(err))) < 0)
+		log_warn("result not archived", "task=%lld err=\"%s\"",
+		    (long long)t->id, err);
+	else
+		log_info("result archived", "task=%lld added=%d duplicates=%d "
+		    "skipped=%d", (long long)t->id, st.added, st.duplicates, st.skipped);
+}
+
 /* Run one claimed task to its end and record it. */
 static void
 run_task(struct runner *rn, struct store_task *t)
@@ -302,6 +330,8 @@ finish:
 	tr.out_dir = out;
 	tr.summary = summary;
 	tr.error = summary ? NULL : err;
+	if (summary)
+		archive_result(rn, t, out);
 	if ((rc = store_task_finish(rn->store, t->id, rn->name, &tr)) < 0)
 		log_warn("task result not recorded", "task=%lld err=\"%s\"",
 		    (long long)t->id, strerror(-rc));

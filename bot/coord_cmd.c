@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "gitops/modules.h"
 #include "gitops/repocfg.h"
+#include "pipeline/archive/archive.h"
 
 #define REPLY_MARKER "<!-- kernelbot:reply:%lld -->"
 #define CLOCK_SCHEDULE "schedule_minute"
@@ -443,8 +444,13 @@ coord_arch_tick(struct coord *c)
 		snprintf(key, sizeof(key), CLOCK_ARCH_PREFIX "%s", v[i].arch);
 		if (store_clock_get(c->store, key, &seen) == 0)
 			continue;
-		/* No delivered module at all: nothing to port, but remember the arch. */
+		/*
+		 * Kernels for this arch, delivered or archived: nothing to port.
+		 * Either way the arch is remembered, so it is looked at once.
+		 */
 		has = store_delivered_has_arch(c->store, v[i].arch);
+		if (has == 0)
+			has = archive_has_arch(c->store, v[i].arch);
 		if (store_clock_set(c->store, key, (int64_t)time(NULL)) < 0)
 			continue;
 		if (has == 0) {

@@ -31,6 +31,8 @@ check_match "status: the PR's module succeeded" "$st" '"kernelbot/models-fast"'
 check_match "status: the other says nothing faster" "$st" '"kernelbot/models-same"'
 check_eq "the module is remembered as delivered with its PR" \
     "$(db "SELECT slug, arch, pr FROM delivered")" "models-fast|cpu|1"
+check_eq "the runner archived the verified kernel, with its provenance" \
+    "$(db "SELECT module, arch, job FROM archive")" "models/fast.py|cpu|1"
 out=$("$KERNELBOT" jobs --data-dir "$TMP/data")
 check_match "kernelbot jobs shows the job's tasks" "$out" 'models/fast.py.*done'
 
