@@ -466,19 +466,43 @@ task_finished(const struct store_task *t)
 	    !strcmp(t->state, STORE_TASK_CANCELLED);
 }
 
+/* A running task's pending status names its runner, once per attempt. */
+static void
+announce(struct coord_held *h, const struct store_job *j,
+    const struct store_task *t, size_t done, size_t n, struct forge *f)
+{
+	int64_t key = (t->id << 8) | (t->attempts & 0xff);
+	char desc[200];
+
+	for (size_t i = 0; i < h->n_announced; i++)
+		if (h->announced[i] == key)
+			return;
+	if (h->n_announced == COORD_MAX_ANNOUNCED)
+		h->n_announced = 0;
+	h->announced[h->n_announced++] = key;
+	snprintf(desc, sizeof(desc), "optimizing on %s%s (%zu of %zu modules done)",
+	    t->runner ? t->runner : "a runner", t->attempts > 1 ? ", again" : "",
+	    done, n);
+	status(f, j->sha, FORGE_PENDING, t->slug, desc);
+}
+
 /* Step "tasks": publish what finished; 1 when the job is complete. */
 static int
 job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
     struct forge *f)
 {
 	struct store_task *v = NULL;
-	size_t n = 0, open = 0;
+	size_t n = 0, open = 0, done = 0;
 	int rc;
 
 	if ((rc = store_tasks_of_job(c->store, j->id, &v, &n)) < 0)
 		return rc;
+	for (size_t i = 0; i < n; i++)
+		done += task_finished(&v[i]);
 	for (size_t i = 0; i < n && !atomic_load(&c->stop); i++) {
 		if (!task_finished(&v[i])) {
+			if (!strcmp(v[i].state, STORE_TASK_RUNNING))
+				announce(h, j, &v[i], done, n, f);
 			open++;
 			continue;
 		}

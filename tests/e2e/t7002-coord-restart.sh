@@ -19,6 +19,7 @@ check_eq "push accepted" "$HTTP_CODE" 202
 check "the fast module's PR is out" wait_for 60 test -s "$TMP/forge/prs/models-fast.json"
 check "the slow module is running" wait_sql 30 \
     "SELECT state FROM tasks WHERE module = 'models/slow.py'" running
+check "its status says it is being optimized, and where" wait_for 10 grep -q 'optimizing on [^ ]*-cpu' "$TMP/forge/statuses/$SHA.json"
 check_eq "the job is not done yet" "$(db 'SELECT state, step FROM jobs')" "running|tasks"
 kb_serve_stop KILL
 check_eq "serve was killed" "$KB_STATUS" 137

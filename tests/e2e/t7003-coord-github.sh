@@ -19,9 +19,15 @@ check_eq "one PR created" "$(ghq "n('POST', '$R/pulls')")" 1
 check_eq "its head is the module's branch" "$(ghq "last('POST', '$R/pulls')['body']['head']")" "kernelbot/models-fast"
 check_eq "its base is the default branch" "$(ghq "last('POST', '$R/pulls')['body']['base']")" "main"
 check_eq "one results comment" "$(ghq "n('POST', '$R/issues/1/comments')")" 1
-check_eq "pending statuses first, then a result per module" \
-    "$(ghq "' '.join(x['body']['state'] + ':' + x['body']['context'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path'])")" \
-    "pending:kernelbot/models-fast pending:kernelbot/models-same success:kernelbot/models-fast success:kernelbot/models-same"
+ST="[x['body'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path']]"
+check_eq "each module's first status: pending, queued" \
+    "$(ghq "' '.join(sorted(b['context'] + ':' + b['state'] + ':' + b['description'][:6] for b in $ST if b['description'].startswith('queued')))")" \
+    "kernelbot/models-fast:pending:queued kernelbot/models-same:pending:queued"
+check_eq "each module's last status: success" \
+    "$(ghq "' '.join(sorted(set(c + ':' + [b for b in $ST if b['context'] == c][-1]['state'] for c in set(b['context'] for b in $ST))))")" \
+    "kernelbot/models-fast:success kernelbot/models-same:success"
+check_eq "the first statuses came before any result" \
+    "$(ghq "[b['state'] for b in $ST][:2]")" "['pending', 'pending']"
 check "the branch was pushed" sh -c "git -C '$TMP/origin.git' rev-parse -q --verify refs/heads/kernelbot/models-fast >/dev/null"
 
 module "$TMP/w/models/fast.py" "# v2"
