@@ -54,6 +54,26 @@ check_eq "the failure is recorded" \
     "$(db "SELECT error LIKE '%without a summary.json%standin: crashing%' FROM tasks WHERE module = 'models/broken.py'")" 1
 check_eq "the stand-in ran once per task" "$(wc -l <"$STANDIN_LOG" | tr -d ' ')" 4
 
+# --- a push that changes no module: a job with no tasks, done ---
+prev=$SHA
+printf 'docs\n' >"$TMP/w/README.md"
+coord_commit "docs only"
+gh_push "$prev" "$SHA"
+wait_sql 30 "SELECT state FROM jobs WHERE id = 3" done
+check_eq "no module changed: done without tasks" \
+    "$(db 'SELECT count(*) FROM tasks WHERE job = 3')" 0
+
+# --- a bad .kernelbot.yml: the job fails and the commit says why ---
+prev=$SHA
+printf 'version: 1\nmodules:\n  - path: models/fast.py\n    dtype: half\n' >"$TMP/w/.kernelbot.yml"
+coord_commit "a bad config"
+gh_push "$prev" "$SHA"
+wait_sql 30 "SELECT state FROM jobs WHERE id = 4" failed
+check_match "the job failed with the file's error" \
+    "$(db 'SELECT error FROM jobs WHERE id = 4')" '^\.kernelbot\.yml:4: modules\[0\]\.dtype'
+check_match "the commit's status says it too" \
+    "$(cat "$TMP/forge/statuses/$SHA.json")" 'kernelbot\.yml:4'
+
 kb_serve_stop
 check_eq "serve stops cleanly with its runner" "$KB_STATUS" 0
 t_done
