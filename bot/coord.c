@@ -9,6 +9,7 @@
 #include "bot/coord_internal.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,12 +129,51 @@ repo_config(struct gitops_repo *r, const char *sha)
 	return rc;
 }
 
+static int
+rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+/*
+ * A finished job's checkout (DIR/src, and a src.tmp left by a crash) is
+ * removed; its task-* directories stay, since a delivered
+ * module's PR is rebuilt from them.
+ */
+static int
+rmtree(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+static void
+remove_checkout(struct coord *c, int64_t job)
+{
+	static const char *const names[] = { "src", "src.tmp", NULL };
+	char dir[PATH_MAX], p[PATH_MAX + 16];
+
+	if (coord_job_dir(c->data_dir, job, dir, sizeof(dir)) < 0)
+		return;
+	for (const char *const *n = names; *n; n++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, *n);
+		if (rmtree(p) < 0)
+			log_warn("cannot remove a job's checkout", "path=%s err=\"%s\"",
+			    p, strerror(errno));
+	}
+}
+
 /* Check out sha into DIR/src, atomically: a crash leaves src whole or absent. */
 static int
 checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
     char *err, size_t errlen)
 {
-	char dir[PATH_MAX], src[PATH_MAX + 8], tmp[PATH_MAX + 16], aside[PATH_MAX + 48];
+	char dir[PATH_MAX], src[PATH_MAX + 8], tmp[PATH_MAX + 16];
 	struct stat sb;
 	int rc;
 
@@ -143,13 +183,9 @@ checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
 	if (stat(src, &sb) == 0)
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/src.tmp", dir);
-	/* A half-written src.tmp of a crashed attempt: set it aside, start over. */
-	if (stat(tmp, &sb) == 0) {
-		snprintf(aside, sizeof(aside), "%s.dead-%ld", tmp, (long)time(NULL));
-		if (rename(tmp, aside) < 0)
-			return gitops_fail(-errno, err, errlen, "%s: %s", tmp,
-			    strerror(errno));
-	}
+	/* A half-written src.tmp of a crashed attempt: start over. */
+	if ((rc = rmtree(tmp)) < 0)
+		return gitops_fail(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
 	if ((rc = gitops_checkout(r, sha, tmp, err, errlen)) < 0)
 		return rc;
 	if (rename(tmp, src) < 0)
@@ -559,6 +595,7 @@ job_advance(struct coord *c, struct coord_held *h)
 		else
 			log_info("job done", "job=%lld repo=%s sha=%.12s",
 			    (long long)j.id, j.repo, j.sha);
+		remove_checkout(c, j.id);
 		released = 1;
 	}
 out:
@@ -612,6 +649,11 @@ coord_main(void *arg)
 		jobs_tick(c);
 		coord_nap(c, c->opts.poll_ms);
 	}
+	/* A clean stop hands the jobs back; a crash leaves them to their leases. */
+	for (size_t i = 0; i < c->n_held; i++)
+		if (store_job_release(c->store, c->held[i].id, c->owner) == 0)
+			log_info("job handed back", "job=%lld", (long long)c->held[i].id);
+	c->n_held = 0;
 	return NULL;
 }
 

@@ -164,6 +164,13 @@ int store_job_heartbeat(struct store *s, int64_t id, const char *owner,
     int lease_s);
 
 /*
+ * Give a running job back to the queue now (a coordinator stopping), so
+ * the next one need not wait for the lease to run out. -ESTALE when
+ * owner does not hold it. Its attempts stay counted.
+ */
+int store_job_release(struct store *s, int64_t id, const char *owner);
+
+/*
  * End a running job with state STORE_JOB_DONE or STORE_JOB_FAILED.
  * -ESTALE when owner no longer holds it, -EINVAL for another state.
  */

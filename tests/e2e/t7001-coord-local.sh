@@ -33,6 +33,8 @@ check_eq "the module is remembered as delivered with its PR" \
     "$(db "SELECT slug, arch, pr FROM delivered")" "models-fast|cpu|1"
 check_eq "the runner archived the verified kernel, with its provenance" \
     "$(db "SELECT module, arch, job FROM archive")" "models/fast.py|cpu|1"
+check "the finished job's checkout is removed" test ! -e "$TMP/data/work/job-1/src"
+check "its results stay (the PR is rebuilt from them)" test -s "$TMP/data/work/job-1/task-1-1/models-fast/summary.json"
 out=$("$KERNELBOT" jobs --data-dir "$TMP/data")
 check_match "kernelbot jobs shows the job's tasks" "$out" 'models/fast.py.*done'
 

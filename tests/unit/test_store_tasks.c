@@ -332,6 +332,20 @@ job_add(struct store *s)
 	CHECK_STR("trigger", j.trigger, "schedule");
 	CHECK("no before", j.before == NULL);
 	store_job_free(&j);
+	store_jobs_requeue_expired(s, 0, NULL, NULL);
+	while (store_job_claim(s, "coordA", 30, &j) == 0) {
+		int mine = j.id == id;
+
+		store_job_free(&j);
+		if (mine)
+			break;
+	}
+	CHECK_INT("another cannot release it", store_job_release(s, id, "coordB"), -ESTALE);
+	CHECK_INT("its holder hands it back", store_job_release(s, id, "coordA"), 0);
+	CHECK_INT("queued at once, for the next", store_job_claim(s, "coordB", 30, &j), 0);
+	CHECK_INT("the same job", j.id, id);
+	CHECK_INT("its second lease", j.attempts, 2);
+	store_job_free(&j);
 	nj.sha = NULL;
 	CHECK_INT("no sha: refused", store_job_add(s, &nj, &id), -EINVAL);
 }
