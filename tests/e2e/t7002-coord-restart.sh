@@ -21,6 +21,7 @@ check "the slow module is running" wait_sql 30 \
     "SELECT state FROM tasks WHERE module = 'models/slow.py'" running
 check "its status says it is being optimized, and where" wait_for 10 grep -q 'optimizing on [^ ]*-cpu' "$TMP/forge/statuses/$SHA.json"
 check_eq "the job is not done yet" "$(db 'SELECT state, step FROM jobs')" "running|tasks"
+check "the stand-in started on it" wait_for 20 grep -q '^models/slow.py' "$STANDIN_LOG"
 kb_serve_stop KILL
 check_eq "serve was killed" "$KB_STATUS" 137
 check_eq "three tasks before the restart" "$(db 'SELECT count(*) FROM tasks')" 3
