@@ -46,5 +46,17 @@ import json, sys
 bad = [x for x in map(json.loads, open('$TMP/github.log')) if x['violations']]
 [print(x['method'], x['path'], x['violations']) for x in bad]
 sys.exit(1 if bad else 0)\""
+# --- the PR is merged: the module keeps its kernels, loses its PR number ---
+$PY -c "
+import json
+r = {'full_name': 'acme/models'}
+print(json.dumps({'action': 'closed', 'number': 1, 'repository': r,
+    'pull_request': {'merged': True, 'head': {'ref': 'kernelbot/models-fast', 'repo': r},
+                     'base': {'ref': 'main', 'repo': r}}}))" >"$TMP/closed.json"
+gh_send pull_request "$TMP/closed.json"
+check_eq "the closed PR is recorded" "$HTTP_CODE" 202
+check "the coordinator takes it" wait_sql 15 "SELECT state, result FROM cleanups" "done|merged"
+check_eq "the module forgets its PR, keeps its kernels" \
+    "$(db "SELECT slug, arch, coalesce(pr, 0) FROM delivered")" "models-fast|cpu|0"
 kb_serve_stop
 t_done
