@@ -583,8 +583,17 @@ job_advance(struct coord *c, struct coord_held *h)
 		goto out;
 	}
 	if (!strcmp(j.step, "new")) {
-		if ((rc = job_start(c, &j, f)) < 0)
+		if (h->next_try > mono_s())
+			goto out;
+		if ((rc = job_start(c, &j, f)) < 0) {
 			released = rc != -EIO && rc != -EAGAIN && rc != -EBUSY;
+			/* The forge or the remote is down: try again, less and less often. */
+			h->fails += h->fails < 6;
+			h->next_try = mono_s() + (1 << h->fails);
+		} else {
+			h->fails = 0;
+			h->next_try = 0;
+		}
 		goto out;
 	}
 	if ((rc = job_progress(c, h, &j, f)) == 1) {

@@ -188,13 +188,16 @@ obey(struct coord *c, const struct store_command *cmd,
 			state = "refused";
 			goto out;
 		}
+		json_t *extra = json_pack("{s:I, s:s}", "pr", (json_int_t)cmd->pr,
+		    "kind", "optimize");
+
 		mods = json_pack("[{s:s, s:s}]", "path", path, "class",
 		    cls ? cls : REPOCFG_DEFAULT_CLASS);
 		rc = coord_queue(c, cmd->provider, cmd->repo, url, pi->base_ref[0] ?
-		    pi->base_ref : "main", "command", mods, json_pack("{s:I, s:s}",
-		    "pr", (json_int_t)cmd->pr, "kind", "optimize"), &job, sha, err,
+		    pi->base_ref : "main", "command", mods, extra, &job, sha, err,
 		    sizeof(err));
 		json_decref(mods);
+		json_decref(extra);
 		if (rc < 0)
 			goto fail;
 		buf_printf(reply, "Queued job %lld: optimizing `%s` (class `%s`) at "
@@ -238,17 +241,18 @@ obey(struct coord *c, const struct store_command *cmd,
 			    d[0].module);
 	} else {
 		int bench = !strcmp(cmd->command, "benchmark");
-		json_t *mods = json_array();
+		json_t *mods = json_array(), *extra = json_pack("{s:I, s:s}", "pr",
+		    (json_int_t)cmd->pr, "kind", bench ? "benchmark" : "optimize");
 
 		/* Every architecture the PR has kernels for, again. */
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(mods, json_pack("{s:s, s:s, s:s}", "path",
 			    d[i].module, "class", d[i].class_name, "arch", d[i].arch));
 		rc = coord_queue(c, d[0].provider, cmd->repo, d[0].clone_url,
-		    d[0].base_branch, bench ? "benchmark" : "retry", mods,
-		    json_pack("{s:I, s:s}", "pr", (json_int_t)cmd->pr, "kind",
-		    bench ? "benchmark" : "optimize"), &job, sha, err, sizeof(err));
+		    d[0].base_branch, bench ? "benchmark" : "retry", mods, extra, &job,
+		    sha, err, sizeof(err));
 		json_decref(mods);
+		json_decref(extra);
 		if (rc < 0)
 			goto fail;
 		buf_printf(reply, "Queued job %lld: %s `%s` at %.12s for %zu "

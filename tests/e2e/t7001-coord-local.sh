@@ -38,6 +38,11 @@ check "its results stay (the PR is rebuilt from them)" test -s "$TMP/data/work/j
 out=$("$KERNELBOT" jobs --data-dir "$TMP/data")
 check_match "kernelbot jobs shows the job's tasks" "$out" 'models/fast.py.*done'
 
+# --- serve starts its runner again when it dies ---
+RP=$(db 'SELECT pid FROM runners')
+kill -9 "$RP"
+check "the local runner is started again" wait_for 15 sh -c "[ \"\$(sqlite3 '$TMP/data/kernelbot.db' 'SELECT pid FROM runners')\" != '$RP' ]"
+
 # --- a second push changing the improved module updates its PR ---
 module "$TMP/w/models/fast.py" "# v2"
 module "$TMP/w/models/broken.py" "# standin: crash"
