@@ -413,9 +413,16 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	dirs[nd++] = dir;
 	/* The module's kernels for the other architectures go into the same PR. */
 	if (store_delivered_list(c->store, j->repo, t->slug, &others, &n_others) == 0)
-		for (i = 0; i < n_others && nd < sizeof(dirs) / sizeof(dirs[0]); i++)
-			if (strcmp(others[i].arch, t->ran_arch ? t->ran_arch : "cpu"))
+		for (i = 0; i < n_others && nd < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			char sj[PATH_MAX * 2];
+			struct stat sb;
+
+			/* An architecture whose results were deleted drops out of the PR. */
+			snprintf(sj, sizeof(sj), "%s/summary.json", others[i].out_dir);
+			if (strcmp(others[i].arch, t->ran_arch ? t->ran_arch : "cpu") &&
+			    stat(sj, &sb) == 0)
 				dirs[nd++] = others[i].out_dir;
+		}
 	memset(&rm, 0, sizeof(rm));
 	rm.repo = j->repo;
 	rm.commit = j->sha;

@@ -22,7 +22,8 @@ and says why once (a RuntimeWarning; also in .fallback_reason): no
 compiler, a build or load failure, tensors on another device (a CPU
 kernel for CUDA tensors or the reverse), a GPU architecture with no
 source, a dtype or input shape the kernel was not verified for, the
-module in training mode with autograd on, or a kernel that returned an
+module in training mode, autograd recording (call it under
+torch.no_grad() or torch.inference_mode()), or a kernel that returned an
 error. The first call for each new input signature also runs the original
 module once, for the output shapes, and compares: a kernel that disagrees
 is never used again for that module.
@@ -99,8 +100,12 @@ def _build_command(kernel, arch, src, out):
                                         if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
         if not nvcc:
             return None, "nvcc not found (install the CUDA toolkit or put nvcc on PATH)"
-        return ([nvcc] + _dlpack_include() + ["-O3", "-arch=" + arch, "--shared", "-Xcompiler", "-fPIC",
-                                              "-o", out, src, "-lcublas", "-lcublasLt"], None)
+        cmd = [nvcc] + _dlpack_include() + ["-O3", "-arch=" + arch, "--shared", "-Xcompiler", "-fPIC",
+                                            "-o", out, src, "-lcublas", "-lcublasLt"]
+        lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "lib64")
+        if os.path.isdir(lib):   # find cuBLAS at load time without ld.so.conf
+            cmd += ["-Xlinker", "-rpath=" + lib]
+        return cmd, None
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         return None, "no C compiler found (cc)"
@@ -248,9 +253,11 @@ class KernelModule(torch.nn.Module):
     def _unsupported(self, args, kwargs):
         if kwargs:
             return "keyword arguments"
-        if torch.is_grad_enabled() and (self.original.training or
-                                        any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
-            return "autograd (the kernel has no backward; use torch.no_grad() or eval())"
+        if self.original.training:
+            return "training mode (the kernel is for inference; call eval())"
+        if torch.is_grad_enabled() and (any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) or
+                                        any(p.requires_grad for p in self.original.parameters())):
+            return "autograd is recording (the kernel has no backward; use torch.no_grad() or torch.inference_mode())"
         acts = [a for a in args if isinstance(a, torch.Tensor)]
         if not acts:
             return "no tensor arguments"

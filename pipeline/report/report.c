@@ -472,10 +472,13 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 	int error;
 
 	if (best) {
-		if ((error = buf_printf(&b, "kernelbot: %.2fx faster %s for %s%s%s (%s)",
+		int named = strcmp(best->device, "cpu") != 0;	/* "CPU kernel (cpu)" says nothing */
+
+		if ((error = buf_printf(&b, "kernelbot: %.2fx faster %s for %s%s%s%s%s%s",
 		    jsonx_num(best->result, "speedup.eager", 0), !strcmp(best->backend, "cuda") ?
 		    "CUDA kernel" : "CPU kernel", m->module_path, strcmp(c->cls, "Model") ? ":" : "",
-		    strcmp(c->cls, "Model") ? c->cls : "", best->device)) < 0 ||
+		    strcmp(c->cls, "Model") ? c->cls : "", named ? " (" : "", named ? best->device : "",
+		    named ? ")" : "")) < 0 ||
 		    (error = detach_into(&b, &p->title)) < 0)
 			goto out;
 		if ((error = buf_printf(&b, "kernels/%s: verified kernel for %s\n\n"

@@ -181,7 +181,7 @@ search(struct buf *b, const struct report_dir *d)
 	const char *k;
 	int error, first = 1;
 
-	if ((error = buf_printf(b, "\n**%s", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
+	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
 	    (error = buf_printf(b, "**: %lld candidates in %lld generations, stopped by `%s`; spent ",
 	    jsonx_int(d->summary, "candidates_evaluated", 0), jsonx_int(d->summary, "generations", 0),
 	    jsonx_str(d->summary, "stop_reason", "?"))) < 0)

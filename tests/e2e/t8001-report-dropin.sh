@@ -78,6 +78,9 @@ with torch.no_grad():
     y = fast(x[:5], r[:5])     # a shape it was not verified for
     assert fast.fallback_reason and "shapes" in fast.fallback_reason, fast.fallback_reason
     assert torch.equal(y, model(x[:5], r[:5]))
+y = fast(x, r)                 # autograd recording: the module's own graph
+assert fast.fallback_reason and "autograd" in fast.fallback_reason, fast.fallback_reason
+assert y.requires_grad
 print("used", fast.kernel_calls)
 PYEOF
 check_eq "load(model) runs the kernel and falls back on another shape" "$(tail -n 1 "$TMP/use.out")" "used 1"

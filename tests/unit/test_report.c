@@ -161,6 +161,8 @@ main(void)
 	CHECK("body: static finding", strstr(p.body, "static:side_stream (cudaStreamCreate at line 3)"));
 	CHECK("body: sanitizer", strstr(p.body, "Sanitizer: see the `sanitize:*` checks"));
 	CHECK("body: toolchain", strstr(p.body, "nvcc 12.8"));
+	CHECK("body: the search line", strstr(p.body, "**cuda, NVIDIA H200**: 24 candidates in 3 generations, "
+	    "stopped by `budget:candidates`; spent candidates 24, generations 3, wall_s 61.5, gpu_s 12."));
 	CHECK("body: reproduce", strstr(p.body, "kernelbot eval models/mlp.py kernels/models-mlp/kernel.cu --backend cuda"));
 	CHECK("body: import for a slug with dashes", strstr(p.body, "importlib.import_module(\"kernels.models-mlp\")"));
 	CHECK("body: checklist", strstr(p.body, "### Reviewer checklist\n\n- [ ]"));
