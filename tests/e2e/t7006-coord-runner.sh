@@ -63,5 +63,34 @@ if ! "$KERNELBOT" doctor --json 2>/dev/null | grep -q '"gpus": \[{'; then
 	check_eq "--gpu 0 without a GPU: exit 1" "$?" 1
 	check_match "saying so" "$(cat "$TMP/err")" "no GPU 0 on this host"
 fi
+# --- under systemd: READY=1 once registered, the watchdog, STOPPING=1 ---
+cat >"$TMP/notify.py" <<'EOP'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+out = open(sys.argv[2], "a")
+s.settimeout(30)
+try:
+    while True:
+        msg = s.recv(4096).decode()
+        out.write(msg.replace("\n", " ") + "\n"); out.flush()
+        if "STOPPING=1" in msg:
+            break
+except socket.timeout:
+    pass
+EOP
+$PY "$TMP/notify.py" "$TMP/notify.sock" "$TMP/notify.log" &
+t_bg $!
+wait_for 5 test -S "$TMP/notify.sock"
+NOTIFY_SOCKET="$TMP/notify.sock" WATCHDOG_USEC=400000 "$KERNELBOT" runner --config "$TMP/kb.yml" \
+    --cpu --name r6 >>"$TMP/r6.log" 2>&1 &
+R6=$!
+t_bg $R6
+check "READY=1 once registered" wait_for 10 grep -q "READY=1" "$TMP/notify.log"
+check "the watchdog is pinged while idle" wait_for 5 sh -c "[ \$(grep -c WATCHDOG=1 '$TMP/notify.log') -ge 3 ]"
+kill -TERM $R6
+wait $R6
+check_eq "SIGTERM: the runner exits 0" "$?" 0
+check "STOPPING=1" grep -q "STOPPING=1" "$TMP/notify.log"
 kb_serve_stop
 t_done
