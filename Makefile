@@ -127,6 +127,7 @@ bench: all $(BUILD)/bench/loadgen
 # carried device-bundle/ (see tests/gpu/eval-gpu.sh).
 test-gpu:
 	sh tests/gpu/eval-gpu.sh
+	sh tests/gpu/coord-gpu.sh
 	sh tests/gpu/report-gpu.sh
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).

@@ -7,7 +7,10 @@
  * the summary. A runner that dies loses one lease: the coordinator puts
  * the task back in the queue when it expires. A task that loses its lease
  * while running (cancelled by `/kernelbot stop`, or expired) has its
- * subprocess killed at the next heartbeat.
+ * subprocess killed at the next heartbeat. Under systemd (Type=notify,
+ * kernelbot-runner@.service) it says READY=1 once registered and pings the
+ * watchdog from its idle loop and, while optimize runs, from the
+ * heartbeat loop that supervises it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,8 +33,10 @@
 #include "common/buf.h"
 #include "common/jsonx.h"
 #include "common/log.h"
+#include "common/notify.h"
 #include "common/spawn.h"
 #include "gpu/device.h"
+#include "pipeline/archive/archive.h"
 
 #define RUNNER_MAX_ARGS 160
 #define RUNNER_ERR_TAIL 400	/* bytes of stderr kept as a task's error */
@@ -93,8 +98,10 @@ static void *
 heartbeat(void *arg)
 {
 	struct run_ctx *x = arg;
-	int period_ms = x->lease_s * 1000 / 3;
+	int period_ms = x->lease_s * 1000 / 3, wd_ms = notify_watchdog_ms();
 
+	if (wd_ms > 0 && wd_ms < period_ms)
+		period_ms = wd_ms;
 	if (period_ms < 100)
 		period_ms = 100;
 	pthread_mutex_lock(&x->lock);
@@ -113,6 +120,7 @@ heartbeat(void *arg)
 		if (atomic_load(&x->done))
 			break;
 		pthread_mutex_unlock(&x->lock);
+		notify_watchdog();
 		rc = store_task_heartbeat(x->store, x->task, x->name, x->lease_s);
 		store_runner_heartbeat(x->store, x->name, x->task);
 		pid = atomic_load(&x->pid);
@@ -183,6 +191,33 @@ struct runner {
 	int gpu;
 	char self[PATH_MAX];
 };
+
+/*
+ * Every verified kernel of the run goes into the archive, for later
+ * searches to learn from; a run without one is skipped there, and an
+ * archive failure costs the archive an entry, never the task.
+ */
+static void
+archive_result(struct runner *rn, const struct store_task *t, const char *out)
+{
+	struct archive_provenance prov = ARCHIVE_PROVENANCE_INIT;
+	struct archive_ingest_stats st;
+	char err[512] = "";
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	prov.job = t->job;
+	prov.repo = t->repo;
+	prov.module = t->module;
+	prov.arch = rn->arch;
+	if ((rc = archive_ingest_optimize_dir(rn->store, out, &prov, &st, err,
+	    sizeof(err))) < 0)
+		log_warn("result not archived", "task=%lld err=\"%s\"",
+		    (long long)t->id, err);
+	else
+		log_info("result archived", "task=%lld added=%d duplicates=%d "
+		    "skipped=%d", (long long)t->id, st.added, st.duplicates, st.skipped);
+}
 
 /* Run one claimed task to its end and record it. */
 static void
@@ -262,6 +297,8 @@ run_task(struct runner *rn, struct store_task *t)
 	o.out_max = 4u << 20;
 	log_info("task started", "task=%lld job=%lld module=%s attempt=%d out=%s",
 	    (long long)t->id, (long long)t->job, t->module, t->attempts, out);
+	notify_status("task %lld: %s (%s), attempt %d", (long long)t->id, t->module,
+	    t->repo, t->attempts);
 	rc = spawn_run(&o, &res);
 	pthread_mutex_lock(&x.lock);
 	atomic_store(&x.done, 1);
@@ -302,6 +339,8 @@ finish:
 	tr.out_dir = out;
 	tr.summary = summary;
 	tr.error = summary ? NULL : err;
+	if (summary)
+		archive_result(rn, t, out);
 	if ((rc = store_task_finish(rn->store, t->id, rn->name, &tr)) < 0)
 		log_warn("task result not recorded", "task=%lld err=\"%s\"",
 		    (long long)t->id, strerror(-rc));
@@ -454,6 +493,7 @@ cmd_runner(int argc, char **argv)
 	}
 	log_info("runner registered", "name=%s backend=%s arch=%s device=\"%s\"",
 	    name, rn.backend, arch, device);
+	notify_ready("waiting for tasks");
 	rn.store = store;
 	rn.opts = &copts;
 	rn.config_file = config_file;
@@ -463,10 +503,12 @@ cmd_runner(int argc, char **argv)
 		struct store_task t;
 
 		store_runner_heartbeat(store, name, 0);
+		notify_watchdog();
 		error = store_task_claim(store, name, rn.backend, arch, copts.lease_s, &t);
 		if (error == 0) {
 			run_task(&rn, &t);
 			store_task_free(&t);
+			notify_status("waiting for tasks");
 			if (once)
 				break;
 			continue;
@@ -475,12 +517,14 @@ cmd_runner(int argc, char **argv)
 			log_warn("cannot claim a task", "err=\"%s\"", strerror(-error));
 		if (once)
 			break;
-		for (int ms = 0; ms < copts.poll_ms && !atomic_load(&stopping); ms += 50) {
+		for (int ms = 0; ms < copts.poll_ms && !atomic_load(&stopping) &&
+		    (notify_watchdog_ms() < 0 || ms < notify_watchdog_ms()); ms += 50) {
 			struct timespec ts = { 0, 50000000L };
 
 			nanosleep(&ts, NULL);
 		}
 	}
+	notify_stopping();
 	rc = 0;
 out:
 	coord_opts_free(&copts);

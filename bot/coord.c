@@ -9,6 +9,7 @@
 #include "bot/coord_internal.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,12 +129,51 @@ repo_config(struct gitops_repo *r, const char *sha)
 	return rc;
 }
 
+static int
+rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+/*
+ * A finished job's checkout (DIR/src, and a src.tmp left by a crash) is
+ * removed; its task-* directories stay, since a delivered
+ * module's PR is rebuilt from them.
+ */
+static int
+rmtree(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+static void
+remove_checkout(struct coord *c, int64_t job)
+{
+	static const char *const names[] = { "src", "src.tmp", NULL };
+	char dir[PATH_MAX], p[PATH_MAX + 16];
+
+	if (coord_job_dir(c->data_dir, job, dir, sizeof(dir)) < 0)
+		return;
+	for (const char *const *n = names; *n; n++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, *n);
+		if (rmtree(p) < 0)
+			log_warn("cannot remove a job's checkout", "path=%s err=\"%s\"",
+			    p, strerror(errno));
+	}
+}
+
 /* Check out sha into DIR/src, atomically: a crash leaves src whole or absent. */
 static int
 checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
     char *err, size_t errlen)
 {
-	char dir[PATH_MAX], src[PATH_MAX + 8], tmp[PATH_MAX + 16], aside[PATH_MAX + 48];
+	char dir[PATH_MAX], src[PATH_MAX + 8], tmp[PATH_MAX + 16];
 	struct stat sb;
 	int rc;
 
@@ -143,13 +183,9 @@ checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
 	if (stat(src, &sb) == 0)
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/src.tmp", dir);
-	/* A half-written src.tmp of a crashed attempt: set it aside, start over. */
-	if (stat(tmp, &sb) == 0) {
-		snprintf(aside, sizeof(aside), "%s.dead-%ld", tmp, (long)time(NULL));
-		if (rename(tmp, aside) < 0)
-			return gitops_fail(-errno, err, errlen, "%s: %s", tmp,
-			    strerror(errno));
-	}
+	/* A half-written src.tmp of a crashed attempt: start over. */
+	if ((rc = rmtree(tmp)) < 0)
+		return gitops_fail(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
 	if ((rc = gitops_checkout(r, sha, tmp, err, errlen)) < 0)
 		return rc;
 	if (rename(tmp, src) < 0)
@@ -377,9 +413,16 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	dirs[nd++] = dir;
 	/* The module's kernels for the other architectures go into the same PR. */
 	if (store_delivered_list(c->store, j->repo, t->slug, &others, &n_others) == 0)
-		for (i = 0; i < n_others && nd < sizeof(dirs) / sizeof(dirs[0]); i++)
-			if (strcmp(others[i].arch, t->ran_arch ? t->ran_arch : "cpu"))
+		for (i = 0; i < n_others && nd < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			char sj[PATH_MAX * 2];
+			struct stat sb;
+
+			/* An architecture whose results were deleted drops out of the PR. */
+			snprintf(sj, sizeof(sj), "%s/summary.json", others[i].out_dir);
+			if (strcmp(others[i].arch, t->ran_arch ? t->ran_arch : "cpu") &&
+			    stat(sj, &sb) == 0)
 				dirs[nd++] = others[i].out_dir;
+		}
 	memset(&rm, 0, sizeof(rm));
 	rm.repo = j->repo;
 	rm.commit = j->sha;
@@ -466,19 +509,43 @@ task_finished(const struct store_task *t)
 	    !strcmp(t->state, STORE_TASK_CANCELLED);
 }
 
+/* A running task's pending status names its runner, once per attempt. */
+static void
+announce(struct coord_held *h, const struct store_job *j,
+    const struct store_task *t, size_t done, size_t n, struct forge *f)
+{
+	int64_t key = (t->id << 8) | (t->attempts & 0xff);
+	char desc[200];
+
+	for (size_t i = 0; i < h->n_announced; i++)
+		if (h->announced[i] == key)
+			return;
+	if (h->n_announced == COORD_MAX_ANNOUNCED)
+		h->n_announced = 0;
+	h->announced[h->n_announced++] = key;
+	snprintf(desc, sizeof(desc), "optimizing on %s%s (%zu of %zu modules done)",
+	    t->runner ? t->runner : "a runner", t->attempts > 1 ? ", again" : "",
+	    done, n);
+	status(f, j->sha, FORGE_PENDING, t->slug, desc);
+}
+
 /* Step "tasks": publish what finished; 1 when the job is complete. */
 static int
 job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
     struct forge *f)
 {
 	struct store_task *v = NULL;
-	size_t n = 0, open = 0;
+	size_t n = 0, open = 0, done = 0;
 	int rc;
 
 	if ((rc = store_tasks_of_job(c->store, j->id, &v, &n)) < 0)
 		return rc;
+	for (size_t i = 0; i < n; i++)
+		done += task_finished(&v[i]);
 	for (size_t i = 0; i < n && !atomic_load(&c->stop); i++) {
 		if (!task_finished(&v[i])) {
+			if (!strcmp(v[i].state, STORE_TASK_RUNNING))
+				announce(h, j, &v[i], done, n, f);
 			open++;
 			continue;
 		}
@@ -523,8 +590,17 @@ job_advance(struct coord *c, struct coord_held *h)
 		goto out;
 	}
 	if (!strcmp(j.step, "new")) {
-		if ((rc = job_start(c, &j, f)) < 0)
+		if (h->next_try > mono_s())
+			goto out;
+		if ((rc = job_start(c, &j, f)) < 0) {
 			released = rc != -EIO && rc != -EAGAIN && rc != -EBUSY;
+			/* The forge or the remote is down: try again, less and less often. */
+			h->fails += h->fails < 6;
+			h->next_try = mono_s() + (1 << h->fails);
+		} else {
+			h->fails = 0;
+			h->next_try = 0;
+		}
 		goto out;
 	}
 	if ((rc = job_progress(c, h, &j, f)) == 1) {
@@ -535,6 +611,7 @@ job_advance(struct coord *c, struct coord_held *h)
 		else
 			log_info("job done", "job=%lld repo=%s sha=%.12s",
 			    (long long)j.id, j.repo, j.sha);
+		remove_checkout(c, j.id);
 		released = 1;
 	}
 out:
@@ -588,6 +665,11 @@ coord_main(void *arg)
 		jobs_tick(c);
 		coord_nap(c, c->opts.poll_ms);
 	}
+	/* A clean stop hands the jobs back; a crash leaves them to their leases. */
+	for (size_t i = 0; i < c->n_held; i++)
+		if (store_job_release(c->store, c->held[i].id, c->owner) == 0)
+			log_info("job handed back", "job=%lld", (long long)c->held[i].id);
+	c->n_held = 0;
 	return NULL;
 }
 

@@ -62,7 +62,7 @@ struct coord_opts {
  *     poll_ms: 1000
  *     timeout_s: 7200
  *     optimize_args: [--budget, small]
- *     benchmark_args: [--generations, "0"]
+ *     benchmark_args: [--generations, "1"]   (the default)
  *     command: [/path/to/program]      (instead of `kernelbot optimize`)
  *   schedule: "0 3 * * 0"              (or a list of them)
  *

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "gitops/modules.h"
 #include "gitops/repocfg.h"
+#include "pipeline/archive/archive.h"
 
 #define REPLY_MARKER "<!-- kernelbot:reply:%lld -->"
 #define CLOCK_SCHEDULE "schedule_minute"
@@ -187,13 +188,16 @@ obey(struct coord *c, const struct store_command *cmd,
 			state = "refused";
 			goto out;
 		}
+		json_t *extra = json_pack("{s:I, s:s}", "pr", (json_int_t)cmd->pr,
+		    "kind", "optimize");
+
 		mods = json_pack("[{s:s, s:s}]", "path", path, "class",
 		    cls ? cls : REPOCFG_DEFAULT_CLASS);
 		rc = coord_queue(c, cmd->provider, cmd->repo, url, pi->base_ref[0] ?
-		    pi->base_ref : "main", "command", mods, json_pack("{s:I, s:s}",
-		    "pr", (json_int_t)cmd->pr, "kind", "optimize"), &job, sha, err,
+		    pi->base_ref : "main", "command", mods, extra, &job, sha, err,
 		    sizeof(err));
 		json_decref(mods);
+		json_decref(extra);
 		if (rc < 0)
 			goto fail;
 		buf_printf(reply, "Queued job %lld: optimizing `%s` (class `%s`) at "
@@ -237,17 +241,18 @@ obey(struct coord *c, const struct store_command *cmd,
 			    d[0].module);
 	} else {
 		int bench = !strcmp(cmd->command, "benchmark");
-		json_t *mods = json_array();
+		json_t *mods = json_array(), *extra = json_pack("{s:I, s:s}", "pr",
+		    (json_int_t)cmd->pr, "kind", bench ? "benchmark" : "optimize");
 
 		/* Every architecture the PR has kernels for, again. */
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(mods, json_pack("{s:s, s:s, s:s}", "path",
 			    d[i].module, "class", d[i].class_name, "arch", d[i].arch));
 		rc = coord_queue(c, d[0].provider, cmd->repo, d[0].clone_url,
-		    d[0].base_branch, bench ? "benchmark" : "retry", mods,
-		    json_pack("{s:I, s:s}", "pr", (json_int_t)cmd->pr, "kind",
-		    bench ? "benchmark" : "optimize"), &job, sha, err, sizeof(err));
+		    d[0].base_branch, bench ? "benchmark" : "retry", mods, extra, &job,
+		    sha, err, sizeof(err));
 		json_decref(mods);
+		json_decref(extra);
 		if (rc < 0)
 			goto fail;
 		buf_printf(reply, "Queued job %lld: %s `%s` at %.12s for %zu "
@@ -443,8 +448,13 @@ coord_arch_tick(struct coord *c)
 		snprintf(key, sizeof(key), CLOCK_ARCH_PREFIX "%s", v[i].arch);
 		if (store_clock_get(c->store, key, &seen) == 0)
 			continue;
-		/* No delivered module at all: nothing to port, but remember the arch. */
+		/*
+		 * Kernels for this arch, delivered or archived: nothing to port.
+		 * Either way the arch is remembered, so it is looked at once.
+		 */
 		has = store_delivered_has_arch(c->store, v[i].arch);
+		if (has == 0)
+			has = archive_has_arch(c->store, v[i].arch);
 		if (store_clock_set(c->store, key, (int64_t)time(NULL)) < 0)
 			continue;
 		if (has == 0) {

@@ -13,8 +13,13 @@
 #include "gitops/forge.h"
 #include "gitops/gitops.h"
 
+#define COORD_MAX_ANNOUNCED 64	/* running tasks a held job remembers announcing */
+
 struct coord_held {
 	int64_t id;
+	/* "task T runs attempt A" already in its status: (T << 8) | A */
+	int64_t announced[COORD_MAX_ANNOUNCED];
+	size_t n_announced;
 	int fails;		/* publish failures in a row */
 	int64_t next_try;	/* monotonic seconds before which it waits */
 };

@@ -161,6 +161,9 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 			goto fail;
 		}
 	}
+	/* A benchmark is a short run: fresh timings of what one generation finds. */
+	if (!o->benchmark_args)
+		o->benchmark_args = json_pack("[s, s]", "--generations", "1");
 	if (sch && !json_is_null(sch)) {
 		json_t *list = json_is_array(sch) ? json_incref((json_t *)sch) :
 		    json_pack("[O]", sch);
@@ -215,13 +218,44 @@ started(pid_t pid, void *arg)
 	atomic_store(&r->pid, (int)pid);
 }
 
+/*
+ * The runner's environment: ours (it is our own binary, and optimize
+ * needs what we were given, the LLM keys among them) without systemd's
+ * per-service variables, which name serve and must not be taken for the
+ * runner's own.
+ */
+static const char **
+runner_env(void)
+{
+	static const char *const drop[] = { "NOTIFY_SOCKET=", "WATCHDOG_USEC=",
+		"WATCHDOG_PID=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES=",
+		NULL };
+	size_t n = 0, k = 0;
+	const char **env;
+
+	while (environ[n])
+		n++;
+	if (!(env = calloc(n + 1, sizeof(*env))))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int keep = 1;
+
+		for (const char *const *d = drop; *d && keep; d++)
+			keep = strncmp(environ[i], *d, strlen(*d)) != 0;
+		if (keep)
+			env[k++] = environ[i];
+	}
+	env[k] = NULL;
+	return env;
+}
+
 static void *
 supervise(void *arg)
 {
 	struct coord_runner *r = arg;
 	struct coord *c = r->c;
 	char gpu[32], name[96], host[64] = "localhost";
-	const char *argv[16];
+	const char *argv[16], **env = runner_env();
 	int pause_ms = 1000, n = 0;
 
 	gethostname(host, sizeof(host) - 1);
@@ -252,7 +286,7 @@ supervise(void *arg)
 
 		memset(&res, 0, sizeof(res));
 		o.argv = argv;
-		o.envp = (const char *const *)environ;	/* our own binary: our environment */
+		o.envp = env;
 		o.stdio_inherit = 1;			/* its log lines join serve's */
 		o.child_setup = die_with_parent;
 		o.on_start = started;
@@ -269,11 +303,15 @@ supervise(void *arg)
 		else
 			log_warn("local runner exited; starting it again", "name=%s "
 			    "status=%d pause_ms=%d", name, res.status, pause_ms);
+		/* One that ran a good while before it exited starts over quickly. */
+		if (rc == 0 && res.wall_s > 60)
+			pause_ms = 1000;
 		spawn_result_free(&res);
 		coord_nap(c, pause_ms);
 		pause_ms = pause_ms * 2 > RUNNER_PAUSE_MAX_MS ? RUNNER_PAUSE_MAX_MS :
 		    pause_ms * 2;
 	}
+	free(env);
 	return NULL;
 }
 

@@ -30,6 +30,9 @@ static const char SQL_JOB_HEARTBEAT[] =
 static const char SQL_JOB_FINISH[] =
     "UPDATE jobs SET state = ?3, lease_owner = NULL, lease_expires = NULL,"
     " updated = ?4 WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_JOB_RELEASE[] =
+    "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires = NULL,"
+    " updated = ?3 WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
 static const char SQL_JOBS_FAIL_EXPIRED[] =
     "UPDATE jobs SET state = 'failed', lease_owner = NULL, lease_expires = NULL,"
     " updated = ?1 WHERE state = 'running' AND lease_expires <= ?1"
@@ -273,6 +276,25 @@ store_job_finish(struct store *s, int64_t id, const char *owner,
 		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, state, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, store_now(s));
+		error = update_one(s, st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_job_release(struct store *s, int64_t id, const char *owner)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_RELEASE, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, store_now(s));
 		error = update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -14,19 +14,25 @@
  * believed; the numbers come from the evaluator's result.
  *
  * Similarity (archive_neighbours): the candidates are what SQLite FTS5
- * finds for the new problem's words and op names (BM25 over the problem
- * source, the kernel code and the op names), plus every kernel sharing an
- * op name; each gets
+ * finds for the new problem's words (BM25 over the problem source, the
+ * kernel code and the op names, so `torch.softmax` also finds the op
+ * softmax), plus every kernel sharing an op name with its IR; each gets
  *
- *   score = ARCHIVE_W_OPS * weighted Jaccard of the op multisets
- *         + ARCHIVE_W_TEXT * BM25, normalized to [0, 1] over the candidates
- *         + ARCHIVE_W_SHAPE * shape-class agreement (ranks, dtype, size)
+ *   score = ARCHIVE_W_OPS * op similarity: the mean of the weighted
+ *           Jaccard index and the weighted containment of the op
+ *           multisets (library ops weigh 3, reductions and norms 2,
+ *           pointwise 1, data movement 0.5)
+ *         + ARCHIVE_W_TEXT * text similarity: half BM25, saturating
+ *           (r / (r + 5)), half the Jaccard index of the two sources'
+ *           identifiers (BM25's IDF is unstable in a small archive)
+ *         + ARCHIVE_W_SHAPE * shape-class agreement (dtype, ranks, size)
  *         + ARCHIVE_W_ARCH when the arch is the same
  *           (ARCHIVE_W_BACKEND when only the backend is)
  *         + ARCHIVE_W_EMBED * cosine similarity of embeddings, only when an
  *           embedder is installed (archive_set_embedder; none is by default)
  *
- * and the best kernel per problem (highest score, then fastest) is kept.
+ * Problems are ranked by their best-scoring kernel; the kernel shown for a
+ * problem is its fastest on the asked arch (else its fastest anywhere).
  *
  * Errors: 0 or -errno with a sentence in err: -EINVAL for bad input (an
  * unverified result, a malformed directory), -EEXIST for a kernel already
@@ -38,8 +44,10 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct store;
+struct store_archive_entry;
 
 /* Evaluator flags that make a result's numbers untrustworthy: refused. */
 #define ARCHIVE_DISTRUSTED_FLAGS \
@@ -49,6 +57,7 @@ struct store;
 #define ARCHIVE_DEFAULT_PER_PROBLEM 5	/* K: correct candidates per run */
 #define ARCHIVE_MAX_K 64		/* neighbours one call returns */
 #define ARCHIVE_MAX_SOURCE (1u << 20)	/* bytes of a problem or kernel source */
+#define ARCHIVE_MAX_LINE (8u << 20)	/* bytes of one JSONL line of an export */
 
 /* Weights of the similarity score (see above). */
 #define ARCHIVE_W_OPS		0.55
@@ -106,6 +115,8 @@ struct archive_ingest_stats {
 	int added;		/* kernels archived */
 	int duplicates;		/* already in the archive */
 	int skipped;		/* problems with no verified best kernel */
+	int refused;		/* other candidates archive_add() would refuse
+				 * (flagged, or their file does not match) */
 };
 
 /*
@@ -116,9 +127,13 @@ struct archive_ingest_stats {
  * for them. A repository's directory (DIR/<slug>/summary.json, no
  * DIR/summary.json) is ingested slug by slug. A run without a verified
  * best (status no_correct, unsupported, error) is counted as skipped,
- * not an error. Each problem is one transaction: a failure leaves the
- * problems before it archived and reports which directory failed.
- * stats may be NULL.
+ * not an error; a best kernel that is not verified is an error. Other
+ * candidates that would be refused are counted, not errors. Each problem
+ * is one transaction: a failure leaves the problems before it archived
+ * and names the directory that failed. IR: prov->ir, else DIR/ir.json
+ * (the IR, or the trace's {"ir": ...} reply) when present, else none
+ * (no op signature: retrieval then finds it by text only). stats may be
+ * NULL.
  */
 int archive_ingest_optimize_dir(struct store *s, const char *dir,
     const struct archive_provenance *prov, struct archive_ingest_stats *stats,
@@ -138,6 +153,42 @@ int archive_neighbours(struct store *s, const char *problem_source,
 
 /* Does the archive hold any kernel for arch ("sm_90", "cpu")? 1, 0, -errno. */
 int archive_has_arch(struct store *s, const char *arch);
+
+/*
+ * Export: every archived kernel as one JSON object per line, in id order,
+ * with every field (archive_entry_json). *n (may be NULL) gets the count.
+ */
+int archive_export(struct store *s, FILE *f, size_t *n, char *err,
+    size_t errlen);
+
+struct archive_import_stats {
+	size_t lines;		/* kernels read (blank lines not counted) */
+	size_t added;
+	size_t duplicates;	/* already archived: skipped */
+};
+
+/*
+ * Import an export (f must be seekable: a regular file). Every line is
+ * validated first, as archive_add() validates (including that each sha
+ * matches its text); one bad line is -EINVAL with "NAME:LINE: reason" in
+ * err and nothing imported. Then the kernels go in, in transactions of
+ * ARCHIVE_IMPORT_BATCH; duplicates are skipped and counted, so running
+ * an interrupted import again completes it. stats may be NULL.
+ */
+#define ARCHIVE_IMPORT_BATCH 256
+int archive_import(struct store *s, FILE *f, const char *name,
+    struct archive_import_stats *stats, char *err, size_t errlen);
+
+/*
+ * An entry as JSON (the export's line): id, created, problem,
+ * problem_source, problem_sha, ops, shape_class, ir (object or null),
+ * backend, arch, device, kernel, kernel_sha, ms, eager_ms, compile_ms,
+ * speedup_eager, speedup_eager_lo, speedup_eager_hi, speedup_compile,
+ * speedup_compile_lo, speedup_compile_hi, proposer, model, parents
+ * (array or null), job (null for 0), repo, module. Absent texts and
+ * unknown numbers are null. NULL on allocation failure.
+ */
+json_t *archive_entry_json(const struct store_archive_entry *e);
 
 /*
  * The embedding hook. Without one (the default) retrieval is FTS5 plus op

@@ -31,8 +31,17 @@ check_match "status: the PR's module succeeded" "$st" '"kernelbot/models-fast"'
 check_match "status: the other says nothing faster" "$st" '"kernelbot/models-same"'
 check_eq "the module is remembered as delivered with its PR" \
     "$(db "SELECT slug, arch, pr FROM delivered")" "models-fast|cpu|1"
+check_eq "the runner archived the verified kernel, with its provenance" \
+    "$(db "SELECT module, arch, job FROM archive")" "models/fast.py|cpu|1"
+check "the finished job's checkout is removed" test ! -e "$TMP/data/work/job-1/src"
+check "its results stay (the PR is rebuilt from them)" test -s "$TMP/data/work/job-1/task-1-1/models-fast/summary.json"
 out=$("$KERNELBOT" jobs --data-dir "$TMP/data")
 check_match "kernelbot jobs shows the job's tasks" "$out" 'models/fast.py.*done'
+
+# --- serve starts its runner again when it dies ---
+RP=$(db 'SELECT pid FROM runners')
+kill -9 "$RP"
+check "the local runner is started again" wait_for 15 sh -c "[ \"\$(sqlite3 '$TMP/data/kernelbot.db' 'SELECT pid FROM runners')\" != '$RP' ]"
 
 # --- a second push changing the improved module updates its PR ---
 module "$TMP/w/models/fast.py" "# v2"
@@ -51,6 +60,26 @@ check_match "the crashed module's status says it failed" \
 check_eq "the failure is recorded" \
     "$(db "SELECT error LIKE '%without a summary.json%standin: crashing%' FROM tasks WHERE module = 'models/broken.py'")" 1
 check_eq "the stand-in ran once per task" "$(wc -l <"$STANDIN_LOG" | tr -d ' ')" 4
+
+# --- a push that changes no module: a job with no tasks, done ---
+prev=$SHA
+printf 'docs\n' >"$TMP/w/README.md"
+coord_commit "docs only"
+gh_push "$prev" "$SHA"
+wait_sql 30 "SELECT state FROM jobs WHERE id = 3" done
+check_eq "no module changed: done without tasks" \
+    "$(db 'SELECT count(*) FROM tasks WHERE job = 3')" 0
+
+# --- a bad .kernelbot.yml: the job fails and the commit says why ---
+prev=$SHA
+printf 'version: 1\nmodules:\n  - path: models/fast.py\n    dtype: half\n' >"$TMP/w/.kernelbot.yml"
+coord_commit "a bad config"
+gh_push "$prev" "$SHA"
+wait_sql 30 "SELECT state FROM jobs WHERE id = 4" failed
+check_match "the job failed with the file's error" \
+    "$(db 'SELECT error FROM jobs WHERE id = 4')" '^\.kernelbot\.yml:4: modules\[0\]\.dtype'
+check_match "the commit's status says it too" \
+    "$(cat "$TMP/forge/statuses/$SHA.json")" 'kernelbot\.yml:4'
 
 kb_serve_stop
 check_eq "serve stops cleanly with its runner" "$KB_STATUS" 0

@@ -19,7 +19,9 @@ check_eq "push accepted" "$HTTP_CODE" 202
 check "the fast module's PR is out" wait_for 60 test -s "$TMP/forge/prs/models-fast.json"
 check "the slow module is running" wait_sql 30 \
     "SELECT state FROM tasks WHERE module = 'models/slow.py'" running
+check "its status says it is being optimized, and where" wait_for 10 grep -q 'optimizing on [^ ]*-cpu' "$TMP/forge/statuses/$SHA.json"
 check_eq "the job is not done yet" "$(db 'SELECT state, step FROM jobs')" "running|tasks"
+check "the stand-in started on it" wait_for 20 grep -q '^models/slow.py' "$STANDIN_LOG"
 kb_serve_stop KILL
 check_eq "serve was killed" "$KB_STATUS" 137
 check_eq "three tasks before the restart" "$(db 'SELECT count(*) FROM tasks')" 3
@@ -33,7 +35,7 @@ check_eq "the published task was not run again" \
 check_eq "the interrupted task ran again" \
     "$(db "SELECT state, attempts, published FROM tasks WHERE module = 'models/slow.py'")" "done|2|1"
 check_eq "the stand-in ran fast once and slow twice" \
-    "$(sort "$STANDIN_LOG" | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')" \
+    "$(awk '{print $1}' "$STANDIN_LOG" | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')" \
     "models/fast.py:1 models/same.py:1 models/slow.py:2 "
 check_eq "one PR per improved module, none updated" \
     "$($PY -c "

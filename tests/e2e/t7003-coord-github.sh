@@ -19,9 +19,15 @@ check_eq "one PR created" "$(ghq "n('POST', '$R/pulls')")" 1
 check_eq "its head is the module's branch" "$(ghq "last('POST', '$R/pulls')['body']['head']")" "kernelbot/models-fast"
 check_eq "its base is the default branch" "$(ghq "last('POST', '$R/pulls')['body']['base']")" "main"
 check_eq "one results comment" "$(ghq "n('POST', '$R/issues/1/comments')")" 1
-check_eq "pending statuses first, then a result per module" \
-    "$(ghq "' '.join(x['body']['state'] + ':' + x['body']['context'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path'])")" \
-    "pending:kernelbot/models-fast pending:kernelbot/models-same success:kernelbot/models-fast success:kernelbot/models-same"
+ST="[x['body'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path']]"
+check_eq "each module's first status: pending, queued" \
+    "$(ghq "' '.join(sorted(b['context'] + ':' + b['state'] + ':' + b['description'][:6] for b in $ST if b['description'].startswith('queued')))")" \
+    "kernelbot/models-fast:pending:queued kernelbot/models-same:pending:queued"
+check_eq "each module's last status: success" \
+    "$(ghq "' '.join(sorted(set(c + ':' + [b for b in $ST if b['context'] == c][-1]['state'] for c in set(b['context'] for b in $ST))))")" \
+    "kernelbot/models-fast:success kernelbot/models-same:success"
+check_eq "the first statuses came before any result" \
+    "$(ghq "[b['state'] for b in $ST][:2]")" "['pending', 'pending']"
 check "the branch was pushed" sh -c "git -C '$TMP/origin.git' rev-parse -q --verify refs/heads/kernelbot/models-fast >/dev/null"
 
 module "$TMP/w/models/fast.py" "# v2"
@@ -40,5 +46,17 @@ import json, sys
 bad = [x for x in map(json.loads, open('$TMP/github.log')) if x['violations']]
 [print(x['method'], x['path'], x['violations']) for x in bad]
 sys.exit(1 if bad else 0)\""
+# --- the PR is merged: the module keeps its kernels, loses its PR number ---
+$PY -c "
+import json
+r = {'full_name': 'acme/models'}
+print(json.dumps({'action': 'closed', 'number': 1, 'repository': r,
+    'pull_request': {'merged': True, 'head': {'ref': 'kernelbot/models-fast', 'repo': r},
+                     'base': {'ref': 'main', 'repo': r}}}))" >"$TMP/closed.json"
+gh_send pull_request "$TMP/closed.json"
+check_eq "the closed PR is recorded" "$HTTP_CODE" 202
+check "the coordinator takes it" wait_sql 15 "SELECT state, result FROM cleanups" "done|merged"
+check_eq "the module forgets its PR, keeps its kernels" \
+    "$(db "SELECT slug, arch, coalesce(pr, 0) FROM delivered")" "models-fast|cpu|0"
 kb_serve_stop
 t_done
