@@ -484,11 +484,18 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 	if (best) {
 		int named = strcmp(best->device, "cpu") != 0;	/* "CPU kernel (cpu)" says nothing */
 
-		if ((error = buf_printf(&b, "kernelbot: %.2fx faster %s for %s%s%s%s%s%s",
-		    jsonx_num(best->result, "speedup.eager", 0), !strcmp(best->backend, "cuda") ?
-		    "CUDA kernel" : "CPU kernel", m->module_path, strcmp(c->cls, "Model") ? ":" : "",
-		    strcmp(c->cls, "Model") ? c->cls : "", named ? " (" : "", named ? best->device : "",
-		    named ? ")" : "")) < 0 ||
+		char flagged[128];
+		char speed[sizeof(flagged) + 64];
+
+		/* DESIGN.md 6.6: an implausible speedup is flagged, never headlined */
+		if (report_flagged(best, flagged, sizeof(flagged)))
+			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
+		else
+			snprintf(speed, sizeof(speed), "%.2fx faster", jsonx_num(best->result, "speedup.eager", 0));
+		if ((error = buf_printf(&b, "kernelbot: %s %s for %s%s%s%s%s%s", speed,
+		    !strcmp(best->backend, "cuda") ? "CUDA kernel" : "CPU kernel", m->module_path,
+		    strcmp(c->cls, "Model") ? ":" : "", strcmp(c->cls, "Model") ? c->cls : "",
+		    named ? " (" : "", named ? best->device : "", named ? ")" : "")) < 0 ||
 		    (error = detach_into(&b, &p->title)) < 0)
 			goto out;
 		if ((error = buf_printf(&b, "kernels/%s: verified kernel for %s\n\n"
