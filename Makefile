@@ -4,12 +4,16 @@
 #   make test       unit, harness, fuzz-corpus and end-to-end tests (CI runs this)
 #   make SANITIZE=address,undefined test
 #   make lint       static analysis
+#   make demo       build, then `kernelbot demo`: a sample repository, serve, a push, PRs
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make device-bundle   the binary, its shared libraries and the harness in
 #                        device-bundle/, to carry to a GPU machine
 
 PREFIX ?= /usr/local
 DESTDIR ?=
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 CC ?= cc
 SANITIZE ?=
 WERROR ?= 1
@@ -26,7 +30,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 OPT ?= -O2 -g
 SAN_FLAGS = $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
-KB_CPPFLAGS = -I. -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
+KB_CPPFLAGS = -I. -I$(BUILD)/gen -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
 KB_CFLAGS = -std=c17 $(OPT) $(WARN) $(if $(filter 1,$(WERROR)),-Werror) \
 	-pthread -fstack-protector-strong $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
 KB_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
@@ -47,8 +51,8 @@ TEST_HELPER_BINS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/helpers/
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-unit test-gpu lint install device-bundle clean fuzz \
-	bench bench-gpu
+.PHONY: all deps test test-unit test-gpu lint install install-data device-bundle clean fuzz \
+	bench bench-gpu demo
 .DEFAULT_GOAL := all
 
 all: deps $(BIN)
@@ -59,6 +63,14 @@ deps:
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KB_CPPFLAGS) $(KB_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Python files compiled in as C string literals (pipeline/report/report_py.c).
+$(BUILD)/gen/%.py.inc: %.py
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+$(BUILD)/obj/pipeline/report/report_py.o: $(BUILD)/gen/pipeline/report/loader.py.inc \
+	$(BUILD)/gen/pipeline/report/test_kernel.py.inc
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
@@ -115,6 +127,8 @@ bench: all $(BUILD)/bench/loadgen
 # carried device-bundle/ (see tests/gpu/eval-gpu.sh).
 test-gpu:
 	sh tests/gpu/eval-gpu.sh
+	sh tests/gpu/coord-gpu.sh
+	sh tests/gpu/report-gpu.sh
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
 bench-gpu:
@@ -126,12 +140,32 @@ lint: deps
 		--include=/usr/include/jansson.h $(SRC_DIRS)
 	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh bench/*.sh); do \
 		sh -n "$$f" || exit 1; done
-	/usr/bin/python3 -m compileall -q gpu/harness >/dev/null
+	/usr/bin/python3 -m compileall -q gpu/harness pipeline/report >/dev/null
 
-install: all
+install: all install-data
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
 	$(call copy_harness,$(DESTDIR)$(PREFIX)/share/kernelbot/harness)
+
+# The whole loop on examples/ (kernelbot demo): builds first, like `make test`.
+DEMO_ARGS ?=
+demo: all
+	$(BIN) demo $(DEMO_ARGS)
+
+# Everything but the binary (no build needed): the systemd units with
+# PREFIX filled in, sysusers.d and tmpfiles.d entries, the examples the demo
+# uses, the documentation the units point to.
+install-data:
+	install -d $(DESTDIR)$(SYSTEMD_UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(PREFIX)/share/doc/kernelbot $(DESTDIR)$(PREFIX)/share/kernelbot
+	for u in systemd/*.service; do \
+		sed 's|@PREFIX@|$(PREFIX)|g' "$$u" >"$(DESTDIR)$(SYSTEMD_UNITDIR)/$${u#systemd/}" && \
+		chmod 0644 "$(DESTDIR)$(SYSTEMD_UNITDIR)/$${u#systemd/}" || exit 1; done
+	install -m 0644 systemd/kernelbot.sysusers $(DESTDIR)$(SYSUSERSDIR)/kernelbot.conf
+	install -m 0644 systemd/kernelbot.tmpfiles $(DESTDIR)$(TMPFILESDIR)/kernelbot.conf
+	install -m 0644 README.md kernelbot.example.yml $(DESTDIR)$(PREFIX)/share/doc/kernelbot/
+	rm -rf $(DESTDIR)$(PREFIX)/share/kernelbot/examples
+	cp -R examples $(DESTDIR)$(PREFIX)/share/kernelbot/examples
 
 # The harness's Python files, package folders included, without caches.
 copy_harness = cd gpu/harness && find . -name '*.py' -not -path '*/__pycache__/*' | \

@@ -1,6 +1,9 @@
 /*
  * kernelbot jobs: the job queue, newest first, as a table or as JSON
- * (an array of {id, provider, repo, sha, trigger, state, created}).
+ * (an array of {id, provider, repo, sha, trigger, state, step, error,
+ * created, tasks: [{id, module, class, slug, state, attempts, runner,
+ * arch, published, error}]}), each job followed by its tasks: the
+ * coordinator's progress.
  * Reads the store of --data-dir, or of the config's data_dir.
  */
 #include <errno.h>
@@ -34,8 +37,28 @@ iso_time(int64_t t, char *out, size_t len)
 	strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static json_t *
+tasks_json(struct store *s, int64_t job)
+{
+	struct store_task *t = NULL;
+	size_t n = 0;
+	json_t *arr = json_array();
+
+	if (store_tasks_of_job(s, job, &t, &n) < 0)
+		return arr;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:i, "
+		    "s:s?, s:s?, s:b, s:s?}", "id", (json_int_t)t[i].id, "module",
+		    t[i].module, "class", t[i].class_name, "slug", t[i].slug, "state",
+		    t[i].state, "attempts", t[i].attempts, "runner", t[i].runner,
+		    "arch", t[i].ran_arch ? t[i].ran_arch : (t[i].arch[0] ? t[i].arch :
+		    NULL), "published", t[i].published, "error", t[i].error));
+	store_tasks_free(t, n);
+	return arr;
+}
+
 static int
-print_json(const struct store_job *jobs, size_t n)
+print_json(struct store *s, const struct store_job *jobs, size_t n)
 {
 	json_t *arr = json_array();
 	struct buf b = BUF_INIT(BUF_MAX_DEFAULT * 4);
@@ -44,10 +67,13 @@ print_json(const struct store_job *jobs, size_t n)
 
 	for (size_t i = 0; i < n && error == 0; i++) {
 		iso_time(jobs[i].created, ts, sizeof(ts));
-		if (json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s}",
+		if (json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, "
+		    "s:s, s:s?, s:s, s:o}",
 		    "id", (json_int_t)jobs[i].id, "provider", jobs[i].provider,
 		    "repo", jobs[i].repo, "sha", jobs[i].sha, "trigger",
-		    jobs[i].trigger, "state", jobs[i].state, "created", ts)) < 0)
+		    jobs[i].trigger, "state", jobs[i].state, "step", jobs[i].step,
+		    "error", jobs[i].error, "created", ts, "tasks",
+		    tasks_json(s, jobs[i].id))) < 0)
 			error = -ENOMEM;
 	}
 	if (error == 0 && (error = jsonx_dump(arr, JSON_INDENT(2), &b)) == 0)
@@ -58,7 +84,23 @@ print_json(const struct store_job *jobs, size_t n)
 }
 
 static void
-print_table(const struct store_job *jobs, size_t n)
+print_tasks(struct store *s, int64_t job)
+{
+	struct store_task *t = NULL;
+	size_t n = 0;
+
+	if (store_tasks_of_job(s, job, &t, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		printf("       task %-5lld %-40s %-9s attempt %d%s%s%s%s\n",
+		    (long long)t[i].id, t[i].module, t[i].state, t[i].attempts,
+		    t[i].runner ? " on " : "", t[i].runner ? t[i].runner : "",
+		    t[i].published ? " published" : "", t[i].error ? " (error)" : "");
+	store_tasks_free(t, n);
+}
+
+static void
+print_table(struct store *s, const struct store_job *jobs, size_t n)
 {
 	char ts[32];
 
@@ -69,6 +111,9 @@ print_table(const struct store_job *jobs, size_t n)
 		printf("%-6lld %-8s %-30s %-12.12s %-8s %-8s %s\n",
 		    (long long)jobs[i].id, jobs[i].provider, jobs[i].repo,
 		    jobs[i].sha, jobs[i].trigger, jobs[i].state, ts);
+		if (jobs[i].error)
+			printf("       error: %s\n", jobs[i].error);
+		print_tasks(s, jobs[i].id);
 	}
 }
 
@@ -128,10 +173,10 @@ cmd_jobs(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		if (print_json(jobs, n) < 0)
+		if (print_json(store, jobs, n) < 0)
 			goto out;
 	} else {
-		print_table(jobs, n);
+		print_table(store, jobs, n);
 	}
 	rc = 0;
 out:

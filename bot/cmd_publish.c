@@ -44,7 +44,8 @@ static const char forge_usage[] =
     "  permission USER                  admin, write, read or none\n"
     "  react PR COMMENT_ID +1|eyes\n"
     "  status SHA STATE CONTEXT [DESCRIPTION [TARGET_URL]]\n"
-    "  comment PR MARKER BODY_FILE\n";
+    "  comment PR MARKER BODY_FILE\n"
+    "  pr NUMBER                        {number, head_ref, base_ref, head_sha, state, fork}\n";
 
 /* Open forges.NAME of the configuration file for repo. */
 static int
@@ -396,7 +397,8 @@ cmd_forge(int argc, char **argv)
 	    (!strcmp(act, "react") && n == 4 && !parse_ll(argv[1], &a) &&
 	    !parse_ll(argv[2], &b)) ||
 	    (!strcmp(act, "status") && n >= 4 && n <= 6) ||
-	    (!strcmp(act, "comment") && n == 4 && !parse_ll(argv[1], &a))))
+	    (!strcmp(act, "comment") && n == 4 && !parse_ll(argv[1], &a)) ||
+	    (!strcmp(act, "pr") && n == 2 && !parse_ll(argv[1], &a))))
 		return cli_usage_error("forge", "bad arguments (see kernelbot forge "
 		    "--help)");
 	if (open_forge(config, fname, repo, &f, "forge") < 0)
@@ -418,6 +420,14 @@ cmd_forge(int argc, char **argv)
 		}
 		rc = forge_status_set(f, argv[1], st, argv[3], n > 4 ? argv[4] : "",
 		    n > 5 ? argv[5] : NULL, err, sizeof(err));
+	} else if (!strcmp(act, "pr")) {
+		struct forge_pr_info pi;
+
+		if ((rc = forge_pr_get(f, a, &pi, err, sizeof(err))) == 0)
+			printf("{\"number\": %lld, \"head_ref\": \"%s\", \"base_ref\": "
+			    "\"%s\", \"head_sha\": \"%s\", \"state\": \"%s\", "
+			    "\"fork\": %s}\n", pi.number, pi.head_ref, pi.base_ref,
+			    pi.head_sha, pi.state, pi.fork ? "true" : "false");
 	} else {
 		struct forge_comment cm;
 		char *body = slurp(argv[3], BUF_MAX_DEFAULT, "forge");

@@ -24,6 +24,7 @@
 
 #include "bot/cli.h"
 #include "bot/config.h"
+#include "bot/coord.h"
 #include "bot/store.h"
 #include "bot/version.h"
 #include "common/crypto.h"
@@ -103,6 +104,7 @@ cmd_serve(int argc, char **argv)
 	struct config *cfg = NULL;
 	struct store *store = NULL;
 	struct wh_server *srv = NULL;
+	struct coord *coord = NULL;
 	enum log_level lvl;
 	char err[CONFIG_ERR_MAX], q[300];
 	sigset_t set;
@@ -176,8 +178,17 @@ cmd_serve(int argc, char **argv)
 	log_info("listening", "version=%s listen=%s port=%d data_dir=%s",
 	    KERNELBOT_VERSION, config_listen(cfg), wh_server_port(srv),
 	    log_quote(q, sizeof(q), config_data_dir(cfg)));
+	if ((error = coord_start(cfg, config_path, store, &coord, err,
+	    sizeof(err))) < 0) {
+		log_error("cannot start the coordinator", "err=%s",
+		    log_quote(q, sizeof(q), err));
+		fprintf(stderr, "kernelbot serve: %s\n", err);
+		goto out;
+	}
 	rc = serve_loop(srv);
 out:
+	/* The coordinator first: its job keeps its lease and resumes later. */
+	coord_stop(coord);
 	wh_server_stop(srv);
 	store_close(store);
 	config_free(cfg);

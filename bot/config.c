@@ -43,10 +43,15 @@ static const char *const top_keys[] = {
 	"python", NULL,
 };
 
+/* The intake's keys, then the forge clients' (README.md, "Forges"). */
 static const char *const forge_keys[] = {
 	"token_file", "token_env", "api_url", "app_id", "private_key_file",
 	"webhook_secret_file", "webhook_secret_env", "webhook_token_file",
-	"webhook_token_env", NULL,
+	"webhook_token_env",
+	/* the forge client's own keys (gitops/forge.h), used by the coordinator */
+	"driver", "installation_id", "write_interval_ms", "max_retries",
+	"backoff_ms", "backoff_max_ms", "max_wait_s", "timeout_ms", "body_limit",
+	"user_agent", "git_user", "out_dir", "bare_repo", "permissions", NULL,
 };
 
 /* The dry-run forge has no webhooks, but its section is legal. */

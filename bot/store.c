@@ -316,13 +316,116 @@ static const char SQL_CLEANUP_NEW[] =
     "INSERT INTO cleanups (delivery, provider, repo, pr, head_ref, merged, created)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-static void
-bind_text(sqlite3_stmt *st, int i, const char *v)
+void
+store_bind_text(sqlite3_stmt *st, int i, const char *v)
 {
 	if (v)
 		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
+}
+
+#define bind_text store_bind_text
+
+int
+store_step_changes(struct store *s, sqlite3_stmt *st, int *changes)
+{
+	int rc = sqlite3_step(st), error = 0;
+
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+	else if (changes)
+		*changes = sqlite3_changes(s->db);
+	sqlite3_reset(st);
+	return error;
+}
+
+int
+store_row_read(sqlite3_stmt *st, const struct store_col *cols, size_t n,
+    void *obj)
+{
+	char *base = obj;
+	int oom = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		void *f = base + cols[i].off;
+		const unsigned char *t;
+
+		switch (cols[i].type) {
+		case STORE_COL_STR:
+			t = sqlite3_column_text(st, (int)i);
+			*(char **)f = t ? strdup((const char *)t) : NULL;
+			if (t && !*(char **)f)
+				oom = 1;
+			break;
+		case STORE_COL_I64:
+			*(int64_t *)f = sqlite3_column_int64(st, (int)i);
+			break;
+		case STORE_COL_INT:
+			*(int *)f = sqlite3_column_int(st, (int)i);
+			break;
+		}
+	}
+	if (oom) {
+		for (size_t i = 0; i < n; i++)
+			if (cols[i].type == STORE_COL_STR) {
+				free(*(char **)(base + cols[i].off));
+				*(char **)(base + cols[i].off) = NULL;
+			}
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+store_row_free(const struct store_col *cols, size_t n, void *obj, size_t size)
+{
+	char *base = obj;
+
+	if (!obj)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (cols[i].type == STORE_COL_STR)
+			free(*(char **)(base + cols[i].off));
+	memset(obj, 0, size);
+}
+
+int
+store_rows(struct store *s, sqlite3_stmt *st, const struct store_col *cols,
+    size_t ncols, size_t size, void **out, size_t *n)
+{
+	char *v = NULL, *p;
+	size_t count = 0, cap = 0;
+	int rc, error = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			cap = cap ? cap * 2 : 8;
+			if (!(p = realloc(v, cap * size))) {
+				error = -ENOMEM;
+				break;
+			}
+			v = p;
+		}
+		memset(v + count * size, 0, size);
+		if ((error = store_row_read(st, cols, ncols, v + count * size)) < 0)
+			break;
+		count++;
+	}
+	if (error == 0 && rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+	sqlite3_reset(st);
+	if (error < 0) {
+		for (size_t i = 0; i < count; i++)
+			store_row_free(cols, ncols, v + i * size, size);
+		free(v);
+		return error;
+	}
+	*out = v;
+	*n = count;
+	return 0;
 }
 
 static int
@@ -471,10 +574,11 @@ int
 store_count(struct store *s, const char *table, int64_t *n)
 {
 	static const char *const tables[] = { "deliveries", "jobs", "commands",
-		"cleanups" };
+		"cleanups", "tasks", "runners" };
 	static const char *const sql[] = {
 		"SELECT count(*) FROM deliveries", "SELECT count(*) FROM jobs",
-		"SELECT count(*) FROM commands", "SELECT count(*) FROM cleanups" };
+		"SELECT count(*) FROM commands", "SELECT count(*) FROM cleanups",
+		"SELECT count(*) FROM tasks", "SELECT count(*) FROM runners" };
 	sqlite3_stmt *st;
 	int rc, error = -EINVAL;
 

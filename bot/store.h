@@ -134,6 +134,8 @@ struct store_job {
 	int64_t lease_expires;		/* 0 unless running */
 	int attempts;
 	char *payload;			/* JSON text or NULL */
+	char *step;			/* the coordinator's progress: new, tasks, publish */
+	char *error;			/* why it failed, or NULL */
 };
 
 void store_job_free(struct store_job *j);
@@ -162,6 +164,13 @@ int store_job_heartbeat(struct store *s, int64_t id, const char *owner,
     int lease_s);
 
 /*
+ * Give a running job back to the queue now (a coordinator stopping), so
+ * the next one need not wait for the lease to run out. -ESTALE when
+ * owner does not hold it. Its attempts stay counted.
+ */
+int store_job_release(struct store *s, int64_t id, const char *owner);
+
+/*
  * End a running job with state STORE_JOB_DONE or STORE_JOB_FAILED.
  * -ESTALE when owner no longer holds it, -EINVAL for another state.
  */
@@ -183,6 +192,243 @@ int store_jobs_requeue_expired(struct store *s, int max_attempts,
 int store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg);
 
+/*
+ * A job the bot makes itself (a command, the schedule, a new GPU
+ * architecture): queued like a push job, with no delivery. payload holds
+ * what the coordinator needs ({"modules": [...], "pr": N, ...}).
+ */
+struct store_job_new {
+	const char *provider, *repo, *clone_url, *before, *sha, *trigger;
+	const char *payload;
+};
+int store_job_add(struct store *s, const struct store_job_new *j, int64_t *id);
+
+/*
+ * Record the coordinator's step of a job it holds (and an error text, or
+ * NULL). -ESTALE when owner no longer holds it.
+ */
+int store_job_set_step(struct store *s, int64_t id, const char *owner,
+    const char *step, const char *error);
+
+/* ---- Tasks: one module of one job, run by a runner (store_tasks.c) ---- */
+
+#define STORE_TASK_QUEUED	"queued"
+#define STORE_TASK_RUNNING	"running"
+#define STORE_TASK_DONE		"done"
+#define STORE_TASK_FAILED	"failed"
+#define STORE_TASK_CANCELLED	"cancelled"
+
+/* What the coordinator asks for; strings borrowed. */
+struct store_task_spec {
+	const char *module;		/* repository-relative path */
+	const char *class_name;		/* "Model" */
+	const char *slug;
+	const char *backend;		/* "cpu", "cuda", or NULL/"any" */
+	const char *arch;		/* "sm_90", "cpu", or NULL/"" for any */
+	const char *kind;		/* "optimize" (NULL) or "benchmark" */
+};
+
+struct store_task {
+	int64_t id, job;
+	char *repo, *sha, *module, *class_name, *slug, *backend, *arch, *kind;
+	char *state;
+	char *lease_owner;		/* NULL unless running */
+	int64_t lease_expires;
+	int attempts;
+	char *runner;			/* the runner that ran it last */
+	char *ran_backend, *ran_arch;	/* where it ran */
+	char *out_dir;			/* the optimize --out directory */
+	char *summary;			/* summary.json's text, or NULL */
+	char *error;
+	int published;			/* the coordinator has published its result */
+	int64_t created, updated;
+};
+
+void store_task_free(struct store_task *t);
+void store_tasks_free(struct store_task *v, size_t n);
+
+/*
+ * Create the tasks of job (held by owner) and set its step to `step`, in
+ * one transaction. Idempotent: a task that exists (same job, module,
+ * class, backend, arch) is kept as it is, so a coordinator that crashed
+ * after this call and runs it again duplicates nothing. -ESTALE when
+ * owner does not hold the job.
+ */
+int store_tasks_create(struct store *s, int64_t job, const char *owner,
+    const char *repo, const char *sha, const struct store_task_spec *v,
+    size_t n, const char *step);
+
+int store_task_get(struct store *s, int64_t id, struct store_task *out);
+
+/* The tasks of a job, by id. */
+int store_tasks_of_job(struct store *s, int64_t job, struct store_task **out,
+    size_t *n);
+
+/*
+ * Take the oldest queued task a runner of backend/arch can run (task
+ * backend "any" or equal, task arch "" or equal), leased lease_s seconds
+ * to owner: running, attempts + 1. -ENOENT when none.
+ */
+int store_task_claim(struct store *s, const char *owner, const char *backend,
+    const char *arch, int lease_s, struct store_task *out);
+
+/*
+ * Extend the lease. -ESTALE when owner no longer holds it: its lease ran
+ * out, or it was cancelled (`/kernelbot stop`): the runner then kills
+ * the work.
+ */
+int store_task_heartbeat(struct store *s, int64_t id, const char *owner,
+    int lease_s);
+
+/* The outcome of a task, for store_task_finish(); strings borrowed. */
+struct store_task_result {
+	const char *state;		/* STORE_TASK_DONE or STORE_TASK_FAILED */
+	const char *ran_backend, *ran_arch;
+	const char *out_dir;
+	const char *summary;		/* JSON text or NULL */
+	const char *error;		/* or NULL */
+};
+
+/* End a running task. -ESTALE when owner no longer holds it. */
+int store_task_finish(struct store *s, int64_t id, const char *owner,
+    const struct store_task_result *r);
+
+/* Give a running task back to the queue (a runner stopping). */
+int store_task_release(struct store *s, int64_t id, const char *owner);
+
+/*
+ * Requeue running tasks whose lease expired, or fail them (error "lease
+ * expired N times") once they have had max_attempts (0: no limit).
+ */
+int store_tasks_requeue_expired(struct store *s, int max_attempts,
+    int *requeued, int *failed);
+
+/*
+ * Cancel the queued and running tasks of module slug in repo (running
+ * ones lose their lease: the runner's next heartbeat sees -ESTALE).
+ * *n gets how many.
+ */
+int store_tasks_cancel(struct store *s, const char *repo, const char *slug,
+    int *n);
+
+/* Mark a finished task's result as published. */
+int store_task_set_published(struct store *s, int64_t id);
+
+/* ---- Runners (store_tasks.c) ---- */
+
+struct store_runner {
+	char *name, *host;
+	int64_t pid;
+	int gpu;			/* -1 for a CPU runner */
+	char *backend;			/* "cpu", "cuda" */
+	char *arch;			/* "cpu", "sm_90" */
+	char *device;			/* the device's name */
+	int64_t registered, heartbeat;
+	int64_t task;			/* what it runs now, 0 if nothing */
+};
+
+void store_runner_free(struct store_runner *r);
+void store_runners_free(struct store_runner *v, size_t n);
+
+/* Register (or re-register) r->name with the rest of r; times are set here. */
+int store_runner_register(struct store *s, const struct store_runner *r);
+
+/* The runner is alive and runs task (0: none). -ENOENT if unregistered. */
+int store_runner_heartbeat(struct store *s, const char *name, int64_t task);
+
+int store_runners_list(struct store *s, struct store_runner **out, size_t *n);
+
+/* ---- Commands and cleanups: claimed by the coordinator (store_coord.c) ---- */
+
+struct store_command {
+	int64_t id;
+	char *provider, *repo;
+	int64_t pr;
+	char *command, *args, *actor, *author_association;
+	int64_t comment_id;
+	char *state;		/* pending, running, done, refused, failed */
+	int attempts;
+	char *result;		/* what the bot answered */
+	int64_t created;
+};
+
+struct store_cleanup {
+	int64_t id;
+	char *provider, *repo;
+	int64_t pr;
+	char *head_ref;
+	int merged;
+	char *state;		/* pending, running, done, failed */
+	int attempts;
+	char *result;
+	int64_t created;
+};
+
+void store_command_free(struct store_command *c);
+void store_cleanup_free(struct store_cleanup *c);
+
+/* Claim the oldest pending one with a lease: -ENOENT when none. */
+int store_command_claim(struct store *s, const char *owner, int lease_s,
+    struct store_command *out);
+int store_cleanup_claim(struct store *s, const char *owner, int lease_s,
+    struct store_cleanup *out);
+
+/* Extend the lease; -ESTALE when lost. */
+int store_command_heartbeat(struct store *s, int64_t id, const char *owner,
+    int lease_s);
+
+/*
+ * End one with state "done", "refused" or "failed" (cleanups: done or
+ * failed) and the result text. -ESTALE when owner no longer holds it.
+ */
+int store_command_finish(struct store *s, int64_t id, const char *owner,
+    const char *state, const char *result);
+int store_cleanup_finish(struct store *s, int64_t id, const char *owner,
+    const char *state, const char *result);
+
+/* Expired leases back to pending, or failed after max_attempts (0: no limit). */
+int store_commands_requeue_expired(struct store *s, int max_attempts);
+
+int store_commands_list(struct store *s, struct store_command **out,
+    size_t *n);
+void store_commands_free(struct store_command *v, size_t n);
+
+/* ---- Delivered modules: what has kernels, per architecture ---- */
+
+struct store_delivered {
+	char *repo, *slug, *arch;	/* the key */
+	char *provider, *clone_url, *base_branch, *module, *class_name;
+	char *last_sha;			/* the commit the kernel was made for */
+	int64_t pr;			/* its pull request, 0 if none (closed) */
+	char *out_dir;			/* the optimize --out directory */
+	int64_t updated;
+};
+
+void store_delivered_free(struct store_delivered *d);
+void store_delivered_list_free(struct store_delivered *v, size_t n);
+
+/* Insert or replace the row of (repo, slug, arch). Strings borrowed. */
+int store_delivered_put(struct store *s, const struct store_delivered *d);
+
+/* Rows of repo (NULL: every repo) and slug (NULL: every module). */
+int store_delivered_list(struct store *s, const char *repo, const char *slug,
+    struct store_delivered **out, size_t *n);
+
+/* The rows whose pull request is pr in repo. */
+int store_delivered_by_pr(struct store *s, const char *repo, int64_t pr,
+    struct store_delivered **out, size_t *n);
+
+/* Forget pull request pr of repo (closed): its rows keep their kernels. */
+int store_delivered_clear_pr(struct store *s, const char *repo, int64_t pr);
+
+/* 1 when some delivered row has arch, 0 when none. */
+int store_delivered_has_arch(struct store *s, const char *arch);
+
+/* ---- The coordinator's clocks (schedule minute, arch checks) ---- */
+
+/* 0 and *value, or -ENOENT when name was never set. */
+int store_clock_get(struct store *s, const char *name, int64_t *value);
+int store_clock_set(struct store *s, const char *name, int64_t value);
 /* ---- The kernel archive (stage 4; pipeline/archive/archive.h uses it) ---- */
 
 /*
@@ -266,9 +512,32 @@ int store_archive_search(struct store *s, const char *const *terms,
 /* Any entry for arch: 1, 0, or -errno. */
 int store_archive_has_arch(struct store *s, const char *arch);
 
+/* ---- LLM calls (bot/store_llm.c) ---- */
+
+/* One attempt of one LLM request (pipeline/llm/client.h's record hook). */
+struct store_llm_call {
+	int64_t job;			/* 0: none (a command-line run) */
+	const char *model, *provider, *stage, *prompt_sha, *status;
+	long http_status;		/* 0: no response */
+	int attempt;
+	int64_t tokens_in, tokens_out;
+	double cost, latency_s;
+};
+
+/* Record one; the time is the store's now. 0, -EINVAL, -EIO. */
+int store_llm_call_add(struct store *s, const struct store_llm_call *c);
+
+/* Totals over the calls of job (0: all calls): 0 and the sums. */
+struct store_llm_totals {
+	int64_t calls, tokens_in, tokens_out;
+	double cost;
+};
+int store_llm_totals(struct store *s, int64_t job,
+    struct store_llm_totals *out);
+
 /* ---- Counts for tests and tools ---- */
 
-/* Rows in "deliveries", "jobs", "commands" or "cleanups". */
+/* Rows in "deliveries", "jobs", "commands", "cleanups", "tasks" or "runners". */
 int store_count(struct store *s, const char *table, int64_t *n);
 
 #endif

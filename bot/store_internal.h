@@ -12,7 +12,7 @@
 
 #include "bot/store.h"
 
-#define STORE_MAX_STMTS 32
+#define STORE_MAX_STMTS 128
 
 struct store_checkpointer;
 
@@ -48,5 +48,38 @@ int store_sqlerr(struct store *s, int rc);
 int store_exec(struct store *s, const char *sql);
 
 int64_t store_now(struct store *s);
+
+/*
+ * Rows into structs, by a column map: column i of the statement goes to
+ * the field at cols[i].off, of cols[i].type. The coordinator's tables
+ * (store_tasks.c, store_coord.c) read their rows this way.
+ */
+enum store_col_type { STORE_COL_STR, STORE_COL_I64, STORE_COL_INT };
+struct store_col {
+	enum store_col_type type;
+	size_t off;
+};
+
+/* Fill obj (zeroed first) from the current row: 0 or -ENOMEM (obj freed). */
+int store_row_read(sqlite3_stmt *st, const struct store_col *cols, size_t n,
+    void *obj);
+
+/* Free the strings of obj per the map, and zero it. */
+void store_row_free(const struct store_col *cols, size_t n, void *obj,
+    size_t size);
+
+/*
+ * Step st (bound by the caller, lock held) to its end, reading every row
+ * into a growing array of size-byte structs: 0 with *out (NULL when no
+ * rows) and *n. The statement is reset.
+ */
+int store_rows(struct store *s, sqlite3_stmt *st, const struct store_col *cols,
+    size_t ncols, size_t size, void **out, size_t *n);
+
+/* Bind v or NULL. */
+void store_bind_text(sqlite3_stmt *st, int i, const char *v);
+
+/* Step an UPDATE/INSERT to its end; *changes (may be NULL) gets the rows. */
+int store_step_changes(struct store *s, sqlite3_stmt *st, int *changes);
 
 #endif

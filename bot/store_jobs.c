@@ -11,7 +11,8 @@
 #include <string.h>
 
 #define JOB_COLS "id, provider, repo, clone_url, before, sha, trigger, state," \
-	" created, updated, lease_owner, coalesce(lease_expires, 0), attempts, payload"
+	" created, updated, lease_owner, coalesce(lease_expires, 0), attempts, payload," \
+	" step, error"
 
 static const char SQL_JOB_GET[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
 static const char SQL_JOBS_ALL[] = "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC";
@@ -29,6 +30,9 @@ static const char SQL_JOB_HEARTBEAT[] =
 static const char SQL_JOB_FINISH[] =
     "UPDATE jobs SET state = ?3, lease_owner = NULL, lease_expires = NULL,"
     " updated = ?4 WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_JOB_RELEASE[] =
+    "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires = NULL,"
+    " updated = ?3 WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
 static const char SQL_JOBS_FAIL_EXPIRED[] =
     "UPDATE jobs SET state = 'failed', lease_owner = NULL, lease_expires = NULL,"
     " updated = ?1 WHERE state = 'running' AND lease_expires <= ?1"
@@ -66,6 +70,8 @@ store_job_free(struct store_job *j)
 	free(j->state);
 	free(j->lease_owner);
 	free(j->payload);
+	free(j->step);
+	free(j->error);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -97,6 +103,8 @@ job_from_row(sqlite3_stmt *st, struct store_job *j)
 	j->lease_expires = sqlite3_column_int64(st, 11);
 	j->attempts = sqlite3_column_int(st, 12);
 	j->payload = col_str(st, 13, &oom);
+	j->step = col_str(st, 14, &oom);
+	j->error = col_str(st, 15, &oom);
 	if (oom) {
 		store_job_free(j);
 		return -ENOMEM;
@@ -275,6 +283,25 @@ store_job_finish(struct store *s, int64_t id, const char *owner,
 }
 
 int
+store_job_release(struct store *s, int64_t id, const char *owner)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_RELEASE, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, store_now(s));
+		error = update_one(s, st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
 store_jobs_requeue_expired(struct store *s, int max_attempts, int *requeued,
     int *failed)
 {
@@ -327,6 +354,61 @@ store_jobs_count_by_state(struct store *s,
 		error = store_sqlerr(s, rc);
 	sqlite3_reset(st);
 out:
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+static const char SQL_JOB_ADD[] =
+    "INSERT INTO jobs (provider, repo, clone_url, before, sha, trigger, created,"
+    " updated, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)";
+static const char SQL_JOB_STEP[] =
+    "UPDATE jobs SET step = ?3, error = ?4, updated = ?5"
+    " WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+
+int
+store_job_add(struct store *s, const struct store_job_new *j, int64_t *id)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!j->provider || !j->repo || !j->clone_url || !j->sha || !j->trigger ||
+	    (j->payload && strlen(j->payload) > STORE_MAX_PAYLOAD))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_ADD, &st)) == 0) {
+		store_bind_text(st, 1, j->provider);
+		store_bind_text(st, 2, j->repo);
+		store_bind_text(st, 3, j->clone_url);
+		store_bind_text(st, 4, j->before);
+		store_bind_text(st, 5, j->sha);
+		store_bind_text(st, 6, j->trigger);
+		sqlite3_bind_int64(st, 7, store_now(s));
+		store_bind_text(st, 8, j->payload);
+		if ((error = store_step_changes(s, st, NULL)) == 0 && id)
+			*id = sqlite3_last_insert_rowid(s->db);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_job_set_step(struct store *s, int64_t id, const char *owner,
+    const char *step, const char *err)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if (!owner || !step)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_STEP, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		store_bind_text(st, 2, owner);
+		store_bind_text(st, 3, step);
+		store_bind_text(st, 4, err);
+		sqlite3_bind_int64(st, 5, store_now(s));
+		error = update_one(s, st);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
 }

@@ -190,6 +190,8 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 
 	/* Both sides set the group, so neither a kill nor the exec races it. */
 	setpgid(pid, pid);
+	if (o->on_start)
+		o->on_start(pid, o->start_arg);
 	if (out_p[1] >= 0)
 		close(out_p[1]), out_p[1] = -1;
 	if (err_p[1] >= 0)

@@ -44,6 +44,14 @@ struct spawn_opts {
 	 */
 	int (*child_setup)(void *arg);
 	void *child_arg;
+	/*
+	 * Called in the parent right after the fork, with the child's pid
+	 * (also its process group id), before waiting: for a caller that must
+	 * signal the group from another thread (a stop, a cancelled task).
+	 * The pid is only valid until spawn_run() returns.
+	 */
+	void (*on_start)(pid_t pid, void *arg);
+	void *start_arg;
 };
 
 #define SPAWN_OPTS_INIT { 0 }

@@ -660,6 +660,16 @@ forge_open(const char *driver, const json_t *conf, const char *repo,
 	    "(github, gitlab, gitea, local)", driver ? driver : "");
 }
 
+int
+forge_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen)
+{
+	if (number <= 0)
+		return forge_fail(-EINVAL, err, errlen, "bad pull request number %lld",
+		    number);
+	return f->ops->pr_get(f, number, out, err, errlen);
+}
+
 void
 forge_close(struct forge *f)
 {

@@ -168,6 +168,24 @@ int forge_permission(struct forge *f, const char *user, enum forge_perm *out,
 int forge_react(struct forge *f, long long pr, long long comment_id,
     const char *reaction, char *err, size_t errlen);
 
+/* What the bot needs to know of a pull request before obeying a command on it. */
+struct forge_pr_info {
+	long long number;
+	char head_ref[256];		/* the source branch */
+	char base_ref[256];		/* the target branch */
+	char head_sha[GITOPS_OID_HEX];	/* "" when the forge did not say */
+	char state[16];			/* "open", "closed", "merged" */
+	int fork;			/* the head is in another repository (or a deleted one) */
+};
+
+/*
+ * Look pull request (GitLab: merge request iid) number up. Comment
+ * webhooks do not say whether a PR comes from a fork; this asks.
+ * -ENOENT when there is no such PR.
+ */
+int forge_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen);
+
 void forge_close(struct forge *f);
 
 #endif

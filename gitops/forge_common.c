@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/http.h"
 #include "common/jsonx.h"
@@ -157,6 +158,37 @@ forge_perm_from_name(const char *p)
 	if (!strcmp(p, "read") || !strcmp(p, "triage"))
 		return FORGE_PERM_READ;
 	return FORGE_PERM_NONE;
+}
+
+int
+forge_pr_get_ghlike(struct forge *f, const char *url,
+    struct forge_pr_info *out, char *err, size_t errlen)
+{
+	struct forge_reply r = { 0, NULL, "" };
+	struct forge_pr_info pi;
+	const char *head, *base;
+	int rc;
+
+	if ((rc = forge_request(f, "GET", url, NULL, NULL, 0, &r, err,
+	    errlen)) < 0)
+		return rc;
+	memset(&pi, 0, sizeof(pi));
+	pi.number = jsonx_int(r.json, "number", 0);
+	snprintf(pi.head_ref, sizeof(pi.head_ref), "%s",
+	    jsonx_str(r.json, "head.ref", ""));
+	snprintf(pi.base_ref, sizeof(pi.base_ref), "%s",
+	    jsonx_str(r.json, "base.ref", ""));
+	snprintf(pi.head_sha, sizeof(pi.head_sha), "%s",
+	    jsonx_str(r.json, "head.sha", ""));
+	snprintf(pi.state, sizeof(pi.state), "%s", jsonx_bool(r.json, "merged", 0) ?
+	    "merged" : jsonx_str(r.json, "state", "open"));
+	/* A deleted fork has head.repo null: a fork all the same. */
+	head = jsonx_str(r.json, "head.repo.full_name", NULL);
+	base = jsonx_str(r.json, "base.repo.full_name", NULL);
+	pi.fork = !head || !base || strcasecmp(head, base) != 0;
+	forge_reply_free(&r);
+	*out = pi;
+	return 0;
 }
 
 int

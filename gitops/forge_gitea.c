@@ -164,6 +164,17 @@ gt_react(struct forge *f, long long pr, long long comment_id,
 	    errlen);
 }
 
+static int
+gt_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen)
+{
+	char url[512];
+
+	snprintf(url, sizeof(url), "/repos/%s/%s/pulls/%lld", GT(f)->owner,
+	    GT(f)->name, number);
+	return forge_pr_get_ghlike(f, url, out, err, errlen);
+}
+
 static void
 gt_close(struct forge *f)
 {
@@ -183,6 +194,7 @@ static const struct forge_ops gt_ops = {
 	.status_set = gt_status_set,
 	.permission = gt_permission,
 	.react = gt_react,
+	.pr_get = gt_pr_get,
 	.auth_header = gt_auth_header,
 	.git_cred = gt_git_cred,
 	.close = gt_close,

@@ -308,6 +308,17 @@ gh_react(struct forge *f, long long pr, long long comment_id,
 	    errlen);
 }
 
+static int
+gh_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen)
+{
+	char url[512];
+
+	snprintf(url, sizeof(url), "/repos/%s/%s/pulls/%lld", GH(f)->owner,
+	    GH(f)->name, number);
+	return forge_pr_get_ghlike(f, url, out, err, errlen);
+}
+
 static void
 gh_close(struct forge *f)
 {
@@ -335,6 +346,7 @@ static const struct forge_ops gh_ops = {
 	.status_set = gh_status_set,
 	.permission = gh_permission,
 	.react = gh_react,
+	.pr_get = gh_pr_get,
 	.auth_header = gh_auth_header,
 	.git_cred = gh_git_cred,
 	.close = gh_close,

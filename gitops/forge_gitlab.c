@@ -268,6 +268,39 @@ gl_react(struct forge *f, long long pr, long long comment_id,
 	return rc;
 }
 
+static int
+gl_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen)
+{
+	struct forge_reply r = { 0, NULL, "" };
+	struct forge_pr_info pi;
+	char url[512];
+	int rc;
+
+	snprintf(url, sizeof(url), "/projects/%s/merge_requests/%lld",
+	    GL(f)->project, number);
+	if ((rc = forge_request(f, "GET", url, NULL, NULL, 0, &r, err,
+	    errlen)) < 0)
+		return rc;
+	memset(&pi, 0, sizeof(pi));
+	pi.number = jsonx_int(r.json, "iid", number);
+	snprintf(pi.head_ref, sizeof(pi.head_ref), "%s",
+	    jsonx_str(r.json, "source_branch", ""));
+	snprintf(pi.base_ref, sizeof(pi.base_ref), "%s",
+	    jsonx_str(r.json, "target_branch", ""));
+	snprintf(pi.head_sha, sizeof(pi.head_sha), "%s",
+	    jsonx_str(r.json, "sha", ""));
+	snprintf(pi.state, sizeof(pi.state), "%s", jsonx_str(r.json, "state",
+	    "opened"));
+	if (!strcmp(pi.state, "opened"))
+		snprintf(pi.state, sizeof(pi.state), "open");
+	pi.fork = jsonx_int(r.json, "source_project_id", -1) !=
+	    jsonx_int(r.json, "target_project_id", -2);
+	forge_reply_free(&r);
+	*out = pi;
+	return 0;
+}
+
 static void
 gl_close(struct forge *f)
 {
@@ -282,6 +315,7 @@ static const struct forge_ops gl_ops = {
 	.status_set = gl_status_set,
 	.permission = gl_permission,
 	.react = gl_react,
+	.pr_get = gl_pr_get,
 	.auth_header = gl_auth_header,
 	.git_cred = gl_git_cred,
 	.close = gl_close,

@@ -24,6 +24,8 @@ struct forge_ops {
 	    enum forge_perm *out, char *err, size_t errlen);
 	int (*react)(struct forge *f, long long pr, long long comment_id,
 	    const char *reaction, char *err, size_t errlen);
+	int (*pr_get)(struct forge *f, long long number,
+	    struct forge_pr_info *out, char *err, size_t errlen);
 	/* Append "Header: value" for authentication to hdr (may refresh a token). */
 	int (*auth_header)(struct forge *f, struct buf *hdr, char *err,
 	    size_t errlen);
@@ -102,6 +104,10 @@ int forge_status_post(struct forge *f, const char *url, const char *state,
 /* POST {key: value} to url (reactions), with forge_request's flags. */
 int forge_post_one(struct forge *f, const char *url, const char *key,
     const char *value, unsigned flags, char *err, size_t errlen);
+
+/* GET url: a GitHub-shaped pull request (GitHub, Gitea) into out. */
+int forge_pr_get_ghlike(struct forge *f, const char *url,
+    struct forge_pr_info *out, char *err, size_t errlen);
 
 /* GET url's "permission" (a 404 is NONE), as GitHub and Gitea answer it. */
 int forge_permission_get(struct forge *f, const char *url,

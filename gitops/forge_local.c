@@ -543,6 +543,33 @@ out:
 	return rc;
 }
 
+/* Local pull requests are the bot's own branches: never a fork. */
+static int
+lf_pr_get(struct forge *f, long long number, struct forge_pr_info *out,
+    char *err, size_t errlen)
+{
+	struct find_num x = { number, "", NULL };
+	struct forge_pr_info pi;
+
+	each_pr(f, match_number, &x);
+	if (!x.rec)
+		return forge_fail(-ENOENT, err, errlen, "no pull request #%lld",
+		    number);
+	memset(&pi, 0, sizeof(pi));
+	pi.number = number;
+	snprintf(pi.head_ref, sizeof(pi.head_ref), "%s",
+	    jsonx_str(x.rec, "head", ""));
+	snprintf(pi.base_ref, sizeof(pi.base_ref), "%s",
+	    jsonx_str(x.rec, "base", ""));
+	snprintf(pi.head_sha, sizeof(pi.head_sha), "%s",
+	    jsonx_str(x.rec, "head_sha", ""));
+	snprintf(pi.state, sizeof(pi.state), "%s", jsonx_str(x.rec, "state",
+	    "open"));
+	json_decref(x.rec);
+	*out = pi;
+	return 0;
+}
+
 static void
 lf_close(struct forge *f)
 {
@@ -562,6 +589,7 @@ static const struct forge_ops lf_ops = {
 	.status_set = lf_status_set,
 	.permission = lf_permission,
 	.react = lf_react,
+	.pr_get = lf_pr_get,
 	.close = lf_close,
 };
 

@@ -121,8 +121,9 @@ http() {
 
 # kb_config FILE: a serve config on $KB_PORT (chosen here when unset) with
 # data in $TMP/data, the three forges' secrets in $TMP/*.secret
-# ($GH_SECRET, $GL_TOKEN, $GT_SECRET) and allow_repos acme/*, !acme/secret.
-# Append to FILE for more.
+# ($GH_SECRET, $GL_TOKEN, $GT_SECRET) and allow_repos acme/*, !acme/secret;
+# intake only (runners: local none, coordinator false), so jobs stay
+# queued for the test to look at. Append to FILE for more (not runners:).
 kb_config() {
 	: "${KB_PORT:=$(free_port)}"
 	GH_SECRET="It's a Secret to Everybody"
@@ -145,6 +146,9 @@ forges:
     webhook_token_file: $TMP/gitlab.secret
   gitea:
     webhook_secret_file: $TMP/gitea.secret
+runners:
+  local: none
+  coordinator: false
 EOC
 }
 

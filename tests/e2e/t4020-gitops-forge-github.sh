@@ -79,6 +79,8 @@ perm() { "$KERNELBOT" forge --config "$T/kb.yml" --forge github --repo acme/mode
 check "permissions" '[ "$(perm alice) $(perm root) $(perm reader) $(perm mallory)" = "write admin read none" ]'
 check "react +1 (twice is fine)" '"$KERNELBOT" forge --config "$T/kb.yml" --forge github --repo acme/models react 1 "$cid" +1 && "$KERNELBOT" forge --config "$T/kb.yml" --forge github --repo acme/models react 1 "$cid" +1'
 check "reaction request" 'q "$L" "last(\"POST\", \"/repos/acme/models/issues/comments/$cid/reactions\")[\"body\"] == {\"content\": \"+1\"}"'
+prq() { "$KERNELBOT" forge --config "$T/kb.yml" --forge github --repo acme/models pr "$1"; }
+check "a pull request looked up: not a fork" '[ "$(prq 1 | $PY -c "import json,sys; d=json.load(sys.stdin); print(d[\"number\"], d[\"head_ref\"], d[\"base_ref\"], d[\"fork\"])")" = "1 kernelbot/models-mlp main False" ]'
 
 # 6. A body over GitHub's limit is cut, with a notice.
 $PY -c "print('x' * 70000)" >"$T/body.md"

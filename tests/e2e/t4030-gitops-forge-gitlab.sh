@@ -52,6 +52,9 @@ nid=$($PY -c "import json; print(json.load(open('$T/out.json'))['comment']['id']
 check "award emoji, twice is fine" '"$KERNELBOT" forge --config "$T/kb.yml" --forge gitlab --repo acme/models react 1 "$nid" +1 && "$KERNELBOT" forge --config "$T/kb.yml" --forge gitlab --repo acme/models react 1 "$nid" +1'
 check "award emoji request" 'q "$L" "last(\"POST\", \"$NOTES/$nid/award_emoji\")[\"body\"] == {\"name\": \"thumbsup\"}"'
 check "award twice: one request each, no retries" 'q "$L" "n(\"POST\", \"$NOTES/[0-9]+/award_emoji\") == 2"'
+prq() { "$KERNELBOT" forge --config "$T/kb.yml" --forge gitlab --repo acme/models pr "$1"; }
+check "a merge request looked up: same project, not a fork" '[ "$(prq 1 | $PY -c "import json,sys; d=json.load(sys.stdin); print(d[\"number\"], d[\"head_ref\"], d[\"base_ref\"], d[\"state\"], d[\"fork\"])")" = "1 kernelbot/models-mlp main open False" ]'
+check "a missing merge request: an error" '! prq 99 2>/dev/null'
 check "every request followed the API" 'no_violations "$L"'
 
 S1=1111111111111111111111111111111111111111

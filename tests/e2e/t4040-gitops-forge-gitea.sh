@@ -55,6 +55,9 @@ check "permissions (owner is admin)" '[ "$(perm alice) $(perm root) $(perm rita)
 cid=$($PY -c "import json; print(json.load(open('$T/out.json'))['comment']['id'])")
 check "react eyes" '"$KERNELBOT" forge --config "$T/kb.yml" --forge codeberg --repo acme/models react 3 "$cid" eyes'
 check "reaction request" 'q "$L" "last(\"POST\", \"$R/issues/comments/$cid/reactions\")[\"body\"] == {\"content\": \"eyes\"}"'
+prq() { "$KERNELBOT" forge --config "$T/kb.yml" --forge codeberg --repo acme/models pr "$1"; }
+check "a pull request looked up: not a fork" '[ "$(prq 3 | $PY -c "import json,sys; d=json.load(sys.stdin); print(d[\"number\"], d[\"head_ref\"], d[\"base_ref\"], d[\"fork\"])")" = "3 kernelbot/models-mlp main False" ]'
+check "a missing pull request: an error" '! prq 99 2>/dev/null'
 check "every kernelbot request followed the API" 'no_violations "$L"'
 
 S1=1111111111111111111111111111111111111111

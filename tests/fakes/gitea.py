@@ -32,6 +32,7 @@ class Gitea(GitHubShaped):
         self.routes = [
             ("GET", R + "/pulls", self.list_pulls),
             ("POST", R + "/pulls", self.create_pull),
+            ("GET", R + r"/pulls/(?P<n>\d+)", self.get_pull),
             ("PATCH", R + r"/pulls/(?P<n>\d+)", self.edit_pull),
             ("GET", R + "/labels", self.labels),
             ("POST", R + r"/issues/(?P<n>\d+)/labels", self.add_labels),
@@ -53,7 +54,9 @@ class Gitea(GitHubShaped):
     def pr_view(self, pr):
         return {"number": pr["number"], "title": pr["title"], "body": pr["body"],
                 "state": pr["state"], "html_url": "https://gitea.test/acme/models/pulls/%d" % pr["number"],
-                "head": {"ref": pr["head"], "label": pr["head"]}, "base": {"ref": pr["base"]},
+                "head": {"ref": pr["head"], "label": pr["head"],
+                         "repo": {"full_name": "acme/models"}},
+                "base": {"ref": pr["base"], "repo": {"full_name": "acme/models"}},
                 "labels": [dict(l) for l in LABELS if l["id"] in pr["labels"]]}
 
     def list_pulls(self, h, m, q, body, rec):
@@ -81,6 +84,11 @@ class Gitea(GitHubShaped):
         if int(n) not in self.pulls:
             raise Violation("no pull %s" % n)
         return self.pulls[int(n)]
+
+    def get_pull(self, h, m, q, body, rec):
+        if int(m["n"]) not in self.pulls:
+            return 404, {"message": "pull request does not exist"}
+        return 200, self.pr_view(self.pulls[int(m["n"])])
 
     def edit_pull(self, h, m, q, body, rec):
         rec["violations"] += check_fields(body, {

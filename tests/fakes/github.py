@@ -45,6 +45,7 @@ class GitHub(GitHubShaped):
         self.routes = [
             ("GET", R + "/pulls", self.list_pulls),
             ("POST", R + "/pulls", self.create_pull),
+            ("GET", R + r"/pulls/(?P<n>\d+)", self.get_pull),
             ("PATCH", R + r"/pulls/(?P<n>\d+)", self.edit_pull),
             ("POST", R + r"/issues/(?P<n>\d+)/labels", self.add_labels),
             ("POST", R + r"/pulls/(?P<n>\d+)/requested_reviewers", self.reviewers),
@@ -113,8 +114,9 @@ class GitHub(GitHubShaped):
         return {"number": pr["number"], "title": pr["title"], "body": pr["body"],
                 "state": pr["state"], "html_url": "https://github.test/%s/pull/%d" % (
                     pr["repo"], pr["number"]),
-                "head": {"ref": pr["head"], "label": "x:" + pr["head"]},
-                "base": {"ref": pr["base"]},
+                "head": {"ref": pr["head"], "label": "x:" + pr["head"],
+                         "repo": {"full_name": pr["repo"]}},
+                "base": {"ref": pr["base"], "repo": {"full_name": pr["repo"]}},
                 "labels": [{"name": n} for n in pr["labels"]],
                 "requested_reviewers": [{"login": u} for u in pr["reviewers"]]}
 
@@ -151,6 +153,11 @@ class GitHub(GitHubShaped):
         if int(n) not in self.pulls:
             raise Violation("no pull request %s" % n)
         return self.pulls[int(n)]
+
+    def get_pull(self, h, m, q, body, rec):
+        if int(m["n"]) not in self.pulls:
+            return 404, {"message": "Not Found"}
+        return 200, self.pr_view(self.pulls[int(m["n"])])
 
     def edit_pull(self, h, m, q, body, rec):
         rec["violations"] += check_fields(body, {

@@ -35,6 +35,7 @@ class GitLab(Fake):
         self.routes = [
             ("GET", P + "/merge_requests", self.list_mrs),
             ("POST", P + "/merge_requests", self.create_mr),
+            ("GET", P + r"/merge_requests/(?P<iid>\d+)", self.get_mr),
             ("PUT", P + r"/merge_requests/(?P<iid>\d+)", self.edit_mr),
             ("GET", P + r"/merge_requests/(?P<iid>\d+)/notes", self.list_notes),
             ("POST", P + r"/merge_requests/(?P<iid>\d+)/notes", self.create_note),
@@ -60,6 +61,7 @@ class GitLab(Fake):
 
     def mr_view(self, mr):
         return {"iid": mr["iid"], "id": mr["iid"] + 500, "title": mr["title"],
+                "source_project_id": 7, "target_project_id": 7, "sha": "0" * 40,
                 "description": mr["description"], "state": mr["state"],
                 "source_branch": mr["source"], "target_branch": mr["target"],
                 "labels": mr["labels"], "reviewers": [{"id": i} for i in mr["reviewers"]],
@@ -99,6 +101,12 @@ class GitLab(Fake):
         if int(iid) not in self.mrs:
             raise Violation("no merge request %s" % iid)
         return self.mrs[int(iid)]
+
+    def get_mr(self, h, m, q, body, rec):
+        self.project(m)
+        if int(m["iid"]) not in self.mrs:
+            return 404, {"message": "404 Not found"}
+        return 200, self.mr_view(self.mrs[int(m["iid"])])
 
     def edit_mr(self, h, m, q, body, rec):
         self.project(m)

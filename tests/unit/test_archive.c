@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bot/store.h"
+#include "bot/store_internal.h"	/* store_schema_migration(1) */
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
@@ -798,31 +799,37 @@ test_ingest(const char *dir)
 }
 
 /*
- * A store at schema 1 (made by dropping migration 2's objects) with a job
- * in it: opening it applies migration 2 and keeps the job; the FTS index
- * passes its integrity check after inserts and a delete.
+ * A store at schema 1 (made from migration 1's own SQL, so whatever later
+ * migrations add is absent) with a job in it: opening it applies every
+ * later migration and keeps the job; the FTS index passes its integrity
+ * check after inserts and a delete.
  */
 static void
 test_migration(const char *dir)
 {
 	struct store *s = NULL;
-	struct store_delivery d = { .provider = "github", .delivery_id = "d-1",
-		.event = "push", .repo = "acme/model", .outcome = "accepted",
-		.work = STORE_WORK_JOB, .trigger = "push",
-		.clone_url = "https://example.com/acme/model.git",
-		.sha = "0123456789012345678901234567890123456789" };
-	char sub[400], cmd[1200];
+	char sub[400], sql[500], cmd[1200];
 	int64_t n = 0;
 	int64_t id = 0;
+	FILE *f;
 
 	snprintf(sub, sizeof(sub), "%s/v1", dir);
-	CHECK_INT("a store", store_open(sub, 0, &s), 0);
-	CHECK_INT("a job in it", store_intake(s, &d, 1), 0);
-	store_close(s);
-	s = NULL;
-	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db 'DROP TABLE archive_fts; "
-	    "DROP TABLE archive; DELETE FROM schema_version WHERE version >= 2'", sub);
-	CHECK_INT("taken back to schema 1", system(cmd), 0);
+	snprintf(sql, sizeof(sql), "%s/v1.sql", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", sub);
+	CHECK_INT("a directory", system(cmd), 0);
+	if (!(f = fopen(sql, "w"))) {
+		CHECK("v1.sql", 0);
+		return;
+	}
+	fprintf(f, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+	    "applied INTEGER NOT NULL);\n%s\nINSERT INTO schema_version VALUES (1, 0);\n"
+	    "INSERT INTO jobs (provider, repo, clone_url, sha, trigger, created, updated) "
+	    "VALUES ('github', 'acme/model', 'https://example.com/acme/model.git', "
+	    "'0123456789012345678901234567890123456789', 'push', 0, 0);\n",
+	    store_schema_migration(1));
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db < %s", sub, sql);
+	CHECK_INT("a store at schema 1 with a job", system(cmd), 0);
 	CHECK_INT("reopened", store_open(sub, 0, &s), 0);
 	if (!s)
 		return;

@@ -1,0 +1,534 @@
+/*
+ * kernelbot runner: one worker for one GPU (or the CPU). It registers in
+ * the store (backend, architecture, device), takes tasks by lease, runs
+ * `kernelbot optimize CHECKOUT MODULE --backend B [--device N] --out DIR
+ * --json` for each as a subprocess (common/spawn.h: its own process
+ * group, a deadline, a group kill), heartbeats while it runs, and records
+ * the summary. A runner that dies loses one lease: the coordinator puts
+ * the task back in the queue when it expires. A task that loses its lease
+ * while running (cancelled by `/kernelbot stop`, or expired) has its
+ * subprocess killed at the next heartbeat. Under systemd (Type=notify,
+ * kernelbot-runner@.service) it says READY=1 once registered and pings the
+ * watchdog from its idle loop and, while optimize runs, from the
+ * heartbeat loop that supervises it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bot/cli.h"
+#include "bot/config.h"
+#include "bot/coord.h"
+#include "bot/store.h"
+#include "common/buf.h"
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/notify.h"
+#include "common/spawn.h"
+#include "gpu/device.h"
+#include "pipeline/archive/archive.h"
+
+#define RUNNER_MAX_ARGS 160
+#define RUNNER_ERR_TAIL 400	/* bytes of stderr kept as a task's error */
+
+extern char **environ;
+
+static atomic_int stopping;
+
+struct run_ctx {
+	struct store *store;
+	const char *name;
+	int64_t task;
+	int lease_s;
+	atomic_int pid;		/* the optimize process group, 0 before it starts */
+	atomic_int done;	/* the subprocess has returned */
+	atomic_int lost;	/* the lease was lost: the work was killed */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void
+runner_usage(FILE *f)
+{
+	fprintf(f, "usage: kernelbot runner [--config FILE] [--data-dir DIR] "
+	    "[--gpu N | --cpu] [--name NAME] [--once]\n\n"
+	    "Take optimization tasks from the store and run them on GPU N (default:\n"
+	    "the first GPU, or the CPU when there is none). --once: run at most one\n"
+	    "task, then exit (0 also when none was queued).\n");
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&stopping, 1);
+}
+
+static void
+started(pid_t pid, void *arg)
+{
+	struct run_ctx *x = arg;
+
+	atomic_store(&x->pid, (int)pid);
+}
+
+/* In the optimize child: die with the runner. */
+static int
+child_setup(void *arg)
+{
+	(void)arg;
+	return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? errno : 0;
+}
+
+/*
+ * Heartbeat the task and the runner every lease/3 while optimize runs;
+ * kill the work when the lease is lost or the runner stops.
+ */
+static void *
+heartbeat(void *arg)
+{
+	struct run_ctx *x = arg;
+	int period_ms = x->lease_s * 1000 / 3, wd_ms = notify_watchdog_ms();
+
+	if (wd_ms > 0 && wd_ms < period_ms)
+		period_ms = wd_ms;
+	if (period_ms < 100)
+		period_ms = 100;
+	pthread_mutex_lock(&x->lock);
+	while (!atomic_load(&x->done)) {
+		struct timespec ts;
+		int rc, pid;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += period_ms / 1000;
+		ts.tv_nsec += (long)(period_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&x->cond, &x->lock, &ts);
+		if (atomic_load(&x->done))
+			break;
+		pthread_mutex_unlock(&x->lock);
+		notify_watchdog();
+		rc = store_task_heartbeat(x->store, x->task, x->name, x->lease_s);
+		store_runner_heartbeat(x->store, x->name, x->task);
+		pid = atomic_load(&x->pid);
+		if ((rc == -ESTALE || atomic_load(&stopping)) && pid > 0) {
+			if (rc == -ESTALE)
+				atomic_store(&x->lost, 1);
+			log_info("stopping a task's work", "task=%lld reason=%s",
+			    (long long)x->task, rc == -ESTALE ? "lease lost or "
+			    "cancelled" : "runner stopping");
+			kill(-pid, SIGTERM);
+		}
+		pthread_mutex_lock(&x->lock);
+	}
+	pthread_mutex_unlock(&x->lock);
+	return NULL;
+}
+
+/* mkdir -p */
+static int
+mkdirs(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0750) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	return mkdir(p, 0750) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* summary.json of the run: OUT/<slug>/summary.json or OUT/summary.json. */
+static char *
+read_summary(const char *out, const char *slug)
+{
+	struct buf b = BUF_INIT(1u << 20);
+	char p[PATH_MAX * 2];
+	json_t *j = NULL;
+	char perr[128];
+
+	snprintf(p, sizeof(p), "%s/%s/summary.json", out, slug);
+	if (buf_read_file(&b, p) < 0) {
+		buf_reset(&b);
+		snprintf(p, sizeof(p), "%s/summary.json", out);
+		if (buf_read_file(&b, p) < 0) {
+			buf_free(&b);
+			return NULL;
+		}
+	}
+	/* Only JSON goes into the store. */
+	if (jsonx_parse(buf_cstr(&b), b.len, &j, perr, sizeof(perr)) < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	json_decref(j);
+	return buf_detach(&b, NULL);
+}
+
+struct runner {
+	struct store *store;
+	const struct coord_opts *opts;
+	const char *config_file, *data_dir, *name;
+	const char *backend, *arch;
+	int gpu;
+	char self[PATH_MAX];
+};
+
+/*
+ * Every verified kernel of the run goes into the archive, for later
+ * searches to learn from; a run without one is skipped there, and an
+ * archive failure costs the archive an entry, never the task.
+ */
+static void
+archive_result(struct runner *rn, const struct store_task *t, const char *out)
+{
+	struct archive_provenance prov = ARCHIVE_PROVENANCE_INIT;
+	struct archive_ingest_stats st;
+	char err[512] = "";
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	prov.job = t->job;
+	prov.repo = t->repo;
+	prov.module = t->module;
+	prov.arch = rn->arch;
+	if ((rc = archive_ingest_optimize_dir(rn->store, out, &prov, &st, err,
+	    sizeof(err))) < 0)
+		log_warn("result not archived", "task=%lld err=\"%s\"",
+		    (long long)t->id, err);
+	else
+		log_info("result archived", "task=%lld added=%d duplicates=%d "
+		    "skipped=%d", (long long)t->id, st.added, st.duplicates, st.skipped);
+}
+
+/* Run one claimed task to its end and record it. */
+static void
+run_task(struct runner *rn, struct store_task *t)
+{
+	struct run_ctx x;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result res;
+	struct store_task_result tr;
+	pthread_t hb;
+	const char *argv[RUNNER_MAX_ARGS];
+	char dir[PATH_MAX], src[PATH_MAX + 8], out[PATH_MAX + 64], dev[16];
+	char err[RUNNER_ERR_TAIL + 128] = "";
+	char *summary = NULL;
+	const json_t *extra = !strcmp(t->kind, "benchmark") ?
+	    rn->opts->benchmark_args : rn->opts->optimize_args, *it;
+	size_t i, n = 0;
+	int rc, hb_started = 0;
+
+	memset(&res, 0, sizeof(res));
+	memset(&tr, 0, sizeof(tr));
+	coord_job_dir(rn->data_dir, (long long)t->job, dir, sizeof(dir));
+	snprintf(src, sizeof(src), "%s/src", dir);
+	/* A new directory per attempt: a killed attempt's leftovers mislead no one. */
+	snprintf(out, sizeof(out), "%s/task-%lld-%d", dir, (long long)t->id,
+	    t->attempts);
+	if ((rc = mkdirs(out)) < 0) {
+		snprintf(err, sizeof(err), "cannot make the output directory: %s",
+		    strerror(-rc));
+		goto finish;
+	}
+	if (rn->opts->command) {
+		json_array_foreach(rn->opts->command, i, it)
+			if (n < RUNNER_MAX_ARGS - 40)
+				argv[n++] = json_string_value(it);
+	} else {
+		argv[n++] = rn->self;
+		argv[n++] = "optimize";
+	}
+	argv[n++] = src;
+	argv[n++] = t->module;
+	argv[n++] = "--backend";
+	argv[n++] = rn->backend;
+	if (rn->gpu >= 0) {
+		snprintf(dev, sizeof(dev), "%d", rn->gpu);
+		argv[n++] = "--device";
+		argv[n++] = dev;
+	}
+	argv[n++] = "--out";
+	argv[n++] = out;
+	argv[n++] = "--json";
+	if (rn->config_file) {
+		argv[n++] = "--config";
+		argv[n++] = rn->config_file;
+	}
+	json_array_foreach(extra, i, it)
+		if (n < RUNNER_MAX_ARGS - 1)
+			argv[n++] = json_string_value(it);
+	argv[n] = NULL;
+
+	memset(&x, 0, sizeof(x));
+	x.store = rn->store;
+	x.name = rn->name;
+	x.task = t->id;
+	x.lease_s = rn->opts->lease_s;
+	pthread_mutex_init(&x.lock, NULL);
+	pthread_cond_init(&x.cond, NULL);
+	if (pthread_create(&hb, NULL, heartbeat, &x) == 0)
+		hb_started = 1;
+	o.argv = argv;
+	o.envp = (const char *const *)environ;	/* our own binary: our environment */
+	o.cwd = src;
+	o.timeout_ms = rn->opts->timeout_s * 1000;
+	o.child_setup = child_setup;
+	o.on_start = started;
+	o.start_arg = &x;
+	o.out_max = 4u << 20;
+	log_info("task started", "task=%lld job=%lld module=%s attempt=%d out=%s",
+	    (long long)t->id, (long long)t->job, t->module, t->attempts, out);
+	notify_status("task %lld: %s (%s), attempt %d", (long long)t->id, t->module,
+	    t->repo, t->attempts);
+	rc = spawn_run(&o, &res);
+	pthread_mutex_lock(&x.lock);
+	atomic_store(&x.done, 1);
+	pthread_cond_signal(&x.cond);
+	pthread_mutex_unlock(&x.lock);
+	if (hb_started)
+		pthread_join(hb, NULL);
+	pthread_cond_destroy(&x.cond);
+	pthread_mutex_destroy(&x.lock);
+	if (atomic_load(&x.lost)) {
+		log_info("task abandoned: its lease is gone", "task=%lld",
+		    (long long)t->id);
+		goto out;
+	}
+	if (atomic_load(&stopping)) {
+		/* Not the task's fault: give it back for another runner. */
+		store_task_release(rn->store, t->id, rn->name);
+		goto out;
+	}
+	if (rc < 0) {
+		snprintf(err, sizeof(err), "cannot run %s: %s", argv[0], strerror(-rc));
+		goto finish;
+	}
+	summary = read_summary(out, t->slug);
+	if (!summary) {
+		const char *e = buf_cstr(&res.err);
+		size_t len = strlen(e);
+
+		snprintf(err, sizeof(err), "optimize %s (status %d) without a "
+		    "summary.json%s%s", res.timed_out ? "timed out" : "ended",
+		    res.status, len ? ": " : "", len > RUNNER_ERR_TAIL ?
+		    e + len - RUNNER_ERR_TAIL : e);
+	}
+finish:
+	tr.state = summary ? STORE_TASK_DONE : STORE_TASK_FAILED;
+	tr.ran_backend = rn->backend;
+	tr.ran_arch = rn->arch;
+	tr.out_dir = out;
+	tr.summary = summary;
+	tr.error = summary ? NULL : err;
+	if (summary)
+		archive_result(rn, t, out);
+	if ((rc = store_task_finish(rn->store, t->id, rn->name, &tr)) < 0)
+		log_warn("task result not recorded", "task=%lld err=\"%s\"",
+		    (long long)t->id, strerror(-rc));
+	else
+		log_info("task finished", "task=%lld state=%s%s%s", (long long)t->id,
+		    tr.state, summary ? "" : " err=", summary ? "" : err);
+out:
+	free(summary);
+	spawn_result_free(&res);
+}
+
+/* Which backend, architecture and device this runner is. */
+static int
+detect(int want_gpu, int cpu, int *gpu, char *arch, size_t archlen,
+    char *device, size_t devlen, const char **backend)
+{
+	struct gpu_device *gpus = NULL;
+	char why[256] = "";
+	int n = 0, found = -1;
+
+	if (cpu) {
+		*gpu = -1;
+		*backend = "cpu";
+		snprintf(arch, archlen, "cpu");
+		snprintf(device, devlen, "cpu");
+		return 0;
+	}
+	if (gpu_list(&gpus, &n, why, sizeof(why)) < 0)
+		n = 0;
+	for (int i = 0; i < n; i++)
+		if (want_gpu < 0 ? i == 0 : gpus[i].index == want_gpu)
+			found = i;
+	if (found < 0) {
+		free(gpus);
+		if (want_gpu >= 0) {
+			fprintf(stderr, "kernelbot runner: no GPU %d on this host%s%s\n",
+			    want_gpu, why[0] ? ": " : "", why);
+			return -ENODEV;
+		}
+		return detect(-1, 1, gpu, arch, archlen, device, devlen, backend);
+	}
+	*gpu = gpus[found].index;
+	*backend = "cuda";
+	snprintf(arch, archlen, "sm_%d%d", gpus[found].cc_major, gpus[found].cc_minor);
+	snprintf(device, devlen, "%s", gpus[found].name);
+	free(gpus);
+	return 0;
+}
+
+int
+cmd_runner(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "cpu", no_argument, NULL, 'C' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "once", no_argument, NULL, '1' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_file = NULL, *data_dir = NULL, *name = NULL;
+	struct config *cfg = NULL;
+	struct store *store = NULL;
+	struct coord_opts copts;
+	struct store_runner reg;
+	struct runner rn;
+	struct sigaction sa;
+	char err[CONFIG_ERR_MAX], arch[32], device[256], host[64] = "localhost";
+	char defname[128], *end;
+	int opt, once = 0, cpu = 0, want_gpu = -1, rc = 1, error;
+	ssize_t sn;
+
+	memset(&copts, 0, sizeof(copts));
+	memset(&rn, 0, sizeof(rn));
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:d:g:Cn:1h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config_file = optarg; break;
+		case 'd': data_dir = optarg; break;
+		case 'C': cpu = 1; break;
+		case 'n': name = optarg; break;
+		case '1': once = 1; break;
+		case 'g':
+			errno = 0;
+			want_gpu = (int)strtol(optarg, &end, 10);
+			if (errno || *end || !*optarg || want_gpu < 0)
+				return cli_usage_error("runner", "--gpu wants a GPU index, "
+				    "not '%s'", optarg);
+			break;
+		case 'h': runner_usage(stdout); return 0;
+		default: runner_usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("runner", "unexpected argument '%s'", argv[optind]);
+	if (cpu && want_gpu >= 0)
+		return cli_usage_error("runner", "give --gpu N or --cpu, not both");
+	if ((rc = config_load_cli("runner", config_file, CONFIG_NO_SECRETS, &cfg)) != 0)
+		return rc;
+	rc = EXIT_USAGE;
+	if (data_dir && config_set_data_dir(cfg, data_dir) < 0) {
+		cli_usage_error("runner", "--data-dir must not be empty");
+		goto out;
+	}
+	if (coord_opts_load(cfg, &copts, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kernelbot runner: %s\n", err);
+		goto out;
+	}
+	rc = 1;
+	if (detect(want_gpu, cpu, &rn.gpu, arch, sizeof(arch), device,
+	    sizeof(device), &rn.backend) < 0)
+		goto out;
+	rn.arch = arch;
+	gethostname(host, sizeof(host) - 1);
+	if (!name) {
+		if (rn.gpu >= 0)
+			snprintf(defname, sizeof(defname), "%s-gpu%d", host, rn.gpu);
+		else
+			snprintf(defname, sizeof(defname), "%s-cpu", host);
+		name = defname;
+	}
+	if ((sn = readlink("/proc/self/exe", rn.self, sizeof(rn.self) - 1)) < 0) {
+		fprintf(stderr, "kernelbot runner: /proc/self/exe: %s\n", strerror(errno));
+		goto out;
+	}
+	rn.self[sn] = '\0';
+	if ((error = store_open(config_data_dir(cfg), 0, &store)) < 0) {
+		fprintf(stderr, "kernelbot runner: cannot open the store in %s: %s\n",
+		    config_data_dir(cfg), strerror(-error));
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	memset(&reg, 0, sizeof(reg));
+	reg.name = (char *)name;
+	reg.host = host;
+	reg.pid = getpid();
+	reg.gpu = rn.gpu;
+	reg.backend = (char *)rn.backend;
+	reg.arch = arch;
+	reg.device = device;
+	if ((error = store_runner_register(store, &reg)) < 0) {
+		fprintf(stderr, "kernelbot runner: cannot register: %s\n",
+		    strerror(-error));
+		goto out;
+	}
+	log_info("runner registered", "name=%s backend=%s arch=%s device=\"%s\"",
+	    name, rn.backend, arch, device);
+	notify_ready("waiting for tasks");
+	rn.store = store;
+	rn.opts = &copts;
+	rn.config_file = config_file;
+	rn.data_dir = config_data_dir(cfg);
+	rn.name = name;
+	while (!atomic_load(&stopping)) {
+		struct store_task t;
+
+		store_runner_heartbeat(store, name, 0);
+		notify_watchdog();
+		error = store_task_claim(store, name, rn.backend, arch, copts.lease_s, &t);
+		if (error == 0) {
+			run_task(&rn, &t);
+			store_task_free(&t);
+			notify_status("waiting for tasks");
+			if (once)
+				break;
+			continue;
+		}
+		if (error != -ENOENT && error != -EBUSY)
+			log_warn("cannot claim a task", "err=\"%s\"", strerror(-error));
+		if (once)
+			break;
+		for (int ms = 0; ms < copts.poll_ms && !atomic_load(&stopping) &&
+		    (notify_watchdog_ms() < 0 || ms < notify_watchdog_ms()); ms += 50) {
+			struct timespec ts = { 0, 50000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	notify_stopping();
+	rc = 0;
+out:
+	coord_opts_free(&copts);
+	store_close(store);
+	config_free(cfg);
+	return rc;
+}

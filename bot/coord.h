@@ -1,0 +1,91 @@
+/*
+ * coord: the coordinator inside `kernelbot serve` (DESIGN.md sections 3
+ * and 8). One thread drives every piece of work from the store:
+ *
+ *   push job   claim (lease) -> fetch the mirror -> changed modules ->
+ *              check out the commit -> one task per module (step "tasks")
+ *              -> pending statuses -> as each task ends: report, branch,
+ *              PR, comment, status -> job done
+ *   commands   `/kernelbot ...` PR comments: permission and fork checks,
+ *              a reaction, the work, an answer
+ *   cleanups   closed PRs: their modules lose their PR number
+ *   schedule   cron in `schedule:`: re-optimize the delivered modules
+ *   new arch   a runner of a GPU architecture no delivered module has
+ *              kernels for: re-optimize them for it
+ *
+ * Everything is in the store before it is acted on, and every action is
+ * idempotent (tasks are unique per job and module, deliver() finds the PR
+ * by its branch, command answers carry a marker), so `kill -9` at any
+ * point and a restart finish the work once. Runners (bot/cmd_runner.c)
+ * run the tasks; `serve` starts local ones per `runners:` and restarts
+ * them when they exit. docs/operations.md is the user's side of it.
+ */
+#ifndef KB_BOT_COORD_H
+#define KB_BOT_COORD_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "bot/config.h"
+#include "bot/cron.h"
+#include "bot/store.h"
+
+#define COORD_RUNNERS_AUTO	(-1)
+#define COORD_MAX_LOCAL		64	/* local runners serve may start */
+#define COORD_MAX_SCHEDULES	16
+#define COORD_MAX_JOBS		8	/* jobs the coordinator holds at once */
+
+/* The `runners:` and `schedule:` sections of the server configuration. */
+struct coord_opts {
+	int coordinator;	/* 0: this serve only takes webhooks; default 1 */
+	int local_runners;	/* COORD_RUNNERS_AUTO, 0 (none) or N */
+	int lease_s;		/* task, job and command leases; default 60 */
+	int max_attempts;	/* a task's runs before it fails; default 3 */
+	int poll_ms;		/* how often idle loops look; default 1000 */
+	int timeout_s;		/* one optimize run; default 7200 */
+	json_t *command;	/* argv run instead of `kernelbot optimize`, or NULL */
+	json_t *optimize_args;	/* more arguments for optimize (array) */
+	json_t *benchmark_args;	/* the arguments of a `benchmark` run (array) */
+	struct cron schedules[COORD_MAX_SCHEDULES];
+	size_t n_schedules;
+};
+
+/*
+ * Read and check runners: and schedule: from cfg's tree:
+ *
+ *   runners: auto | none | N           (shorthand for local:)
+ *   runners:
+ *     local: auto | none | N
+ *     coordinator: true                (false: intake only, no coordinator)
+ *     lease_s: 60
+ *     max_attempts: 3
+ *     poll_ms: 1000
+ *     timeout_s: 7200
+ *     optimize_args: [--budget, small]
+ *     benchmark_args: [--generations, "1"]   (the default)
+ *     command: [/path/to/program]      (instead of `kernelbot optimize`)
+ *   schedule: "0 3 * * 0"              (or a list of them)
+ *
+ * 0, or -EINVAL with "FILE:LINE: KEY: reason" in err.
+ */
+int coord_opts_load(const struct config *cfg, struct coord_opts *out,
+    char *err, size_t errlen);
+void coord_opts_free(struct coord_opts *o);
+
+/* Where a job's files live: DATA_DIR/work/job-N (src/ and task-T/). */
+int coord_job_dir(const char *data_dir, long long job, char *out, size_t len);
+
+struct coord;
+
+/*
+ * Start the coordinator thread and the local runners. config_file is
+ * what runners get as --config (NULL: none, they use data_dir). cfg and
+ * store must outlive coord_stop(). 0 or -errno with err.
+ */
+int coord_start(const struct config *cfg, const char *config_file,
+    struct store *store, struct coord **out, char *err, size_t errlen);
+
+/* Stop the thread (the job in hand keeps its lease and resumes later) and the runners. */
+void coord_stop(struct coord *c);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * The `llm` and `budgets` sections of the server config (README.md,
+ * "LLM proposers"). Unknown keys are refused like everywhere else in the
+ * file: a misspelt price must not silently become free.
+ */
+#include "pipeline/llm/client.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bot/config.h"
+
+static const char *const model_keys[] = { "provider", "base_url", "model",
+	"api_key_env", "api_key_file", "temperature", "max_tokens", "weight",
+	"price_in", "price_out", "timeout_s", NULL };
+static const char *const llm_keys[] = { "models", "max_attempts", "backoff_ms",
+	"parallel", "proposals", "fix_rounds", "prompts_dir", NULL };
+static const char *const budget_keys[] = { "candidates", "generations",
+	"gpu_seconds", "wall_seconds", "tokens", "dollars", NULL };
+
+static int
+known_keys(const struct config *c, const json_t *o, const char *const *keys,
+    const char *prefix, char *err, size_t errlen)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)o, k, v) {
+		int i;
+		char path[256];
+
+		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
+			;
+		if (!keys[i]) {
+			snprintf(path, sizeof(path), "%s.%s", prefix, k);
+			return config_error(c, err, errlen, path, v, "unknown key");
+		}
+	}
+	return 0;
+}
+
+static int
+get_str(const struct config *c, const json_t *o, const char *name,
+    const char *key, char **dst, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || !json_string_length(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return config_error(c, err, errlen, key, v, "must be a non-empty string");
+	if (!(*dst = strdup(json_string_value(v))))
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+get_num(const struct config *c, const json_t *o, const char *name,
+    const char *key, double lo, double hi, double *dst, char *err,
+    size_t errlen)
+{
+	json_t *v = json_object_get(o, name);
+	double d;
+
+	if (!v || json_is_null(v))
+		return 0;
+	d = json_number_value(v);
+	if (!json_is_number(v) || !isfinite(d) || d < lo || d > hi)
+		return config_error(c, err, errlen, key, v,
+		    "must be a number from %g to %g", lo, hi);
+	*dst = d;
+	return 0;
+}
+
+static int
+get_int(const struct config *c, const json_t *o, const char *name,
+    const char *key, long long lo, long long hi, long long *dst, char *err,
+    size_t errlen)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo ||
+	    json_integer_value(v) > hi)
+		return config_error(c, err, errlen, key, v,
+		    "must be an integer from %lld to %lld", lo, hi);
+	*dst = json_integer_value(v);
+	return 0;
+}
+
+static int
+load_model(const struct config *c, const json_t *o, size_t i,
+    struct llm_model *m, char *err, size_t errlen)
+{
+	char pfx[64], key[128];
+	char *provider = NULL;
+	long long ll;
+	int error;
+
+#define KEY(name) (snprintf(key, sizeof(key), "%s.%s", pfx, name), key)
+	snprintf(pfx, sizeof(pfx), "llm.models[%zu]", i);
+	m->temperature = 0.7;
+	m->max_tokens = LLM_DEFAULT_MAX_TOKENS;
+	m->weight = 1;
+	m->timeout_s = LLM_DEFAULT_TIMEOUT_S;
+	if (!json_is_object(o))
+		return config_error(c, err, errlen, pfx, o, "must be a mapping");
+	if ((error = known_keys(c, o, model_keys, pfx, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "provider", KEY("provider"), &provider, err, errlen)) < 0)
+		return error;
+	if (!provider) {
+		return config_error(c, err, errlen, KEY("provider"), o,
+		    "missing (openai or anthropic)");
+	} else if (!strcmp(provider, "openai")) {
+		m->provider = LLM_OPENAI;
+	} else if (!strcmp(provider, "anthropic")) {
+		m->provider = LLM_ANTHROPIC;
+	} else {
+		free(provider);
+		return config_error(c, err, errlen, KEY("provider"),
+		    json_object_get(o, "provider"), "must be openai or anthropic");
+	}
+	free(provider);
+	if ((error = get_str(c, o, "base_url", KEY("base_url"), &m->base_url, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "model", KEY("model"), &m->model, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "api_key_env", KEY("api_key_env"), &m->key_env, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "api_key_file", KEY("api_key_file"), &m->key_file, err, errlen)) < 0 ||
+	    (error = get_num(c, o, "temperature", KEY("temperature"), 0, 2, &m->temperature, err, errlen)) < 0 ||
+	    (error = get_num(c, o, "weight", KEY("weight"), 1e-6, 1e6, &m->weight, err, errlen)) < 0 ||
+	    (error = get_num(c, o, "price_in", KEY("price_in"), 0, 1e4, &m->price_in, err, errlen)) < 0 ||
+	    (error = get_num(c, o, "price_out", KEY("price_out"), 0, 1e4, &m->price_out, err, errlen)) < 0)
+		return error;
+	ll = m->max_tokens;
+	if ((error = get_int(c, o, "max_tokens", KEY("max_tokens"), 1, 1000000, &ll, err, errlen)) < 0)
+		return error;
+	m->max_tokens = (int)ll;
+	ll = m->timeout_s;
+	if ((error = get_int(c, o, "timeout_s", KEY("timeout_s"), 1, 3600, &ll, err, errlen)) < 0)
+		return error;
+	m->timeout_s = (int)ll;
+	if (!m->model)
+		return config_error(c, err, errlen, KEY("model"), o, "missing");
+	if (m->key_env && m->key_file)
+		return config_error(c, err, errlen, KEY("api_key_file"),
+		    json_object_get(o, "api_key_file"),
+		    "give api_key_env or api_key_file, not both");
+	if (!m->base_url && !(m->base_url = strdup(m->provider == LLM_ANTHROPIC ?
+	    "https://api.anthropic.com" : "https://api.openai.com/v1")))
+		return -ENOMEM;
+	if (strncmp(m->base_url, "http://", 7) && strncmp(m->base_url, "https://", 8))
+		return config_error(c, err, errlen, KEY("base_url"),
+		    json_object_get(o, "base_url"), "must start with http:// or https://");
+	if (strlen(m->base_url) > 900)
+		return config_error(c, err, errlen, KEY("base_url"),
+		    json_object_get(o, "base_url"), "too long");
+	for (size_t n = strlen(m->base_url); n > 0 && m->base_url[n - 1] == '/'; n--)
+		m->base_url[n - 1] = '\0';
+#undef KEY
+	return 0;
+}
+
+static int
+load_budgets(const struct config *c, const json_t *b, struct llm_config *lc,
+    char *err, size_t errlen)
+{
+	long long ll;
+	int error;
+
+	if (!b || json_is_null(b))
+		return 0;
+	if (!json_is_object(b))
+		return config_error(c, err, errlen, "budgets", b, "must be a mapping");
+	if ((error = known_keys(c, b, budget_keys, "budgets", err, errlen)) < 0)
+		return error;
+	ll = 0;
+	if ((error = get_int(c, b, "candidates", "budgets.candidates", 0, 1000000, &ll, err, errlen)) < 0)
+		return error;
+	lc->budget_candidates = (int)ll;
+	ll = 0;
+	if ((error = get_int(c, b, "generations", "budgets.generations", 0, 100000, &ll, err, errlen)) < 0)
+		return error;
+	lc->budget_generations = (int)ll;
+	ll = 0;
+	if ((error = get_int(c, b, "tokens", "budgets.tokens", 0, (long long)1e12, &ll, err, errlen)) < 0)
+		return error;
+	lc->budget_tokens = ll;
+	if ((error = get_num(c, b, "gpu_seconds", "budgets.gpu_seconds", 0, 1e9, &lc->budget_gpu_s, err, errlen)) < 0 ||
+	    (error = get_num(c, b, "wall_seconds", "budgets.wall_seconds", 0, 1e9, &lc->budget_wall_s, err, errlen)) < 0 ||
+	    (error = get_num(c, b, "dollars", "budgets.dollars", 0, 1e7, &lc->budget_dollars, err, errlen)) < 0)
+		return error;
+	return 0;
+}
+
+static int
+load(const struct config *c, struct llm_config *lc, char *err, size_t errlen)
+{
+	json_t *root = config_tree(c), *l = json_object_get(root, "llm"), *ms, *m;
+	long long ll;
+	size_t i;
+	int error;
+
+	if ((error = load_budgets(c, json_object_get(root, "budgets"), lc, err, errlen)) < 0)
+		return error;
+	if (!l || json_is_null(l))
+		return 0;
+	if (!json_is_object(l))
+		return config_error(c, err, errlen, "llm", l, "must be a mapping");
+	if ((error = known_keys(c, l, llm_keys, "llm", err, errlen)) < 0 ||
+	    (error = get_str(c, l, "prompts_dir", "llm.prompts_dir", &lc->prompts_dir, err, errlen)) < 0)
+		return error;
+#define INT(name, lo, hi, field) \
+	ll = lc->field; \
+	if ((error = get_int(c, l, name, "llm." name, lo, hi, &ll, err, errlen)) < 0) \
+		return error; \
+	lc->field = (int)ll;
+	INT("max_attempts", 1, 20, max_attempts)
+	INT("backoff_ms", 0, LLM_MAX_BACKOFF_MS, backoff_ms)
+	INT("parallel", 1, 64, parallel)
+	INT("proposals", 1, 64, proposals)
+	INT("fix_rounds", 0, 20, fix_rounds)
+#undef INT
+	ms = json_object_get(l, "models");
+	if (!ms || json_is_null(ms))
+		return 0;
+	if (!json_is_array(ms))
+		return config_error(c, err, errlen, "llm.models", ms, "must be a list");
+	if (json_array_size(ms) > LLM_MAX_MODELS)
+		return config_error(c, err, errlen, "llm.models", ms,
+		    "at most %d models", LLM_MAX_MODELS);
+	json_array_foreach(ms, i, m) {
+		lc->n_models = i + 1;
+		if ((error = load_model(c, m, i, &lc->models[i], err, errlen)) < 0)
+			return error;
+	}
+	return 0;
+}
+
+int
+llm_config_load(const struct config *c, struct llm_config *out, char *err,
+    size_t errlen)
+{
+	int error;
+
+	memset(out, 0, sizeof(*out));
+	out->max_attempts = LLM_DEFAULT_ATTEMPTS;
+	out->backoff_ms = LLM_DEFAULT_BACKOFF_MS;
+	out->parallel = 8;
+	out->proposals = 4;
+	out->fix_rounds = 3;
+	if (!c)
+		return 0;
+	if ((error = load(c, out, err, errlen)) < 0) {
+		if (error == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		llm_config_free(out);
+	}
+	return error;
+}
+
+void
+llm_config_free(struct llm_config *lc)
+{
+	for (size_t i = 0; i < lc->n_models; i++) {
+		struct llm_model *m = &lc->models[i];
+		free(m->base_url);
+		free(m->model);
+		free(m->key_env);
+		free(m->key_file);
+	}
+	free(lc->prompts_dir);
+	memset(lc, 0, sizeof(*lc));
+}
