@@ -232,6 +232,36 @@ dedup_flags(json_t *res)
 	json_object_set_new(res, "flags", out);
 }
 
+/*
+ * The device a result was measured on, for proposers' prompts, reports and
+ * the archive: name, arch, torch and, on a GPU, its size and the bandwidth
+ * the judge measured.
+ */
+static json_t *
+device_info(const struct gpu_device *g, const char *arch, const json_t *reply)
+{
+	json_t *d = json_object(), *v;
+	char drv[64];
+
+	json_object_set_new(d, "name", json_string(g ? g->name : "cpu"));
+	json_object_set_new(d, "arch", json_string(arch));
+	if (g) {
+		gpu_driver_version(drv, sizeof(drv));
+		json_object_set_new(d, "compute_capability",
+		    json_sprintf("%d.%d", g->cc_major, g->cc_minor));
+		json_object_set_new(d, "sm_count", json_integer(g->sm_count));
+		json_object_set_new(d, "l2_bytes", json_integer(g->l2_bytes));
+		json_object_set_new(d, "shared_memory_bytes", json_integer(g->smem_optin_bytes));
+		json_object_set_new(d, "mem_bytes", json_integer((json_int_t)g->mem_bytes));
+		json_object_set_new(d, "driver", json_string(drv));
+	}
+	if ((v = json_object_get(reply, "bandwidth_gbs")) && json_is_number(v))
+		json_object_set(d, "bandwidth_gbs", v);
+	if ((v = json_object_get(reply, "torch")))
+		json_object_set(d, "torch", v);
+	return d;
+}
+
 int
 eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 {
@@ -403,6 +433,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
 		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
+		/* what the kernel was built for: reports and the archive key on it */
+		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
+		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
+		    cuda ? arch : "cpu", reply));
 		json_array_append(results, c->res);
 	}
 	*out = results;

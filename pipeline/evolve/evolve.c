@@ -358,8 +358,8 @@ generation(struct evo_run *r, int want)
 			goto out;
 		}
 		correct += e->correct;
-		if (!r->device && json_object_get(res, "device"))
-			r->device = json_incref(json_object_get(res, "device"));
+		if (!r->device && json_object_get(res, "device_info"))
+			r->device = json_incref(json_object_get(res, "device_info"));
 	}
 	r->ctx.device = r->device;
 	r->spent.candidates += n;
@@ -591,6 +591,12 @@ setup(struct evo_run *r, char *err, size_t errlen)
 	r->ctx.problem_source = r->problem_source;
 	r->ctx.ir = o->ir;
 	r->ctx.ir_error = o->ir_error;
+	/* the graph IR beside the problem: the archive's op signature, the report's shapes */
+	if (o->ir && ((error = evo_out_path(r, path, sizeof(path), "ir.json")) < 0 ||
+	    (error = evo_write_json(path, o->ir)) < 0)) {
+		snprintf(err, errlen, "%s: %s", o->out_dir, strerror(-error));
+		goto out;
+	}
 	r->ctx.backend = o->backend;
 	r->ctx.budget = &o->budget;
 	r->ctx.spent = &r->spent;
