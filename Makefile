@@ -132,10 +132,15 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
 	$(call copy_harness,$(DESTDIR)$(PREFIX)/share/kernelbot/harness)
+	$(call copy_prompts,$(DESTDIR)$(PREFIX)/share/kernelbot/prompts)
 
 # The harness's Python files, package folders included, without caches.
 copy_harness = cd gpu/harness && find . -name '*.py' -not -path '*/__pycache__/*' | \
 	while read -r f; do install -D -m 0644 "$$f" "$(abspath $(1))/$$f" || exit 1; done
+
+# The LLM prompt templates (pipeline/prompts/, docs/llm.md).
+copy_prompts = install -d "$(abspath $(1))" && \
+	install -m 0644 pipeline/prompts/*.md pipeline/prompts/*.txt "$(abspath $(1))/"
 
 # The GPU machine lacks libgit2, libsodium, libmicrohttpd and the rest:
 # bundle the binary with every non-libc library it links.
@@ -145,6 +150,7 @@ device-bundle: all
 	cp $(BIN) device-bundle/kernelbot
 	cp -r /usr/include/dlpack device-bundle/include/
 	$(call copy_harness,device-bundle/harness)
+	$(call copy_prompts,device-bundle/prompts)
 	ldd $(BIN) | awk '$$3 ~ /^\// { print $$3 }' | \
 		grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' | \
 		xargs -r -I{} cp -L {} device-bundle/lib/

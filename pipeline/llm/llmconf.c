@@ -17,7 +17,7 @@ static const char *const model_keys[] = { "provider", "base_url", "model",
 	"api_key_env", "api_key_file", "temperature", "max_tokens", "weight",
 	"price_in", "price_out", "timeout_s", NULL };
 static const char *const llm_keys[] = { "models", "max_attempts", "backoff_ms",
-	"parallel", "proposals", "fix_rounds", "prompts_dir", NULL };
+	"parallel", "proposals", "fix_rounds", "summarize_over", "prompts_dir", NULL };
 static const char *const budget_keys[] = { "candidates", "generations",
 	"gpu_seconds", "wall_seconds", "tokens", "dollars", NULL };
 
@@ -223,6 +223,7 @@ load(const struct config *c, struct llm_config *lc, char *err, size_t errlen)
 	INT("parallel", 1, 64, parallel)
 	INT("proposals", 1, 64, proposals)
 	INT("fix_rounds", 0, 20, fix_rounds)
+	INT("summarize_over", 0, 1000000, summarize_over)
 #undef INT
 	ms = json_object_get(l, "models");
 	if (!ms || json_is_null(ms))
@@ -252,6 +253,7 @@ llm_config_load(const struct config *c, struct llm_config *out, char *err,
 	out->parallel = 8;
 	out->proposals = 4;
 	out->fix_rounds = 3;
+	out->summarize_over = 2000;
 	if (!c)
 		return 0;
 	if ((error = load(c, out, err, errlen)) < 0) {

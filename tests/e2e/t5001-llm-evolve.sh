@@ -5,7 +5,8 @@
 # `kernelbot optimize --proposer llm` lands with branch evolve):
 #   A. stage 2: a kernel that does not compile, then (the prompt carrying
 #      the compiler's error) one wrong at a second input variant, then (the
-#      prompt carrying the mismatch) the fix, which ends as the best;
+#      prompt carrying the mismatch) the fix, which ends as the best; each
+#      failure cut down by the error summarizer first;
 #   B. stage 3: rewrite with the kernels slowest to fastest, local edit,
 #      crossover of two parents, a hint; a garbage answer counted and fed
 #      back; the repository's code quoted as data;
@@ -56,10 +57,12 @@ export T5001_KEY="sk-SECRET-5001-$$"
 cat >"$TMP/a.json" <<EOF
 [{"match": "# Task: write kernel.c", "reply_file": "$F/broken.md", "usage": [1000, 300]},
  {"match": "# Task: fix kernel.c.*scale_bias_undeclared", "reply_file": "$F/wrong_variant.md", "usage": [1200, 300]},
- {"match": "# Task: fix kernel.c.*input variant 2.*never written", "reply_file": "$F/fixed.md", "usage": [1200, 300]}]
+ {"match": "# Task: fix kernel.c.*input variant 2.*never written", "reply_file": "$F/fixed.md", "usage": [1200, 300]},
+ {"match": "# Task: summarize.*error: 'scale_bias_undeclared' undeclared", "reply": "line 11: 'scale_bias_undeclared' undeclared", "usage": [100, 50]},
+ {"match": "# Task: summarize.*16640 of 33024 elements of out0 were never written", "reply": "input variant 2: out0: 16640 of 33024 elements never written (rows 64 and up)", "usage": [100, 50]}]
 EOF
 fake a "$TMP/a.json"
-config "$TMP/a.yml" "$P" "  proposals: 1" "  fix_rounds: 2"
+config "$TMP/a.yml" "$P" "  proposals: 1" "  fix_rounds: 2" "  summarize_over: 100"
 mkdir "$TMP/dba"
 "$DRIVE" evolve "$TMP/a.yml" "$TMP/dba" "$PROBLEM" "$TMP/outa" 3 2>"$TMP/a.drive.err"
 check_eq "A: the driver ran" "$?" 0
@@ -75,16 +78,19 @@ check_eq "A: fix rounds counted in the origins" \
 	"[None, 1, 2]"
 check_eq "A: every request answered by its rule, none unscripted" \
 	"$(py "import json; r=[json.loads(l) for l in open('$TMP/a.log')]; print([x['rule'] for x in r], sum(len(x['violations']) for x in r))")" \
-	"[0, 1, 2] 0"
+	"[0, 3, 1, 4, 2] 0"
 check_eq "A: the fix prompts quote the failed kernel" \
-	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('return scale_bias_undeclared;' in r[1], 'only the timed shape' in r[2])")" \
+	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('return scale_bias_undeclared;' in r[2], 'only the timed shape' in r[4])")" \
+	"True True"
+check_eq "A: the fix prompts carry the summarized errors" \
+	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('status: compile_error\\n(summarized)\\nline 11:' in r[2], '(summarized)\\ninput variant 2: out0: 16640' in r[4])")" \
 	"True True"
 check_eq "A: tokens and dollars spent" \
 	"$(py "import json; s=json.load(open('$TMP/outa/summary.json'))['spent']; print(s['tokens'], '%.4f' % s['dollars'])")" \
-	"4300 0.0430"
-check_eq "A: the store has the three calls and their cost" \
+	"4600 0.0460"
+check_eq "A: the store has the five calls and their cost" \
 	"$(sqlite3 "$TMP/dba/kernelbot.db" "SELECT count(*), group_concat(stage, ','), printf('%.4f', sum(cost)) FROM llm_calls")" \
-	"3|translate,fix,fix|0.0430"
+	"5|translate,summarize,fix,summarize,fix|0.0460"
 
 # ---- B. stage 3 operators ----
 cat >"$TMP/b.json" <<EOF
