@@ -7,72 +7,18 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bot/cli.h"
 #include "common/jsonx.h"
-#include "gpu/harness.h"
 #include "pipeline/compiler/compiler.h"
-
-#define COMPILE_TIMEOUT_S	600
-#define COMPILE_IR_MAX		(64u << 20)
+#include "pipeline/compiler/irload.h"
 
 static const char compile_usage[] =
     "usage: kernelbot compile PROBLEM.py|IR.json [--backend cpu|cuda]\n"
     "                         [--schedule JSON|@FILE] [-o FILE]\n";
-
-static int
-ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
-static int
-load_ir(const char *arg, json_t **ir, char *err, size_t errlen)
-{
-	char path[PATH_MAX];
-	json_t *req = NULL, *reply = NULL, *doc = NULL;
-	int error;
-
-	if (!realpath(arg, path)) {
-		snprintf(err, errlen, "%s: %s", arg, strerror(errno));
-		return -errno;
-	}
-	if (!ends_with(path, ".py")) {
-		if ((error = jsonx_load_file(path, COMPILE_IR_MAX, &doc, err, errlen)) < 0)
-			return error;
-		/* a whole trace reply works too */
-		if (json_object_get(doc, "ir")) {
-			*ir = json_incref(json_object_get(doc, "ir"));
-			json_decref(doc);
-		} else {
-			*ir = doc;
-		}
-		return 0;
-	}
-	req = json_pack("{s:s, s:s}", "verb", "trace", "problem", path);
-	if (!req)
-		return -ENOMEM;
-	if ((error = harness_call(req, COMPILE_TIMEOUT_S * 1000, &reply, err, errlen)) < 0)
-		goto out;
-	if (!jsonx_bool(reply, "ok", 0)) {
-		snprintf(err, errlen, "%s: trace failed: %s", arg,
-		    jsonx_str(reply, "error.message", "no message"));
-		error = -EINVAL;
-		goto out;
-	}
-	*ir = json_incref(json_object_get(reply, "ir"));
-	error = 0;
-out:
-	json_decref(req);
-	json_decref(reply);
-	return error;
-}
 
 int
 cmd_compile(int argc, char **argv)
@@ -122,7 +68,7 @@ cmd_compile(int argc, char **argv)
 		fputs(compile_usage, stderr);
 		return EXIT_USAGE;
 	}
-	if (load_ir(argv[optind], &ir, err, sizeof(err)) < 0) {
+	if (irload(argv[optind], NULL, &ir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kernelbot compile: %s\n", err);
 		goto out;
 	}

@@ -18,6 +18,7 @@ const struct cli_command cli_commands[] = {
 	{ "publish", cmd_publish, "put a module's result on its branch, PR, comment, status" },
 	{ "forge", cmd_forge, "one forge call: permission, react, status, comment" },
 	{ "compile", cmd_compile, "graph compiler: a problem or IR to kernel source" },
+	{ "optimize", cmd_optimize, "evolutionary search: a problem or repository to verified kernels" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },

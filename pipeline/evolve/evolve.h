@@ -71,6 +71,7 @@ struct evolve_ctx {
 	const char *problem_source;	/* its text */
 	const json_t *ir;		/* graph IR (the trace's "ir"), NULL when the
 					 * module does not trace */
+	const char *ir_error;		/* why ir is NULL ("PATH: trace failed: ...") */
 	const char *backend;		/* "cpu" or "cuda" */
 	const json_t *device;		/* the evaluator's "device" object once one
 					 * generation has run, else NULL */
@@ -101,5 +102,81 @@ struct proposer {
 };
 
 void evolve_candidate_clear(struct evolve_candidate *c);
+
+/* ------------------------------------------------------------ the loop */
+
+#define EVOLVE_MAX_PROPOSERS	4
+#define EVOLVE_MAX_PER_GEN	256	/* candidates one generation evaluates */
+#define EVOLVE_DEFAULT_PER_GEN	8
+#define EVOLVE_DEFAULT_POP	8
+#define EVOLVE_DEFAULT_PATIENCE	3
+#define EVOLVE_DEFAULT_NOISE	0.03	/* relative gain below which the best "did not improve" */
+#define EVOLVE_DEFAULT_CONFIRM_TRIALS 10
+
+/*
+ * The evaluator the loop calls, once per generation and once for the
+ * confirmation: eval_run() (gpu/eval.h) unless a test injects another.
+ */
+struct eval_opts;
+typedef int (*evolve_eval_fn)(const struct eval_opts *o, json_t **out, char *err,
+    size_t errlen);
+
+struct evolve_opts {
+	const char *problem;		/* the problem file */
+	const char *class_name;		/* NULL: "Model" */
+	const char *backend;		/* "cpu" or "cuda" */
+	int device;			/* CUDA ordinal */
+	const char *out_dir;		/* created when missing; the --out layout */
+	struct proposer *proposers[EVOLVE_MAX_PROPOSERS];
+	double shares[EVOLVE_MAX_PROPOSERS];	/* of each generation; <= 0 counts as 1 */
+	size_t n_proposers;
+	int per_generation;		/* candidates asked for per generation */
+	int population;			/* fastest correct kept */
+	int patience;			/* generations without improvement before "converged" */
+	double noise;			/* relative gain that counts as an improvement */
+	struct evolve_budget budget;
+	/* evaluation */
+	int trials, timeout_s;		/* per generation; 0 = gpu/eval.h defaults */
+	int rounds, reps, warmup;	/* timing; 0 = the judge's defaults */
+	const char *baselines;		/* per generation; NULL = "eager" */
+	int confirm_trials;		/* the final confirmation of the best */
+	const char *confirm_baselines;	/* NULL = "eager,compile" */
+	uint64_t seed;			/* proposers' RNG; 0 = a fresh one */
+	const json_t *ir;		/* the problem's graph IR (borrowed), or NULL */
+	const char *ir_error;		/* why ir is NULL */
+	int have_sandbox_exec;		/* passed to eval_opts */
+	int quiet;			/* no progress lines on stderr */
+	evolve_eval_fn eval;		/* NULL: eval_run */
+};
+
+#define EVOLVE_OPTS_INIT { .backend = "cpu", .per_generation = EVOLVE_DEFAULT_PER_GEN, \
+	.population = EVOLVE_DEFAULT_POP, .patience = EVOLVE_DEFAULT_PATIENCE, \
+	.noise = EVOLVE_DEFAULT_NOISE, .confirm_trials = EVOLVE_DEFAULT_CONFIRM_TRIALS }
+
+/*
+ * Run the search and write the --out layout into o->out_dir (docs/
+ * optimize.md): summary.json, best/, history.json, candidates/,
+ * problem.py, REPORT.md. 0 and *summary (the summary.json object, the
+ * caller's reference) whatever the outcome of the search: its "status"
+ * says "improved", "not_faster", "no_correct", "unsupported" or "error"
+ * (a proposer or the evaluator failed mid-run; what was found so far is
+ * still written). -EINVAL for bad options, -errno when out_dir cannot be
+ * written, with a sentence in err; no summary then.
+ */
+int evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errlen);
+
+/*
+ * The graph compiler as a proposer (pipeline/evolve/prop_compiler.c):
+ * schedule_default and a few diverse schedules in generation 0, then
+ * mutations and crossovers of the population's schedules; origin
+ * {"schedule": {...}}. A schedule or a source already tried is never
+ * proposed again. An op the compiler refuses is -ENOTSUP with
+ * "unsupported: OP ..." from propose(). 0 or -ENOMEM.
+ */
+int prop_compiler_new(const char *backend, struct proposer **out);
+
+/* REPORT.md for a finished run (pipeline/evolve/report.c): 0 or -errno. */
+int evolve_write_report(const char *path, const json_t *summary, const json_t *history,
+    const json_t *best_result);
 
 #endif

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Trusted test driver for generated CPU kernels (until `kernelbot eval`
-lands): compile kernel.c as the evaluator will, call kernelbot_forward on
-the problem's inputs through ctypes/DLPack structs, compare with the
-module's forward.
+"""Trusted test driver for generated CPU kernels, kept for speed: one
+process checks all ~100 fixture kernels, where `kernelbot eval` costs a
+judge per problem (tests/compiler/check_cpu.sh uses the real evaluator).
+Compile kernel.c as the evaluator does, call kernelbot_forward on the
+problem's inputs through ctypes/DLPack structs, compare with the module's
+forward.
 
 usage: run_kernel.py PROBLEM.py KERNEL.c [PROBLEM.py KERNEL.c ...]
                      [--seed N] [--trials N] [--time]

@@ -1,0 +1,377 @@
+/*
+ * The graph compiler as a proposer. A candidate is compiler_emit() of one
+ * schedule; the search moves over schedules. Many schedule fields do not
+ * change the code on a given problem (CUDA block sizes on the CPU backend,
+ * cuts where nothing can be cut, a GEMM tile without a GEMM), so a
+ * schedule is only proposed when its code is new too, compared without
+ * the generated header comment (which names the schedule): the loop never
+ * pays an evaluation for a schedule that changes nothing.
+ *
+ * Generation 0 is the default schedule, then its one-field neighbours
+ * (every value of every field, every single fusion cut) in random order
+ * until the quota is met; later generations drain what is left of them
+ * before breeding, so each knob that matters on this problem is measured
+ * alone once. Breeding mutates (schedule_mutate, plus toggles of the cuts
+ * that proved to exist) and crosses over the population's schedules.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crypto.h"
+#include "pipeline/compiler/compiler.h"
+#include "pipeline/evolve/evolve.h"
+
+#define PC_ATTEMPTS	64	/* schedules drawn per slot before giving up */
+#define PC_CROSSOVER	35	/* percent of slots bred from two parents */
+
+struct pc_state {
+	enum schedule_backend backend;
+	struct ir_graph *g;
+	struct schedule *queue;			/* the default's neighbours not yet drawn */
+	size_t n_queue;
+	int seeded;
+	uint64_t live_cuts;			/* cut bits that change the code */
+	struct schedule *tried;
+	size_t n_tried, cap_tried;
+	char (*shas)[CRYPTO_SHA256_HEX];	/* sources proposed */
+	size_t n_shas, cap_shas;
+};
+
+static int
+pc_pick(uint64_t *rng, int n)
+{
+	return n <= 1 ? 0 : (int)(schedule_rand(rng) % (uint64_t)n);
+}
+
+static int
+was_tried(const struct pc_state *st, const struct schedule *s)
+{
+	for (size_t i = 0; i < st->n_tried; i++)
+		if (!schedule_cmp(&st->tried[i], s))
+			return 1;
+	return 0;
+}
+
+static int
+add_tried(struct pc_state *st, const struct schedule *s)
+{
+	if (st->n_tried == st->cap_tried) {
+		size_t cap = st->cap_tried ? 2 * st->cap_tried : 64;
+		struct schedule *t = realloc(st->tried, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		st->tried = t;
+		st->cap_tried = cap;
+	}
+	st->tried[st->n_tried++] = *s;
+	return 0;
+}
+
+/* Whether this code was proposed before (code sha), or evaluated from elsewhere (source sha). */
+static int
+source_seen(const struct pc_state *st, const struct evolve_ctx *ctx, const char *code,
+    const char *full)
+{
+	for (size_t i = 0; i < st->n_shas; i++)
+		if (!strcmp(st->shas[i], code))
+			return 1;
+	for (size_t i = 0; i < ctx->n_history; i++)
+		if (!strcmp(ctx->history[i].source_sha, full))
+			return 1;
+	return 0;
+}
+
+static int
+add_sha(struct pc_state *st, const char *sha)
+{
+	if (st->n_shas == st->cap_shas) {
+		size_t cap = st->cap_shas ? 2 * st->cap_shas : 64;
+		char (*t)[CRYPTO_SHA256_HEX] = realloc(st->shas, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		st->shas = t;
+		st->cap_shas = cap;
+	}
+	memcpy(st->shas[st->n_shas++], sha, CRYPTO_SHA256_HEX);
+	return 0;
+}
+
+/* The SHA-256 of the code: the source after its leading comment. */
+static void
+code_sha(const char *src, char out[CRYPTO_SHA256_HEX])
+{
+	const char *p = src, *end;
+
+	if (!strncmp(p, "/*", 2) && (end = strstr(p + 2, "*/")))
+		p = end + 2;
+	crypto_sha256_hex(p, strlen(p), out);
+}
+
+/* The default and its one-field neighbours, the default first, the rest shuffled. */
+static int
+build_queue(struct pc_state *st, uint64_t *rng)
+{
+	static const int blocks[] = { 64, 128, 512, 1024 }, vecs[] = { 1, 2 },
+	    unrolls[] = { 2, 4, 8 }, tiles[] = { 16, 32, 128, 256 };
+	struct schedule d, *q;
+	size_t n = 0, cap = 64 + SCHEDULE_MAX_CUTS;
+
+	if (!(q = calloc(cap, sizeof(*q))))
+		return -ENOMEM;
+	schedule_default(&d, st->g, st->backend);
+	q[n++] = d;
+#define NEIGHBOURS(field, values) \
+	for (size_t i_ = 0; i_ < sizeof(values) / sizeof(values[0]); i_++) \
+		if (values[i_] != d.field) { q[n] = d; q[n++].field = values[i_]; }
+	NEIGHBOURS(block, blocks);
+	NEIGHBOURS(vec, vecs);
+	NEIGHBOURS(unroll, unrolls);
+	NEIGHBOURS(cpu_tile, tiles);
+#undef NEIGHBOURS
+	for (int r = SCHED_RED_WARP; r <= SCHED_RED_THREAD; r++) {
+		q[n] = d;
+		q[n++].reduce = (enum schedule_reduce)r;
+	}
+	q[n] = d;
+	q[n++].row_cache = !d.row_cache;
+	for (int a = 1; a < 4; a++) {
+		q[n] = d;
+		q[n++].gemm_algo = a;
+	}
+	for (int a = 0; a < 4; a++) {
+		q[n] = d;
+		q[n++].conv_algo = a;
+	}
+	for (int c = 0; c < SCHEDULE_MAX_CUTS && n < cap; c++) {
+		q[n] = d;
+		q[n++].cuts ^= UINT64_C(1) << c;
+	}
+	/* Fisher-Yates over everything after the default */
+	for (size_t i = n - 1; i > 1; i--) {
+		size_t j = 1 + (size_t)pc_pick(rng, (int)i);
+		struct schedule t = q[i];
+		q[i] = q[j];
+		q[j] = t;
+	}
+	/* drawn from the end: reverse so the default comes first */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct schedule t = q[i];
+		q[i] = q[n - 1 - i];
+		q[n - 1 - i] = t;
+	}
+	st->queue = q;
+	st->n_queue = n;
+	st->seeded = 1;
+	return 0;
+}
+
+/* The schedule an entry was built from, when the compiler built it. */
+static int
+entry_schedule(const struct pc_state *st, const struct evolve_entry *e, struct schedule *s)
+{
+	const json_t *j = json_object_get(e->origin, "schedule");
+	char err[256];
+
+	if (!json_is_object(j))
+		return -ENOENT;
+	schedule_default(s, st->g, st->backend);
+	if (schedule_from_json(s, j, err, sizeof(err)) < 0)
+		return -EINVAL;
+	s->backend = st->backend;
+	return 0;
+}
+
+/* A population member with a schedule, biased towards the fastest. */
+static const struct evolve_entry *
+pick_parent(const struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s)
+{
+	size_t n = ctx->n_population;
+
+	for (int tries = 0; tries < 8 && n; tries++) {
+		int a = pc_pick(ctx->rng, (int)n), b = pc_pick(ctx->rng, (int)n);
+		const struct evolve_entry *e = ctx->population[a < b ? a : b];
+		if (entry_schedule(st, e, s) == 0)
+			return e;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (entry_schedule(st, ctx->population[i], s) == 0)
+			return ctx->population[i];
+	return NULL;
+}
+
+/* A random change: schedule_mutate's, or a toggle of a cut that exists. */
+static void
+mutate(const struct pc_state *st, struct schedule *s, uint64_t *rng)
+{
+	int live = __builtin_popcountll(st->live_cuts);
+
+	if (live && pc_pick(rng, 3) == 0) {
+		int k = pc_pick(rng, live);
+		for (int c = 0; c < SCHEDULE_MAX_CUTS; c++)
+			if ((st->live_cuts >> c & 1) && k-- == 0) {
+				s->cuts ^= UINT64_C(1) << c;
+				return;
+			}
+	}
+	schedule_mutate(s, rng);
+}
+
+/* Draw a schedule not tried before: 0, or -ENOENT when none was found. */
+static int
+draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
+    const char **op, int parents[2])
+{
+	int gen = ctx->spent ? ctx->spent->generations : 0;
+
+	while (st->n_queue > 0) {
+		*s = st->queue[--st->n_queue];
+		parents[0] = parents[1] = -1;
+		*op = gen == 0 ? "seed" : "neighbour";
+		if (!was_tried(st, s))
+			return 0;
+	}
+	for (int k = 0; k < PC_ATTEMPTS; k++) {
+		struct schedule a, b;
+		const struct evolve_entry *pa, *pb;
+
+		parents[0] = parents[1] = -1;
+		if (!ctx->n_population) {
+			/* nothing correct yet: a few steps away from the default */
+			schedule_default(s, st->g, st->backend);
+			for (int m = 1 + pc_pick(ctx->rng, 3); m > 0; m--)
+				mutate(st, s, ctx->rng);
+			*op = "mutate";
+		} else if ((pa = pick_parent(st, ctx, &a)) && pc_pick(ctx->rng, 100) < PC_CROSSOVER &&
+		    (pb = pick_parent(st, ctx, &b)) && pb != pa) {
+			schedule_crossover(s, &a, &b, ctx->rng);
+			if (pc_pick(ctx->rng, 2))
+				mutate(st, s, ctx->rng);
+			parents[0] = pa->id;
+			parents[1] = pb->id;
+			*op = "crossover";
+		} else if (pa) {
+			*s = a;
+			for (int m = 1 + pc_pick(ctx->rng, 2); m > 0; m--)
+				mutate(st, s, ctx->rng);
+			parents[0] = pa->id;
+			*op = "mutate";
+		} else {
+			schedule_default(s, st->g, st->backend);
+			mutate(st, s, ctx->rng);
+			*op = "mutate";
+		}
+		s->backend = st->backend;
+		if (!was_tried(st, s))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int
+pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candidate *out,
+    int max, char *err, size_t errlen)
+{
+	struct pc_state *st = p->state;
+	struct schedule d;
+	int n = 0, error;
+
+	if (!st->g) {
+		if (!ctx->ir) {
+			snprintf(err, errlen, "unsupported: %s",
+			    ctx->ir_error ? ctx->ir_error : "the module has no graph IR");
+			return -ENOTSUP;
+		}
+		if ((error = ir_load((json_t *)ctx->ir, &st->g, err, errlen)) < 0)
+			return error;
+	}
+	if (!st->seeded && (error = build_queue(st, ctx->rng)) < 0)
+		return error;
+	schedule_default(&d, st->g, st->backend);
+	for (int slot = 0; n < max && slot < max + PC_ATTEMPTS; slot++) {
+		struct schedule s;
+		const char *op = "mutate";
+		char sha[CRYPTO_SHA256_HEX], full[CRYPTO_SHA256_HEX], *src = NULL;
+		int parents[2];
+		uint64_t diff;
+		json_t *sj;
+
+		if (draw(st, ctx, &s, &op, parents) < 0)
+			break;
+		if ((error = add_tried(st, &s)) < 0)
+			return error;
+		error = compiler_emit(st->g, &s, st->backend, &src, err, errlen);
+		if (error == -ENOTSUP || error == -EINVAL || error == -ENOMEM)
+			return error;	/* the same for every schedule */
+		if (error < 0)
+			continue;	/* past a limit with this schedule only */
+		code_sha(src, sha);
+		crypto_sha256_hex(src, strlen(src), full);
+		if (source_seen(st, ctx, sha, full)) {
+			free(src);
+			continue;
+		}
+		/* a single cut away from the default that changed the code: a real boundary */
+		diff = s.cuts ^ d.cuts;
+		if (diff && !(diff & (diff - 1))) {
+			struct schedule t = s;
+			t.cuts = d.cuts;
+			if (!schedule_cmp(&t, &d))
+				st->live_cuts |= diff;
+		}
+		if ((error = add_sha(st, sha)) < 0 || !(sj = schedule_to_json(&s))) {
+			free(src);
+			return error < 0 ? error : -ENOMEM;
+		}
+		out[n].source = src;
+		out[n].origin = json_pack("{s:o}", "schedule", sj);
+		out[n].op = op;
+		out[n].parents[0] = parents[0];
+		out[n].parents[1] = parents[1];
+		if (!out[n].origin) {
+			evolve_candidate_clear(&out[n]);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void
+pc_free(struct proposer *p)
+{
+	struct pc_state *st;
+
+	if (!p)
+		return;
+	st = p->state;
+	if (st) {
+		ir_free(st->g);
+		free(st->queue);
+		free(st->tried);
+		free(st->shas);
+		free(st);
+	}
+	free(p);
+}
+
+int
+prop_compiler_new(const char *backend, struct proposer **out)
+{
+	struct proposer *p = calloc(1, sizeof(*p));
+	struct pc_state *st = calloc(1, sizeof(*st));
+
+	if (!p || !st) {
+		free(p);
+		free(st);
+		return -ENOMEM;
+	}
+	st->backend = backend && !strcmp(backend, "cuda") ? SCHED_CUDA : SCHED_CPU;
+	p->name = "compiler";
+	p->state = st;
+	p->propose = pc_propose;
+	p->free = pc_free;
+	*out = p;
+	return 0;
+}

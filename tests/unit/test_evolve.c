@@ -1,0 +1,359 @@
+/*
+ * test_evolve: the generation loop with a scripted proposer and an
+ * injected evaluator (the real one runs in tests/e2e/t5000 and t5001).
+ * A fake candidate's source says what the fake evaluator answers:
+ * "ms=N" is a correct kernel of N ms, "wrong" a mismatch.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/jsonx.h"
+#include "gpu/eval.h"
+#include "pipeline/evolve/evolve.h"
+#include "t.h"
+
+/* ------------------------------------------------------------ fake evaluator */
+
+static int eval_calls, eval_candidates, eval_fail;
+static int last_trials;
+
+static int
+fake_eval(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
+{
+	json_t *arr = json_array();
+
+	eval_calls++;
+	last_trials = o->trials;
+	if (eval_fail) {
+		json_decref(arr);
+		snprintf(err, errlen, "the judge crashed");
+		return -EPROTO;
+	}
+	for (size_t i = 0; i < o->n_candidates; i++) {
+		struct buf b = BUF_INIT(1 << 20);
+		double ms = -1;
+		json_t *r;
+
+		buf_read_file(&b, o->candidates[i]);
+		if (b.data && sscanf(b.data, "ms=%lf", &ms) == 1)
+			r = json_pack("{s:s, s:s, s:b, s:s, s:{s:{s:f}, s:{s:f}}, s:{s:f, s:[f, f]}, s:f, s:[]}",
+			    "candidate", o->candidates[i], "status", "correct", "correct", 1,
+			    "device", "fake", "timings_ms", "candidate", "median", ms, "eager", "median", 1000.0,
+			    "speedup", "eager", 1000.0 / ms, "eager_ci95", 1000.0 / ms * 0.9, 1000.0 / ms * 1.1,
+			    "eval_s", 0.5, "errors");
+		else
+			r = json_pack("{s:s, s:s, s:b, s:s, s:f, s:[s]}", "candidate", o->candidates[i],
+			    "status", "mismatch", "correct", 0, "device", "fake", "eval_s", 0.5,
+			    "errors", "out0: 3 of 16 elements differ");
+		json_array_append_new(arr, r);
+		buf_free(&b);
+		if (o->trials != EVOLVE_DEFAULT_CONFIRM_TRIALS)
+			eval_candidates++;
+	}
+	*out = arr;
+	return 0;
+}
+
+/* ------------------------------------------------------------ scripted proposer */
+
+enum mode { M_IMPROVING, M_FLAT, M_DUPS, M_NONE, M_UNSUPPORTED, M_WRONG, M_TOKENS, M_EMPTY };
+
+struct fake {
+	enum mode mode;
+	int calls, next;
+	int pop_sorted;		/* 0 once a population was seen out of order */
+	int parents_ok;		/* 0 once a parent id was not in the history */
+};
+
+static int
+fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candidate *out,
+    int max, char *err, size_t errlen)
+{
+	struct fake *f = p->state;
+	int n = 0;
+
+	f->calls++;
+	for (size_t i = 1; i < ctx->n_population; i++)
+		if (ctx->population[i - 1]->ms > ctx->population[i]->ms)
+			f->pop_sorted = 0;
+	for (size_t i = 0; i < ctx->n_history; i++)
+		if (ctx->history[i].id != (int)i)
+			f->parents_ok = 0;
+	switch (f->mode) {
+	case M_NONE:
+		return 0;
+	case M_UNSUPPORTED:
+		snprintf(err, errlen, "unsupported: frobnicate (no kernel for it)");
+		return -ENOTSUP;
+	case M_TOKENS:
+		ctx->spent->tokens += 100;
+		break;
+	default:
+		break;
+	}
+	for (; n < max; n++) {
+		char src[64];
+		double v = 100 * pow(0.8, f->next++);	/* 20% better each time */
+
+		if (f->mode == M_FLAT)
+			v = ctx->spent->generations == 0 ? 500 - n : 900 + f->next;
+		if (f->mode == M_DUPS)
+			v = n % 2 ? 1700 : 1600;	/* two sources, again and again */
+		if (f->mode == M_WRONG)
+			snprintf(src, sizeof(src), "wrong %d", f->next);
+		else if (f->mode == M_EMPTY && f->calls == 1 && n == 0)
+			src[0] = '\0';
+		else
+			snprintf(src, sizeof(src), "ms=%.6g", v);
+		out[n].source = strdup(src);
+		out[n].origin = json_pack("{s:f}", "v", v);
+		out[n].op = ctx->n_population ? "mutate" : "seed";
+		out[n].parents[0] = ctx->n_population ? ctx->population[0]->id : -1;
+		out[n].parents[1] = -1;
+	}
+	return n;
+}
+
+static char tmpdir[] = "/tmp/evolve-unit.XXXXXX";
+static char problem[256];
+
+static json_t *
+run(enum mode mode, struct evolve_budget budget, int per_gen, struct fake *f, const char *sub,
+    int *rc)
+{
+	struct proposer p = { "fake", f, fake_propose, NULL };
+	struct evolve_opts o = EVOLVE_OPTS_INIT;
+	static char outdir[512];
+	json_t *summary = NULL;
+	char err[1024];
+
+	memset(f, 0, sizeof(*f));
+	f->mode = mode;
+	f->pop_sorted = f->parents_ok = 1;
+	snprintf(outdir, sizeof(outdir), "%s/%s", tmpdir, sub);
+	o.problem = problem;
+	o.backend = "cpu";
+	o.out_dir = outdir;
+	o.proposers[0] = &p;
+	o.n_proposers = 1;
+	o.per_generation = per_gen;
+	o.population = 4;
+	o.patience = 2;
+	o.budget = budget;
+	o.eval = fake_eval;
+	o.seed = 42;
+	o.quiet = 1;
+	o.trials = 2;
+	eval_candidates = eval_calls = 0;
+	*rc = evolve_run(&o, &summary, err, sizeof(err));
+	if (*rc < 0)
+		printf("     evolve_run: %s\n", err);
+	return summary;
+}
+
+static json_t *
+load(const char *sub, const char *name)
+{
+	char path[600];
+	json_t *j = NULL;
+	char err[256];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, sub, name);
+	if (jsonx_load_file(path, 1 << 24, &j, err, sizeof(err)) < 0)
+		return NULL;
+	return j;
+}
+
+static int
+exists(const char *sub, const char *name)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, sub, name);
+	return access(path, F_OK) == 0;
+}
+
+static void
+test_budget_candidates(void)
+{
+	struct evolve_budget b = { .candidates = 10 };
+	struct fake f;
+	int rc;
+	json_t *s = run(M_IMPROVING, b, 4, &f, "cand", &rc), *h = load("cand", "history.json");
+	json_t *c;
+
+	CHECK_INT("budget run returns 0", rc, 0);
+	CHECK_STR("stop_reason budget:candidates", jsonx_str(s, "stop_reason", ""), "budget:candidates");
+	CHECK_INT("10 candidates evaluated", jsonx_int(s, "candidates_evaluated", 0), 10);
+	CHECK_INT("the evaluator saw 10 candidates", eval_candidates, 10);
+	CHECK_INT("3 generations (4 + 4 + 2)", jsonx_int(s, "generations", 0), 3);
+	CHECK_INT("one batch per generation plus the confirmation", eval_calls, 4);
+	CHECK_INT("the confirmation ran with its own trials", last_trials, EVOLVE_DEFAULT_CONFIRM_TRIALS);
+	CHECK_STR("improved (13 ms against eager 1000)", jsonx_str(s, "status", ""), "improved");
+	CHECK_INT("best is the last candidate (fastest)", jsonx_int(s, "best.candidate", -1), 9);
+	CHECK_STR("best.path", jsonx_str(s, "best.path", ""), "best/kernel.c");
+	CHECK("population fastest first, every time", f.pop_sorted);
+	CHECK("history ids are indexes", f.parents_ok);
+	CHECK_INT("history has 10 candidates", json_array_size(json_object_get(h, "candidates")), 10);
+	c = json_array_get(json_object_get(h, "candidates"), 4);
+	CHECK_STR("candidate 4 was a mutation", jsonx_str(c, "op", ""), "mutate");
+	CHECK_INT("its parent is the best of generation 0 (candidate 3)",
+	    json_integer_value(json_array_get(json_object_get(c, "parents"), 0)), 3);
+	CHECK_INT("a seed has no parents",
+	    json_array_size(jsonx_path(json_array_get(json_object_get(h, "candidates"), 0), "parents")), 0);
+	CHECK_STR("its file", jsonx_str(c, "file", ""), "candidates/0004.c");
+	CHECK("its origin is kept", fabs(jsonx_num(c, "origin.v", 0) - 100 * pow(0.8, 4)) < 1e-3);
+	CHECK_INT("three generation records", json_array_size(json_object_get(h, "generations")), 3);
+	CHECK("best_ms per generation", fabs(jsonx_num(json_array_get(json_object_get(h, "generations"), 2),
+	    "best_ms", 0) - 100 * pow(0.8, 9)) < 1e-3);
+	CHECK("candidates/0009.c written", exists("cand", "candidates/0009.c"));
+	CHECK("no candidates/0010.c", !exists("cand", "candidates/0010.c"));
+	CHECK("best/kernel.c written", exists("cand", "best/kernel.c"));
+	CHECK("best/result.json written", exists("cand", "best/result.json"));
+	CHECK("summary.json written", exists("cand", "summary.json"));
+	CHECK("REPORT.md written", exists("cand", "REPORT.md"));
+	CHECK("problem.py copied", exists("cand", "problem.py"));
+	CHECK("gpu seconds summed from eval_s", jsonx_num(s, "spent.gpu_s", 0) >= 5.0);
+	json_decref(s);
+	json_decref(h);
+}
+
+static void
+test_dedup(void)
+{
+	struct evolve_budget b = { .generations = 3 };
+	struct fake f;
+	int rc;
+	json_t *s = run(M_DUPS, b, 4, &f, "dups", &rc);
+
+	CHECK_INT("dedup: run ok", rc, 0);
+	CHECK_INT("dedup: only the two distinct sources were evaluated", eval_candidates, 2);
+	CHECK_INT("dedup: one generation evaluated", jsonx_int(s, "generations", 0), 1);
+	CHECK_STR("dedup: nothing new is exhausted", jsonx_str(s, "stop_reason", ""), "exhausted");
+	CHECK_STR("dedup: not faster (1600 ms vs eager 1000)", jsonx_str(s, "status", ""), "not_faster");
+	json_decref(s);
+}
+
+static void
+test_generations_and_convergence(void)
+{
+	struct evolve_budget b = { .generations = 2 };
+	struct fake f;
+	int rc;
+	json_t *s = run(M_IMPROVING, b, 2, &f, "gens", &rc);
+
+	CHECK_STR("stop_reason budget:generations", jsonx_str(s, "stop_reason", ""), "budget:generations");
+	CHECK_INT("2 generations", jsonx_int(s, "generations", 0), 2);
+	json_decref(s);
+	b.generations = 0;
+	b.candidates = 100;
+	s = run(M_FLAT, b, 3, &f, "flat", &rc);
+	CHECK_STR("no improvement for 2 generations: converged", jsonx_str(s, "stop_reason", ""),
+	    "converged");
+	CHECK_INT("converged after generation 0 + patience 2", jsonx_int(s, "generations", 0), 3);
+	CHECK_INT("best stays the seed generation's fastest", jsonx_int(s, "best.candidate", -1), 2);
+	json_decref(s);
+}
+
+static void
+test_outcomes(void)
+{
+	struct evolve_budget b = { .candidates = 8 };
+	struct fake f;
+	int rc;
+	json_t *s, *h;
+
+	s = run(M_NONE, b, 4, &f, "none", &rc);
+	CHECK_STR("a proposer with nothing: exhausted", jsonx_str(s, "stop_reason", ""), "exhausted");
+	CHECK_STR("and no_correct", jsonx_str(s, "status", ""), "no_correct");
+	CHECK("best is null", json_is_null(json_object_get(s, "best")));
+	json_decref(s);
+
+	s = run(M_UNSUPPORTED, b, 4, &f, "unsup", &rc);
+	CHECK_STR("unsupported status", jsonx_str(s, "status", ""), "unsupported");
+	CHECK_STR("with the compiler's message", jsonx_str(s, "error", ""),
+	    "unsupported: frobnicate (no kernel for it)");
+	CHECK("REPORT.md even then", exists("unsup", "REPORT.md"));
+	json_decref(s);
+
+	s = run(M_WRONG, b, 4, &f, "wrong", &rc);
+	h = load("wrong", "history.json");
+	CHECK_STR("all wrong: no_correct", jsonx_str(s, "status", ""), "no_correct");
+	CHECK_INT("all wrong: the whole budget spent", jsonx_int(s, "candidates_evaluated", 0), 8);
+	CHECK_STR("a failed candidate keeps its first error",
+	    jsonx_str(json_array_get(json_object_get(h, "candidates"), 0), "error", ""),
+	    "out0: 3 of 16 elements differ");
+	CHECK("no best/kernel.c without a correct kernel", !exists("wrong", "best/kernel.c"));
+	json_decref(s);
+	json_decref(h);
+
+	b.candidates = 0;
+	b.tokens = 250;
+	s = run(M_TOKENS, b, 2, &f, "tokens", &rc);
+	CHECK_STR("token budget", jsonx_str(s, "stop_reason", ""), "budget:tokens");
+	CHECK_INT("tokens spent as the proposer counted them", jsonx_int(s, "spent.tokens", 0), 300);
+	json_decref(s);
+
+	b.tokens = 0;
+	b.candidates = 4;
+	s = run(M_EMPTY, b, 4, &f, "empty", &rc);
+	CHECK_INT("an empty source is malformed, not evaluated", jsonx_int(s, "spent.malformed", 0), 1);
+	CHECK_INT("the others are, up to the budget", eval_candidates, 4);
+	json_decref(s);
+
+	eval_fail = 1;
+	s = run(M_IMPROVING, b, 4, &f, "evalfail", &rc);
+	eval_fail = 0;
+	CHECK_STR("an evaluator failure: status error", jsonx_str(s, "status", ""), "error");
+	CHECK_STR("stop_reason error", jsonx_str(s, "stop_reason", ""), "error");
+	CHECK_STR("with its message", jsonx_str(s, "error", ""), "the judge crashed");
+	json_decref(s);
+}
+
+static void
+test_bad_opts(void)
+{
+	struct evolve_opts o = EVOLVE_OPTS_INIT;
+	json_t *s = NULL;
+	char err[256];
+
+	o.problem = problem;
+	o.out_dir = tmpdir;
+	CHECK_INT("no proposer: -EINVAL", evolve_run(&o, &s, err, sizeof(err)), -EINVAL);
+	CHECK("no summary on -EINVAL", s == NULL);
+	o.backend = "tpu";
+	CHECK_INT("bad backend: -EINVAL", evolve_run(&o, &s, err, sizeof(err)), -EINVAL);
+	CHECK("the message names it", strstr(err, "tpu") != NULL);
+}
+
+int
+main(void)
+{
+	FILE *f;
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(problem, sizeof(problem), "%s/problem.py", tmpdir);
+	if (!(f = fopen(problem, "w")) || fputs("# a problem\n", f) < 0 || fclose(f) != 0)
+		return 1;
+	test_budget_candidates();
+	test_dedup();
+	test_generations_and_convergence();
+	test_outcomes();
+	test_bad_opts();
+	if (!t_failed) {
+		char cmd[600];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("     could not remove %s\n", tmpdir);
+	}
+	return t_done("test_evolve");
+}
