@@ -27,6 +27,7 @@ int cmd_sandbox_exec(int argc, char **argv);
 int cmd_sandbox_check(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -22,6 +22,7 @@ const struct cli_command cli_commands[] = {
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first" },
+	{ "archive", cmd_archive, "the kernel archive: list, show, search, similar, export, import, add" },
 	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
 	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
 	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },

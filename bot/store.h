@@ -183,6 +183,89 @@ int store_jobs_requeue_expired(struct store *s, int max_attempts,
 int store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg);
 
+/* ---- The kernel archive (stage 4; pipeline/archive/archive.h uses it) ---- */
+
+/*
+ * One archived kernel. Doubles are NAN where unknown (JSON null); strings
+ * NULL where unknown. As an input (store_archive_add) the strings are
+ * borrowed; as an output they are owned and freed by
+ * store_archive_entry_free().
+ */
+struct store_archive_entry {
+	int64_t id;			/* output only */
+	int64_t created;		/* seconds since the epoch; 0 on input: now */
+	char *problem;			/* a short name */
+	char *problem_source;		/* the problem file's text */
+	char *problem_sha;		/* hex SHA-256 of problem_source */
+	char *ops;			/* sorted op names, space-separated ("" if unknown) */
+	char *shape_class;		/* "float32 in=2 out=2 n=2^15" ("" if unknown) */
+	char *ir;			/* graph IR JSON text or NULL */
+	char *backend;			/* "cpu" or "cuda" */
+	char *arch;			/* "sm_90", "cpu" */
+	char *device;			/* "NVIDIA H200" or NULL */
+	char *kernel;			/* the kernel source */
+	char *kernel_sha;		/* hex SHA-256 of kernel */
+	double ms, eager_ms, compile_ms;	/* medians */
+	double speedup_eager, speedup_eager_lo, speedup_eager_hi;
+	double speedup_compile, speedup_compile_lo, speedup_compile_hi;
+	char *proposer, *model;
+	char *parents;			/* JSON array text or NULL */
+	int64_t job;			/* 0 if none */
+	char *repo, *module;
+	double rank;			/* output of store_archive_search: BM25
+					 * (lower is better); 0 elsewhere */
+};
+
+void store_archive_entry_free(struct store_archive_entry *e);
+void store_archive_entries_free(struct store_archive_entry *e, size_t n);
+
+/*
+ * Insert n entries in ONE transaction; results[i] (may be NULL) gets 0,
+ * -EEXIST for a duplicate of (kernel_sha, arch, problem_sha) (skipped,
+ * not an error) or the entry's own -EINVAL; ids[i] (may be NULL) the new
+ * or existing row's id. The caller validates; the schema's CHECKs are the
+ * last line. Returns 0 when the transaction committed, -errno when nothing
+ * was (an entry that fails other than by duplication rolls back all).
+ */
+int store_archive_add(struct store *s, const struct store_archive_entry *e,
+    size_t n, int *results, int64_t *ids);
+
+/* One entry by id: 0, -ENOENT. */
+int store_archive_get(struct store *s, int64_t id, struct store_archive_entry *out);
+
+/*
+ * Entries newest first, at most limit (0: all), only of arch when arch is
+ * non-NULL. With `full` 0 the big texts (problem_source, ir, kernel) are
+ * left NULL. *out is freed with store_archive_entries_free().
+ */
+int store_archive_list(struct store *s, const char *arch, size_t limit,
+    int full, struct store_archive_entry **out, size_t *n);
+
+/*
+ * Call fn for every entry in id order (full texts), for export; fn returns
+ * 0 to go on or -errno to stop with it. The store is locked during the
+ * walk, so fn must not call the store.
+ */
+int store_archive_each(struct store *s,
+    int (*fn)(const struct store_archive_entry *e, void *arg), void *arg);
+
+/*
+ * Full-text search (FTS5, BM25) over problem source, kernel code and op
+ * names. terms are plain words: each is quoted, so no FTS5 syntax in them
+ * (quotes, *, NEAR, parentheses, column filters) is ever interpreted.
+ * `any`: match entries with any term (OR) rather than all (AND).
+ * `ops_only`: match the op names only. Results best first (e.rank),
+ * at most limit (1..1000), full texts. No terms with a word character:
+ * an empty result.
+ */
+#define STORE_ARCHIVE_MAX_TERMS 128
+int store_archive_search(struct store *s, const char *const *terms,
+    size_t nterms, int any, int ops_only, size_t limit,
+    struct store_archive_entry **out, size_t *n);
+
+/* Any entry for arch: 1, 0, or -errno. */
+int store_archive_has_arch(struct store *s, const char *arch);
+
 /* ---- LLM calls (bot/store_llm.c) ---- */
 
 /* One attempt of one LLM request (pipeline/llm/client.h's record hook). */

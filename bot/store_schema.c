@@ -66,10 +66,66 @@ static const char *const migrations[] = {
 	"  created INTEGER NOT NULL"
 	");"
 	"CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked INTEGER);",
-	/* 3 (llm): every LLM call attempt, for cost accounting and audits.
-	 * Numbered 3 after the archive's 2 on main; it stands alone, so the
-	 * merge order of the two only changes its position. */
-	"CREATE TABLE llm_calls ("
+	/*
+	 * 2: the kernel archive (pipeline/archive). One row per verified
+	 * kernel per problem per GPU architecture; archive_fts indexes the
+	 * problem source, the kernel and the op names for retrieval, kept in
+	 * step by the triggers (external content: the text is stored once).
+	 * The default unicode61 tokenizer splits at '_', so an op name such
+	 * as layer_norm is the phrase "layer norm" in every column alike.
+	 */
+	"CREATE TABLE archive ("
+	"  id INTEGER PRIMARY KEY,"
+	"  created INTEGER NOT NULL,"
+	"  problem TEXT NOT NULL,"
+	"  problem_source TEXT NOT NULL,"
+	"  problem_sha TEXT NOT NULL CHECK (length(problem_sha) = 64),"
+	"  ops TEXT NOT NULL DEFAULT '',"
+	"  shape_class TEXT NOT NULL DEFAULT '',"
+	"  ir TEXT,"
+	"  backend TEXT NOT NULL CHECK (backend IN ('cpu', 'cuda')),"
+	"  arch TEXT NOT NULL CHECK (arch <> ''),"
+	"  device TEXT,"
+	"  kernel TEXT NOT NULL,"
+	"  kernel_sha TEXT NOT NULL CHECK (length(kernel_sha) = 64),"
+	"  ms REAL NOT NULL CHECK (ms > 0),"
+	"  eager_ms REAL,"
+	"  compile_ms REAL,"
+	"  speedup_eager REAL,"
+	"  speedup_eager_lo REAL,"
+	"  speedup_eager_hi REAL,"
+	"  speedup_compile REAL,"
+	"  speedup_compile_lo REAL,"
+	"  speedup_compile_hi REAL,"
+	"  proposer TEXT,"
+	"  model TEXT,"
+	"  parents TEXT,"
+	"  job INTEGER,"
+	"  repo TEXT,"
+	"  module TEXT,"
+	"  UNIQUE (kernel_sha, arch, problem_sha)"
+	");"
+	"CREATE INDEX archive_arch ON archive (arch);"
+	"CREATE INDEX archive_problem ON archive (problem_sha, ms);"
+	"CREATE VIRTUAL TABLE archive_fts USING fts5("
+	"  problem_source, kernel, ops, content='archive', content_rowid='id');"
+	"CREATE TRIGGER archive_fts_ai AFTER INSERT ON archive BEGIN"
+	"  INSERT INTO archive_fts (rowid, problem_source, kernel, ops)"
+	"  VALUES (new.id, new.problem_source, new.kernel, new.ops);"
+	"END;"
+	"CREATE TRIGGER archive_fts_ad AFTER DELETE ON archive BEGIN"
+	"  INSERT INTO archive_fts (archive_fts, rowid, problem_source, kernel, ops)"
+	"  VALUES ('delete', old.id, old.problem_source, old.kernel, old.ops);"
+	"END;"
+	"CREATE TRIGGER archive_fts_au AFTER UPDATE ON archive BEGIN"
+	"  INSERT INTO archive_fts (archive_fts, rowid, problem_source, kernel, ops)"
+	"  VALUES ('delete', old.id, old.problem_source, old.kernel, old.ops);"
+	"  INSERT INTO archive_fts (rowid, problem_source, kernel, ops)"
+	"  VALUES (new.id, new.problem_source, new.kernel, new.ops);"
+	"END;",
+	/* 3: every LLM call attempt (pipeline/llm), for cost accounting
+	 * and audits. */
+	"CREATE TABLE IF NOT EXISTS llm_calls ("
 	"  id INTEGER PRIMARY KEY,"
 	"  time INTEGER NOT NULL,"
 	"  job INTEGER REFERENCES jobs(id),"
@@ -85,7 +141,7 @@ static const char *const migrations[] = {
 	"  latency_s REAL NOT NULL,"
 	"  attempt INTEGER NOT NULL"
 	");"
-	"CREATE INDEX llm_calls_job ON llm_calls (job, id);",
+	"CREATE INDEX IF NOT EXISTS llm_calls_job ON llm_calls (job, id);",
 };
 
 int

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t5001: the llm proposer (pipeline/llm/propose.c) over the real evaluator
+# t5101: the llm proposer (pipeline/llm/propose.c) over the real evaluator
 # on the CPU backend, against scripted answers of the fake LLM server,
 # through tests/helpers/llm_drive's small generation loop (until
 # `kernelbot optimize --proposer llm` lands with branch evolve):
@@ -12,7 +12,7 @@
 #      back; the repository's code quoted as data;
 #   C. a token budget and a dollar budget stop the run with their reason.
 . "$KB_ROOT/tests/e2e/lib.sh"
-t_init t5001
+t_init t5101
 PY=/usr/bin/python3
 DRIVE=${KB_BUILD:-$KB_ROOT/build/default}/tests/helpers/llm_drive
 [ -x "$DRIVE" ] || { fail "tests/helpers/llm_drive is built" "missing $DRIVE"; t_done; }
@@ -45,13 +45,13 @@ config() {
 		echo "    - provider: openai"
 		echo "      base_url: http://127.0.0.1:$port/v1"
 		echo "      model: fake-gpt"
-		echo "      api_key_env: T5001_KEY"
+		echo "      api_key_env: T5101_KEY"
 		echo "      price_in: 10"
 		echo "      price_out: 10"
 	} >"$f"
 }
 py() { $PY -c "$@"; }
-export T5001_KEY="sk-SECRET-5001-$$"
+export T5101_KEY="sk-SECRET-5001-$$"
 
 # ---- A. the stage 2 error-feedback loop ----
 cat >"$TMP/a.json" <<EOF
@@ -120,7 +120,7 @@ check_eq "B: the edit applied to the best kernel" \
 	"True True"
 check_eq "B: the crossover names two parents" \
 	"$(py "import json; h=json.load(open('$H')); print(sorted(h['candidates'][4]['parents']))")" "[0, 1]"
-$PY - "$TMP/b.log" "$KB_ROOT/pipeline/prompts/hints.txt" "$T5001_KEY" >"$TMP/b.out" <<'EOF'
+$PY - "$TMP/b.log" "$KB_ROOT/pipeline/prompts/hints.txt" "$T5101_KEY" >"$TMP/b.out" <<'EOF'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ps = [r["prompt"] for r in rows]
@@ -150,7 +150,7 @@ check_eq "B: the problem is quoted as data, never as instructions" "$(sed -n 6p 
 check_eq "B: the system message states the rule" "$(sed -n 7p "$TMP/b.out")" "system rule True"
 check_eq "B: no key in any prompt" "$(sed -n 8p "$TMP/b.out")" "no key True"
 check_eq "B: requests follow the API" "$(sed -n 9p "$TMP/b.out")" "violations 0"
-check "B: no key in the driver's log" sh -c "! grep -q '$T5001_KEY' '$TMP/b.drive.err' '$TMP/a.drive.err'"
+check "B: no key in the driver's log" sh -c "! grep -q '$T5101_KEY' '$TMP/b.drive.err' '$TMP/a.drive.err'"
 
 # ---- C. budgets ----
 cat >"$TMP/c.json" <<EOF
