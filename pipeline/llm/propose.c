@@ -47,6 +47,8 @@ struct state {
 	size_t n_hints;
 	char feedback[FEEDBACK_MAX];	/* why the last answer was refused */
 	int turn;			/* stage 3 operator rotation */
+	int calls;			/* propose() calls so far */
+	struct llm_config *owned;	/* llm_proposer_from_config's */
 };
 
 /* One planned request. */
@@ -262,15 +264,17 @@ base_vars(struct state *st, const struct evolve_ctx *ctx, int examples)
 		size_t i;
 
 		/* own names, so an example's missing field can never show the
-		 * current problem's in its place */
+		 * current problem's in its place; archive_neighbours() gives
+		 * {"problem" (a name), "kernel", "ms", ...} */
 		json_array_foreach(json_is_array(ex) ? ex : NULL, i, e) {
 			const char *src = jsonx_str(e, "source", jsonx_str(e, "kernel", NULL));
 			json_t *x;
 
 			if (!src)
 				continue;
-			x = json_pack("{s:s,s:s}", "example_source", src, "example_problem",
-			    jsonx_str(e, "problem_source", jsonx_str(e, "problem", "")));
+			x = json_pack("{s:s,s:s,s:s}", "example_source", src, "example_problem",
+			    jsonx_str(e, "problem_source", ""), "example_name",
+			    jsonx_str(e, "problem", "an archived problem"));
 			if (x && jsonx_num(e, "ms", 0) > 0)
 				json_object_set_new(x, "example_ms", json_real(jsonx_num(e, "ms", 0)));
 			json_array_append_new(norm, x);
@@ -505,6 +509,8 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 
 	if (max <= 0 || budget_spent(ctx))
 		return 0;
+	if (st->calls++ == 0 && st->o.wait_for_seed)
+		return 0;
 	if (max > st->o.cfg->proposals)
 		max = st->o.cfg->proposals;
 	if (!(pl = calloc((size_t)max, sizeof(*pl))) ||
@@ -609,6 +615,10 @@ state_free(struct state *st)
 	for (size_t i = 0; i < st->n_hints; i++)
 		free(st->hints[i]);
 	free(st->dir);
+	if (st->owned) {
+		llm_config_free(st->owned);
+		free(st->owned);
+	}
 	free(st);
 }
 
@@ -691,4 +701,29 @@ fail:
 	state_free(st);
 	free(p);
 	return error;
+}
+
+int
+llm_proposer_from_config(const struct config *c,
+    const struct llm_proposer_opts *o, struct proposer **out, char *err,
+    size_t errlen)
+{
+	struct llm_proposer_opts own = *o;
+	struct llm_config *lc = calloc(1, sizeof(*lc));
+	int error;
+
+	if (!lc)
+		return -ENOMEM;
+	if ((error = llm_config_load(c, lc, err, errlen)) < 0) {
+		free(lc);
+		return error;
+	}
+	own.cfg = lc;
+	if ((error = llm_proposer_new(&own, out, err, errlen)) < 0) {
+		llm_config_free(lc);
+		free(lc);
+		return error;
+	}
+	((struct state *)(*out)->state)->owned = lc;
+	return 0;
 }

@@ -12,6 +12,7 @@
 #      back; the repository's code quoted as data;
 #   C. a token budget and a dollar budget stop the run with their reason.
 . "$KB_ROOT/tests/e2e/lib.sh"
+. "$KB_ROOT/tests/e2e/lib-llm.sh"
 t_init t5101
 PY=/usr/bin/python3
 DRIVE=${KB_BUILD:-$KB_ROOT/build/default}/tests/helpers/llm_drive
@@ -24,32 +25,6 @@ export KERNELBOT_PROMPTS="$KB_ROOT/pipeline/prompts"
 # The driver is not kernelbot: it has no sandbox-exec to confine workers.
 export KERNELBOT_EVAL_UNSANDBOXED=1
 
-# fake NAME SCRIPT: start a fake LLM server; sets P.
-fake() {
-	rm -f "$TMP/$1.port"
-	$PY "$KB_ROOT/tests/fakes/fakellm.py" --port-file "$TMP/$1.port" \
-		--log "$TMP/$1.log" --script "$2" 2>"$TMP/$1.err" &
-	t_bg $!
-	wait_for 10 test -s "$TMP/$1.port" || { fail "fake $1 started" "$(cat "$TMP/$1.err")"; t_done; }
-	P=$(cat "$TMP/$1.port")
-}
-# config FILE PORT EXTRA...: one openai model on the fake
-config() {
-	f=$1 port=$2
-	shift 2
-	{
-		echo "llm:"
-		echo "  backoff_ms: 50"
-		for l in "$@"; do echo "$l"; done
-		echo "  models:"
-		echo "    - provider: openai"
-		echo "      base_url: http://127.0.0.1:$port/v1"
-		echo "      model: fake-gpt"
-		echo "      api_key_env: T5101_KEY"
-		echo "      price_in: 10"
-		echo "      price_out: 10"
-	} >"$f"
-}
 py() { $PY -c "$@"; }
 export T5101_KEY="sk-SECRET-5001-$$"
 
@@ -61,8 +36,8 @@ cat >"$TMP/a.json" <<EOF
  {"match": "# Task: summarize.*error: 'scale_bias_undeclared' undeclared", "reply": "line 11: 'scale_bias_undeclared' undeclared", "usage": [100, 50]},
  {"match": "# Task: summarize.*16640 of 33024 elements of out0 were never written", "reply": "input variant 2: out0: 16640 of 33024 elements never written (rows 64 and up)", "usage": [100, 50]}]
 EOF
-fake a "$TMP/a.json"
-config "$TMP/a.yml" "$P" "  proposals: 1" "  fix_rounds: 2" "  summarize_over: 100"
+fakellm a "$TMP/a.json"
+llm_config "$TMP/a.yml" "$LLM_PORT" T5101_KEY "  proposals: 1" "  fix_rounds: 2" "  summarize_over: 100"
 mkdir "$TMP/dba"
 "$DRIVE" evolve "$TMP/a.yml" "$TMP/dba" "$PROBLEM" "$TMP/outa" 3 2>"$TMP/a.drive.err"
 check_eq "A: the driver ran" "$?" 0
@@ -102,8 +77,8 @@ cat >"$TMP/b.json" <<EOF
  {"match": "# Task: one targeted improvement", "reply_file": "$F/edit.md", "usage": [100, 100]},
  {"match": "# Task: combine two kernels", "reply_file": "$F/hint.md", "usage": [100, 100]}]
 EOF
-fake b "$TMP/b.json"
-config "$TMP/b.yml" "$P" "  proposals: 3"
+fakellm b "$TMP/b.json"
+llm_config "$TMP/b.yml" "$LLM_PORT" T5101_KEY "  proposals: 3"
 mkdir "$TMP/dbb"
 "$DRIVE" evolve "$TMP/b.yml" "$TMP/dbb" "$PROBLEM" "$TMP/outb" 3 2>"$TMP/b.drive.err"
 check_eq "B: the driver ran" "$?" 0
@@ -157,15 +132,15 @@ cat >"$TMP/c.json" <<EOF
 [{"match": "# Task: write kernel.c", "reply_file": "$F/fixed.md", "usage": [800, 400]},
  {"match": "", "reply_file": "$F/rewrite.md", "usage": [800, 400]}]
 EOF
-fake c "$TMP/c.json"
-config "$TMP/c1.yml" "$P" "  proposals: 1"
+fakellm c "$TMP/c.json"
+llm_config "$TMP/c1.yml" "$LLM_PORT" T5101_KEY "  proposals: 1"
 printf 'budgets:\n  tokens: 1000\n' >>"$TMP/c1.yml"
 mkdir "$TMP/dbc"
 "$DRIVE" evolve "$TMP/c1.yml" "$TMP/dbc" "$PROBLEM" "$TMP/outc1" 5 2>/dev/null
 check_eq "C: a token budget stops the run" \
 	"$(py "import json; s=json.load(open('$TMP/outc1/summary.json')); print(s['stop_reason'], s['spent']['tokens'], s['candidates_evaluated'])")" \
 	"budget:tokens 1200 1"
-config "$TMP/c2.yml" "$P" "  proposals: 1"
+llm_config "$TMP/c2.yml" "$LLM_PORT" T5101_KEY "  proposals: 1"
 printf 'budgets:\n  dollars: 0.01\n' >>"$TMP/c2.yml"
 "$DRIVE" evolve "$TMP/c2.yml" "$TMP/dbc" "$PROBLEM" "$TMP/outc2" 5 2>/dev/null
 check_eq "C: a dollar budget stops the run" \
