@@ -39,6 +39,7 @@ static const char optimize_usage[] =
     "                          [--generations N] [--per-generation N] [--population N]\n"
     "                          [--patience N] [--seed N] [--trials N] [--confirm-trials N]\n"
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
+    "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--device N] [--class NAME]\n";
 
 /*
@@ -86,6 +87,7 @@ struct module {
 struct opt_args {
 	struct evolve_opts eo;
 	const char *out, *config, *proposer, *class_name;
+	double wall_s, gpu_s;	/* --wall-minutes, --gpu-minutes; 0: not given */
 	int json;
 };
 
@@ -373,9 +375,13 @@ error_summary(const struct module *m, const char *backend, const char *msg)
 	    "stop_reason", "error", "backend", backend, "error", msg);
 }
 
+/*
+ * One problem into out_dir: its summary (NULL only on ENOMEM); *ok when it
+ * got a verified kernel, *usage when the options did not fit it (exit 2).
+ */
 static json_t *
 optimize_one(const struct opt_args *a, const struct config *cfg, const struct module *m,
-    const char *out_dir, int *ok)
+    const char *out_dir, int *ok, int *usage)
 {
 	struct evolve_opts eo = a->eo;
 	json_t *ir = NULL, *summary = NULL;
@@ -411,6 +417,7 @@ optimize_one(const struct opt_args *a, const struct config *cfg, const struct mo
 	eo.n_proposers = (size_t)n;
 	if ((error = evolve_run(&eo, &summary, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, err);
+		*usage |= error == -EEXIST || error == -EINVAL;
 		summary = error_summary(m, eo.backend, err);
 		goto out;
 	}
@@ -491,6 +498,8 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "wall-minutes", required_argument, NULL, 'W' },
+		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -579,6 +588,19 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			a->eo.device = (int)v;
 			break;
 		case 'c': a->class_name = optarg; break;
+		case 'W':
+		case 'G': {
+			char *end;
+			double m = strtod(optarg, &end);
+			if (*end || end == optarg || !(m > 0 && m <= 1e6))
+				return cli_usage_error("optimize", "--%s: minutes, more than 0",
+				    c == 'W' ? "wall-minutes" : "gpu-minutes");
+			if (c == 'W')
+				a->wall_s = m * 60;
+			else
+				a->gpu_s = m * 60;
+			break;
+		}
 		case 'h':
 			fputs(optimize_usage, stdout);
 			*done = 1;
@@ -614,7 +636,7 @@ cmd_optimize(int argc, char **argv)
 	json_t *all = NULL;
 	struct stat st;
 	char err[2048], root[PATH_MAX], dir[PATH_MAX];
-	int rc, done, repo, failed = 0, cli_budget;
+	int rc, done, repo, failed = 0, usage = 0, cli_budget;
 
 	a.eo.backend = NULL;
 	if ((rc = parse_args(argc, argv, &a, &done)) != 0 || done)
@@ -629,6 +651,10 @@ cmd_optimize(int argc, char **argv)
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
 		goto out;
 	}
+	if (a.wall_s > 0)
+		a.eo.budget.wall_s = a.wall_s;
+	if (a.gpu_s > 0)
+		a.eo.budget.gpu_s = a.gpu_s;
 	if (cli_budget)
 		a.eo.budget.candidates = cli_budget;
 	else if (!a.eo.budget.candidates)
@@ -686,7 +712,7 @@ cmd_optimize(int argc, char **argv)
 			snprintf(dir, sizeof(dir), "%s", a.out);
 		if (repo)
 			fprintf(stderr, "optimize: module %s (%s) -> %s\n", m->rel, m->class_name, dir);
-		if (!(s = optimize_one(&a, cfg, m, dir, &ok))) {
+		if (!(s = optimize_one(&a, cfg, m, dir, &ok, &usage))) {
 			rc = 1;
 			goto out;
 		}
@@ -706,7 +732,7 @@ cmd_optimize(int argc, char **argv)
 			printf("%s\n", txt);
 		free(txt);
 	}
-	rc = failed ? 1 : 0;
+	rc = usage ? EXIT_USAGE : failed ? 1 : 0;
 out:
 	modules_free_all(mods, n_mods);
 	json_decref(all);

@@ -9,9 +9,9 @@
  *
  * Generation 0 is the default schedule, then its one-field neighbours
  * (every value of every field, every single fusion cut) in random order
- * until the quota is met; later generations drain what is left of them
- * before breeding, so each knob that matters on this problem is measured
- * alone once. Breeding mutates (schedule_mutate, plus toggles of the cuts
+ * until the quota is met; in later generations what is left of them takes
+ * every other slot, so each knob that matters on this problem is measured
+ * alone once while breeding already combines those that helped. Breeding mutates (schedule_mutate, plus toggles of the cuts
  * that proved to exist) and crosses over the population's schedules.
  */
 #include <errno.h>
@@ -33,6 +33,7 @@ struct pc_state {
 	size_t n_queue;
 	int seeded;
 	uint64_t live_cuts;			/* cut bits that change the code */
+	unsigned draws;				/* alternates neighbours and breeding */
 	struct schedule *tried;
 	size_t n_tried, cap_tried;
 	char (*shas)[CRYPTO_SHA256_HEX];	/* sources proposed */
@@ -225,7 +226,9 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 {
 	int gen = ctx->spent ? ctx->spent->generations : 0;
 
-	while (st->n_queue > 0) {
+	/* after generation 0, neighbours take every other slot: breeding
+	 * combines the knobs that helped while the rest are still measured */
+	while (st->n_queue > 0 && (gen == 0 || !ctx->n_population || st->draws++ % 2 == 0)) {
 		*s = st->queue[--st->n_queue];
 		parents[0] = parents[1] = -1;
 		*op = gen == 0 ? "seed" : "neighbour";
@@ -275,7 +278,7 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 {
 	struct pc_state *st = p->state;
 	struct schedule d;
-	int n = 0, error;
+	int n = 0, error, slots;
 
 	if (!st->g) {
 		if (!ctx->ir) {
@@ -289,7 +292,9 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 	if (!st->seeded && (error = build_queue(st, ctx->rng)) < 0)
 		return error;
 	schedule_default(&d, st->g, st->backend);
-	for (int slot = 0; n < max && slot < max + PC_ATTEMPTS; slot++) {
+	/* most neighbours change nothing on a given problem: room to skip them all */
+	slots = max + PC_ATTEMPTS + (int)st->n_queue;
+	for (int slot = 0; n < max && slot < slots; slot++) {
 		struct schedule s;
 		const char *op = "mutate";
 		char sha[CRYPTO_SHA256_HEX], full[CRYPTO_SHA256_HEX], *src = NULL;
