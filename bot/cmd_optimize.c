@@ -139,6 +139,22 @@ config_budgets(const struct config *cfg, struct evolve_budget *b, char *err, siz
 	return 0;
 }
 
+/* Does the config name at least one LLM model? (Its section is valid:
+ * config_budgets read it.) */
+static int
+llm_configured(const struct config *cfg)
+{
+	struct llm_config lc;
+	char err[CONFIG_ERR_MAX];
+	int n;
+
+	if (llm_config_load(cfg, &lc, err, sizeof(err)) < 0)
+		return 0;
+	n = (int)lc.n_models;
+	llm_config_free(&lc);
+	return n > 0;
+}
+
 /* ------------------------------------------------------------ modules of a repository */
 
 static void
@@ -649,6 +665,11 @@ cmd_optimize(int argc, char **argv)
 	rc = EXIT_USAGE;
 	if (config_budgets(cfg, &a.eo.budget, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
+		goto out;
+	}
+	if (strstr(a.proposer, "llm") && !llm_configured(cfg)) {
+		fprintf(stderr, "kernelbot optimize: --proposer %s needs llm.models in the "
+		    "server config (--config FILE; docs/llm.md)\n", a.proposer);
 		goto out;
 	}
 	if (a.wall_s > 0)

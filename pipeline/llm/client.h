@@ -8,8 +8,8 @@
  * retried with exponential backoff, never before the server's Retry-After.
  *
  * Keys: read from api_key_env or api_key_file when a request is built,
- * put in the auth header only (Authorization: Bearer, or x-api-key), wiped
- * after the request, never copied into a reply, an error message, a log
+ * put in the auth header only (Authorization: Bearer, or x-api-key), our
+ * copies wiped after each round, never copied into a reply, an error message, a log
  * line or a call record. Nothing here starts a process, so no key can
  * reach a sandbox's environment.
  *

@@ -567,9 +567,12 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 			continue;
 		}
 		out[got].source = src;
+		/* what the answer was, where the model chose otherwise than asked */
 		out[got].op = ops[pl[i].op].evolve_op;
 		if (kind == EXTRACT_EDIT && pl[i].op != OP_FIX)
 			out[got].op = "edit";
+		else if (kind == EXTRACT_BLOCK && pl[i].op == OP_EDIT)
+			out[got].op = "rewrite";
 		out[got].origin = origin_of(&pl[i], &rp[i], kind);
 		out[got].parents[0] = pl[i].a ? pl[i].a->id : -1;
 		out[got].parents[1] = pl[i].b ? pl[i].b->id : -1;

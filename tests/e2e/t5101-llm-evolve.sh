@@ -91,7 +91,7 @@ check_eq "B: every candidate correct" \
 check_eq "B: the garbage answer counted as malformed" \
 	"$(py "import json; print(json.load(open('$TMP/outb/summary.json'))['spent']['malformed'])")" 1
 check_eq "B: the edit applied to the best kernel" \
-	"$(py "import json; h=json.load(open('$H')); e=h['candidates'][3]; best=h['candidates'][e['parents'][0]]; print(e['parents'][0] in (0, 1), open('$TMP/outb/'+e['file']).read().count('float *restrict y') == 1)")" \
+	"$(py "import json; h=json.load(open('$H')); e=h['candidates'][3]; best=h['candidates'][e['parents'][0]]; print(e['parents'][0] in (0, 1), open('$TMP/outb/'+e['file']).read().count('/* edited: one local change */') == 1)")" \
 	"True True"
 check_eq "B: the crossover names two parents" \
 	"$(py "import json; h=json.load(open('$H')); print(sorted(h['candidates'][4]['parents']))")" "[0, 1]"
