@@ -111,10 +111,12 @@ bench: all $(BUILD)/bench/loadgen
 	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
 
 # On a GPU host: the evaluator's CUDA exploit suite and the 01 problem end
-# to end. No build step: a GPU host without the build dependencies runs a
-# carried device-bundle/ (see tests/gpu/eval-gpu.sh).
+# to end; the LLM proposer on CUDA against the fake LLM server. No build
+# step: a GPU host without the build dependencies runs a carried
+# device-bundle/ (see tests/gpu/eval-gpu.sh).
 test-gpu:
 	sh tests/gpu/eval-gpu.sh
+	sh tests/gpu/llm-gpu.sh
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
 bench-gpu:
