@@ -407,7 +407,8 @@ confirm(struct evo_run *r, json_t **result, int *which)
 {
 	char dir[PATH_MAX], file[PATH_MAX], name[32];
 	const char *paths[1] = { file };
-	int error;
+	/* never fewer trials than a generation had */
+	int error, trials = r->o->confirm_trials > r->o->trials ? r->o->confirm_trials : r->o->trials;
 
 	*result = NULL;
 	if ((error = evo_out_path(r, dir, sizeof(dir), "best")) < 0 || (error = evo_mkdir_p(dir)) < 0)
@@ -421,9 +422,8 @@ confirm(struct evo_run *r, json_t **result, int *which)
 
 		if ((error = evo_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
-		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms,
-		    r->o->confirm_trials);
-		if ((error = run_eval(r, paths, 1, r->o->confirm_trials,
+		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms, trials);
+		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", &res)) < 0)
 			return error;
 		if (jsonx_bool(json_array_get(res, 0), "correct", 0)) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/crypto.h"
+#include "common/jsonx.h"
 #include "pipeline/compiler/compiler.h"
 #include "pipeline/evolve/evolve.h"
 
@@ -272,6 +273,36 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 	return -ENOENT;
 }
 
+/*
+ * The compiler builds kernels for the traced shapes only (they return 2
+ * for others), so a problem whose get_input_variants() gives other shapes
+ * can get no correct compiler kernel: say so instead of evaluating
+ * candidates that must fail. 0, or -ENOTSUP with the first differing input.
+ */
+static int
+check_variants(const json_t *ir, char *err, size_t errlen)
+{
+	json_t *variants = json_object_get(ir, "variants"), *v, *t, *in;
+	size_t i, j, k;
+
+	json_array_foreach(variants, i, v) {
+		json_array_foreach(v, j, t) {
+			const char *name = json_string_value(json_object_get(t, "name"));
+			json_array_foreach(json_object_get(ir, "inputs"), k, in) {
+				if (!name || strcmp(name, jsonx_str(in, "name", "")))
+					continue;
+				if (!json_equal(json_object_get(in, "shape"), json_object_get(t, "shape"))) {
+					snprintf(err, errlen, "unsupported: shape variants (input %s of "
+					    "variant %zu has another shape; the graph compiler builds "
+					    "kernels for the traced shapes only)", name, i);
+					return -ENOTSUP;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 static int
 pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candidate *out,
     int max, char *err, size_t errlen)
@@ -286,6 +317,8 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 			    ctx->ir_error ? ctx->ir_error : "the module has no graph IR");
 			return -ENOTSUP;
 		}
+		if ((error = check_variants(ctx->ir, err, errlen)) < 0)
+			return error;
 		if ((error = ir_load((json_t *)ctx->ir, &st->g, err, errlen)) < 0)
 			return error;
 	}

@@ -89,6 +89,13 @@ check_eq "status unsupported with the compiler's message" \
 	"$(json_get "$TMP/hs.json" '(d["status"], d["error"], d["candidates_evaluated"])')" \
 	"('unsupported', 'unsupported: dtype float16 (input x)', 0)"
 
+# --- shape variants the compiler's shape-specialized kernels cannot take --
+"$KERNELBOT" optimize "$FIX/eval/scale_bias.py" $FAST --out "$TMP/sv" --json >"$TMP/sv.json" 2>/dev/null
+check_eq "shape variants: exit 1" "$?" 1
+check_eq "unsupported up front, nothing evaluated" \
+	"$(json_get "$TMP/sv.json" '(d["status"], d["error"].startswith("unsupported: shape variants (input x of variant"), d["candidates_evaluated"])')" \
+	"('unsupported', True, 0)"
+
 # --- a second run into the same DIR replaces the first; human output --------
 # (the budget comes from --config's budgets section this time)
 printf 'budgets:\n  candidates: 1\n  wall_minutes: 30\n' >"$TMP/budget.yml"

@@ -223,6 +223,24 @@ test_budget_candidates(void)
 	CHECK("REPORT.md written", exists("cand", "REPORT.md"));
 	CHECK("problem.py copied", exists("cand", "problem.py"));
 	CHECK("gpu seconds summed from eval_s", jsonx_num(s, "spent.gpu_s", 0) >= 5.0);
+	{
+		struct buf rep = BUF_INIT(1 << 20);
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cand/REPORT.md", tmpdir);
+		buf_read_file(&rep, path);
+		CHECK("REPORT.md: the speedup table with the confirmation's interval",
+		    rep.data && strstr(rep.data, "| best (candidate 9) | 13.42 |") &&
+		    strstr(rep.data, "| 74.51x | [67.06, 81.96] |"));
+		CHECK("REPORT.md: the chart of best times", rep.data &&
+		    strstr(rep.data, "    x-axis \"generation\" [0, 1, 2]\n") &&
+		    strstr(rep.data, "    line [51.2, 20.9715, 13.4218]\n"));
+		CHECK("REPORT.md: why it stopped", rep.data && strstr(rep.data, "stopped: budget:candidates"));
+		CHECK("REPORT.md: the fastest candidates, fastest first", rep.data &&
+		    strstr(rep.data, "## Fastest candidates (of 10 verified, 10 evaluated)") &&
+		    strstr(rep.data, "| 9 | 2 | mutate | 13.42 | 74.51x | `{\"v\":13.4217") &&
+		    strstr(rep.data, "| 9 | 2 |") < strstr(rep.data, "| 8 | 2 |"));
+		buf_free(&rep);
+	}
 	json_decref(s);
 	json_decref(h);
 }
@@ -437,6 +455,31 @@ test_prop_compiler(void)
 	CHECK("with the compiler's message", strstr(err, "unsupported: dtype float16") == err);
 	p->free(p);
 	json_decref(ir);
+
+	/* shape variants: the compiler's kernels are for the traced shapes */
+	{
+		const char *var = "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
+		    "\"shape\": [4], \"dtype\": \"float32\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
+		    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"variants\": [[{\"name\": \"x\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "[{\"name\": \"x\", \"shape\": [9], \"dtype\": \"float32\"}]]}";
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		ctx.ir = ir = json_loads(var, 0, NULL);
+		CHECK_INT("shape variants: -ENOTSUP", p->propose(p, &ctx, out, 8, err, sizeof(err)), -ENOTSUP);
+		CHECK("naming the input and the variant",
+		    strstr(err, "unsupported: shape variants (input x of variant 1") == err);
+		p->free(p);
+		json_array_remove(json_object_get(ir, "variants"), 1);
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		memset(out, 0, sizeof(out));
+		n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+		CHECK_INT("a variant of the traced shape is fine", n, 1);
+		for (int i = 0; i < n; i++)
+			evolve_candidate_clear(&out[i]);
+		p->free(p);
+		json_decref(ir);
+	}
 
 	/* linear + gelu, N = 48: cpu_tile 16, 32 and 48 (every larger tile is
 	 * clamped to N) are the only different codes on the CPU */
