@@ -123,12 +123,14 @@ bench: all $(BUILD)/bench/loadgen
 	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
 
 # On a GPU host: the evaluator's CUDA exploit suite and the 01 problem end
-# to end. No build step: a GPU host without the build dependencies runs a
-# carried device-bundle/ (see tests/gpu/eval-gpu.sh).
+# to end; the LLM proposer on CUDA against the fake LLM server. No build
+# step: a GPU host without the build dependencies runs a carried
+# device-bundle/ (see tests/gpu/eval-gpu.sh).
 test-gpu:
 	sh tests/gpu/eval-gpu.sh
 	sh tests/gpu/coord-gpu.sh
 	sh tests/gpu/report-gpu.sh
+	sh tests/gpu/llm-gpu.sh
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
 bench-gpu:
@@ -146,6 +148,7 @@ install: all install-data
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kernelbot
 	$(call copy_harness,$(DESTDIR)$(PREFIX)/share/kernelbot/harness)
+	$(call copy_prompts,$(DESTDIR)$(PREFIX)/share/kernelbot/prompts)
 
 # The whole loop on examples/ (kernelbot demo): builds first, like `make test`.
 DEMO_ARGS ?=
@@ -171,6 +174,10 @@ install-data:
 copy_harness = cd gpu/harness && find . -name '*.py' -not -path '*/__pycache__/*' | \
 	while read -r f; do install -D -m 0644 "$$f" "$(abspath $(1))/$$f" || exit 1; done
 
+# The LLM prompt templates (pipeline/prompts/, docs/llm.md).
+copy_prompts = install -d "$(abspath $(1))" && \
+	install -m 0644 pipeline/prompts/*.md pipeline/prompts/*.txt "$(abspath $(1))/"
+
 # The GPU machine lacks libgit2, libsodium, libmicrohttpd and the rest:
 # bundle the binary with every non-libc library it links.
 device-bundle: all
@@ -179,6 +186,7 @@ device-bundle: all
 	cp $(BIN) device-bundle/kernelbot
 	cp -r /usr/include/dlpack device-bundle/include/
 	$(call copy_harness,device-bundle/harness)
+	$(call copy_prompts,device-bundle/prompts)
 	ldd $(BIN) | awk '$$3 ~ /^\// { print $$3 }' | \
 		grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' | \
 		xargs -r -I{} cp -L {} device-bundle/lib/

@@ -269,6 +269,10 @@ cmd_optimize(int argc, char **argv)
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
 		goto out;
 	}
+	if (optimize_proposers_configured(a.proposer, cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kernelbot optimize: %s\n", err);
+		goto out;
+	}
 	if (a.wall_s > 0)
 		a.eo.budget.wall_s = a.wall_s;
 	if (a.gpu_s > 0)

@@ -12,91 +12,101 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bot/optimize_llm.h"
 #include "common/buf.h"
 #include "common/jsonx.h"
 #include "gitops/modules.h"
 #include "gitops/repocfg.h"
 #include "pipeline/compiler/irload.h"
+#include "pipeline/llm/client.h"
 
 #define OPTIMIZE_MAX_DEPTH	16	/* folders below the repository root */
 
 /*
- * The proposers `--proposer` can name. One that is not built in has no
- * constructor; wiring pipeline/llm in is one line here (and "both" then
- * means compiler + llm).
+ * The proposers `--proposer` can name ("both" is compiler + llm). One that
+ * is not built in has no constructor. seeded: the graph compiler runs too,
+ * so the LLM evolves its kernels (bot/optimize_llm.h).
  */
 struct proposer_kind {
 	const char *name;
-	int (*make)(const char *backend, const struct config *cfg, struct proposer **out,
-	    char *err, size_t errlen);
+	int (*make)(const char *backend, const struct config *cfg, int seeded,
+	    struct proposer **out, char *err, size_t errlen);
 };
 
 static int
-make_compiler(const char *backend, const struct config *cfg, struct proposer **out,
-    char *err, size_t errlen)
+make_compiler(const char *backend, const struct config *cfg, int seeded,
+    struct proposer **out, char *err, size_t errlen)
 {
 	(void)cfg;
+	(void)seeded;
 	(void)err;
 	(void)errlen;
 	return prop_compiler_new(backend, out);
 }
 
+static int
+make_llm(const char *backend, const struct config *cfg, int seeded,
+    struct proposer **out, char *err, size_t errlen)
+{
+	return optimize_llm_new(cfg, backend, seeded, 0, out, err, errlen);
+}
+
 static const struct proposer_kind proposer_kinds[] = {
 	{ "compiler", make_compiler },
-	{ "llm", NULL },
+	{ "llm", make_llm },
 	{ NULL, NULL },
 };
 
-
 /* ------------------------------------------------------------ budgets.* */
 
+/*
+ * One reader of the section, pipeline/llm's (llm_config_load), so that the
+ * LLM's names and the first ones here are both accepted: candidates,
+ * generations, tokens|llm_tokens, dollars|llm_usd, gpu_seconds|gpu_minutes,
+ * wall_seconds|wall_minutes.
+ */
 int
 optimize_config_budgets(const struct config *cfg, struct evolve_budget *b, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "candidates", "generations", "wall_minutes",
-		"gpu_minutes", "llm_tokens", "llm_usd", NULL };
-	json_t *sec = json_object_get(config_tree(cfg), "budgets"), *v;
-	const char *k;
+	struct llm_config lc;
+	int error;
 
-	if (!sec)
+	if ((error = llm_config_load(cfg, &lc, err, errlen)) < 0)
+		return error;
+	/* a limit already set (a command-line flag) wins */
+	if (!b->candidates)
+		b->candidates = lc.budget_candidates;
+	if (!b->generations)
+		b->generations = lc.budget_generations;
+	if (!b->wall_s)
+		b->wall_s = lc.budget_wall_s;
+	if (!b->gpu_s)
+		b->gpu_s = lc.budget_gpu_s;
+	if (!b->tokens)
+		b->tokens = lc.budget_tokens;
+	if (!b->dollars)
+		b->dollars = lc.budget_dollars;
+	llm_config_free(&lc);
+	return 0;
+}
+
+int
+optimize_proposers_configured(const char *names, const struct config *cfg, char *err,
+    size_t errlen)
+{
+	struct llm_config lc;
+	size_t n;
+
+	if (!strstr(names, "llm"))
 		return 0;
-	if (!json_is_object(sec))
-		return config_error(cfg, err, errlen, "budgets", NULL, "expected a mapping");
-	json_object_foreach(sec, k, v) {
-		char key[128];
-		int known = 0;
-		double x;
-
-		for (int i = 0; keys[i]; i++)
-			known |= !strcmp(k, keys[i]);
-		snprintf(key, sizeof(key), "budgets.%s", k);
-		if (!known)
-			return config_error(cfg, err, errlen, key, NULL, "unknown key (one of "
-			    "candidates, generations, wall_minutes, gpu_minutes, llm_tokens, llm_usd)");
-		/* YAML scalars may arrive as strings */
-		if (json_is_number(v))
-			x = json_number_value(v);
-		else if (json_is_string(v)) {
-			char *end;
-			x = strtod(json_string_value(v), &end);
-			if (*end || end == json_string_value(v))
-				return config_error(cfg, err, errlen, key, NULL, "expected a number");
-		} else
-			return config_error(cfg, err, errlen, key, NULL, "expected a number");
-		if (x < 0 || x > 1e12)
-			return config_error(cfg, err, errlen, key, NULL, "expected a number from 0 to 1e12");
-		if (!strcmp(k, "candidates"))
-			b->candidates = (int)(x > 1e9 ? 1e9 : x);
-		else if (!strcmp(k, "generations"))
-			b->generations = (int)(x > 1e9 ? 1e9 : x);
-		else if (!strcmp(k, "wall_minutes"))
-			b->wall_s = x * 60;
-		else if (!strcmp(k, "gpu_minutes"))
-			b->gpu_s = x * 60;
-		else if (!strcmp(k, "llm_tokens"))
-			b->tokens = (int64_t)x;
-		else
-			b->dollars = x;
+	if (llm_config_load(cfg, &lc, err, errlen) < 0)
+		return -EINVAL;
+	n = lc.n_models;
+	llm_config_free(&lc);
+	if (n == 0) {
+		snprintf(err, errlen, "--proposer %s needs llm.models in the server config "
+		    "(--config FILE; docs/llm.md)", names);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -357,7 +367,8 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 		for (const struct proposer_kind *k = proposer_kinds; k->name; k++) {
 			if (strlen(k->name) != len || strncmp(k->name, p, len))
 				continue;
-			if ((error = k->make(eo.backend, cfg, &eo.proposers[n], err, sizeof(err))) < 0) {
+			if ((error = k->make(eo.backend, cfg, strstr(proposers, "compiler") != NULL,
+			    &eo.proposers[n], err, sizeof(err))) < 0) {
 				if (!err[0] || error == -ENOMEM)
 					snprintf(err, sizeof(err), "proposer %s: %s", k->name, strerror(-error));
 				summary = optimize_error_summary(m, eo.backend, err);

@@ -37,11 +37,21 @@ int optimize_proposers_check(const char *names, char *err, size_t errlen);
 
 /*
  * The `budgets` section of the server configuration into b: candidates,
- * generations, wall_minutes, gpu_minutes, llm_tokens, llm_usd, each a
- * number >= 0 (0: no limit); keys absent leave b as it is. 0, or -EINVAL
- * with "FILE:LINE: budgets.KEY: message" in err.
+ * generations, tokens (or llm_tokens), dollars (or llm_usd), gpu_seconds
+ * (or gpu_minutes), wall_seconds (or wall_minutes), each a number >= 0 (0:
+ * no limit), read by pipeline/llm's reader of the llm and budgets
+ * sections; a limit already set in b (a command-line flag) stays. 0, or
+ * -EINVAL with "FILE:LINE: budgets.KEY: message" in err (also for a bad
+ * llm section).
  */
 int optimize_config_budgets(const struct config *cfg, struct evolve_budget *b, char *err,
+    size_t errlen);
+
+/*
+ * Whether the config gives what the named proposers need: llm needs at
+ * least one of llm.models. 0, or -EINVAL with a sentence in err.
+ */
+int optimize_proposers_configured(const char *names, const struct config *cfg, char *err,
     size_t errlen);
 
 /*

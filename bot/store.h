@@ -429,6 +429,7 @@ int store_delivered_has_arch(struct store *s, const char *arch);
 /* 0 and *value, or -ENOENT when name was never set. */
 int store_clock_get(struct store *s, const char *name, int64_t *value);
 int store_clock_set(struct store *s, const char *name, int64_t value);
+
 /* ---- The kernel archive (stage 4; pipeline/archive/archive.h uses it) ---- */
 
 /*

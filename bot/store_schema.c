@@ -123,10 +123,9 @@ static const char *const migrations[] = {
 	"  INSERT INTO archive_fts (rowid, problem_source, kernel, ops)"
 	"  VALUES (new.id, new.problem_source, new.kernel, new.ops);"
 	"END;",
-	/* 3 (llm): every LLM call attempt, for cost accounting and audits.
-	 * Numbered 3 after the archive's 2 on main; it stands alone, so the
-	 * merge order of the two only changes its position. */
-	"CREATE TABLE llm_calls ("
+	/* 3: every LLM call attempt (pipeline/llm), for cost accounting
+	 * and audits. */
+	"CREATE TABLE IF NOT EXISTS llm_calls ("
 	"  id INTEGER PRIMARY KEY,"
 	"  time INTEGER NOT NULL,"
 	"  job INTEGER REFERENCES jobs(id),"
@@ -142,7 +141,7 @@ static const char *const migrations[] = {
 	"  latency_s REAL NOT NULL,"
 	"  attempt INTEGER NOT NULL"
 	");"
-	"CREATE INDEX llm_calls_job ON llm_calls (job, id);",
+	"CREATE INDEX IF NOT EXISTS llm_calls_job ON llm_calls (job, id);",
 	/*
 	 * 4 (coord, issue #8): the coordinator's per-job step, one task per
 	 * module per job, the runners, leases on commands and cleanups, the

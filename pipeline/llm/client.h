@@ -8,8 +8,8 @@
  * retried with exponential backoff, never before the server's Retry-After.
  *
  * Keys: read from api_key_env or api_key_file when a request is built,
- * put in the auth header only (Authorization: Bearer, or x-api-key), wiped
- * after the request, never copied into a reply, an error message, a log
+ * put in the auth header only (Authorization: Bearer, or x-api-key), our
+ * copies wiped after each round, never copied into a reply, an error message, a log
  * line or a call record. Nothing here starts a process, so no key can
  * reach a sandbox's environment.
  *
@@ -63,6 +63,9 @@ struct llm_config {
 	int parallel;		/* llm.parallel: requests at once, default 8 */
 	int proposals;		/* llm.proposals: candidates per generation, default 4 */
 	int fix_rounds;		/* llm.fix_rounds: fixes per failed proposal, default 3 */
+	int summarize_over;	/* llm.summarize_over: error summaries longer than
+				 * this many characters go through a model first;
+				 * 0 never; default 2000 */
 	char *prompts_dir;	/* llm.prompts_dir, NULL: the installed templates */
 	/* budgets.* (0: no limit) */
 	int budget_candidates, budget_generations;

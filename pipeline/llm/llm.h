@@ -57,6 +57,12 @@ struct llm_proposer_opts {
 	    const struct evolve_entry *e);
 	void *profile_arg;
 	const char *seed_source;	/* the graph compiler's kernel, or NULL */
+	/*
+	 * Another proposer (the graph compiler, `--proposer both`) seeds this
+	 * one: the first call offers nothing, so stage 3 starts from the
+	 * seeds' correct kernels and translate prompts carry their best.
+	 */
+	int wait_for_seed;
 	/* the wait between retries, for tests; NULL: sleep */
 	void (*sleep_ms)(void *arg, long ms);
 	void *sleep_arg;
@@ -69,6 +75,15 @@ struct llm_proposer_opts {
  */
 int llm_proposer_new(const struct llm_proposer_opts *o, struct proposer **out,
     char *err, size_t errlen);
+
+/*
+ * The same with the models and settings read from a server config's `llm`
+ * and `budgets` sections (llm_config_load), owned by the proposer; o->cfg
+ * is ignored. -EINVAL with "FILE:LINE: KEY: message" for a bad section.
+ */
+int llm_proposer_from_config(const struct config *c,
+    const struct llm_proposer_opts *o, struct proposer **out, char *err,
+    size_t errlen);
 
 /*
  * The evaluator's result for a failed candidate as feedback for a model:

@@ -17,9 +17,22 @@ static const char *const model_keys[] = { "provider", "base_url", "model",
 	"api_key_env", "api_key_file", "temperature", "max_tokens", "weight",
 	"price_in", "price_out", "timeout_s", NULL };
 static const char *const llm_keys[] = { "models", "max_attempts", "backoff_ms",
-	"parallel", "proposals", "fix_rounds", "prompts_dir", NULL };
-static const char *const budget_keys[] = { "candidates", "generations",
-	"gpu_seconds", "wall_seconds", "tokens", "dollars", NULL };
+	"parallel", "proposals", "fix_rounds", "summarize_over", "prompts_dir", NULL };
+/* Each budget and its other spelling (kernelbot optimize's first names;
+ * docs/optimize.md), in the unit of the second's scale: both accepted,
+ * one of the two at most. */
+static const struct {
+	const char *name, *alias;
+	double scale;		/* alias value * scale = name's unit */
+} budget_keys[] = {
+	{ "candidates", NULL, 1 },
+	{ "generations", NULL, 1 },
+	{ "tokens", "llm_tokens", 1 },
+	{ "dollars", "llm_usd", 1 },
+	{ "gpu_seconds", "gpu_minutes", 60 },
+	{ "wall_seconds", "wall_minutes", 60 },
+};
+#define N_BUDGETS (sizeof(budget_keys) / sizeof(budget_keys[0]))
 
 static int
 known_keys(const struct config *c, const json_t *o, const char *const *keys,
@@ -168,31 +181,49 @@ static int
 load_budgets(const struct config *c, const json_t *b, struct llm_config *lc,
     char *err, size_t errlen)
 {
-	long long ll;
-	int error;
+	double v[N_BUDGETS] = { 0 };
+	const char *k;
+	json_t *x;
 
 	if (!b || json_is_null(b))
 		return 0;
 	if (!json_is_object(b))
 		return config_error(c, err, errlen, "budgets", b, "must be a mapping");
-	if ((error = known_keys(c, b, budget_keys, "budgets", err, errlen)) < 0)
-		return error;
-	ll = 0;
-	if ((error = get_int(c, b, "candidates", "budgets.candidates", 0, 1000000, &ll, err, errlen)) < 0)
-		return error;
-	lc->budget_candidates = (int)ll;
-	ll = 0;
-	if ((error = get_int(c, b, "generations", "budgets.generations", 0, 100000, &ll, err, errlen)) < 0)
-		return error;
-	lc->budget_generations = (int)ll;
-	ll = 0;
-	if ((error = get_int(c, b, "tokens", "budgets.tokens", 0, (long long)1e12, &ll, err, errlen)) < 0)
-		return error;
-	lc->budget_tokens = ll;
-	if ((error = get_num(c, b, "gpu_seconds", "budgets.gpu_seconds", 0, 1e9, &lc->budget_gpu_s, err, errlen)) < 0 ||
-	    (error = get_num(c, b, "wall_seconds", "budgets.wall_seconds", 0, 1e9, &lc->budget_wall_s, err, errlen)) < 0 ||
-	    (error = get_num(c, b, "dollars", "budgets.dollars", 0, 1e7, &lc->budget_dollars, err, errlen)) < 0)
-		return error;
+	json_object_foreach((json_t *)b, k, x) {
+		char key[128];
+		size_t i;
+		int alias = 0;
+		double d = json_number_value(x);
+
+		for (i = 0; i < N_BUDGETS; i++) {
+			if (!strcmp(k, budget_keys[i].name))
+				break;
+			if (budget_keys[i].alias && !strcmp(k, budget_keys[i].alias)) {
+				alias = 1;
+				break;
+			}
+		}
+		snprintf(key, sizeof(key), "budgets.%s", k);
+		if (i == N_BUDGETS)
+			return config_error(c, err, errlen, key, x, "unknown key (candidates, "
+			    "generations, tokens, dollars, gpu_seconds, wall_seconds)");
+		if (!json_is_number(x) || !isfinite(d) || d < 0 || d > 1e12)
+			return config_error(c, err, errlen, key, x,
+			    "must be a number from 0 to 1e12 (0: no limit)");
+		if (i < 3 && d != floor(d))
+			return config_error(c, err, errlen, key, x, "must be an integer");
+		if (budget_keys[i].alias && json_object_get(b, budget_keys[i].name) &&
+		    json_object_get(b, budget_keys[i].alias))
+			return config_error(c, err, errlen, key, x, "give budgets.%s or "
+			    "budgets.%s, not both", budget_keys[i].name, budget_keys[i].alias);
+		v[i] = alias ? d * budget_keys[i].scale : d;
+	}
+	lc->budget_candidates = v[0] > 1e9 ? 1000000000 : (int)v[0];
+	lc->budget_generations = v[1] > 1e9 ? 1000000000 : (int)v[1];
+	lc->budget_tokens = (int64_t)v[2];
+	lc->budget_dollars = v[3];
+	lc->budget_gpu_s = v[4];
+	lc->budget_wall_s = v[5];
 	return 0;
 }
 
@@ -223,6 +254,7 @@ load(const struct config *c, struct llm_config *lc, char *err, size_t errlen)
 	INT("parallel", 1, 64, parallel)
 	INT("proposals", 1, 64, proposals)
 	INT("fix_rounds", 0, 20, fix_rounds)
+	INT("summarize_over", 0, 1000000, summarize_over)
 #undef INT
 	ms = json_object_get(l, "models");
 	if (!ms || json_is_null(ms))
@@ -252,6 +284,7 @@ llm_config_load(const struct config *c, struct llm_config *out, char *err,
 	out->parallel = 8;
 	out->proposals = 4;
 	out->fix_rounds = 3;
+	out->summarize_over = 2000;
 	if (!c)
 		return 0;
 	if ((error = load(c, out, err, errlen)) < 0) {

@@ -35,16 +35,20 @@ static const struct {
 	[OP_CROSSOVER] = { "crossover", "crossover", "crossover.md" },
 	[OP_HINT] = { "hint", "hint", "optimize.md" },
 };
+#define SUMMARIZE_FILE "summarize.md"
+
 
 struct state {
 	struct llm_proposer_opts o;
 	struct llm_client client;
 	char *dir;			/* the templates */
-	struct buf tmpl[N_OPS], system, abi_c, abi_cuda;
+	struct buf tmpl[N_OPS], system, abi_c, abi_cuda, summarize;
 	char *hints[MAX_HINTS];
 	size_t n_hints;
 	char feedback[FEEDBACK_MAX];	/* why the last answer was refused */
 	int turn;			/* stage 3 operator rotation */
+	int calls;			/* propose() calls so far */
+	struct llm_config *owned;	/* llm_proposer_from_config's */
 };
 
 /* One planned request. */
@@ -55,6 +59,7 @@ struct plan {
 	const char *hint;
 	const struct llm_model *model;
 	char *prompt;
+	char *error;			/* OP_FIX: the summarized failure */
 };
 
 static uint64_t
@@ -259,15 +264,17 @@ base_vars(struct state *st, const struct evolve_ctx *ctx, int examples)
 		size_t i;
 
 		/* own names, so an example's missing field can never show the
-		 * current problem's in its place */
+		 * current problem's in its place; archive_neighbours() gives
+		 * {"problem" (a name), "kernel", "ms", ...} */
 		json_array_foreach(json_is_array(ex) ? ex : NULL, i, e) {
 			const char *src = jsonx_str(e, "source", jsonx_str(e, "kernel", NULL));
 			json_t *x;
 
 			if (!src)
 				continue;
-			x = json_pack("{s:s,s:s}", "example_source", src, "example_problem",
-			    jsonx_str(e, "problem_source", jsonx_str(e, "problem", "")));
+			x = json_pack("{s:s,s:s,s:s}", "example_source", src, "example_problem",
+			    jsonx_str(e, "problem_source", ""), "example_name",
+			    jsonx_str(e, "problem", "an archived problem"));
 			if (x && jsonx_num(e, "ms", 0) > 0)
 				json_object_set_new(x, "example_ms", json_real(jsonx_num(e, "ms", 0)));
 			json_array_append_new(norm, x);
@@ -302,14 +309,11 @@ render_plan(struct state *st, const struct evolve_ctx *ctx, struct plan *p,
 		if (seed_of(st, ctx))
 			json_object_set_new(v, "seed", json_string(seed_of(st, ctx)));
 		break;
-	case OP_FIX: {
-		char *sum = llm_error_summary(p->a->result, ERROR_SUMMARY_MAX);
+	case OP_FIX:
 		json_object_set_new(v, "kernel", kernel_obj(st, ctx, p->a, 0));
-		json_object_set_new(v, "error", json_string(sum ? sum : ""));
+		json_object_set_new(v, "error", json_string(p->error ? p->error : ""));
 		json_object_set_new(v, "round", json_integer(p->fix_round));
-		free(sum);
 		break;
-	}
 	case OP_REWRITE:
 	case OP_HINT: {
 		/* up to 5 of the fastest, shown slowest first: the model reads the
@@ -424,6 +428,73 @@ origin_of(const struct plan *p, const struct llm_reply *r, enum extract_kind k)
 	return o;
 }
 
+/*
+ * The error summarizer: failures whose summary is over llm.summarize_over
+ * characters (a long compiler log) are cut down by a model first, all in
+ * one parallel round; where that fails, the capped summary stays.
+ */
+static int
+summarize_errors(struct state *st, const struct evolve_ctx *ctx,
+    struct plan *pl, size_t n, char *err, size_t errlen)
+{
+	struct llm_request rq[64];
+	struct llm_reply rp[64];
+	size_t idx[64], k = 0;
+	int error = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (pl[i].op != OP_FIX)
+			continue;
+		if (!(pl[i].error = llm_error_summary(pl[i].a->result, ERROR_SUMMARY_MAX)))
+			return -ENOMEM;
+		if (st->o.cfg->summarize_over > 0 && k < 64 &&
+		    strlen(pl[i].error) > (size_t)st->o.cfg->summarize_over)
+			idx[k++] = i;
+	}
+	if (k == 0)
+		return 0;
+	memset(rq, 0, sizeof(rq));
+	for (size_t j = 0; j < k; j++) {
+		struct buf out = BUF_INIT(LLM_MAX_PROMPT);
+		json_t *v = json_pack("{s:s}", "error", pl[idx[j]].error);
+
+		if ((error = tmpl_render(buf_cstr(&st->summarize), v, &out, err, errlen)) < 0) {
+			json_decref(v);
+			buf_free(&out);
+			goto out;
+		}
+		json_decref(v);
+		rq[j].model = pick_model(st->o.cfg, ctx->rng);
+		rq[j].system = buf_cstr(&st->system);
+		rq[j].user = buf_detach(&out, NULL);
+		rq[j].stage = "summarize";
+		rq[j].temperature = 0;
+	}
+	if ((error = llm_chat_many(&st->client, rq, rp, k)) < 0) {
+		snprintf(err, errlen, "LLM requests: %s", strerror(-error));
+		goto out;
+	}
+	for (size_t j = 0; j < k; j++) {
+		struct plan *p = &pl[idx[j]];
+		char *text;
+
+		ctx->spent->tokens += rp[j].tokens_in + rp[j].tokens_out;
+		ctx->spent->dollars += rp[j].cost;
+		if (!strcmp(rp[j].status, "ok") && *rp[j].text &&
+		    strlen(rp[j].text) < ERROR_SUMMARY_MAX &&
+		    asprintf(&text, "%.*s(summarized)\n%s", (int)strcspn(p->error, "\n") + 1,
+		    p->error, rp[j].text) >= 0) {
+			free(p->error);
+			p->error = text;
+		}
+		llm_reply_free(&rp[j]);
+	}
+out:
+	for (size_t j = 0; j < k; j++)
+		free((char *)rq[j].user);
+	return error;
+}
+
 static int
 llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
     struct evolve_candidate *out, int max, char *err, size_t errlen)
@@ -437,6 +508,8 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 	int fp32 = 1;
 
 	if (max <= 0 || budget_spent(ctx))
+		return 0;
+	if (st->calls++ == 0 && st->o.wait_for_seed)
 		return 0;
 	if (max > st->o.cfg->proposals)
 		max = st->o.cfg->proposals;
@@ -453,6 +526,8 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 		else
 			plan_stage3(st, ctx, &pl[n]);
 	}
+	if ((error = summarize_errors(st, ctx, pl, n, err, errlen)) < 0)
+		goto out;
 	for (i = 0; i < n; i++) {
 		pl[i].model = pick_model(st->o.cfg, ctx->rng);
 		if ((error = render_plan(st, ctx, &pl[i], err, errlen)) < 0)
@@ -492,9 +567,12 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 			continue;
 		}
 		out[got].source = src;
+		/* what the answer was, where the model chose otherwise than asked */
 		out[got].op = ops[pl[i].op].evolve_op;
 		if (kind == EXTRACT_EDIT && pl[i].op != OP_FIX)
 			out[got].op = "edit";
+		else if (kind == EXTRACT_BLOCK && pl[i].op == OP_EDIT)
+			out[got].op = "rewrite";
 		out[got].origin = origin_of(&pl[i], &rp[i], kind);
 		out[got].parents[0] = pl[i].a ? pl[i].a->id : -1;
 		out[got].parents[1] = pl[i].b ? pl[i].b->id : -1;
@@ -514,8 +592,10 @@ llm_propose(struct proposer *pr, const struct evolve_ctx *ctx,
 		}
 	}
 out:
-	for (i = 0; pl && i < (size_t)max; i++)
+	for (i = 0; pl && i < (size_t)max; i++) {
 		free(pl[i].prompt);
+		free(pl[i].error);
+	}
 	for (i = 0; rp && i < (size_t)max; i++)
 		llm_reply_free(&rp[i]);
 	free(pl);
@@ -534,9 +614,14 @@ state_free(struct state *st)
 	buf_free(&st->system);
 	buf_free(&st->abi_c);
 	buf_free(&st->abi_cuda);
+	buf_free(&st->summarize);
 	for (size_t i = 0; i < st->n_hints; i++)
 		free(st->hints[i]);
 	free(st->dir);
+	if (st->owned) {
+		llm_config_free(st->owned);
+		free(st->owned);
+	}
 	free(st);
 }
 
@@ -606,6 +691,7 @@ llm_proposer_new(const struct llm_proposer_opts *o, struct proposer **out,
 	if ((error = tmpl_load(st->dir, "system.md", &st->system, err, errlen)) < 0 ||
 	    (error = tmpl_load(st->dir, "abi_c.md", &st->abi_c, err, errlen)) < 0 ||
 	    (error = tmpl_load(st->dir, "abi_cuda.md", &st->abi_cuda, err, errlen)) < 0 ||
+	    (error = tmpl_load(st->dir, SUMMARIZE_FILE, &st->summarize, err, errlen)) < 0 ||
 	    (error = load_hints(st, err, errlen)) < 0)
 		goto fail;
 	p->name = "llm";
@@ -618,4 +704,29 @@ fail:
 	state_free(st);
 	free(p);
 	return error;
+}
+
+int
+llm_proposer_from_config(const struct config *c,
+    const struct llm_proposer_opts *o, struct proposer **out, char *err,
+    size_t errlen)
+{
+	struct llm_proposer_opts own = *o;
+	struct llm_config *lc = calloc(1, sizeof(*lc));
+	int error;
+
+	if (!lc)
+		return -ENOMEM;
+	if ((error = llm_config_load(c, lc, err, errlen)) < 0) {
+		free(lc);
+		return error;
+	}
+	own.cfg = lc;
+	if ((error = llm_proposer_new(&own, out, err, errlen)) < 0) {
+		llm_config_free(lc);
+		free(lc);
+		return error;
+	}
+	((struct state *)(*out)->state)->owned = lc;
+	return 0;
 }

@@ -146,8 +146,8 @@ fi
 
 # --- usage -----------------------------------------------------------------
 "$KERNELBOT" optimize "$P" --proposer llm --out "$TMP/x" >/dev/null 2>"$TMP/err"
-check_eq "--proposer llm: exit 2 until pipeline/llm is wired in" "$?" 2
-check_match "with a clear message" "$(cat "$TMP/err")" "proposer llm: not built in yet"
+check_eq "--proposer llm without llm.models: exit 2" "$?" 2
+check_match "with a clear message" "$(cat "$TMP/err")" "--proposer llm needs llm.models in the server config"
 "$KERNELBOT" optimize "$P" --proposer magic >/dev/null 2>&1
 check_eq "--proposer magic: exit 2" "$?" 2
 "$KERNELBOT" optimize "$P" --backend tpu >/dev/null 2>&1

@@ -21,6 +21,7 @@
 
 #include "bot/cli.h"
 #include "bot/config.h"
+#include "bot/optimize_llm.h"
 #include "bot/store.h"
 #include "common/buf.h"
 #include "common/crypto.h"
@@ -32,16 +33,13 @@
 static void
 record(void *arg, const struct llm_call *c)
 {
-	struct store_llm_call r = { 0, c->model, c->provider, c->stage,
-		c->prompt_sha, c->status, c->http_status, c->attempt, c->tokens_in,
-		c->tokens_out, c->cost, c->latency_s };
 	int error;
 
 	log_info("llm call", "model=%s stage=%s status=%s http=%ld attempt=%d "
 	    "tokens_in=%lld tokens_out=%lld", c->model, c->stage, c->status,
 	    c->http_status, c->attempt, (long long)c->tokens_in,
 	    (long long)c->tokens_out);
-	if ((error = store_llm_call_add(arg, &r)) < 0)
+	if ((error = optimize_llm_record(arg, 0, c)) < 0)
 		log_error("llm call not recorded", "error=%s", strerror(-error));
 }
 

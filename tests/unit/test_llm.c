@@ -329,6 +329,30 @@ test_config(void)
 	bad_conf("fractional tokens", "budgets:\n  tokens: 1.5\n", "kb.yml:2: budgets.tokens: must be an integer");
 	bad_conf("budgets not a mapping", "budgets: 5\n", "kb.yml:1: budgets: must be a mapping");
 	bad_conf("parallel 0", "llm:\n  parallel: 0\n", "kb.yml:2: llm.parallel: must be an integer from 1");
+	bad_conf("both spellings", "budgets:\n  tokens: 5\n  llm_tokens: 6\n",
+	    "budgets.tokens or budgets.llm_tokens, not both");
+	bad_conf("a string budget", "budgets:\n  candidates: lots\n",
+	    "kb.yml:2: budgets.candidates: must be a number");
+
+	CHECK_INT("the other spellings", conf("budgets:\n  llm_tokens: 7\n  llm_usd: 1.5\n"
+	    "  gpu_minutes: 2\n  wall_minutes: 0.5\n", &lc, err), 0);
+	CHECK("minutes are seconds x 60", lc.budget_tokens == 7 && lc.budget_dollars == 1.5 &&
+	    lc.budget_gpu_s == 120 && lc.budget_wall_s == 30);
+	llm_config_free(&lc);
+	{
+		const char *root = getenv("KB_ROOT");
+		char path[512];
+		struct config *c = NULL;
+
+		snprintf(path, sizeof(path), "%s/kernelbot.example.yml", root ? root : ".");
+		CHECK_INT("kernelbot.example.yml loads", config_load(path, CONFIG_NO_SECRETS, &c,
+		    err, sizeof(err)), 0);
+		CHECK_INT("its llm section loads", llm_config_load(c, &lc, err, sizeof(err)), 0);
+		CHECK("its two models and budgets", lc.n_models == 2 &&
+		    lc.models[0].provider == LLM_ANTHROPIC && lc.budget_dollars == 5);
+		llm_config_free(&lc);
+		config_free(c);
+	}
 }
 
 static void

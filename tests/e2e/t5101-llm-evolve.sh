@@ -1,17 +1,19 @@
 #!/bin/sh
-# t5001: the llm proposer (pipeline/llm/propose.c) over the real evaluator
+# t5101: the llm proposer (pipeline/llm/propose.c) over the real evaluator
 # on the CPU backend, against scripted answers of the fake LLM server,
 # through tests/helpers/llm_drive's small generation loop (until
 # `kernelbot optimize --proposer llm` lands with branch evolve):
 #   A. stage 2: a kernel that does not compile, then (the prompt carrying
 #      the compiler's error) one wrong at a second input variant, then (the
-#      prompt carrying the mismatch) the fix, which ends as the best;
+#      prompt carrying the mismatch) the fix, which ends as the best; each
+#      failure cut down by the error summarizer first;
 #   B. stage 3: rewrite with the kernels slowest to fastest, local edit,
 #      crossover of two parents, a hint; a garbage answer counted and fed
 #      back; the repository's code quoted as data;
 #   C. a token budget and a dollar budget stop the run with their reason.
 . "$KB_ROOT/tests/e2e/lib.sh"
-t_init t5001
+. "$KB_ROOT/tests/e2e/lib-llm.sh"
+t_init t5101
 PY=/usr/bin/python3
 DRIVE=${KB_BUILD:-$KB_ROOT/build/default}/tests/helpers/llm_drive
 [ -x "$DRIVE" ] || { fail "tests/helpers/llm_drive is built" "missing $DRIVE"; t_done; }
@@ -23,43 +25,19 @@ export KERNELBOT_PROMPTS="$KB_ROOT/pipeline/prompts"
 # The driver is not kernelbot: it has no sandbox-exec to confine workers.
 export KERNELBOT_EVAL_UNSANDBOXED=1
 
-# fake NAME SCRIPT: start a fake LLM server; sets P.
-fake() {
-	rm -f "$TMP/$1.port"
-	$PY "$KB_ROOT/tests/fakes/fakellm.py" --port-file "$TMP/$1.port" \
-		--log "$TMP/$1.log" --script "$2" 2>"$TMP/$1.err" &
-	t_bg $!
-	wait_for 10 test -s "$TMP/$1.port" || { fail "fake $1 started" "$(cat "$TMP/$1.err")"; t_done; }
-	P=$(cat "$TMP/$1.port")
-}
-# config FILE PORT EXTRA...: one openai model on the fake
-config() {
-	f=$1 port=$2
-	shift 2
-	{
-		echo "llm:"
-		echo "  backoff_ms: 50"
-		for l in "$@"; do echo "$l"; done
-		echo "  models:"
-		echo "    - provider: openai"
-		echo "      base_url: http://127.0.0.1:$port/v1"
-		echo "      model: fake-gpt"
-		echo "      api_key_env: T5001_KEY"
-		echo "      price_in: 10"
-		echo "      price_out: 10"
-	} >"$f"
-}
 py() { $PY -c "$@"; }
-export T5001_KEY="sk-SECRET-5001-$$"
+export T5101_KEY="sk-SECRET-5001-$$"
 
 # ---- A. the stage 2 error-feedback loop ----
 cat >"$TMP/a.json" <<EOF
 [{"match": "# Task: write kernel.c", "reply_file": "$F/broken.md", "usage": [1000, 300]},
  {"match": "# Task: fix kernel.c.*scale_bias_undeclared", "reply_file": "$F/wrong_variant.md", "usage": [1200, 300]},
- {"match": "# Task: fix kernel.c.*input variant 2.*never written", "reply_file": "$F/fixed.md", "usage": [1200, 300]}]
+ {"match": "# Task: fix kernel.c.*input variant 2.*never written", "reply_file": "$F/fixed.md", "usage": [1200, 300]},
+ {"match": "# Task: summarize.*error: 'scale_bias_undeclared' undeclared", "reply": "line 11: 'scale_bias_undeclared' undeclared", "usage": [100, 50]},
+ {"match": "# Task: summarize.*16640 of 33024 elements of out0 were never written", "reply": "input variant 2: out0: 16640 of 33024 elements never written (rows 64 and up)", "usage": [100, 50]}]
 EOF
-fake a "$TMP/a.json"
-config "$TMP/a.yml" "$P" "  proposals: 1" "  fix_rounds: 2"
+fakellm a "$TMP/a.json"
+llm_config "$TMP/a.yml" "$LLM_PORT" T5101_KEY "  proposals: 1" "  fix_rounds: 2" "  summarize_over: 100"
 mkdir "$TMP/dba"
 "$DRIVE" evolve "$TMP/a.yml" "$TMP/dba" "$PROBLEM" "$TMP/outa" 3 2>"$TMP/a.drive.err"
 check_eq "A: the driver ran" "$?" 0
@@ -75,16 +53,19 @@ check_eq "A: fix rounds counted in the origins" \
 	"[None, 1, 2]"
 check_eq "A: every request answered by its rule, none unscripted" \
 	"$(py "import json; r=[json.loads(l) for l in open('$TMP/a.log')]; print([x['rule'] for x in r], sum(len(x['violations']) for x in r))")" \
-	"[0, 1, 2] 0"
+	"[0, 3, 1, 4, 2] 0"
 check_eq "A: the fix prompts quote the failed kernel" \
-	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('return scale_bias_undeclared;' in r[1], 'only the timed shape' in r[2])")" \
+	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('return scale_bias_undeclared;' in r[2], 'only the timed shape' in r[4])")" \
+	"True True"
+check_eq "A: the fix prompts carry the summarized errors" \
+	"$(py "import json; r=[json.loads(l)['prompt'] for l in open('$TMP/a.log')]; print('status: compile_error\\n(summarized)\\nline 11:' in r[2], '(summarized)\\ninput variant 2: out0: 16640' in r[4])")" \
 	"True True"
 check_eq "A: tokens and dollars spent" \
 	"$(py "import json; s=json.load(open('$TMP/outa/summary.json'))['spent']; print(s['tokens'], '%.4f' % s['dollars'])")" \
-	"4300 0.0430"
-check_eq "A: the store has the three calls and their cost" \
+	"4600 0.0460"
+check_eq "A: the store has the five calls and their cost" \
 	"$(sqlite3 "$TMP/dba/kernelbot.db" "SELECT count(*), group_concat(stage, ','), printf('%.4f', sum(cost)) FROM llm_calls")" \
-	"3|translate,fix,fix|0.0430"
+	"5|translate,summarize,fix,summarize,fix|0.0460"
 
 # ---- B. stage 3 operators ----
 cat >"$TMP/b.json" <<EOF
@@ -96,8 +77,8 @@ cat >"$TMP/b.json" <<EOF
  {"match": "# Task: one targeted improvement", "reply_file": "$F/edit.md", "usage": [100, 100]},
  {"match": "# Task: combine two kernels", "reply_file": "$F/hint.md", "usage": [100, 100]}]
 EOF
-fake b "$TMP/b.json"
-config "$TMP/b.yml" "$P" "  proposals: 3"
+fakellm b "$TMP/b.json"
+llm_config "$TMP/b.yml" "$LLM_PORT" T5101_KEY "  proposals: 3"
 mkdir "$TMP/dbb"
 "$DRIVE" evolve "$TMP/b.yml" "$TMP/dbb" "$PROBLEM" "$TMP/outb" 3 2>"$TMP/b.drive.err"
 check_eq "B: the driver ran" "$?" 0
@@ -110,11 +91,11 @@ check_eq "B: every candidate correct" \
 check_eq "B: the garbage answer counted as malformed" \
 	"$(py "import json; print(json.load(open('$TMP/outb/summary.json'))['spent']['malformed'])")" 1
 check_eq "B: the edit applied to the best kernel" \
-	"$(py "import json; h=json.load(open('$H')); e=h['candidates'][3]; best=h['candidates'][e['parents'][0]]; print(e['parents'][0] in (0, 1), open('$TMP/outb/'+e['file']).read().count('float *restrict y') == 1)")" \
+	"$(py "import json; h=json.load(open('$H')); e=h['candidates'][3]; best=h['candidates'][e['parents'][0]]; print(e['parents'][0] in (0, 1), open('$TMP/outb/'+e['file']).read().count('/* edited: one local change */') == 1)")" \
 	"True True"
 check_eq "B: the crossover names two parents" \
 	"$(py "import json; h=json.load(open('$H')); print(sorted(h['candidates'][4]['parents']))")" "[0, 1]"
-$PY - "$TMP/b.log" "$KB_ROOT/pipeline/prompts/hints.txt" "$T5001_KEY" >"$TMP/b.out" <<'EOF'
+$PY - "$TMP/b.log" "$KB_ROOT/pipeline/prompts/hints.txt" "$T5101_KEY" >"$TMP/b.out" <<'EOF'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ps = [r["prompt"] for r in rows]
@@ -144,22 +125,22 @@ check_eq "B: the problem is quoted as data, never as instructions" "$(sed -n 6p 
 check_eq "B: the system message states the rule" "$(sed -n 7p "$TMP/b.out")" "system rule True"
 check_eq "B: no key in any prompt" "$(sed -n 8p "$TMP/b.out")" "no key True"
 check_eq "B: requests follow the API" "$(sed -n 9p "$TMP/b.out")" "violations 0"
-check "B: no key in the driver's log" sh -c "! grep -q '$T5001_KEY' '$TMP/b.drive.err' '$TMP/a.drive.err'"
+check "B: no key in the driver's log" sh -c "! grep -q '$T5101_KEY' '$TMP/b.drive.err' '$TMP/a.drive.err'"
 
 # ---- C. budgets ----
 cat >"$TMP/c.json" <<EOF
 [{"match": "# Task: write kernel.c", "reply_file": "$F/fixed.md", "usage": [800, 400]},
  {"match": "", "reply_file": "$F/rewrite.md", "usage": [800, 400]}]
 EOF
-fake c "$TMP/c.json"
-config "$TMP/c1.yml" "$P" "  proposals: 1"
+fakellm c "$TMP/c.json"
+llm_config "$TMP/c1.yml" "$LLM_PORT" T5101_KEY "  proposals: 1"
 printf 'budgets:\n  tokens: 1000\n' >>"$TMP/c1.yml"
 mkdir "$TMP/dbc"
 "$DRIVE" evolve "$TMP/c1.yml" "$TMP/dbc" "$PROBLEM" "$TMP/outc1" 5 2>/dev/null
 check_eq "C: a token budget stops the run" \
 	"$(py "import json; s=json.load(open('$TMP/outc1/summary.json')); print(s['stop_reason'], s['spent']['tokens'], s['candidates_evaluated'])")" \
 	"budget:tokens 1200 1"
-config "$TMP/c2.yml" "$P" "  proposals: 1"
+llm_config "$TMP/c2.yml" "$LLM_PORT" T5101_KEY "  proposals: 1"
 printf 'budgets:\n  dollars: 0.01\n' >>"$TMP/c2.yml"
 "$DRIVE" evolve "$TMP/c2.yml" "$TMP/dbc" "$PROBLEM" "$TMP/outc2" 5 2>/dev/null
 check_eq "C: a dollar budget stops the run" \

@@ -1,12 +1,12 @@
 #!/bin/sh
-# t5000: the LLM client (pipeline/llm/client.c) against the fake LLM server
+# t5100: the LLM client (pipeline/llm/client.c) against the fake LLM server
 # (tests/fakes/fakellm.py), through tests/helpers/llm_drive: OpenAI and
 # Anthropic wire formats, a 429 retried only after its Retry-After, a
 # timeout retried, a 2xx without text counted malformed, a 401 not retried,
 # tokens and dollars of every attempt in the store's llm_calls, and the keys
 # sent in the auth header only: never in a body, a log line or the store.
 . "$KB_ROOT/tests/e2e/lib.sh"
-t_init t5000
+t_init t5100
 PY=/usr/bin/python3
 DRIVE=${KB_BUILD:-$KB_ROOT/build/default}/tests/helpers/llm_drive
 [ -x "$DRIVE" ] || { fail "tests/helpers/llm_drive is built" "missing $DRIVE"; t_done; }
@@ -47,12 +47,12 @@ llm:
     - provider: anthropic
       base_url: http://127.0.0.1:$P
       model: fake-claude
-      api_key_env: T5000_ANTHROPIC_KEY
+      api_key_env: T5100_ANTHROPIC_KEY
       price_in: 3
       price_out: 15
 EOF
 mkdir "$TMP/db"
-run() { T5000_ANTHROPIC_KEY=$AKEY "$DRIVE" chat "$TMP/kb.yml" "$TMP/db" "$@"; }
+run() { T5100_ANTHROPIC_KEY=$AKEY "$DRIVE" chat "$TMP/kb.yml" "$TMP/db" "$@"; }
 field() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
 # 1. A 429 with Retry-After: 2 on the OpenAI model; the Anthropic one in
@@ -112,7 +112,7 @@ check_eq "a 401 is an http_error, tried once" \
 n_before=$(wc -l <"$TMP/llm.log")
 "$DRIVE" chat "$TMP/kb.yml" "$TMP/db" translate "anything" 2 >"$TMP/r6.json" 2>/dev/null
 check_eq "no key, no request" \
-	"$(field "$TMP/r6.json" '(d[1]["status"], d[1]["error"])')" "('no_key', 'api_key_env T5000_ANTHROPIC_KEY is not set')"
+	"$(field "$TMP/r6.json" '(d[1]["status"], d[1]["error"])')" "('no_key', 'api_key_env T5100_ANTHROPIC_KEY is not set')"
 check_eq "only the model with a key was asked" "$(($(wc -l <"$TMP/llm.log") - n_before))" 1
 
 # 6. The store has every attempt, with tokens and costs that add up.

@@ -1,0 +1,38 @@
+/*
+ * optimize_llm: the `llm` proposer of `kernelbot optimize` (and later of
+ * the daemon's jobs): pipeline/llm's proposer with the server config's
+ * models, every call attempt recorded in the store's llm_calls table, and
+ * the archive's nearest solved problems (pipeline/archive) retrieved into
+ * the stage 2 and 3 prompts. The store is the config's data_dir; it is
+ * opened with the proposer and closed by its free().
+ */
+#ifndef KB_BOT_OPTIMIZE_LLM_H
+#define KB_BOT_OPTIMIZE_LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/evolve/evolve.h"
+#include "pipeline/llm/client.h"
+
+struct config;
+
+/*
+ * A proposer named "llm". seeded: another proposer (the graph compiler,
+ * `--proposer both`) runs beside it and its kernels seed the LLM's
+ * evolution. job: the store's job id the calls belong to, 0 for none.
+ * 0; -EINVAL with "FILE:LINE: KEY: message" or another sentence in err
+ * (no models, a bad section, missing templates); -errno when the store
+ * cannot be opened.
+ */
+int optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
+    int64_t job, struct proposer **out, char *err, size_t errlen);
+
+/*
+ * Record one call attempt (the client's record hook's argument) in the
+ * store's llm_calls for job (0: none). 0 or -errno (store_llm_call_add).
+ */
+struct store;
+int optimize_llm_record(struct store *s, int64_t job, const struct llm_call *c);
+
+#endif
