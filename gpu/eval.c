@@ -12,6 +12,7 @@
 
 #include "common/crypto.h"
 #include "common/jsonx.h"
+#include "gpu/compile.h"
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
 #include "gpu/harness.h"
@@ -121,12 +122,38 @@ classify(struct cand *c, int cuda)
 	return 0;
 }
 
+static double
+wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * What identifies the device beyond what PyTorch tells the judge: part of
+ * the baseline cache's key (a new driver may time eager differently).
+ */
+static json_t *
+device_id(const struct gpu_device *g)
+{
+	char driver[64] = "";
+
+	if (!g)
+		return json_object();
+	gpu_driver_version(driver, sizeof(driver));
+	return json_pack("{s:s, s:s, s:s}", "name", g->name, "pci_bus_id", g->pci_bus_id,
+	    "driver", driver);
+}
+
 static json_t *
 build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
-    const char *workdir, const char *exe, int unsandboxed)
+    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu)
 {
 	json_t *req, *list = json_array(), *env = json_object();
 	const char *ld = getenv("LD_LIBRARY_PATH");
+	char *cache = NULL;
 
 	for (size_t i = 0; i < o->n_candidates; i++) {
 		struct cand *c = &cs[i];
@@ -170,6 +197,22 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		json_object_set_new(req, "rtol", json_real(o->rtol));
 	if (o->class_name)
 		json_object_set_new(req, "class", json_string(o->class_name));
+	/* No cache directory (no HOME): every evaluation measures its baselines. */
+	if (compile_default_cache_dir(&cache) == 0) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/baselines", cache);
+		json_object_set_new(req, "baseline_cache", json_string(dir));
+		free(cache);
+	}
+	json_object_set_new(req, "fresh_baselines", json_boolean(o->fresh_baselines));
+	/* A noisy host (shared CPUs) may need a looser drift check. */
+	if (getenv("KERNELBOT_BASELINE_DRIFT")) {
+		char *end;
+		double d = strtod(getenv("KERNELBOT_BASELINE_DRIFT"), &end);
+		if (end != getenv("KERNELBOT_BASELINE_DRIFT") && !*end && d > 0 && d < 100)
+			json_object_set_new(req, "baseline_drift_max", json_real(d));
+	}
+	json_object_set_new(req, "device_id", device_id(gpu));
 	if (o->baselines) {
 		json_t *b = json_array();
 		if (strstr(o->baselines, "eager"))
@@ -186,7 +229,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", NULL };
 	json_t *v;
 	size_t i;
 
@@ -236,7 +279,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	int ngpu = 0, cuda, error = 0, fp32 = 0;
 	json_t *req = NULL, *reply = NULL, *results = NULL, *problem;
 	char *exe = NULL;
-	double t0 = now_s();
+	double t0 = now_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
 
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
@@ -353,7 +396,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		}
 	}
 
-	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed))) {
+	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed,
+	    cuda ? &gpus[o->device] : NULL))) {
 		error = -ENOMEM;
 		goto out;
 	}
@@ -370,7 +414,13 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 
 		if (budget > INT_MAX / 1000)
 			budget = INT_MAX / 1000;
-		if ((error = harness_call(req, (int)budget * 1000, &reply, herr, sizeof(herr))) < 0) {
+		t_prepare = now_s() - t0;
+		/* The judge reports its own start (interpreter, imports) from this. */
+		json_object_set_new(req, "t_spawn", json_real(wall_s()));
+		t_harness = now_s();
+		error = harness_call(req, (int)budget * 1000, &reply, herr, sizeof(herr));
+		t_harness = now_s() - t_harness;
+		if (error < 0) {
 			snprintf(err, errlen, "the judge failed: %s", herr);
 			goto out;
 		}
@@ -394,6 +444,9 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		srccheck_file(c->path, fp32 || c->kind == KIND_PY ? fp32 : 0,
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
+		/* The whole command's steps, shared by the batch. */
+		json_object_set_new(json_object_get(c->res, "timing_breakdown_s"), "command",
+		    json_pack("{s:f, s:f}", "prepare", t_prepare, "harness", t_harness));
 		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
 		json_array_append(results, c->res);
 	}

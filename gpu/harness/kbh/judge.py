@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from kbh import judge_cache as cache
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
 from kbh import judge_problem as jp
@@ -61,6 +62,14 @@ class Context:
                                        "harness.py")
         self.breakdown = {}
         self.eager_all, self.compile_all = [], []
+        # Per-round samples of the baselines measured in full in this batch:
+        # what a cache entry holds.
+        self.eager_rounds_all, self.compile_rounds_all = [], []
+        self.cache_dir = req.get("baseline_cache") or None
+        self.fresh_baselines = bool(req.get("fresh_baselines", False))
+        self.drift_max = float(req.get("baseline_drift_max") or cache.DRIFT_MAX)
+        self.cached = None		# the cache entry in use, or None
+        self.cache_info = {"cached": False, "lookup": "disabled", "age_s": None, "key": None}
         self.bw = None
         self.problem_flags = []
 
@@ -152,20 +161,61 @@ class Context:
         return bool(fl) and all(t.dtype == torch.float32 for t in fl)
 
     def baselines_ready(self):
-        """Build the timers and warm the baselines once per batch."""
+        """Build the timers and warm the baselines once per batch; from the
+        baseline cache when it holds this problem on this device."""
         if hasattr(self, "timer"):
             return
         t0 = time.perf_counter()
         self.timer = jt.Timer(self.device)
-        self.bw = jt.bandwidth_gbs(self.device)
         args = [self.sets[k]["args"] for k in self.timing_sets]
         self.eager_fn = self.model if "eager" in self.baselines else None
         self.compile_fn, self.compile_note = None, None
-        if "compile" in self.baselines:
-            self.compile_fn, self.compile_note = jt.compiled(self.model)
         if self.eager_fn is not None:
             self.timer.time(self.eager_fn, (args * self.warmup)[:max(1, self.warmup)])
+        self.breakdown["eager_warmup"] = time.perf_counter() - t0
+        if self.eager_fn is not None and self.cache_dir:
+            t1 = time.perf_counter()
+            self.cache_lookup(args)
+            self.breakdown["baseline_cache"] = time.perf_counter() - t1
+        if self.cached is None:
+            self.measure_baselines(args)
+        self.breakdown["baseline_warmup"] = time.perf_counter() - t0
+
+    def cache_lookup(self, args):
+        """Use a cache entry if one matches and eager has not drifted from
+        it: one round of eager runs against the cached median."""
+        fields = cache.key_fields(self, args, self.timer.flush_bytes())
+        key = cache.key_of(fields)
+        self.cache_key, self.cache_fields = key, fields
+        self.cache_info = {"cached": False, "key": key[:16], "age_s": None,
+                           "lookup": "fresh requested" if self.fresh_baselines else None}
+        if self.fresh_baselines:
+            return
+        entry, why = cache.load(self.cache_dir, key, fields)
+        self.cache_info["lookup"] = why or "hit"
+        if entry is None:
+            return
+        probe = [e for e, _ in self.timer.time(self.eager_fn, [args[i % len(args)]
+                                                               for i in range(self.reps)])]
+        drift = stats.drift(probe, entry["eager_rounds"])
+        self.cache_info["probe_drift"] = drift
+        if drift is None or abs(drift - 1) > self.drift_max:
+            # The machine is not what the entry measured: measure afresh.
+            self.cache_info["lookup"] = "drift"
+            cache.drop(self.cache_dir, key)
+            return
+        self.cached = entry
+        self.bw = entry["bandwidth_gbs"]
+        self.compile_note = entry["compile_note"]
+        self.cache_info.update({"cached": True, "age_s": max(0.0, time.time() - entry["created"])})
+
+    def measure_baselines(self, args):
+        """The full method: the device's bandwidth, torch.compile built,
+        checked against the reference and warmed."""
+        self.bw = jt.bandwidth_gbs(self.device)
         t1 = time.perf_counter()
+        if "compile" in self.baselines:
+            self.compile_fn, self.compile_note = jt.compiled(self.model)
         if self.compile_fn is not None:
             try:
                 self.timer.time(self.compile_fn, args + args[:1])
@@ -179,7 +229,15 @@ class Context:
                 self.compile_fn = None
                 self.compile_note = "torch.compile failed: %s: %s" % (type(e).__name__, str(e)[:300])
         self.breakdown["compile_baseline_build"] = time.perf_counter() - t1
-        self.breakdown["baseline_warmup"] = time.perf_counter() - t0
+
+    def cache_store(self):
+        """After a batch that measured its baselines in full: keep them."""
+        if (not self.cache_dir or self.cached is not None or not self.eager_rounds_all
+                or not hasattr(self, "cache_key")):
+            return None
+        err = cache.store(self.cache_dir, self.cache_key, self.cache_fields, self.eager_rounds_all,
+                          self.compile_rounds_all, self.compile_note, self.bw)
+        return err or True
 
 
 def _jsonable(v):
@@ -196,6 +254,10 @@ def run(req):
         if f not in req:
             return _err("request", "missing field %r" % f)
     ctx = Context(req)
+    if isinstance(req.get("t_spawn"), (int, float)):
+        # Interpreter start and imports (torch's above all), from the
+        # caller's clock at the spawn.
+        ctx.breakdown["judge_start"] = max(0.0, time.time() - req["t_spawn"])
     try:
         ctx.setup()
     except jp.ProblemError as e:
@@ -203,8 +265,17 @@ def run(req):
     results = []
     for c in req["candidates"]:
         results.append(CandidateRun(ctx, c).run())
+    t_end = time.perf_counter()
     eager = stats.summary(ctx.eager_all)
     comp = stats.summary(ctx.compile_all)
+    if ctx.cached is not None and ctx.cached.get("compile_rounds"):
+        comp = stats.summary([x for rd in ctx.cached["compile_rounds"] for x in rd])
+    stored = ctx.cache_store()
+    if stored is not None:
+        ctx.cache_info["stored"] = stored is True
+        if stored is not True:
+            ctx.cache_info["store_error"] = stored
+    ctx.breakdown["batch_end"] = time.perf_counter() - t_end
     for r in results:
         if r.get("timings_ms"):
             r["timings_ms"]["eager_batch"] = eager
@@ -226,6 +297,7 @@ def run(req):
         },
         "compile_baseline": None if not hasattr(ctx, "timer") else
         {"available": ctx.compile_fn is not None, "note": ctx.compile_note},
+        "baselines": ctx.cache_info,
         "timing_breakdown_s": ctx.breakdown,
         "candidates": results,
     }
