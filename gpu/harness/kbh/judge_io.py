@@ -23,15 +23,19 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
-def to_bytes(t):
+def to_array(t):
+    """The tensor's bytes as a host numpy array (no copy beyond the one off
+    the device): what the buffer protocol writes to a file."""
     t = t.detach().contiguous().cpu().reshape(-1)
     if t.dtype == torch.bool:
         t = t.to(torch.uint8)
-    if t.numel() == 0:
-        return b""
     # Same-size views are supported everywhere (1.13 included).
     view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.view(view).numpy().tobytes()
+    return t.view(view).numpy()
+
+
+def to_bytes(t):
+    return b"" if t.numel() == 0 else to_array(t).tobytes()
 
 
 def from_bytes(data, dtype, shape):
@@ -51,11 +55,12 @@ def write_set(path, named):
     entries, off = [], 0
     with open(path, "wb") as f:
         for name, t in named:
-            data = to_bytes(t)
-            f.write(data)
+            n = nbytes(t)
+            if n:
+                f.write(memoryview(to_array(t)).cast("B"))
             entries.append({"name": name, "dtype": dtype_name(t), "shape": list(t.shape),
-                            "offset": off, "nbytes": len(data)})
-            off += len(data)
+                            "offset": off, "nbytes": n})
+            off += n
     return entries
 
 
@@ -69,6 +74,16 @@ def write_manifest(dirpath, manifest):
     with open(tmp, "w") as f:
         json.dump(manifest, f)
     os.rename(tmp, os.path.join(dirpath, "manifest.json"))
+
+
+def discard_output(path, scratch):
+    """Remove an output file already read, if it lies in the scratch."""
+    real = os.path.realpath(path)
+    if os.path.dirname(real) == os.path.realpath(scratch):
+        try:
+            os.unlink(real)
+        except OSError:
+            pass
 
 
 def read_output(path, spec, scratch):

@@ -55,6 +55,7 @@ class CandidateRun:
         self.scratch = os.path.join(ctx.workdir, "cand%s" % cand.get("id"))
         os.makedirs(self.scratch, exist_ok=True)
         self.report = os.path.join(ctx.workdir, "cand%s.sandbox.json" % cand.get("id"))
+        self.acc = {}
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -67,6 +68,9 @@ class CandidateRun:
     def error(self, msg):
         if len(self.res["errors"]) < ERRORS_MAX:
             self.res["errors"].append(msg[:ERROR_CHARS])
+
+    def add_time(self, what, t0):
+        self.acc[what] = self.acc.get(what, 0.0) + time.perf_counter() - t0
 
     def fail(self, status, msg):
         if PRECEDENCE[status] > PRECEDENCE[self.res["status"]]:
@@ -160,9 +164,15 @@ class CandidateRun:
             self.trials(w)
             bd["trials"] = time.perf_counter() - t1
             if self.res["status"] == "correct":
+                # Once per batch (its cost is in judge_shared), not this
+                # candidate's timing.
+                self.ctx.baselines_ready()
                 t2 = time.perf_counter()
                 self.timing(w)
                 bd["timing"] = time.perf_counter() - t2
+            # Where trials and timing went: waiting on the worker, reading
+            # and comparing its outputs, spot checks, the baselines' runs.
+            bd.update({k: round(v, 6) for k, v in self.acc.items()})
         except WorkerError as e:
             if "exit 125" in e.message:
                 # Not the candidate's doing: say so where a reviewer looks.
@@ -219,9 +229,14 @@ class CandidateRun:
             raise Failed("runtime_error", "worker returned %r output files for %d outputs"
                          % (files, len(specs)))
         try:
-            return [jio.read_output(f, s, self.scratch) for f, s in zip(files, specs)]
+            outs = [jio.read_output(f, s, self.scratch) for f, s in zip(files, specs)]
         except (OSError, ValueError) as e:
             raise Failed("runtime_error", "reading the candidate's outputs: %s" % e)
+        # Read (copied) and checked to lie in the scratch: their page cache
+        # is freed for the next run's files (hundreds of MiB at GPU sizes).
+        for f in files:
+            jio.discard_output(f, self.scratch)
+        return outs
 
     def trials(self, w):
         ctx = self.ctx
@@ -234,7 +249,10 @@ class CandidateRun:
             s = ctx.sets[i]
             where = "trial %d, %s" % (s["trial"], "main inputs" if s["variant"] == 0
                                        else "input variant %d" % s["variant"])
+            t0 = time.perf_counter()
             r = w.request({"cmd": "run", "set": i, "tag": "s%d" % i})
+            self.add_time("trials_worker", t0)
+            t0 = time.perf_counter()
             if r.get("shape_error"):
                 raise Failed("mismatch", "%s: %s" % (where, str(r["shape_error"])[:500]))
             rc = r.get("rc", [None, None])
@@ -275,8 +293,9 @@ class CandidateRun:
                         self.check("outputs_match", False, "%s run %d" % (where, k + 1))
                         raise Failed("mismatch", "%s, run %d: %s" % (where, k + 1, bad))
             for j, (a, b) in enumerate(zip(*runs)):
-                if not torch.equal(a, b):
+                if a is not b and not torch.equal(a, b):
                     nondet.append("%s out%d" % (where, j))
+            self.add_time("trials_judge", t0)
         self.res["max_rel_error"] = worst_rel
         n = len(ctx.sets)
         self.check("outputs_match", True, "%d input sets (%d trials x %d shapes), 2 runs each; "
@@ -302,8 +321,11 @@ class CandidateRun:
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
         if ctx.warmup:
-            # Warm-up times are not judged: first calls may load modules.
+            # Warm-up times are not judged: first calls may load modules
+            # (and the worker loads its timing sets on first use).
+            t0 = time.perf_counter()
             self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [])
+            self.add_time("timing_warmup", t0)
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
         for r in range(ctx.rounds):
             rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
@@ -311,15 +333,23 @@ class CandidateRun:
             order = order[r % 3:] + order[:r % 3]
             for who in order:
                 if who == "cand":
+                    t0 = time.perf_counter()
                     cand_rounds.append(self.timed(w, rot, side_notes))
+                    self.add_time("timing_candidate", t0)
                     if r in spots:
+                        t0 = time.perf_counter()
                         self.spot_check(w, rot[-1], r)
+                        self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
+                    t0 = time.perf_counter()
                     eager_rounds.append([e for e, _ in ctx.timer.time(
                         ctx.eager_fn, [ctx.sets[k]["args"] for k in rot[:eager_reps]])])
+                    self.add_time("timing_eager", t0)
                 elif who == "compile" and ctx.compile_fn is not None:
+                    t0 = time.perf_counter()
                     comp_rounds.append([e for e, _ in ctx.timer.time(
                         ctx.compile_fn, [ctx.sets[k]["args"] for k in rot])])
+                    self.add_time("timing_compile", t0)
         for x in eager_rounds:
             ctx.eager_all.extend(x)
         for x in comp_rounds:
