@@ -98,6 +98,26 @@ def test_tensor_files_round_trip(tmp_path, dtype):
     assert torch.equal(jio.read_output(str(tmp_path / "s.bin"), spec, str(tmp_path)), t)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.bool, torch.uint8])
+def test_staged_files_round_trip(tmp_path, dtype):
+    # The CUDA path's reused (pinned) buffer, here unpinned on the CPU: the
+    # same bytes as the plain path, and every tensor read is its own.
+    st = jio.Staging(torch.device("cpu"), pin=False)
+    t = (torch.randn(3, 5) * 4).to(dtype)
+    u = (torch.randn(7) * 4).to(dtype)
+    entries = jio.write_set(str(tmp_path / "s.bin"), [("x", t), ("y", u)], st)
+    jio.write_set(str(tmp_path / "plain.bin"), [("x", t), ("y", u)])
+    assert (tmp_path / "s.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+    assert entries[1]["offset"] == entries[0]["nbytes"]
+    jio.write_set(str(tmp_path / "t.bin"), [("x", t)], st)
+    spec = {"dtype": jio.dtype_name(t), "shape": [3, 5], "nbytes": entries[0]["nbytes"]}
+    a = jio.read_output(str(tmp_path / "t.bin"), spec, str(tmp_path), st)
+    jio.write_set(str(tmp_path / "t2.bin"), [("x", torch.zeros_like(t))], st)
+    b = jio.read_output(str(tmp_path / "t2.bin"), spec, str(tmp_path), st)
+    assert torch.equal(a, t) and not torch.equal(a, b) and a.dtype == dtype
+
+
 def test_read_output_refuses_wrong_size_and_foreign_paths(tmp_path):
     (tmp_path / "a.bin").write_bytes(b"\0" * 12)
     spec = {"dtype": "float32", "shape": [4], "nbytes": 16}

@@ -96,6 +96,8 @@ class Context:
         self.model = self.problem.build(self.seed, self.device)
         self.state = jp.state_tensors(self.model)
         self.breakdown["problem_load"] = time.perf_counter() - t0
+        # One reused host buffer between the device and the files (CUDA).
+        self.staging = jio.Staging(self.device) if self.backend == "cuda" else None
         self._draw_sets()
         self._write_inputs()
         self.breakdown["judge_setup"] = time.perf_counter() - t0
@@ -143,7 +145,7 @@ class Context:
             names = jp.arg_names(self.model, len(s["args"]))
             named = list(zip(names, s["args"])) + self.state
             fname = "set%d.bin" % i
-            entries = jio.write_set(os.path.join(self.inputs_dir, fname), named)
+            entries = jio.write_set(os.path.join(self.inputs_dir, fname), named, self.staging)
             manifest["sets"].append({"file": fname, "n_args": len(s["args"]), "inputs": entries,
                                      "outputs": jio.out_specs(s["expected"])})
             s["specs"] = manifest["sets"][-1]["outputs"]

@@ -229,7 +229,7 @@ class CandidateRun:
             raise Failed("runtime_error", "worker returned %r output files for %d outputs"
                          % (files, len(specs)))
         try:
-            outs = [jio.read_output(f, s, self.scratch) for f, s in zip(files, specs)]
+            outs = [jio.read_output(f, s, self.scratch, self.ctx.staging) for f, s in zip(files, specs)]
         except (OSError, ValueError) as e:
             raise Failed("runtime_error", "reading the candidate's outputs: %s" % e)
         # Read (copied) and checked to lie in the scratch: their page cache
