@@ -229,7 +229,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", "baselines", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", NULL };
 	json_t *v;
 	size_t i;
 
@@ -407,7 +407,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		 * bounds a judge that hangs itself: every request of every
 		 * candidate at its limit (up to 8 shape variants assumed).
 		 */
-		long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds : 10) + 20) *
+		long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
+		    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) *
 		    (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
 		long budget = (long)json_array_size(json_object_get(req, "candidates")) * per +
 		    JUDGE_SLACK_S;

@@ -20,6 +20,7 @@
 #define EVAL_DEFAULT_TIMEOUT_S 60	/* per candidate, after its build */
 #define EVAL_MAX_TRIALS 100
 #define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
+#define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
 
 struct eval_opts {
 	const char *problem;

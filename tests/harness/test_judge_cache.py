@@ -128,3 +128,11 @@ def test_drift_and_unpaired_speedup():
     point, ci = stats.speedup_unpaired(COMPILE, cand, 3)
     assert 2.9 < point < 3.1 and ci[0] <= point <= ci[1]
     assert stats.speedup_unpaired(None, cand, 3) == (None, None)
+
+
+def test_median_precision():
+    steady = [[1.0, 1.001, 0.999, 1.0] for _ in range(10)]
+    noisy = [[1.0 + 0.1 * i] * 4 for i in range(10)]	# each round at its own level
+    assert stats.median_precision(steady, 1) < 0.005
+    assert stats.median_precision(noisy, 1) > 0.05
+    assert stats.median_precision(steady[:1], 1) is None

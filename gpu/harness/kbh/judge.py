@@ -26,6 +26,8 @@ from kbh.judge_run import CandidateRun
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 MAX_TIMING_SETS = 3
+ADAPTIVE_MAX_FACTOR = 3
+PRECISION = 0.005
 
 
 def _err(stage, message):
@@ -46,6 +48,14 @@ class Context:
         self.seed = int(req["seed"]) & MASK63
         self.trials = max(1, int(req.get("trials", 5)))
         self.rounds = max(1, int(req.get("rounds", 10)))
+        # Without --rounds, timing is adaptive: the rounds above are the
+        # floor (DESIGN 6.5's 100 runs), and more follow, up to
+        # ADAPTIVE_MAX_FACTOR times as many, while the candidate's median
+        # is less precise than `precision` (its 95% interval's half-width
+        # over the median).
+        self.adaptive = "rounds" not in req
+        self.max_rounds = self.rounds * (ADAPTIVE_MAX_FACTOR if self.adaptive else 1)
+        self.precision = float(req.get("precision", PRECISION))
         self.reps = max(1, int(req.get("reps", 10)))
         self.warmup = max(0, int(req.get("warmup", 3)))
         self.timeout_s = float(req.get("timeout_s", 60))

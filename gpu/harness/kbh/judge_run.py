@@ -28,6 +28,8 @@ SIDE_STREAM_SLACK_MS = 0.05
 # from the cache (judge_cache.py): enough for the drift check and the
 # eager speedup's interval, a third of the cost.
 EAGER_CACHED_DIV = 3
+# Adaptive timing's extra rounds may cost at most this many times the floor's.
+ADAPTIVE_WALL_FACTOR = 2
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -137,7 +139,7 @@ class CandidateRun:
         or timing round); a worker gets that for each of its requests,
         plus the build for load_inline solutions."""
         ctx = self.ctx
-        n = len(ctx.sets) + ctx.rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
+        n = len(ctx.sets) + ctx.max_rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
         return (ctx.timeout_s * n + (ctx.build_timeout_s if self.kind != "native" else 0))
 
     def start(self, **kw):
@@ -327,7 +329,19 @@ class CandidateRun:
             self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [])
             self.add_time("timing_warmup", t0)
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
-        for r in range(ctx.rounds):
+        seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
+        t_rounds, floor_s, precision = time.perf_counter(), None, None
+        r = 0
+        while True:
+            if r >= ctx.rounds:
+                # Past the floor (adaptive timing only): stop once the
+                # median is precise enough, at the cap, or when the extra
+                # rounds have cost twice what the floor did.
+                floor_s = floor_s or time.perf_counter() - t_rounds
+                precision = stats.median_precision(cand_rounds, seed)
+                if (r >= ctx.max_rounds or (precision is not None and precision <= ctx.precision)
+                        or time.perf_counter() - t_rounds > (1 + ADAPTIVE_WALL_FACTOR) * floor_s):
+                    break
             rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
             order = ["eager", "cand", "compile"]
             order = order[r % 3:] + order[:r % 3]
@@ -350,6 +364,11 @@ class CandidateRun:
                     comp_rounds.append([e for e, _ in ctx.timer.time(
                         ctx.compile_fn, [ctx.sets[k]["args"] for k in rot])])
                     self.add_time("timing_compile", t0)
+            r += 1
+        self.res["timing"] = {"rounds": r, "reps": ctx.reps, "adaptive": ctx.adaptive,
+                              "max_rounds": ctx.max_rounds, "target_precision": ctx.precision,
+                              "median_precision": precision if precision is not None else
+                              stats.median_precision(cand_rounds, seed)}
         for x in eager_rounds:
             ctx.eager_all.extend(x)
         for x in comp_rounds:
@@ -358,7 +377,6 @@ class CandidateRun:
             ctx.eager_rounds_all.extend(eager_rounds)
             ctx.compile_rounds_all.extend(comp_rounds)
         samples = [x for rd in cand_rounds for x in rd]
-        seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         se, se_ci = stats.speedup(eager_rounds, cand_rounds, seed)
         info = dict(ctx.cache_info, eager_runs_per_round=eager_reps if ctx.eager_fn else 0)
         if cached is None:
@@ -389,7 +407,7 @@ class CandidateRun:
         self.res["speedup"] = {"eager": se, "eager_ci95": se_ci, "compile": sc, "compile_ci95": sc_ci}
         self.check("spot_checks", True, "outputs of %d timed runs compared" % len(spots))
         # A majority of rounds, not one: a loaded host can stall one request.
-        if 2 * len(side_notes) > ctx.rounds:
+        if 2 * len(side_notes) > len(cand_rounds):
             self.flag("side_stream")
             self.check("timing_consistent", False, "; ".join(side_notes[:3]))
         else:

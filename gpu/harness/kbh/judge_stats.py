@@ -85,3 +85,22 @@ def speedup_unpaired(base_rounds, cand_rounds, seed):
                     [cand[rng.randrange(len(cand))] for _ in cand]) for _ in range(BOOTSTRAP)]
     ratios = [x for x in ratios if x is not None]
     return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]
+
+
+PRECISION_RESAMPLES = 300
+
+
+def median_precision(rounds, seed):
+    """The half-width of the pooled median's 95% interval over the median
+    (a bootstrap over rounds): 0.004 means +-0.4%. None with fewer than
+    two rounds."""
+    rounds = [rd for rd in rounds if rd]
+    if len(rounds) < 2:
+        return None
+    m = statistics.median([x for rd in rounds for x in rd])
+    if m <= 0:
+        return None
+    rng = random.Random(seed)
+    meds = [statistics.median([x for _ in rounds for x in rounds[rng.randrange(len(rounds))]])
+            for _ in range(PRECISION_RESAMPLES)]
+    return (quantile(meds, 0.975) - quantile(meds, 0.025)) / 2 / m
