@@ -522,8 +522,21 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 		*error = -EINVAL;
 		return NULL;
 	}
-	/* A slot of its own per set: rotation moves the kernel to other buffers. */
-	if ((*error = slot_load(w, empty, k, err, errlen)) < 0)
+	/*
+	 * A slot of its own per set: rotation moves the kernel to other
+	 * buffers. Its file passes through the main slot's host buffer: timing
+	 * never compares inputs with a pristine copy, and cmd_run reloads its
+	 * own, so three more set-sized host buffers (hundreds of MiB at GPU
+	 * sizes, each faulted in afresh) would buy nothing.
+	 */
+	empty->pristine = w->main.pristine;
+	empty->pristine_cap = w->main.pristine_cap;
+	*error = slot_load(w, empty, k, err, errlen);
+	w->main.pristine = empty->pristine;
+	w->main.pristine_cap = empty->pristine_cap;
+	empty->pristine = NULL;
+	empty->pristine_cap = 0;
+	if (*error < 0)
 		return NULL;
 	return empty;
 }
