@@ -231,10 +231,11 @@ slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
 	int error;
 
 	if (sl->pristine_cap < s->file_bytes) {
-		free(sl->pristine);
+		wdev_host_free(w->d, sl->pristine);
+		sl->pristine = NULL;
 		sl->pristine_cap = 0;
-		if (!(sl->pristine = malloc(s->file_bytes ? s->file_bytes : 1)))
-			return -ENOMEM;
+		if ((error = wdev_host_alloc(w->d, s->file_bytes, (void **)&sl->pristine)) < 0)
+			return error;
 		sl->pristine_cap = s->file_bytes;
 	}
 	snprintf(path, sizeof(path), "%s/%s", w->o->dir, s->file);
@@ -273,20 +274,28 @@ out_total(const struct wset *s)
 	return n;
 }
 
+static void
+host_release(struct worker *w)
+{
+	for (int i = 0; i < 2; i++) {
+		wdev_host_free(w->d, w->host[i]);
+		w->host[i] = NULL;
+	}
+	wdev_host_free(w->d, w->tmp);
+	w->tmp = NULL;
+	w->host_cap = 0;
+}
+
 static int
 host_room(struct worker *w, size_t n)
 {
 	if (w->host_cap >= n && w->host[0])
 		return 0;
-	for (int i = 0; i < 2; i++) {
-		free(w->host[i]);
-		w->host[i] = NULL;
-	}
-	free(w->tmp);
-	w->host_cap = 0;
-	w->tmp = NULL;
-	if (!(w->host[0] = malloc(n ? n : 1)) || !(w->host[1] = malloc(n ? n : 1)) ||
-	    !(w->tmp = malloc(n ? n : 1)))
+	host_release(w);
+	/* Page-locked where the driver allows: every trial copies through these. */
+	if (wdev_host_alloc(w->d, n, (void **)&w->host[0]) < 0 ||
+	    wdev_host_alloc(w->d, n, (void **)&w->host[1]) < 0 ||
+	    wdev_host_alloc(w->d, n, (void **)&w->tmp) < 0)
 		return -ENOMEM;
 	w->host_cap = n;
 	return 0;
@@ -730,7 +739,7 @@ slot_free(struct worker *w, struct wslot *sl)
 		if (sl->out[i])
 			wdev_free(w->d, sl->out[i]);
 	}
-	free(sl->pristine);
+	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
 }
 
@@ -801,11 +810,9 @@ out:
 		slot_free(&w, &w.main);
 		for (int i = 0; i < WORKER_MAX_SLOTS; i++)
 			slot_free(&w, &w.timing[i]);
+		host_release(&w);
 		wdev_close(w.d);
 	}
-	for (int i = 0; i < 2; i++)
-		free(w.host[i]);
-	free(w.tmp);
 	free(w.sets);
 	/* The candidate stays mapped: its threads or atexit handlers may still run. */
 	(void)so;
