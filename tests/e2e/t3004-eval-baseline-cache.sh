@@ -48,6 +48,19 @@ assert all(isinstance(x, float) and 0 < x < 1000 for r in e["eager_rounds"] for 
 assert "expected" not in json.dumps(e) and "seed" not in json.dumps(e)
 PYEOF
 
+# torch.compile's timings from the cache (this host's PyTorch has none, so
+# the entry is given some): the speedup over it comes from them, with an
+# interval, and the result says where they came from.
+"$PY" - "$f" <<'PYEOF'
+import json, sys
+e = json.load(open(sys.argv[1]))
+e["compile_rounds"] = [[x * 0.5 for x in r] for r in e["eager_rounds"]]
+json.dump(e, open(sys.argv[1], "w"))
+PYEOF
+ev "$P" compile
+expect "$tmp/compile.json" correct.c 'r["baselines"]["cached"] is True and r["baselines"]["compile"] == "cache" and r["timings_ms"]["compile"]["runs"] == 18' "torch.compile's timings taken from the cache"
+expect "$tmp/compile.json" correct.c 'r["speedup"]["compile"] > 0 and r["speedup"]["compile_ci95"][0] <= r["speedup"]["compile"] <= r["speedup"]["compile_ci95"][1]' "a speedup over cached torch.compile inside its interval"
+
 # A changed problem (one more line) is another key: a miss.
 cp "$P" "$tmp/scale_bias_edited.py"
 printf '\n# edited\n' >>"$tmp/scale_bias_edited.py"

@@ -308,7 +308,8 @@ def run(req):
             "output_dtypes": [o["dtype"] for o in ctx.sets[0]["specs"]],
         },
         "compile_baseline": None if not hasattr(ctx, "timer") else
-        {"available": ctx.compile_fn is not None, "note": ctx.compile_note},
+        {"available": ctx.compile_fn is not None or bool(ctx.cached and ctx.cached["compile_rounds"]),
+         "cached": ctx.cached is not None, "note": ctx.compile_note},
         "baselines": ctx.cache_info,
         "timing_breakdown_s": ctx.breakdown,
         "candidates": results,
