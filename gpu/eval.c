@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,97 @@ wall_s(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The judge starts before the compiles: its interpreter and the PyTorch
+ * import take seconds, as long as a batch's compiles or longer. A thread
+ * runs the harness with a stub request naming a file; the judge imports,
+ * sets up its device, then waits for that file, which judge_post() writes
+ * once the real request is ready (judge_cancel(): {"cancel": true}).
+ */
+struct judge {
+	pthread_t tid;
+	int started, joined;
+	char path[PATH_MAX];
+	json_t *stub, *reply;
+	int timeout_ms, error;
+	char err[2048];
+};
+
+static void *
+judge_thread(void *arg)
+{
+	struct judge *j = arg;
+
+	j->error = harness_call(j->stub, j->timeout_ms, &j->reply, j->err, sizeof(j->err));
+	return NULL;
+}
+
+static int
+judge_start(struct judge *j, const char *workdir, const char *backend, int device,
+    long wait_s, long budget_s)
+{
+	if (snprintf(j->path, sizeof(j->path), "%s/request.json", workdir) >= (int)sizeof(j->path))
+		return -ENAMETOOLONG;
+	if (budget_s > INT_MAX / 1000)
+		budget_s = INT_MAX / 1000;
+	j->timeout_ms = (int)budget_s * 1000;
+	if (!(j->stub = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f}", "verb", "evaluate",
+	    "request_file", j->path, "backend", backend, "device", device,
+	    "wait_s", (json_int_t)wait_s, "t_spawn", wall_s())))
+		return -ENOMEM;
+	if (pthread_create(&j->tid, NULL, judge_thread, j) != 0)
+		return -EAGAIN;
+	j->started = 1;
+	return 0;
+}
+
+/* The request where the waiting judge looks: a temporary file, renamed. */
+static int
+judge_post(struct judge *j, const json_t *req)
+{
+	char tmp[PATH_MAX + 8];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", j->path);
+	if (json_dump_file(req, tmp, JSON_COMPACT) < 0)
+		return -EIO;
+	return rename(tmp, j->path) < 0 ? -errno : 0;
+}
+
+/* Wait for the judge's reply: 0 and *reply, or harness_call's error and err. */
+static int
+judge_wait(struct judge *j, json_t **reply, char *err, size_t errlen)
+{
+	pthread_join(j->tid, NULL);
+	j->joined = 1;
+	if (j->error < 0) {
+		snprintf(err, errlen, "%s", j->err);
+		return j->error;
+	}
+	*reply = j->reply;
+	j->reply = NULL;
+	return 0;
+}
+
+/* Nothing for the judge to do (every candidate rejected, or an error): let it go. */
+static void
+judge_cancel(struct judge *j)
+{
+	json_t *c;
+
+	if (j->started && !j->joined) {
+		/* If even this cannot be written, the judge gives up at wait_s. */
+		if ((c = json_pack("{s:b}", "cancel", 1))) {
+			judge_post(j, c);
+			json_decref(c);
+		}
+		pthread_join(j->tid, NULL);
+		j->joined = 1;
+	}
+	json_decref(j->reply);
+	json_decref(j->stub);
+	j->reply = j->stub = NULL;
 }
 
 /*
@@ -267,6 +359,20 @@ dedup_flags(json_t *res)
 	json_object_set_new(res, "flags", out);
 }
 
+/*
+ * The judge enforces --timeout per worker request; this only bounds a
+ * judge that hangs itself: every request of every candidate at its limit
+ * (up to 8 shape variants assumed), plus the problem and the baselines.
+ */
+static long
+judge_budget(const struct eval_opts *o, size_t n)
+{
+	long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
+	    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) * (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
+
+	return (long)n * per + JUDGE_SLACK_S;
+}
+
 int
 eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 {
@@ -281,6 +387,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	char *exe = NULL;
 	double t0 = now_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
+	struct judge judge = { 0 };
 
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
@@ -339,6 +446,17 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		error = -ENOENT;
 		snprintf(err, errlen, "cannot find this executable");
 		goto out;
+	}
+
+	/* The judge starts now and imports PyTorch while the compiles run. */
+	{
+		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
+
+		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
+		    wait_s + judge_budget(o, o->n_candidates))) < 0) {
+			snprintf(err, errlen, "cannot start the judge: %s", strerror(-error));
+			goto out;
+		}
 	}
 
 	/* Compile every native candidate at once. */
@@ -402,24 +520,14 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
-		/*
-		 * The judge enforces --timeout per worker request; this only
-		 * bounds a judge that hangs itself: every request of every
-		 * candidate at its limit (up to 8 shape variants assumed).
-		 */
-		long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
-		    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) *
-		    (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
-		long budget = (long)json_array_size(json_object_get(req, "candidates")) * per +
-		    JUDGE_SLACK_S;
-
-		if (budget > INT_MAX / 1000)
-			budget = INT_MAX / 1000;
 		t_prepare = now_s() - t0;
-		/* The judge reports its own start (interpreter, imports) from this. */
-		json_object_set_new(req, "t_spawn", json_real(wall_s()));
 		t_harness = now_s();
-		error = harness_call(req, (int)budget * 1000, &reply, herr, sizeof(herr));
+		if ((error = judge_post(&judge, req)) < 0) {
+			snprintf(err, errlen, "cannot write the judge's request in %s: %s", workdir,
+			    strerror(-error));
+			goto out;
+		}
+		error = judge_wait(&judge, &reply, herr, sizeof(herr));
 		t_harness = now_s() - t_harness;
 		if (error < 0) {
 			snprintf(err, errlen, "the judge failed: %s", herr);
@@ -463,6 +571,7 @@ out:
 	free(cs);
 	free(gpus);
 	free(exe);
+	judge_cancel(&judge);
 	json_decref(req);
 	json_decref(reply);
 	json_decref(results);

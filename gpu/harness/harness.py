@@ -27,8 +27,16 @@ def _info(req):
 
 
 def _evaluate(req):
+    start_s = waited = None
+    if "request_file" in req:
+        # Started before the caller's compiles: torch imports on a thread
+        # while this one waits for the request (or a cancel).
+        from kbh import judge_early
+        req, start_s, waited = judge_early.wait(req)
+        if req is None:
+            raise protocol.HarnessError("request", "cancelled: the caller sent no request")
     from kbh import judge
-    return judge.run(req)
+    return judge.run(req, start_s, waited)
 
 
 # verb -> handler(request dict) -> reply dict; handlers raise HarnessError.

@@ -261,7 +261,9 @@ def _jsonable(v):
         return False
 
 
-def run(req):
+def run(req, start_s=None, waited=None):
+    """One batch. start_s and waited: the early start's figures
+    (kbh/judge_early.py), when the request came that way."""
     for f in ("problem", "seed", "workdir", "candidates"):
         if f not in req:
             return _err("request", "missing field %r" % f)
@@ -270,6 +272,12 @@ def run(req):
         # Interpreter start and imports (torch's above all), from the
         # caller's clock at the spawn.
         ctx.breakdown["judge_start"] = max(0.0, time.time() - req["t_spawn"])
+    if start_s is not None:
+        # Started early: the interpreter, imports and the device context
+        # (judge_start) overlapped the caller's compiles; judge_wait is
+        # how long it then waited for the request (time hidden, not spent).
+        ctx.breakdown["judge_start"] = start_s
+        ctx.breakdown["judge_wait"] = waited
     try:
         ctx.setup()
     except jp.ProblemError as e:
