@@ -2,22 +2,29 @@
 # bench/eval_throughput.sh [native|inline|repeat|all]: the evaluator's
 # throughput and repeatability on a GPU host (docs/BENCHMARKS.md).
 #
-#   native  32 correct variants of each of two development problems
+#   native  N_NATIVE correct variants of each of two development problems
 #           (01_scale_gelu_bias, 02_softmax_rows) as native ABI kernels,
 #           one `kernelbot eval` batch per problem: candidates per hour and
 #           the cost of each step (compile, worker start, trials, timing)
 #   inline  the same kernels as KernelBench-format load_inline solutions
-#           (N_INLINE of them per problem, default 4: each builds for tens
-#           of seconds, so the rate is measured on fewer and reported per hour)
-#   repeat  one candidate evaluated 10 times: the spread of its median, and
+#           (N_INLINE of them per problem: each builds for tens of seconds,
+#           so the rate is measured on fewer and reported per hour)
+#   repeat  one candidate evaluated REPEAT times: the spread of its median, and
 #           the wall time of each evaluation (the first measures the
 #           baselines, the others reuse them from the baseline cache)
 #
+# `all` runs, per problem, native then inline (then their ratio), with
+# repeat after native 01: every summary is printed as soon as it is
+# known, and a section that would start after BUDGET_S seconds is skipped
+# (so that one 600 s device call brings back what was measured).
+#
 # Results: one JSON per run and summary.txt under $OUT (the device tool's
 # output folder) or bench/results/. Env: KERNELBOT, KERNELBOT_PROBLEMS,
-# N_NATIVE (32), N_INLINE (4), REPEAT (10), BACKEND (cuda; cpu is a dry run
-# of this script on a host without a GPU: the bench/kernels/*.c twins on
-# copies of the problems shrunk to a few hundred KiB, not a benchmark).
+# N_NATIVE (16), N_INLINE (2), REPEAT (5), BUDGET_S (480), BACKEND (cuda;
+# cpu is a dry run of this script on a host without a GPU: the
+# bench/kernels/*.c twins on copies of the problems shrunk to a few
+# hundred KiB, not a benchmark). The defaults take about 8 minutes on an
+# H200.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${KERNELBOT:-}" ]; then
@@ -35,9 +42,10 @@ cuda) EXT=cu ;;
 cpu) EXT=c ;;
 *) echo "bench: BACKEND is cuda or cpu"; exit 2 ;;
 esac
-N_NATIVE=${N_NATIVE:-32}
-N_INLINE=${N_INLINE:-4}
-REPEAT=${REPEAT:-10}
+N_NATIVE=${N_NATIVE:-16}
+N_INLINE=${N_INLINE:-2}
+REPEAT=${REPEAT:-5}
+BUDGET_S=${BUDGET_S:-480}
 RES=${OUT:-$ROOT/bench/results}
 what=${1:-all}
 mkdir -p "$RES"
@@ -60,7 +68,16 @@ if [ "$BACKEND" = cpu ]; then
 fi
 echo "bench: backend $BACKEND, problems $PROBLEMS, $(date -u +%FT%TZ)" | tee -a "$RES/summary.txt"
 
-now() { "$PY" -c 'import time; print("%.3f" % time.time())'; }
+now() { date +%s.%N; }
+T_BENCH=$(now)
+# in_budget SECTION: whether there is time left to start it (else say so).
+in_budget() {
+	if awk -v a="$T_BENCH" -v b="$(now)" -v m="$BUDGET_S" 'BEGIN { exit !(b - a < m) }'; then
+		return 0
+	fi
+	echo "bench: $1 skipped: ${BUDGET_S} s budget spent (BUDGET_S)" | tee -a "$RES/summary.txt"
+	return 1
+}
 
 # run_batch NAME PROBLEM FILES...: one eval call, timed; JSON to $RES/NAME.json
 run_batch() {
@@ -99,6 +116,11 @@ print("  per candidate (mean s): compile %.3f (sum %.1f, run in parallel), load_
          mean("trials_worker"), mean("trials_judge"), mean("timing"), mean("timing_candidate"),
          mean("timing_eager"), mean("timing_compile"), mean("spot_checks"), mean("timing_warmup"),
          mean("total")))
+print("  the worker's trials (mean s): load %.3f, device %.3f, copies off the device %.3f, checks %.3f, "
+      "output files %.3f; spot checks' worker %.3f"
+      % (mean("trials_worker_load"), mean("trials_worker_device"), mean("trials_worker_d2h"),
+         mean("trials_worker_check"), mean("trials_worker_write"),
+         sum(mean("spot_checks_worker_" + k) for k in ("d2h", "check", "write"))))
 print("  once per batch (s): %s" % json.dumps({k: round(v, 3) for k, v in shared.items()}))
 print("  the command (s): %s; baselines: %s" % (json.dumps({k: round(v, 3) for k, v in command.items()}),
       json.dumps(next((r.get("baselines") for r in res if r.get("baselines")), None))))
@@ -110,22 +132,39 @@ json.dump({"name": name, "n": n, "correct": ok, "wall_s": wall, "per_hour": n / 
 PYEOF
 }
 
-if [ "$what" = native ] || [ "$what" = all ]; then
-	for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
-		p=${spec%%:*} m=${spec#*:}
-		"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.$EXT" "$N_NATIVE" "$work/native_$p"
-		run_batch "native_$p" "$PROBLEMS/$p.py" "$work/native_$p"/*."$EXT"
-	done
-fi
-if [ "$what" = inline ] || [ "$what" = all ]; then
-	for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
-		p=${spec%%:*} m=${spec#*:}
-		"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.$EXT" "$N_INLINE" \
-			"$work/inline_$p" --inline --model "$m"
-		run_batch "inline_$p" "$PROBLEMS/$p.py" "$work/inline_$p"/*.py
-	done
-fi
-if [ "$what" = repeat ] || [ "$what" = all ]; then
+native() {
+	p=$1
+	in_budget "native $p" || return 0
+	"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.$EXT" "$N_NATIVE" "$work/native_$p"
+	run_batch "native_$p" "$PROBLEMS/$p.py" "$work/native_$p"/*."$EXT"
+}
+
+inline() {
+	p=$1 m=$2
+	in_budget "inline $p" || return 0
+	"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/$p.$EXT" "$N_INLINE" \
+		"$work/inline_$p" --inline --model "$m"
+	run_batch "inline_$p" "$PROBLEMS/$p.py" "$work/inline_$p"/*.py
+}
+
+# ratio PROBLEM: native vs load_inline candidates per hour, once both ran.
+ratio() {
+	[ -f "$RES/native_$1.rate" ] && [ -f "$RES/inline_$1.rate" ] || return 0
+	"$PY" - "$RES" "$1" <<'PYEOF' | tee -a "$RES/summary.txt"
+import json, sys
+for p in sys.argv[2:]:
+    try:
+        a = json.load(open("%s/native_%s.rate" % (sys.argv[1], p)))
+        b = json.load(open("%s/inline_%s.rate" % (sys.argv[1], p)))
+        print("%s: native %.0f/h vs load_inline %.0f/h: %.1fx (goal >= 20x)"
+              % (p, a["per_hour"], b["per_hour"], a["per_hour"] / b["per_hour"]))
+    except (OSError, ValueError, KeyError, ZeroDivisionError):
+        pass
+PYEOF
+}
+
+repeat() {
+	in_budget repeat || return 0
 	"$PY" "$ROOT/bench/gen_variants.py" "$ROOT/bench/kernels/01_scale_gelu_bias.$EXT" 1 "$work/rep"
 	i=0
 	while [ "$i" -lt "$REPEAT" ]; do
@@ -171,17 +210,15 @@ print("repeat: wall per evaluation, baselines cached: %s (median %s s; goal < 5 
       % (["%.2f" % w for w in hit_walls], "%.2f" % statistics.median(hit_walls) if hit_walls else "-",
          ["%.2f" % w for w, h in zip(walls, hits) if not h]))
 PYEOF
-fi
-if [ -f "$RES/native_01_scale_gelu_bias.rate" ] && [ -f "$RES/inline_01_scale_gelu_bias.rate" ]; then
-	"$PY" - "$RES" <<'PYEOF' | tee -a "$RES/summary.txt"
-import json, sys
-for p in ("01_scale_gelu_bias", "02_softmax_rows"):
-    try:
-        a = json.load(open("%s/native_%s.rate" % (sys.argv[1], p)))
-        b = json.load(open("%s/inline_%s.rate" % (sys.argv[1], p)))
-        print("%s: native %.0f/h vs load_inline %.0f/h: %.1fx (goal >= 20x)"
-              % (p, a["per_hour"], b["per_hour"], a["per_hour"] / b["per_hour"]))
-    except (OSError, ValueError, KeyError, ZeroDivisionError):
-        pass
-PYEOF
-fi
+}
+
+for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
+	p=${spec%%:*} m=${spec#*:}
+	case $what in native|all) native "$p" ;; esac
+	# Right after native 01, whose batch stored the baselines it reuses.
+	if [ "$p" = 01_scale_gelu_bias ] && { [ "$what" = repeat ] || [ "$what" = all ]; }; then
+		repeat
+	fi
+	case $what in inline|all) inline "$p" "$m" ;; esac
+	ratio "$p"
+done
