@@ -166,7 +166,7 @@ wpar_count(const unsigned char *p, const unsigned char *again,
 {
 	struct part t = { .op = OP_COUNT, .p = p, .again = again, .other = other,
 		.pat = pat, .elsize = elsize > 0 ? elsize : 1 };
-	struct part parts[WPAR_MAX_THREADS];
+	struct part parts[WPAR_MAX_THREADS] = { { 0 } };
 	int k;
 
 	parallel(&t, n, (size_t)t.elsize * 64, parts, &k);
@@ -181,7 +181,7 @@ static int
 io(int op, int fd, unsigned char *buf, size_t n, off_t off)
 {
 	struct part t = { .op = op, .fd = fd, .buf = buf, .off = off };
-	struct part parts[WPAR_MAX_THREADS];
+	struct part parts[WPAR_MAX_THREADS] = { { 0 } };
 	int k;
 
 	parallel(&t, n, 4096, parts, &k);
