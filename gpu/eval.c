@@ -277,6 +277,10 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
 	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
 		json_object_set_new(req, "allow_degraded", json_true());
+	/* Elements per output a spot check before the last compares (0: all). */
+	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
+		json_object_set_new(req, "spot_sample",
+		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)
@@ -448,8 +452,9 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 
-	/* The judge starts now and imports PyTorch while the compiles run. */
-	{
+	/* The judge starts now and imports PyTorch while the compiles run
+	 * (KERNELBOT_JUDGE_EARLY=0: after them, as one plain harness call). */
+	if (!getenv("KERNELBOT_JUDGE_EARLY") || strcmp(getenv("KERNELBOT_JUDGE_EARLY"), "0")) {
 		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
 
 		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
@@ -522,12 +527,21 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
 		t_prepare = now_s() - t0;
 		t_harness = now_s();
-		if ((error = judge_post(&judge, req)) < 0) {
-			snprintf(err, errlen, "cannot write the judge's request in %s: %s", workdir,
-			    strerror(-error));
-			goto out;
+		if (judge.started) {
+			if ((error = judge_post(&judge, req)) < 0) {
+				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
+				    workdir, strerror(-error));
+				goto out;
+			}
+			error = judge_wait(&judge, &reply, herr, sizeof(herr));
+		} else {
+			long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
+
+			/* The judge reports its own start (interpreter, imports) from this. */
+			json_object_set_new(req, "t_spawn", json_real(wall_s()));
+			error = harness_call(req, (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) *
+			    1000, &reply, herr, sizeof(herr));
 		}
-		error = judge_wait(&judge, &reply, herr, sizeof(herr));
 		t_harness = now_s() - t_harness;
 		if (error < 0) {
 			snprintf(err, errlen, "the judge failed: %s", herr);

@@ -21,7 +21,7 @@ from kbh import judge_problem as jp
 from kbh import judge_stats as stats
 from kbh import judge_timing as jt
 from kbh.judge_worker import Worker, WorkerError
-from kbh.judge_run import CandidateRun
+from kbh.judge_run import CandidateRun, SPOT_SAMPLE
 
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -58,6 +58,9 @@ class Context:
         self.precision = float(req.get("precision", PRECISION))
         self.reps = max(1, int(req.get("reps", 10)))
         self.warmup = max(0, int(req.get("warmup", 3)))
+        # Elements per output of the spot checks before the last (0: all
+        # of them, every time; KERNELBOT_SPOT_SAMPLE in the command).
+        self.spot_sample = max(0, int(req.get("spot_sample", SPOT_SAMPLE)))
         self.timeout_s = float(req.get("timeout_s", 60))
         self.build_timeout_s = float(req.get("build_timeout_s", 900))
         self.atol, self.rtol = req.get("atol"), req.get("rtol")

@@ -423,7 +423,7 @@ class CandidateRun:
         sn = getattr(self, "spot_n", {"full": 0, "sampled": 0})
         self.check("spot_checks", True, "outputs of %d timed runs compared: %d in full, %d on %d "
                    "elements per output drawn after the run" % (len(spots), sn["full"], sn["sampled"],
-                                                               SPOT_SAMPLE))
+                                                               getattr(ctx, "spot_sample", SPOT_SAMPLE)))
         # A majority of rounds, not one: a loaded host can stall one request.
         if 2 * len(side_notes) > len(cand_rounds):
             self.flag("side_stream")
@@ -468,13 +468,15 @@ class CandidateRun:
 
     def spot_check(self, w, k, rnd, full=True):
         """Compare the outputs of the last timed run on set k: all of
-        them, or (full=False) SPOT_SAMPLE elements of each, at positions
-        the judge draws from the system's RNG only now, after the run."""
+        them, or (full=False) ctx.spot_sample (SPOT_SAMPLE) elements of
+        each, at positions the judge draws from the system's RNG only now,
+        after the run."""
         s = self.ctx.sets[k]
         req = {"cmd": "dump", "set": k}
         specs, idx = s["specs"], None
         n_el = [max(1, e.numel()) for e in s["expected"]]
-        if not full and any(n > SPOT_SAMPLE for n in n_el):
+        m = getattr(self.ctx, "spot_sample", SPOT_SAMPLE)
+        if not full and m and any(n > m for n in n_el):
             rng = random.SystemRandom()
             # One draw for all outputs; the stride is made coprime with
             # each output's size below, per output, by the worker's
@@ -483,20 +485,20 @@ class CandidateRun:
             a = rng.randrange(1 << 40)
             for _ in range(1000):
                 b = rng.randrange(1, 1 << 40)
-                if all(math.gcd(b % n, n) == 1 for n in n_el if n > SPOT_SAMPLE):
+                if all(math.gcd(b % n, n) == 1 for n in n_el if n > m):
                     break
             else:
                 return self.spot_check(w, k, rnd, full=True)
-            req["sample"] = [a, b, SPOT_SAMPLE]
+            req["sample"] = [a, b, m]
             idx, specs = [], []
             for e, spec in zip(s["expected"], s["specs"]):
                 n = max(1, e.numel())
-                if n > SPOT_SAMPLE:
+                if n > m:
                     dev = e.device
-                    j = torch.arange(SPOT_SAMPLE, dtype=torch.int64, device=dev)
+                    j = torch.arange(m, dtype=torch.int64, device=dev)
                     idx.append((a % n + j * (b % n)) % n)
-                    specs.append(dict(spec, shape=[SPOT_SAMPLE],
-                                      nbytes=SPOT_SAMPLE * e.element_size()))
+                    specs.append(dict(spec, shape=[m],
+                                      nbytes=m * e.element_size()))
                 else:
                     idx.append(None)
                     specs.append(spec)
@@ -511,7 +513,7 @@ class CandidateRun:
             name = "out%d" % j
             if idx is not None and idx[j] is not None:
                 exp = exp.reshape(-1)[idx[j]]
-                name = "out%d (%d sampled elements)" % (j, SPOT_SAMPLE)
+                name = "out%d (%d sampled elements)" % (j, exp.numel())
             bad, _ = cmp.compare(name, got, exp, self.ctx.atol, self.ctx.rtol)
             if bad:
                 self.check("spot_checks", False, "timing round %d" % rnd)
