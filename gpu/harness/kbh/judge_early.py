@@ -49,7 +49,10 @@ def wait(stub):
             except (OSError, ValueError):
                 req = None
             break
-        if os.getppid() != parent or time.monotonic() > deadline:
+        # The caller gone (we were reparented), its work directory removed,
+        # or past its compile budget: nothing will come.
+        if (os.getppid() != parent or time.monotonic() > deadline
+                or not os.path.isdir(os.path.dirname(path))):
             break
         time.sleep(POLL_S)
     t_req = time.time()
