@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Make N variants of a native kernel (bench/kernels/*.cu) that differ in
+"""Make N variants of a native kernel (bench/kernels/*.cu, or *.c for the
+cpu backend's dry run) that differ in
 block size and do not share a compile-cache key, and the same kernels as
 KernelBench-format solutions (ModelNew + load_inline) around the same
 source, so both paths evaluate identical device code.
 
-usage: gen_variants.py KERNEL.cu N OUTDIR [--inline] [--model gelu|softmax]
+usage: gen_variants.py KERNEL.cu|KERNEL.c N OUTDIR [--inline] [--model gelu|softmax]
 """
 import argparse
 import os
@@ -45,6 +46,12 @@ torch::Tensor kb_forward(std::vector<torch::Tensor> ins, std::vector<int64_t> ou
 }
 '''
 
+# The same wrapper for a CPU kernel (bench/kernels/*.c), built by
+# load_inline as C++ only: a dry run of the bench on the cpu backend.
+WRAPPER_CPU = WRAPPER.replace("#include <ATen/cuda/CUDAContext.h>\n", "").replace(
+    "DLDevice{kDLCUDA, (int32_t)ins[i].get_device()}", "DLDevice{kDLCPU, 0}").replace(
+    "at::cuda::getCurrentCUDAStream().stream()", "nullptr")
+
 MODELS = {
     "gelu": '''
 class ModelNew(nn.Module):
@@ -77,21 +84,28 @@ def main():
     a = p.parse_args()
     src = open(a.kernel).read()
     os.makedirs(a.outdir, exist_ok=True)
-    base = os.path.splitext(os.path.basename(a.kernel))[0]
+    base, ext = os.path.splitext(os.path.basename(a.kernel))
+    cpu = ext == ".c"
     for i in range(a.n):
         head = "/* bench variant %d */\n#define BLOCK %d\n" % (i, BLOCKS[i % len(BLOCKS)])
         if not a.inline:
-            with open(os.path.join(a.outdir, "%s_v%02d.cu" % (base, i)), "w") as f:
+            with open(os.path.join(a.outdir, "%s_v%02d%s" % (base, i, ext)), "w") as f:
                 f.write(head + src)
             continue
-        cuda = head + src.replace("#include <dlpack/dlpack.h>", "#include <ATen/dlpack.h>") + WRAPPER
+        body = head + src.replace("#include <dlpack/dlpack.h>", "#include <ATen/dlpack.h>")
+        decl = ("'torch::Tensor kb_forward(std::vector<torch::Tensor> ins, "
+                "std::vector<int64_t> out_shape);'")
+        name = "kb_%s_v%02d" % (base, i)
+        if cpu:
+            build = ("cpp_src = %r\n" % ("#include <torch/extension.h>\n" + body + WRAPPER_CPU) +
+                     "ext = load_inline(name=%r, cpp_sources=cpp_src, functions=['kb_forward'], "
+                     "extra_cflags=['-O3'], verbose=False)\n" % name)
+        else:
+            build = ("cuda_src = %r\n" % (body + WRAPPER) + "cpp_src = %s\n" % decl +
+                     "ext = load_inline(name=%r, cpp_sources=cpp_src, cuda_sources=cuda_src, "
+                     "functions=['kb_forward'], verbose=False)\n" % name)
         py = ("import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
-              "cuda_src = %r\n" % cuda +
-              "cpp_src = 'torch::Tensor kb_forward(std::vector<torch::Tensor> ins, "
-              "std::vector<int64_t> out_shape);'\n"
-              "ext = load_inline(name=%r, cpp_sources=cpp_src, cuda_sources=cuda_src, "
-              "functions=['kb_forward'], verbose=False)\n" % ("kb_%s_v%02d" % (base, i)) +
-              MODELS[a.model])
+              + build + MODELS[a.model])
         with open(os.path.join(a.outdir, "%s_v%02d.py" % (base, i)), "w") as f:
             f.write(py)
 

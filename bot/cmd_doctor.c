@@ -154,12 +154,14 @@ doctor_collect(void)
 
 	sandbox_probe(&sf);
 	json_object_set_new(doc, "sandbox", json_pack(
-	    "{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:s?}",
+	    "{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:s?, s:s?, s:b}",
 	    "user_ns", sf.user_ns, "net_ns", sf.net_ns, "mount_ns", sf.mount_ns,
 	    "pid_ns", sf.pid_ns, "ipc_ns", sf.ipc_ns, "proc_mount", sf.proc_mount,
 	    "seccomp", sf.seccomp,
 	    "cgroup_memory", sf.cgroup_memory,
-	    "cgroup_path", sf.cgroup_memory ? sf.cgroup_path : NULL));
+	    "cgroup_path", sf.cgroup_memory ? sf.cgroup_path : NULL,
+	    "cgroup_why", sf.cgroup_memory ? NULL : sf.cgroup_why,
+	    "cgroup_shared", sf.cgroup_shared));
 	{
 		static const char *const names[] = { "user", "network", "mount", "pid", "IPC" };
 		const int have[] = { sf.user_ns, sf.net_ns, sf.mount_ns, sf.pid_ns, sf.ipc_ns };
@@ -177,7 +179,14 @@ doctor_collect(void)
 		if (!sf.seccomp)
 			add_missing(missing, "no seccomp: candidates cannot be "
 			    "sandboxed here (evaluation refuses to run them)");
-		if (!sf.cgroup_memory)
+		if (sf.cgroup_shared)
+			add_missing(missing, "no memory cgroup: this process shares its "
+			    "cgroup v2 with others, so the memory controller cannot be "
+			    "enabled below it (EBUSY); memory limits fall back to "
+			    "RLIMIT_AS (RLIMIT_DATA for CUDA processes), which do not "
+			    "count shared memory; no pids cgroup. Run kernelbot under "
+			    "systemd with Delegate=yes");
+		else if (!sf.cgroup_memory)
 			add_missing(missing, "no writable memory cgroup: memory limits "
 			    "fall back to RLIMIT_AS (RLIMIT_DATA for CUDA processes), "
 			    "which do not count shared memory; no pids cgroup");
@@ -214,7 +223,7 @@ doctor_print(const json_t *d)
 		    jsonx_bool(t, "compile_available", 0) ? "available" : "not available");
 	if ((t = json_object_get(d, "sandbox")))
 		printf("sandbox    user ns %s, net ns %s, mount ns %s, pid ns %s, "
-		    "ipc ns %s, fresh /proc %s, seccomp %s, memory cgroup %s\n",
+		    "ipc ns %s, fresh /proc %s, seccomp %s, memory cgroup %s%s\n",
 		    jsonx_bool(t, "user_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "net_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "mount_ns", 0) ? "yes" : "no",
@@ -222,7 +231,9 @@ doctor_print(const json_t *d)
 		    jsonx_bool(t, "ipc_ns", 0) ? "yes" : "no",
 		    jsonx_bool(t, "proc_mount", 0) ? "yes" : "no",
 		    jsonx_bool(t, "seccomp", 0) ? "yes" : "no",
-		    jsonx_bool(t, "cgroup_memory", 0) ? "yes" : "no");
+		    jsonx_bool(t, "cgroup_memory", 0) ? "yes" : "no",
+		    jsonx_bool(t, "cgroup_shared", 0) ?
+		    " (shared cgroup: RLIMIT_DATA fallback)" : "");
 	if ((t = json_object_get(d, "compute_sanitizer")) && json_is_object(t))
 		printf("sanitizer  %s\n", jsonx_str(t, "path", "?"));
 	if ((t = json_object_get(d, "ncu")) && json_is_object(t))

@@ -20,7 +20,7 @@ static const char eval_usage[] =
     "                      [--trials N] [--timeout SECONDS] [--sanitize]\n"
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
-    "                      [--class NAME] [--jobs N]\n";
+    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n";
 
 static int
 parse_int(const char *s, int lo, int hi, int *out)
@@ -115,6 +115,7 @@ cmd_eval(int argc, char **argv)
 		{ "rtol", required_argument, NULL, 'e' },
 		{ "class", required_argument, NULL, 'c' },
 		{ "jobs", required_argument, NULL, 'J' },
+		{ "fresh-baselines", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,6 +176,9 @@ cmd_eval(int argc, char **argv)
 		case 'J':
 			if (parse_int(optarg, 1, 256, &o.jobs) < 0)
 				return cli_usage_error("eval", "--jobs: 1 to 256");
+			break;
+		case 'F':
+			o.fresh_baselines = 1;
 			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;

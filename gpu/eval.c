@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "common/crypto.h"
 #include "common/jsonx.h"
+#include "gpu/compile.h"
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
 #include "gpu/harness.h"
@@ -121,12 +123,129 @@ classify(struct cand *c, int cuda)
 	return 0;
 }
 
+static double
+wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The judge starts before the compiles: its interpreter and the PyTorch
+ * import take seconds, as long as a batch's compiles or longer. A thread
+ * runs the harness with a stub request naming a file; the judge imports,
+ * sets up its device, then waits for that file, which judge_post() writes
+ * once the real request is ready (judge_cancel(): {"cancel": true}).
+ */
+struct judge {
+	pthread_t tid;
+	int started, joined;
+	char path[PATH_MAX];
+	json_t *stub, *reply;
+	int timeout_ms, error;
+	char err[2048];
+};
+
+static void *
+judge_thread(void *arg)
+{
+	struct judge *j = arg;
+
+	j->error = harness_call(j->stub, j->timeout_ms, &j->reply, j->err, sizeof(j->err));
+	return NULL;
+}
+
+static int
+judge_start(struct judge *j, const char *workdir, const char *backend, int device,
+    long wait_s, long budget_s)
+{
+	if (snprintf(j->path, sizeof(j->path), "%s/request.json", workdir) >= (int)sizeof(j->path))
+		return -ENAMETOOLONG;
+	if (budget_s > INT_MAX / 1000)
+		budget_s = INT_MAX / 1000;
+	j->timeout_ms = (int)budget_s * 1000;
+	if (!(j->stub = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f}", "verb", "evaluate",
+	    "request_file", j->path, "backend", backend, "device", device,
+	    "wait_s", (json_int_t)wait_s, "t_spawn", wall_s())))
+		return -ENOMEM;
+	if (pthread_create(&j->tid, NULL, judge_thread, j) != 0)
+		return -EAGAIN;
+	j->started = 1;
+	return 0;
+}
+
+/* The request where the waiting judge looks: a temporary file, renamed. */
+static int
+judge_post(struct judge *j, const json_t *req)
+{
+	char tmp[PATH_MAX + 8];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", j->path);
+	if (json_dump_file(req, tmp, JSON_COMPACT) < 0)
+		return -EIO;
+	return rename(tmp, j->path) < 0 ? -errno : 0;
+}
+
+/* Wait for the judge's reply: 0 and *reply, or harness_call's error and err. */
+static int
+judge_wait(struct judge *j, json_t **reply, char *err, size_t errlen)
+{
+	pthread_join(j->tid, NULL);
+	j->joined = 1;
+	if (j->error < 0) {
+		snprintf(err, errlen, "%s", j->err);
+		return j->error;
+	}
+	*reply = j->reply;
+	j->reply = NULL;
+	return 0;
+}
+
+/* Nothing for the judge to do (every candidate rejected, or an error): let it go. */
+static void
+judge_cancel(struct judge *j)
+{
+	json_t *c;
+
+	if (j->started && !j->joined) {
+		/* If even this cannot be written, the judge gives up at wait_s. */
+		if ((c = json_pack("{s:b}", "cancel", 1))) {
+			judge_post(j, c);
+			json_decref(c);
+		}
+		pthread_join(j->tid, NULL);
+		j->joined = 1;
+	}
+	json_decref(j->reply);
+	json_decref(j->stub);
+	j->reply = j->stub = NULL;
+}
+
+/*
+ * What identifies the device beyond what PyTorch tells the judge: part of
+ * the baseline cache's key (a new driver may time eager differently).
+ */
+static json_t *
+device_id(const struct gpu_device *g)
+{
+	char driver[64] = "";
+
+	if (!g)
+		return json_object();
+	gpu_driver_version(driver, sizeof(driver));
+	return json_pack("{s:s, s:s, s:s}", "name", g->name, "pci_bus_id", g->pci_bus_id,
+	    "driver", driver);
+}
+
 static json_t *
 build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
-    const char *workdir, const char *exe, int unsandboxed)
+    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu)
 {
 	json_t *req, *list = json_array(), *env = json_object();
 	const char *ld = getenv("LD_LIBRARY_PATH");
+	char *cache = NULL;
 
 	for (size_t i = 0; i < o->n_candidates; i++) {
 		struct cand *c = &cs[i];
@@ -166,6 +285,10 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
 	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
 		json_object_set_new(req, "allow_degraded", json_true());
+	/* Elements per output a spot check before the last compares (0: all). */
+	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
+		json_object_set_new(req, "spot_sample",
+		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)
@@ -178,6 +301,22 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		json_object_set_new(req, "rtol", json_real(o->rtol));
 	if (o->class_name)
 		json_object_set_new(req, "class", json_string(o->class_name));
+	/* No cache directory (no HOME): every evaluation measures its baselines. */
+	if (compile_default_cache_dir(&cache) == 0) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/baselines", cache);
+		json_object_set_new(req, "baseline_cache", json_string(dir));
+		free(cache);
+	}
+	json_object_set_new(req, "fresh_baselines", json_boolean(o->fresh_baselines));
+	/* A noisy host (shared CPUs) may need a looser drift check. */
+	if (getenv("KERNELBOT_BASELINE_DRIFT")) {
+		char *end;
+		double d = strtod(getenv("KERNELBOT_BASELINE_DRIFT"), &end);
+		if (end != getenv("KERNELBOT_BASELINE_DRIFT") && !*end && d > 0 && d < 100)
+			json_object_set_new(req, "baseline_drift_max", json_real(d));
+	}
+	json_object_set_new(req, "device_id", device_id(gpu));
 	if (o->baselines) {
 		json_t *b = json_array();
 		if (strstr(o->baselines, "eager"))
@@ -194,7 +333,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", NULL };
 	json_t *v;
 	size_t i;
 
@@ -262,6 +401,20 @@ device_info(const struct gpu_device *g, const char *arch, const json_t *reply)
 	return d;
 }
 
+/*
+ * The judge enforces --timeout per worker request; this only bounds a
+ * judge that hangs itself: every request of every candidate at its limit
+ * (up to 8 shape variants assumed), plus the problem and the baselines.
+ */
+static long
+judge_budget(const struct eval_opts *o, size_t n)
+{
+	long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
+	    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) * (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
+
+	return (long)n * per + JUDGE_SLACK_S;
+}
+
 int
 eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 {
@@ -274,8 +427,9 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	int ngpu = 0, cuda, error = 0, fp32 = 0;
 	json_t *req = NULL, *reply = NULL, *results = NULL, *problem;
 	char *exe = NULL;
-	double t0 = now_s();
+	double t0 = now_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
+	struct judge judge = { 0 };
 
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
@@ -336,6 +490,18 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 
+	/* The judge starts now and imports PyTorch while the compiles run
+	 * (KERNELBOT_JUDGE_EARLY=0: after them, as one plain harness call). */
+	if (!getenv("KERNELBOT_JUDGE_EARLY") || strcmp(getenv("KERNELBOT_JUDGE_EARLY"), "0")) {
+		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
+
+		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
+		    wait_s + judge_budget(o, o->n_candidates))) < 0) {
+			snprintf(err, errlen, "cannot start the judge: %s", strerror(-error));
+			goto out;
+		}
+	}
+
 	/* Compile every native candidate at once. */
 	{
 		struct eval_build *bs = calloc(o->n_candidates, sizeof(*bs));
@@ -391,24 +557,31 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		}
 	}
 
-	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed))) {
+	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed,
+	    cuda ? &gpus[o->device] : NULL))) {
 		error = -ENOMEM;
 		goto out;
 	}
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
-		/*
-		 * The judge enforces --timeout per worker request; this only
-		 * bounds a judge that hangs itself: every request of every
-		 * candidate at its limit (up to 8 shape variants assumed).
-		 */
-		long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds : 10) + 20) *
-		    (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
-		long budget = (long)json_array_size(json_object_get(req, "candidates")) * per +
-		    JUDGE_SLACK_S;
+		t_prepare = now_s() - t0;
+		t_harness = now_s();
+		if (judge.started) {
+			if ((error = judge_post(&judge, req)) < 0) {
+				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
+				    workdir, strerror(-error));
+				goto out;
+			}
+			error = judge_wait(&judge, &reply, herr, sizeof(herr));
+		} else {
+			long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
 
-		if (budget > INT_MAX / 1000)
-			budget = INT_MAX / 1000;
-		if ((error = harness_call(req, (int)budget * 1000, &reply, herr, sizeof(herr))) < 0) {
+			/* The judge reports its own start (interpreter, imports) from this. */
+			json_object_set_new(req, "t_spawn", json_real(wall_s()));
+			error = harness_call(req, (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) *
+			    1000, &reply, herr, sizeof(herr));
+		}
+		t_harness = now_s() - t_harness;
+		if (error < 0) {
 			snprintf(err, errlen, "the judge failed: %s", herr);
 			goto out;
 		}
@@ -432,6 +605,9 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		srccheck_file(c->path, fp32 || c->kind == KIND_PY ? fp32 : 0,
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
+		/* The whole command's steps, shared by the batch. */
+		json_object_set_new(json_object_get(c->res, "timing_breakdown_s"), "command",
+		    json_pack("{s:f, s:f}", "prepare", t_prepare, "harness", t_harness));
 		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
 		/* what the kernel was built for: reports and the archive key on it */
 		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
@@ -451,6 +627,7 @@ out:
 	free(cs);
 	free(gpus);
 	free(exe);
+	judge_cancel(&judge);
 	json_decref(req);
 	json_decref(reply);
 	json_decref(results);

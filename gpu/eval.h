@@ -4,7 +4,10 @@
  * harness call (verb "evaluate": the trusted judge, gpu/harness/kbh/
  * judge.py) for the whole batch with a fresh seed, and the judge's reply
  * merged with compile results and static findings into one JSON object per
- * candidate. docs/evaluation.md describes the protocol and the output.
+ * candidate. The judge keeps eager and torch.compile timings (never expected
+ * outputs) in a baseline cache under the compile cache's directory
+ * (<cache>/baselines), so a repeat evaluation of a problem skips building
+ * torch.compile. docs/evaluation.md describes the protocol and the output.
  */
 #ifndef KB_GPU_EVAL_H
 #define KB_GPU_EVAL_H
@@ -17,6 +20,7 @@
 #define EVAL_DEFAULT_TIMEOUT_S 60	/* per candidate, after its build */
 #define EVAL_MAX_TRIALS 100
 #define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
+#define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
 
 struct eval_opts {
 	const char *problem;
@@ -33,10 +37,11 @@ struct eval_opts {
 	const char *class_name;		/* the problem's module class, "Model" */
 	int jobs;			/* parallel compiles; 0 = online CPUs */
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
+	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0 }
 
 /*
  * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;

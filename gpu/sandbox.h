@@ -43,6 +43,8 @@ struct sandbox_features {
 	int seccomp;		/* a libseccomp filter can be loaded */
 	int cgroup_memory;	/* a memory cgroup can be created (v2 or v1) */
 	char cgroup_path[256];	/* where: the cgroup root used for limits */
+	char cgroup_why[512];	/* when not: why (the sandbox's own reason) */
+	int cgroup_shared;	/* not, because our cgroup v2 is shared (EBUSY) */
 };
 
 /*

@@ -147,19 +147,63 @@ v2_enable(const char *dir)
 	return 0;
 }
 
+/* Processes in dir's cgroup.procs, and how many are not self; -1 unreadable. */
 static int
-only_us(const char *dir)
+count_procs(const char *dir, pid_t self, int *others)
 {
 	char path[SBX_PATH_MAX + 32], text[CG_FILE_MAX], *w, *save = NULL;
 	int n = 0;
 
+	*others = 0;
 	pathf(path, sizeof(path), "%s/cgroup.procs", dir);
 	if (read_small(path, text, sizeof(text)) < 0)
-		return 0;
+		return -1;
 	for (w = strtok_r(text, "\n", &save); w; w = strtok_r(NULL, "\n", &save), n++)
-		if (atoi(w) != (int)getpid())
-			return 0;
-	return n == 1;
+		*others += atoi(w) != (int)self;
+	return n;
+}
+
+static int
+only_pid(const char *dir, pid_t self)
+{
+	int others;
+
+	return count_procs(dir, self, &others) == 1 && others == 0;
+}
+
+static int
+only_us(const char *dir)
+{
+	return only_pid(dir, getpid());
+}
+
+/*
+ * What choose_v2() will find in base, decided without writing anything:
+ * the memory controller offered and base writable, and either enabled for
+ * children already or enableable: a v2 cgroup holding processes cannot
+ * delegate (EBUSY), unless self is its only one (then a leaf is made).
+ */
+int
+sbx_cgroup_v2_check(const char *base, pid_t self, char *why, size_t len)
+{
+	char path[SBX_PATH_MAX + 32];
+	int others;
+
+	pathf(path, sizeof(path), "%s/cgroup.controllers", base);
+	if (!has_word(path, "memory")) {
+		pathf(why, len, "cgroup v2 %s has no memory controller delegated", base);
+		return -ENOENT;
+	}
+	if (access(base, W_OK) < 0) {
+		pathf(why, len, "cgroup v2 %s is not writable (%s)", base, strerror(errno));
+		return -EACCES;
+	}
+	pathf(path, sizeof(path), "%s/cgroup.subtree_control", base);
+	if (has_word(path, "memory") || count_procs(base, self, &others) <= 0 || others == 0)
+		return 0;
+	pathf(why, len, "cannot enable the memory controller under cgroup v2 %s: %s%s",
+	    base, strerror(EBUSY), SBX_CGROUP_SHARED_HINT);
+	return -EBUSY;
 }
 
 static int
@@ -186,15 +230,9 @@ choose_v2(char *why, size_t len)
 		return -ENOENT;
 	}
 	pathf(base, sizeof(base), "%s%s", mnt, self);
-	pathf(path, sizeof(path), "%s/cgroup.controllers", base);
-	if (!has_word(path, "memory")) {
-		pathf(why, len, "cgroup v2 %s has no memory controller delegated", base);
-		return -ENOENT;
-	}
-	if (access(base, W_OK) < 0) {
-		pathf(why, len, "cgroup v2 %s is not writable (%s)", base, strerror(errno));
-		return -EACCES;
-	}
+	err = sbx_cgroup_v2_check(base, getpid(), why, len);
+	if (err == -ENOENT || err == -EACCES)
+		return err;
 	err = v2_enable(base);
 	if (err == -EBUSY && only_us(base)) {
 		/* A Delegate=yes service: step into a leaf so the parent may delegate. */
@@ -207,8 +245,7 @@ choose_v2(char *why, size_t len)
 	}
 	if (err < 0) {
 		pathf(why, len, "cannot enable the memory controller under cgroup v2 %s: %s%s",
-		    base, strerror(-err), err == -EBUSY ?
-		    " (other processes share our cgroup; run under systemd with Delegate=yes)" : "");
+		    base, strerror(-err), err == -EBUSY ? SBX_CGROUP_SHARED_HINT : "");
 		return err;
 	}
 	pathf(cg_parent, sizeof(cg_parent), "%s/kernelbot", base);
@@ -437,33 +474,44 @@ sbx_cgroup_destroy(struct sbx_cgroup *cg)
 }
 
 int
-sbx_cgroup_probe(char *path, size_t len)
+sbx_cgroup_probe(char *path, size_t len, char *why, size_t whylen)
 {
 	static const char *const mounts[] = CG2_MOUNTS;
-	char self[SBX_PATH_MAX / 2], ctl[SBX_PATH_MAX + 32];
+	char self[SBX_PATH_MAX / 2], ctl[SBX_PATH_MAX + 32], base[SBX_PATH_MAX];
+	char why2[256] = "", why1[256] = "";
 
 	pthread_mutex_lock(&cg_lock);
-	if (cg_chosen && cg_version) {
-		pathf(path, len, "%s", cg_parent);
+	if (cg_chosen) {
+		int v = cg_version;
+		pathf(path, len, "%s", v ? cg_parent : "");
+		pathf(why, whylen, "%s", v ? "" : cg_why);
 		pthread_mutex_unlock(&cg_lock);
-		return 1;
+		return v != 0;
 	}
 	pthread_mutex_unlock(&cg_lock);
+	/* The order and the tests of choose(), without its writes. */
+	pathf(why2, sizeof(why2), "no cgroup v2 hierarchy");
 	if (self_cgroup("", self, sizeof(self)) == 0)
 		for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
-			pathf(ctl, sizeof(ctl), "%s%s/cgroup.controllers", mounts[i], self);
-			if (has_word(ctl, "memory") && pathf(ctl, sizeof(ctl), "%s%s",
-			    mounts[i], self) > 0 && access(ctl, W_OK) == 0) {
-				pathf(path, len, "%s", ctl);
+			pathf(ctl, sizeof(ctl), "%s/cgroup.controllers", mounts[i]);
+			if (access(ctl, F_OK) < 0)
+				continue;
+			pathf(base, sizeof(base), "%s%s", mounts[i], self);
+			if (sbx_cgroup_v2_check(base, getpid(), why2, sizeof(why2)) == 0) {
+				pathf(path, len, "%s/kernelbot", base);
 				return 1;
 			}
+			break;
 		}
-	if (self_cgroup("memory", self, sizeof(self)) == 0) {
+	pathf(why1, sizeof(why1), "no cgroup v1 memory hierarchy");
+	if (self_cgroup("memory", self, sizeof(self)) == 0 && access(CG1_MEMORY, F_OK) == 0) {
 		pathf(ctl, sizeof(ctl), CG1_MEMORY "%s", self);
 		if (access(ctl, W_OK) == 0) {
-			pathf(path, len, "%s", ctl);
+			pathf(path, len, "%s/kernelbot", ctl);
 			return 1;
 		}
+		pathf(why1, sizeof(why1), "cgroup v1 %s is not writable (%s)", ctl, strerror(errno));
 	}
+	pathf(why, whylen, "%s; %s", why2, why1);
 	return 0;
 }

@@ -102,7 +102,15 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, size_t mem_bytes, long pids_max);
 void sbx_cgroup_report(const struct sbx_cgroup *cg, struct buf *detail);
 /* Kill whatever is left in it and remove it. */
 void sbx_cgroup_destroy(struct sbx_cgroup *cg);
-/* Where a memory cgroup could be made, for sandbox_probe (no side effects). */
-int sbx_cgroup_probe(char *path, size_t len);
+/*
+ * Where runs' memory cgroups would go, for sandbox_probe: the decision the
+ * first sbx_cgroup_create() makes, without its writes. 1 and path, or 0
+ * and why (SBX_CGROUP_SHARED_HINT in it when other processes share our v2
+ * cgroup, so limits fall back to rlimits).
+ */
+int sbx_cgroup_probe(char *path, size_t len, char *why, size_t whylen);
+/* The v2 part of that decision for the cgroup directory base (tests). */
+int sbx_cgroup_v2_check(const char *base, pid_t self, char *why, size_t len);
+#define SBX_CGROUP_SHARED_HINT " (other processes share our cgroup; run under systemd with Delegate=yes)"
 
 #endif

@@ -93,5 +93,7 @@ sandbox_probe(struct sandbox_features *f)
 	f->ipc_ns = in_child(try_unshare, CLONE_NEWIPC);
 	f->proc_mount = f->pid_ns && f->mount_ns && in_child(try_proc, 0);
 	f->seccomp = in_child(try_seccomp, 0);
-	f->cgroup_memory = sbx_cgroup_probe(f->cgroup_path, sizeof(f->cgroup_path));
+	f->cgroup_memory = sbx_cgroup_probe(f->cgroup_path, sizeof(f->cgroup_path),
+	    f->cgroup_why, sizeof(f->cgroup_why));
+	f->cgroup_shared = !f->cgroup_memory && strstr(f->cgroup_why, SBX_CGROUP_SHARED_HINT);
 }

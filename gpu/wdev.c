@@ -11,6 +11,7 @@
 
 #define CPU_LLC_DEFAULT (32u << 20)
 #define SMALL_BLOCK 256		/* what a zero-byte tensor gets, so data is never NULL */
+#define PINNED_MAX 16		/* page-locked host blocks tracked; more are plain */
 
 struct wdev {
 	int cuda;
@@ -20,6 +21,7 @@ struct wdev {
 	size_t flush_bytes;
 	void *flush_buf;
 	unsigned flushes;
+	void *pinned[PINNED_MAX];	/* host blocks from the driver, freed through it */
 };
 
 double
@@ -84,6 +86,9 @@ wdev_close(struct wdev *d)
 		return;
 	if (d->flush_buf)
 		wdev_free(d, d->flush_buf);
+	for (int i = 0; i < PINNED_MAX; i++)
+		if (d->pinned[i])
+			wdev_cuda_host_free(d->c, d->pinned[i]);
 	if (d->c)
 		wdev_cuda_close(d->c);
 	free(d);
@@ -130,6 +135,39 @@ wdev_alloc(struct wdev *d, size_t n, void **p)
 	}
 	*p = q;
 	return 0;
+}
+
+int
+wdev_host_alloc(struct wdev *d, size_t n, void **p)
+{
+	if (n == 0)
+		n = 1;
+	for (int i = 0; d->cuda && i < PINNED_MAX; i++)
+		if (!d->pinned[i]) {
+			if (wdev_cuda_host_alloc(d->c, n, p) < 0)
+				break;	/* refused (limits, sandbox): plain memory will do */
+			d->pinned[i] = *p;
+			return 0;
+		}
+	if (!(*p = malloc(n))) {
+		snprintf(d->err, sizeof(d->err), "out of host memory (%zu bytes)", n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+wdev_host_free(struct wdev *d, void *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < PINNED_MAX; i++)
+		if (d->pinned[i] == p) {
+			wdev_cuda_host_free(d->c, p);
+			d->pinned[i] = NULL;
+			return;
+		}
+	free(p);
 }
 
 void

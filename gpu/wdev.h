@@ -50,6 +50,15 @@ double wdev_now_ms(void);
 int wdev_alloc(struct wdev *d, size_t n, void **p);
 void wdev_free(struct wdev *d, void *p);
 
+/*
+ * Host memory for transfers (n may be 0): page-locked on CUDA where the
+ * driver grants it, so copies run at the bus's speed instead of through
+ * the driver's bounce buffers; plain memory otherwise (and on the CPU).
+ * Free it with wdev_host_free before wdev_close. 0 or -ENOMEM.
+ */
+int wdev_host_alloc(struct wdev *d, size_t n, void **p);
+void wdev_host_free(struct wdev *d, void *p);
+
 /* Copies between host and device; synchronous. 0 or -EIO (see wdev_error). */
 int wdev_put(struct wdev *d, void *dst, const void *src, size_t n);
 int wdev_get(struct wdev *d, void *dst, const void *src, size_t n);

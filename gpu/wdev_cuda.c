@@ -47,6 +47,9 @@ struct cu {
 	CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
 	CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
 	CUresult (*error_string)(CUresult, const char **);
+	/* Optional: page-locked host memory (NULL: plain memory is used). */
+	CUresult (*mem_alloc_host)(void **, size_t);
+	CUresult (*mem_free_host)(void *);
 };
 
 struct wdev_cuda {
@@ -119,6 +122,11 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 			snprintf(err, errlen, "libcuda.so.1 lacks %s", t[i].name);
 			return -ENOENT;
 		}
+	cu->mem_alloc_host = (CUresult (*)(void **, size_t))sym(cu->lib, "cuMemAllocHost_v2",
+	    "cuMemAllocHost");
+	cu->mem_free_host = (CUresult (*)(void *))sym(cu->lib, "cuMemFreeHost", NULL);
+	if (!cu->mem_alloc_host || !cu->mem_free_host)
+		cu->mem_alloc_host = NULL;
 	return 0;
 }
 
@@ -197,6 +205,24 @@ wdev_cuda_free(struct wdev_cuda *c, void *p)
 {
 	if (p)
 		c->cu.mem_free((CUdeviceptr)(uintptr_t)p);
+}
+
+int
+wdev_cuda_host_alloc(struct wdev_cuda *c, size_t n, void **p)
+{
+	*p = NULL;
+	if (!c->cu.mem_alloc_host || c->cu.mem_alloc_host(p, n) != 0) {
+		*p = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+wdev_cuda_host_free(struct wdev_cuda *c, void *p)
+{
+	if (p && c->cu.mem_free_host)
+		c->cu.mem_free_host(p);
 }
 
 /*

@@ -14,6 +14,9 @@ int wdev_cuda_open(struct wdev_cuda **out, int ordinal, char *name, size_t namel
 void wdev_cuda_close(struct wdev_cuda *c);
 const char *wdev_cuda_error(const struct wdev_cuda *c);
 int wdev_cuda_alloc(struct wdev_cuda *c, size_t n, void **p);
+/* Page-locked host memory; -ENOMEM when the driver refuses (no message). */
+int wdev_cuda_host_alloc(struct wdev_cuda *c, size_t n, void **p);
+void wdev_cuda_host_free(struct wdev_cuda *c, void *p);
 void wdev_cuda_free(struct wdev_cuda *c, void *p);
 int wdev_cuda_put(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 int wdev_cuda_get(struct wdev_cuda *c, void *dst, const void *src, size_t n);

@@ -14,6 +14,7 @@
 #include "common/jsonx.h"
 #include "gpu/sandbox.h"
 #include "gpu/wdev.h"
+#include "gpu/wpar.h"
 
 #define KDL_BOOL 6	/* kDLBool, DLPack >= 0.8; Debian's header is 0.6 */
 
@@ -167,25 +168,20 @@ static int
 read_file(const char *path, unsigned char *buf, size_t n)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t got = 0;
 	ssize_t r;
 	char extra;
+	int error;
 
 	if (fd < 0)
 		return -errno;
-	while (got < n) {
-		r = read(fd, buf + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			close(fd);
-			return r < 0 ? -errno : -EPROTO;
-		}
-		got += (size_t)r;
+	/* Threads: a set's file is hundreds of MiB at GPU sizes. */
+	if ((error = wpar_pread(fd, buf, n, 0)) == 0) {
+		while ((r = pread(fd, &extra, 1, (off_t)n)) < 0 && errno == EINTR)
+			;
+		error = r == 0 ? 0 : -EPROTO;
 	}
-	r = read(fd, &extra, 1);
 	close(fd);
-	return r == 0 ? 0 : -EPROTO;
+	return error;
 }
 
 static int
@@ -231,10 +227,11 @@ slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
 	int error;
 
 	if (sl->pristine_cap < s->file_bytes) {
-		free(sl->pristine);
+		wdev_host_free(w->d, sl->pristine);
+		sl->pristine = NULL;
 		sl->pristine_cap = 0;
-		if (!(sl->pristine = malloc(s->file_bytes ? s->file_bytes : 1)))
-			return -ENOMEM;
+		if ((error = wdev_host_alloc(w->d, s->file_bytes, (void **)&sl->pristine)) < 0)
+			return error;
 		sl->pristine_cap = s->file_bytes;
 	}
 	snprintf(path, sizeof(path), "%s/%s", w->o->dir, s->file);
@@ -273,20 +270,28 @@ out_total(const struct wset *s)
 	return n;
 }
 
+static void
+host_release(struct worker *w)
+{
+	for (int i = 0; i < 2; i++) {
+		wdev_host_free(w->d, w->host[i]);
+		w->host[i] = NULL;
+	}
+	wdev_host_free(w->d, w->tmp);
+	w->tmp = NULL;
+	w->host_cap = 0;
+}
+
 static int
 host_room(struct worker *w, size_t n)
 {
 	if (w->host_cap >= n && w->host[0])
 		return 0;
-	for (int i = 0; i < 2; i++) {
-		free(w->host[i]);
-		w->host[i] = NULL;
-	}
-	free(w->tmp);
-	w->host_cap = 0;
-	w->tmp = NULL;
-	if (!(w->host[0] = malloc(n ? n : 1)) || !(w->host[1] = malloc(n ? n : 1)) ||
-	    !(w->tmp = malloc(n ? n : 1)))
+	host_release(w);
+	/* Page-locked where the driver allows: every trial copies through these. */
+	if (wdev_host_alloc(w->d, n, (void **)&w->host[0]) < 0 ||
+	    wdev_host_alloc(w->d, n, (void **)&w->host[1]) < 0 ||
+	    wdev_host_alloc(w->d, n, (void **)&w->tmp) < 0)
 		return -ENOMEM;
 	w->host_cap = n;
 	return 0;
@@ -308,78 +313,50 @@ get_outputs(struct worker *w, struct wslot *sl, unsigned char *dst)
 	return 0;
 }
 
-static size_t
-count_pattern(const unsigned char *p, size_t n, int elsize, const unsigned char pat[8])
-{
-	size_t hits = 0;
-
-	if (elsize == 4) {
-		uint32_t v;
-		memcpy(&v, pat, 4);
-		for (size_t i = 0; i + 4 <= n; i += 4) {
-			uint32_t x;
-			memcpy(&x, p + i, 4);
-			hits += x == v;
-		}
-		return hits;
-	}
-	for (size_t i = 0; i + (size_t)elsize <= n; i += (size_t)elsize)
-		hits += !memcmp(p + i, pat, (size_t)elsize);
-	return hits;
-}
-
-static size_t
-count_changed(const unsigned char *a, const unsigned char *b, size_t n, int elsize)
-{
-	size_t hits = 0;
-
-	if (!memcmp(a, b, n))
-		return 0;
-	for (size_t i = 0; i + (size_t)elsize <= n; i += (size_t)elsize)
-		hits += memcmp(a + i, b + i, (size_t)elsize) != 0;
-	return hits;
-}
-
-static int
-write_file(const char *path, const unsigned char *p, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	size_t done = 0;
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	while (done < n) {
-		r = write(fd, p + done, n - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = -errno;
-			close(fd);
-			return e;
-		}
-		done += (size_t)r;
-	}
-	return close(fd) < 0 ? -errno : 0;
-}
-
-/* Write the outputs in buf as files; their paths appended to files. */
+/*
+ * Write one file per output, back to back in buf, into the scratch under
+ * fixed names (prefix, run, output index); their paths appended to files.
+ * The files are rewritten in place, never truncated to zero first, so the
+ * page cache's pages are reused from one trial to the next instead of
+ * being allocated and freed hundreds of MiB at a time.
+ */
 static int
 write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
-    const char *tag, int run, json_t *files)
+    const size_t *sizes, const char *prefix, int run, json_t *files)
 {
 	char path[4096];
 	size_t off = 0;
-	int error;
+	int error, fd;
 
 	for (int i = 0; i < s->nout; i++) {
-		snprintf(path, sizeof(path), "%s/%.32s_r%d_o%d.bin", w->o->scratch, tag, run, i);
-		if ((error = write_file(path, buf + off, s->out[i].nbytes)) < 0)
+		size_t n = sizes ? sizes[i] : s->out[i].nbytes;
+
+		snprintf(path, sizeof(path), "%s/%s_r%d_o%d.bin", w->o->scratch, prefix, run, i);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0)
+			return -errno;
+		error = wpar_pwrite(fd, buf + off, n);
+		if (error == 0 && ftruncate(fd, (off_t)n) < 0)
+			error = -errno;
+		if (close(fd) < 0 && error == 0)
+			error = -errno;
+		if (error < 0)
 			return error;
 		json_array_append_new(files, json_string(path));
-		off += s->out[i].nbytes;
+		off += n;
 	}
 	return 0;
+}
+
+/* Where a request's time went in the worker, in ms (the judge reports it). */
+struct phases {
+	double load, device, d2h, check, write;
+};
+
+static json_t *
+phases_json(const struct phases *p)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:f}", "load", p->load, "device", p->device,
+	    "d2h", p->d2h, "check", p->check, "write", p->write);
 }
 
 static void
@@ -412,20 +389,24 @@ reply_error(struct worker *w, const char *stage, const char *msg)
 #define DEVICE_FAILED 1
 
 static int
-cmd_run(struct worker *w, int k, const char *tag)
+cmd_run(struct worker *w, int k)
 {
 	struct wslot *sl = &w->main;
 	struct wset *s = &w->sets[k];
 	size_t total = out_total(s);
 	json_t *rc = json_array(), *files = json_array(), *unw = json_array();
 	json_t *late = json_array(), *mod = json_array(), *ms = json_array();
+	struct phases ph = { 0 };
 	char err[512] = "";
 	size_t differ = 0;
+	double t;
 	int error = 0;
 
+	t = wdev_now_ms();
 	if ((error = slot_load(w, sl, k, err, sizeof(err))) < 0 ||
 	    (error = host_room(w, total > s->file_bytes ? total : s->file_bytes)) < 0)
 		goto out;
+	ph.load = wdev_now_ms() - t;
 	for (int run = 0; run < 2; run++) {
 		json_t *u = json_array(), *f = json_array();
 		size_t off = 0, changed = 0;
@@ -434,12 +415,16 @@ cmd_run(struct worker *w, int k, const char *tag)
 
 		json_array_append_new(unw, u);
 		json_array_append_new(files, f);
+		t = wdev_now_ms();
 		for (int i = 0; i < s->nout && error == 0; i++)
 			error = wdev_poison(w->d, sl->out[i], s->out[i].nbytes, s->out[i].elsize, run);
 		if (error < 0 ||
 		    (error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
-			&ev, &host)) < 0 ||
-		    (error = get_outputs(w, sl, w->host[run])) < 0)
+			&ev, &host)) < 0)
+			goto device;
+		ph.device += wdev_now_ms() - t;
+		t = wdev_now_ms();
+		if ((error = get_outputs(w, sl, w->host[run])) < 0)
 			goto device;
 		json_array_append_new(rc, json_integer(krc));
 		json_array_append_new(ms, json_real(ev));
@@ -447,26 +432,38 @@ cmd_run(struct worker *w, int k, const char *tag)
 		usleep(WORKER_DEFER_MS * 1000);
 		if ((error = wdev_sync(w->d)) < 0 || (error = get_outputs(w, sl, w->tmp)) < 0)
 			goto device;
+		ph.d2h += wdev_now_ms() - t;
+		t = wdev_now_ms();
+		/* One pass per output: poison left, changed since, differing from run 1. */
 		for (int i = 0; i < s->nout; i++) {
+			struct wpar_counts c = { 0 };
 			unsigned char pat[8];
 
 			wdev_pattern(s->out[i].elsize, run, pat);
-			json_array_append_new(u, json_integer((json_int_t)count_pattern(
-			    w->host[run] + off, s->out[i].nbytes, s->out[i].elsize, pat)));
-			changed += count_changed(w->host[run] + off, w->tmp + off,
-			    s->out[i].nbytes, s->out[i].elsize);
+			wpar_count(w->host[run] + off, w->tmp + off, run ? w->host[0] + off : NULL,
+			    s->out[i].nbytes, s->out[i].elsize, pat, &c);
+			json_array_append_new(u, json_integer((json_int_t)c.poison));
+			changed += c.late;
+			differ += c.differ * (size_t)s->out[i].elsize;
 			off += s->out[i].nbytes;
 		}
 		json_array_append_new(late, json_integer((json_int_t)changed));
+		ph.check += wdev_now_ms() - t;
 		/* Inputs once per set, after both runs: a change made by the first
 		 * run persists (the transfer is the costliest step at GPU sizes). */
 		for (int i = 0; run == 1 && i < s->nin; i++) {
+			struct wpar_counts c = { 0 };
+
+			t = wdev_now_ms();
 			if ((error = wdev_get(w->d, w->tmp, sl->in[i], s->in[i].nbytes)) < 0)
 				goto device;
-			if (memcmp(w->tmp, sl->pristine + s->in[i].offset, s->in[i].nbytes) &&
-			    json_array_size(mod) < WORKER_MAX_TENSORS) {
+			ph.d2h += wdev_now_ms() - t;
+			t = wdev_now_ms();
+			wpar_count(w->tmp, sl->pristine + s->in[i].offset, NULL, s->in[i].nbytes, 1,
+			    NULL, &c);
+			if (c.late && json_array_size(mod) < WORKER_MAX_TENSORS)
 				json_array_append_new(mod, json_string(s->in[i].name));
-			}
+			ph.check += wdev_now_ms() - t;
 		}
 		/*
 		 * The second run's outputs go to the judge only when they differ
@@ -475,18 +472,19 @@ cmd_run(struct worker *w, int k, const char *tag)
 		 * trustworthy as it: the judge's own comparison of values against
 		 * expected outputs is what decides, and a run that differs is sent.)
 		 */
-		if (run == 1)
-			differ = count_changed(w->host[0], w->host[1], total, 1);
+		t = wdev_now_ms();
 		if ((run == 0 || differ) &&
-		    (error = write_outputs(w, s, w->host[run], tag, run, f)) < 0) {
+		    (error = write_outputs(w, s, w->host[run], NULL, "out", run, f)) < 0) {
 			snprintf(err, sizeof(err), "writing outputs to %s: %s", w->o->scratch,
 			    strerror(-error));
 			goto out;
 		}
+		ph.write += wdev_now_ms() - t;
 	}
-	reply(w, json_pack("{s:b, s:O, s:O, s:O, s:O, s:O, s:O, s:I}", "ok", 1, "rc", rc,
+	reply(w, json_pack("{s:b, s:O, s:O, s:O, s:O, s:O, s:O, s:I, s:o}", "ok", 1, "rc", rc,
 	    "files", files, "unwritten", unw, "changed_after_return", late,
-	    "inputs_modified", mod, "ms", ms, "runs_differ_bytes", (json_int_t)differ));
+	    "inputs_modified", mod, "ms", ms, "runs_differ_bytes", (json_int_t)differ,
+	    "phase_ms", phases_json(&ph)));
 	goto out;
 device:
 	snprintf(err, sizeof(err), "%s", wdev_error(w->d));
@@ -522,8 +520,21 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 		*error = -EINVAL;
 		return NULL;
 	}
-	/* A slot of its own per set: rotation moves the kernel to other buffers. */
-	if ((*error = slot_load(w, empty, k, err, errlen)) < 0)
+	/*
+	 * A slot of its own per set: rotation moves the kernel to other
+	 * buffers. Its file passes through the main slot's host buffer: timing
+	 * never compares inputs with a pristine copy, and cmd_run reloads its
+	 * own, so three more set-sized host buffers (hundreds of MiB at GPU
+	 * sizes, each faulted in afresh) would buy nothing.
+	 */
+	empty->pristine = w->main.pristine;
+	empty->pristine_cap = w->main.pristine_cap;
+	*error = slot_load(w, empty, k, err, errlen);
+	w->main.pristine = empty->pristine;
+	w->main.pristine_cap = empty->pristine_cap;
+	empty->pristine = NULL;
+	empty->pristine_cap = 0;
+	if (*error < 0)
 		return NULL;
 	return empty;
 }
@@ -584,16 +595,48 @@ out:
 	return error == -EIO ? DEVICE_FAILED : 0;
 }
 
-/* The outputs the last timed run on set k left: the judge spot-checks them. */
+/*
+ * Parse a dump's "sample": [a, b, m]: m elements of each output, at
+ * (a + j * b) mod n for j < m, n its element count. 0 with *m = 0 when
+ * absent (the whole outputs), -EINVAL when malformed.
+ */
 static int
-cmd_dump(struct worker *w, int k, const char *tag)
+parse_sample(json_t *v, uint64_t *a, uint64_t *b, uint64_t *m)
+{
+	*a = *b = *m = 0;
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) != 3)
+		return -EINVAL;
+	for (size_t i = 0; i < 3; i++)
+		if (!json_is_integer(json_array_get(v, i)) ||
+		    json_integer_value(json_array_get(v, i)) < 0)
+			return -EINVAL;
+	*a = (uint64_t)json_integer_value(json_array_get(v, 0));
+	*b = (uint64_t)json_integer_value(json_array_get(v, 1));
+	*m = (uint64_t)json_integer_value(json_array_get(v, 2));
+	return *m ? 0 : -EINVAL;
+}
+
+/*
+ * The outputs the last timed run on set k left, for the judge's spot
+ * check: all of them, or with "sample" only the sampled elements (the
+ * poison count is over all elements either way). The judge picks the
+ * sample after the run, so the kernel cannot know which elements count.
+ */
+static int
+cmd_dump(struct worker *w, int k, json_t *sample)
 {
 	struct wslot *sl;
 	struct wset *s;
 	json_t *files = json_array(), *unw = json_array();
+	struct phases ph = { 0 };
+	size_t sizes[WORKER_MAX_TENSORS];
+	uint64_t a, b, m;
 	char err[512] = "";
 	int error = 0;
-	size_t off = 0;
+	size_t off = 0, soff = 0;
+	double t;
 
 	if (k < 0 || k >= w->nsets ||
 	    !(sl = timing_slot(w, k, 0, err, sizeof(err), &error))) {
@@ -602,26 +645,59 @@ cmd_dump(struct worker *w, int k, const char *tag)
 		error = -EINVAL;
 		goto out;
 	}
+	if (parse_sample(sample, &a, &b, &m) < 0) {
+		snprintf(err, sizeof(err), "dump: sample is [offset, stride, count], count > 0");
+		error = -EINVAL;
+		goto out;
+	}
 	s = &w->sets[k];
 	if ((error = host_room(w, out_total(s))) < 0)
 		goto out;
+	t = wdev_now_ms();
 	if ((error = get_outputs(w, sl, w->host[0])) < 0) {
 		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
 		error = -EIO;
 		goto out;
 	}
+	ph.d2h = wdev_now_ms() - t;
+	t = wdev_now_ms();
 	for (int i = 0; i < s->nout; i++) {
+		struct wpar_counts c = { 0 };
 		unsigned char pat[8];
+		size_t es = (size_t)s->out[i].elsize, ne = s->out[i].nbytes / es;
+
 		wdev_pattern(s->out[i].elsize, 0, pat);
-		json_array_append_new(unw, json_integer((json_int_t)count_pattern(
-		    w->host[0] + off, s->out[i].nbytes, s->out[i].elsize, pat)));
+		wpar_count(w->host[0] + off, NULL, NULL, s->out[i].nbytes, s->out[i].elsize,
+		    pat, &c);
+		json_array_append_new(unw, json_integer((json_int_t)c.poison));
+		if (m && m < ne) {
+			/* Gathered into host[1], back to back: m < ne, so it fits. */
+			uint64_t idx = a % ne, step = b % ne;
+
+			for (uint64_t j = 0; j < m; j++) {
+				memcpy(w->host[1] + soff + j * es, w->host[0] + off + idx * es, es);
+				idx += step;
+				if (idx >= ne)
+					idx -= ne;
+			}
+			sizes[i] = (size_t)m * es;
+		} else {
+			memcpy(w->host[1] + soff, w->host[0] + off, s->out[i].nbytes);
+			sizes[i] = s->out[i].nbytes;
+		}
+		soff += sizes[i];
 		off += s->out[i].nbytes;
 	}
-	if ((error = write_outputs(w, s, w->host[0], tag, 0, files)) < 0) {
+	ph.check = wdev_now_ms() - t;
+	t = wdev_now_ms();
+	if ((error = write_outputs(w, s, m ? w->host[1] : w->host[0], m ? sizes : NULL,
+	    m ? "smp" : "out", 0, files)) < 0) {
 		snprintf(err, sizeof(err), "writing outputs: %s", strerror(-error));
 		goto out;
 	}
-	reply(w, json_pack("{s:b, s:O, s:O}", "ok", 1, "files", files, "unwritten", unw));
+	ph.write = wdev_now_ms() - t;
+	reply(w, json_pack("{s:b, s:O, s:O, s:o}", "ok", 1, "files", files, "unwritten", unw,
+	    "phase_ms", phases_json(&ph)));
 out:
 	if (error < 0)
 		reply_error(w, "dump", err[0] ? err : strerror(-error));
@@ -664,8 +740,7 @@ serve(struct worker *w)
 		return DEVICE_FAILED;
 	while (fgets(line, WORKER_LINE_MAX + 2, stdin)) {
 		json_t *c = NULL;
-		const char *cmd, *tag;
-		char tagbuf[40];
+		const char *cmd;
 		int k;
 
 		if (!strchr(line, '\n')) {
@@ -679,24 +754,18 @@ serve(struct worker *w)
 		}
 		cmd = jsonx_str(c, "cmd", "");
 		k = (int)jsonx_int(c, "set", -1);
-		/* Tags become file names: keep them to [A-Za-z0-9_]. */
-		tag = jsonx_str(c, "tag", "out");
-		snprintf(tagbuf, sizeof(tagbuf), "%s", tag);
-		for (char *p = tagbuf; *p; p++)
-			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			    (*p >= '0' && *p <= '9') || *p == '_'))
-				*p = '_';
+		/* A "tag" is accepted and ignored: output files have fixed names. */
 		if (!strcmp(cmd, "quit")) {
 			json_decref(c);
 			break;
 		} else if (!strcmp(cmd, "noop")) {
 			reply(w, json_pack("{s:b}", "ok", 1));
 		} else if (!strcmp(cmd, "run") && k >= 0 && k < w->nsets) {
-			status = cmd_run(w, k, tagbuf);
+			status = cmd_run(w, k);
 		} else if (!strcmp(cmd, "time")) {
 			status = cmd_time(w, json_object_get(c, "sets"));
 		} else if (!strcmp(cmd, "dump")) {
-			status = cmd_dump(w, k, tagbuf);
+			status = cmd_dump(w, k, json_object_get(c, "sample"));
 		} else {
 			reply_error(w, "request", "unknown command or bad set");
 		}
@@ -717,7 +786,7 @@ slot_free(struct worker *w, struct wslot *sl)
 		if (sl->out[i])
 			wdev_free(w->d, sl->out[i]);
 	}
-	free(sl->pristine);
+	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
 }
 
@@ -788,11 +857,9 @@ out:
 		slot_free(&w, &w.main);
 		for (int i = 0; i < WORKER_MAX_SLOTS; i++)
 			slot_free(&w, &w.timing[i]);
+		host_release(&w);
 		wdev_close(w.d);
 	}
-	for (int i = 0; i < 2; i++)
-		free(w.host[i]);
-	free(w.tmp);
 	free(w.sets);
 	/* The candidate stays mapped: its threads or atexit handlers may still run. */
 	(void)so;

@@ -20,6 +20,22 @@ expect "$tmp/one.json" correct.c 'r["flags"] == [] or r["flags"] == ["nondetermi
 expect "$tmp/one.json" correct.c 'set(["compile","judge"]) <= set(r["timing_breakdown_s"]) and r["compile_s"] > 0' "per-step times reported"
 expect "$tmp/one.json" correct.c 'r["errors"] == []' "no errors"
 
+# Without --rounds, timing is adaptive: at least 10 rounds, at most 30,
+# stopping once the median is within +-0.5%; with --rounds, exactly that.
+"$KERNELBOT" eval "$P" "$C" --backend cpu --trials 1 --reps 2 --warmup 1 --timeout 20 --json \
+	>"$tmp/adaptive.json" 2>"$tmp/err" || bad "adaptive run failed: $(cat "$tmp/err")"
+expect "$tmp/adaptive.json" correct.c 'r["timing"]["adaptive"] is True and 10 <= r["timing"]["rounds"] <= 30 and r["timings_ms"]["candidate"]["runs"] == 2 * r["timing"]["rounds"]' "adaptive timing: 10 to 30 rounds, all reported"
+expect "$tmp/one.json" correct.c 'r["timing"] == dict(r["timing"], rounds=3, reps=5, adaptive=False, max_rounds=3)' "--rounds 3: fixed, not adaptive"
+
+# Spot checks before the last on a sample, through the real worker (the
+# sample made smaller than this problem's outputs), and the judge started
+# the plain way, after the compiles.
+KERNELBOT_SPOT_SAMPLE=16 KERNELBOT_JUDGE_EARLY=0 "$KERNELBOT" eval "$P" "$C" $FAST --json \
+	>"$tmp/smp.json" 2>"$tmp/err" || bad "sampled run failed: $(cat "$tmp/err")"
+expect "$tmp/smp.json" correct.c 'r["status"] == "correct" and "1 in full, 2 on 16 elements" in str(r["checks"])' "spot checks: two on 16 sampled elements, the last in full"
+expect "$tmp/smp.json" correct.c '"judge_wait" not in r["timing_breakdown_s"]["judge_shared"]' "KERNELBOT_JUDGE_EARLY=0: the judge starts after the compiles"
+expect "$tmp/one.json" correct.c '"judge_wait" in r["timing_breakdown_s"]["judge_shared"] and "3 in full, 0 on 65536" in str(r["checks"])' "by default the judge starts before the compiles; outputs under the sample size are checked in full"
+
 # A batch: an array in order; a compile error carries the compiler's
 # message; a missing entry point is rejected; one bad candidate makes exit 1.
 printf 'int kernelbot_forward(void) { return undeclared_thing; }\n' >"$tmp/broken.c"

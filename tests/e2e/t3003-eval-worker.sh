@@ -64,6 +64,29 @@ for n in 6 7 8; do
 		ok "bad command $n answered with an error" || bad "bad command $n: $(line $n)"
 done
 
+# A sampled dump: elements (a + j*b) mod n, j < m, of each output (the
+# judge's spot checks before the last), and the run's phase account.
+mkdir -p "$tmp/scratch2"
+W2() { "$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch2" --so "$tmp/correct.so"; }
+printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"time","sets":[0]}' \
+	'{"cmd":"dump","set":0,"sample":[1,2,50]}' '{"cmd":"quit"}' | W2 >"$tmp/rs" 2>/dev/null
+[ "$(py x 'set(r["phase_ms"]) == {"load", "device", "d2h", "check", "write"}' "$(sed -n 2p "$tmp/rs")")" = True ] &&
+	ok "run: the worker's phases reported" || bad "phases: $(sed -n 2p "$tmp/rs")"
+"$PY" -c 'import json,os,sys; r=json.loads(sys.argv[1]); sys.exit(0 if os.path.getsize(r["files"][0]) == 32 else 1)' \
+	"$(sed -n 4p "$tmp/rs")" && ok "dump: a sample larger than the output sends it whole" ||
+	bad "sample > n: $(sed -n 4p "$tmp/rs")"
+printf '%s\n' '{"cmd":"time","sets":[0]}' '{"cmd":"dump","set":0,"sample":[0,1,0]}' \
+	'{"cmd":"dump","set":0,"sample":[13,3,3]}' '{"cmd":"quit"}' | W2 >"$tmp/rs" 2>/dev/null
+[ "$(py x 'r["ok"] is False and "sample" in r["error"]' "$(sed -n 3p "$tmp/rs")")" = True ] &&
+	ok "dump: a sample of 0 elements is refused" || bad "sample 0: $(sed -n 3p "$tmp/rs")"
+"$PY" - "$(sed -n 4p "$tmp/rs")" <<'PYEOF' && ok "dump with a sample: elements 5, 0, 3 of 8, poison counted over all" || bad "sampled dump: $(sed -n 4p "$tmp/rs")"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+v = struct.unpack("<3f", open(r["files"][0], "rb").read())
+sys.exit(0 if r["unwritten"] == [0] and all(abs(a - math.tanh(i + 1)) < 1e-6
+                                            for a, i in zip(v, (5, 0, 3))) else 1)
+PYEOF
+
 printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null
 [ "$(py x 'r["inputs_modified"] == ["x"]' "$(sed -n 2p "$tmp/r2")")" = True ] &&
 	ok "input mutation reported by name" || bad "mutation: $(cat "$tmp/r2")"

@@ -106,7 +106,8 @@ PYEOF
 [ -s "$tmp/err" ] && { echo "--- stderr of kernelbot eval:"; tail -n 20 "$tmp/err"; }
 
 # The development problem end to end: a correct native kernel for
-# 01_scale_gelu_bias, cold (compile, torch.compile) and warm.
+# 01_scale_gelu_bias, cold (compile, torch.compile, baselines measured and
+# stored in the baseline cache) and warm (build and baselines cached).
 # The development problems: $KERNELBOT_PROBLEMS, else shared/problems beside
 # the repository or inside it (a device machine's copy of the tree).
 PROBLEMS=${KERNELBOT_PROBLEMS:-$ROOT/../shared/problems}
@@ -129,8 +130,10 @@ except ValueError:
 t = r.get("timings_ms") or {}
 med = lambda k: (t.get(k) or {}).get("median")
 print("01_scale_gelu_bias (%s): %s in %.2f s wall; kernel %s ms, eager %s ms, compile %s ms, "
-      "speedup %s %s; breakdown %s" % (run, r["status"], t1 - t0, med("candidate"), med("eager"),
+      "speedup %s %s; baselines %s; timing %s; breakdown %s"
+      % (run, r["status"], t1 - t0, med("candidate"), med("eager"),
       med("compile"), (r.get("speedup") or {}).get("eager"), (r.get("speedup") or {}).get("eager_ci95"),
+      json.dumps(r.get("baselines")), json.dumps(r.get("timing")),
       json.dumps(r.get("timing_breakdown_s"))))
 ok = r["status"] == "correct"
 if run == "warm" and t1 - t0 >= 5.0:

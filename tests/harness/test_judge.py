@@ -98,6 +98,26 @@ def test_tensor_files_round_trip(tmp_path, dtype):
     assert torch.equal(jio.read_output(str(tmp_path / "s.bin"), spec, str(tmp_path)), t)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.bool, torch.uint8])
+def test_staged_files_round_trip(tmp_path, dtype):
+    # The CUDA path's reused (pinned) buffer, here unpinned on the CPU: the
+    # same bytes as the plain path, and every tensor read is its own.
+    st = jio.Staging(torch.device("cpu"), pin=False)
+    t = (torch.randn(3, 5) * 4).to(dtype)
+    u = (torch.randn(7) * 4).to(dtype)
+    entries = jio.write_set(str(tmp_path / "s.bin"), [("x", t), ("y", u)], st)
+    jio.write_set(str(tmp_path / "plain.bin"), [("x", t), ("y", u)])
+    assert (tmp_path / "s.bin").read_bytes() == (tmp_path / "plain.bin").read_bytes()
+    assert entries[1]["offset"] == entries[0]["nbytes"]
+    jio.write_set(str(tmp_path / "t.bin"), [("x", t)], st)
+    spec = {"dtype": jio.dtype_name(t), "shape": [3, 5], "nbytes": entries[0]["nbytes"]}
+    a = jio.read_output(str(tmp_path / "t.bin"), spec, str(tmp_path), st)
+    jio.write_set(str(tmp_path / "t2.bin"), [("x", torch.zeros_like(t))], st)
+    b = jio.read_output(str(tmp_path / "t2.bin"), spec, str(tmp_path), st)
+    assert torch.equal(a, t) and not torch.equal(a, b) and a.dtype == dtype
+
+
 def test_read_output_refuses_wrong_size_and_foreign_paths(tmp_path):
     (tmp_path / "a.bin").write_bytes(b"\0" * 12)
     spec = {"dtype": "float32", "shape": [4], "nbytes": 16}
@@ -130,3 +150,60 @@ def test_problem_loader_errors(tmp_path):
     p = jp.Problem(str(bad))
     with pytest.raises(jp.ProblemError, match="tensors only"):
         p.draw(1, torch.device("cpu"))
+
+
+class _FakeWorker:
+    """Answers "dump" the way the native worker does (gpu/worker.c): the
+    whole outputs, or elements (a + j*b) mod n of each, from `outs`."""
+
+    def __init__(self, scratch, outs):
+        self.scratch, self.outs, self.reqs = scratch, outs, []
+
+    def request(self, req):
+        self.reqs.append(req)
+        files = []
+        for i, o in enumerate(self.outs):
+            flat = o.reshape(-1)
+            if "sample" in req:
+                a, b, m = req["sample"]
+                n = flat.numel()
+                if m < n:
+                    flat = flat[[(a % n + j * (b % n)) % n for j in range(m)]]
+            path = os.path.join(self.scratch, "smp_o%d.bin" % i)
+            jio.write_set(path, [("o", flat)])
+            files.append(path)
+        return {"ok": True, "files": files, "unwritten": [0] * len(self.outs)}
+
+
+def _spot_run(tmp_path, outs, expected):
+    import types
+    from kbh import judge_run as jr
+    ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
+                                staging=None,
+                                sets=[{"expected": expected, "specs": jio.out_specs(expected)}])
+    run = jr.CandidateRun(ctx, {"id": 0})
+    return run, _FakeWorker(run.scratch, outs)
+
+
+def test_spot_check_sampled_and_full(tmp_path):
+    from kbh import judge_run as jr
+    n = jr.SPOT_SAMPLE + 1001           # an output larger than the sample, one smaller
+    exp = [torch.randn(n), torch.randn(7)]
+    run, w = _spot_run(tmp_path, [e.clone() for e in exp], exp)
+    run.spot_check(w, 0, 1, full=False)
+    a, b, m = w.reqs[-1]["sample"]
+    assert m == jr.SPOT_SAMPLE and __import__("math").gcd(b % n, n) == 1
+    run.spot_check(w, 0, 2, full=True)
+    assert "sample" not in w.reqs[-1] and run.spot_n == {"full": 1, "sampled": 1}
+
+
+def test_spot_check_sample_catches_skipped_work(tmp_path):
+    # A kernel that skips a tenth of the work when timed: a sample of
+    # SPOT_SAMPLE elements drawn after the run cannot miss it.
+    from kbh import judge_run as jr
+    exp = [torch.randn(jr.SPOT_SAMPLE * 4)]
+    got = exp[0].clone()
+    got[::10] = 0
+    run, w = _spot_run(tmp_path, [got], exp)
+    with pytest.raises(jr.Failed, match="sampled elements"):
+        run.spot_check(w, 0, 1, full=False)

@@ -1,7 +1,9 @@
 """One candidate's evaluation inside the judge: start its worker, run the
 correctness trials, time it interleaved with the baselines, decide."""
 import json
+import math
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -18,12 +20,22 @@ ERRORS_MAX = 8
 ERROR_CHARS = 2000
 NOOP_PROBES = 5
 SPOT_CHECKS = 3
+# Spot checks before the last compare this many elements of each output,
+# drawn after the timed run (a random offset and a stride coprime with the
+# output's size); the last one compares every element.
+SPOT_SAMPLE = 1 << 16
 SANITIZER_EXIT = 86
 SUSPICIOUS_SPEEDUP = 10.0
 # A side stream shows as host time the events did not see; launch and sync
 # overhead is tens of microseconds, hence the additive slack.
 SIDE_STREAM_RATIO = 1.5
 SIDE_STREAM_SLACK_MS = 0.05
+# Eager runs per round, as a fraction of --reps, when the baselines come
+# from the cache (judge_cache.py): enough for the drift check and the
+# eager speedup's interval, a third of the cost.
+EAGER_CACHED_DIV = 3
+# Adaptive timing's extra rounds may cost at most this many times the floor's.
+ADAPTIVE_WALL_FACTOR = 2
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -51,6 +63,7 @@ class CandidateRun:
         self.scratch = os.path.join(ctx.workdir, "cand%s" % cand.get("id"))
         os.makedirs(self.scratch, exist_ok=True)
         self.report = os.path.join(ctx.workdir, "cand%s.sandbox.json" % cand.get("id"))
+        self.acc = {}
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -63,6 +76,9 @@ class CandidateRun:
     def error(self, msg):
         if len(self.res["errors"]) < ERRORS_MAX:
             self.res["errors"].append(msg[:ERROR_CHARS])
+
+    def add_time(self, what, t0):
+        self.acc[what] = self.acc.get(what, 0.0) + time.perf_counter() - t0
 
     def fail(self, status, msg):
         if PRECEDENCE[status] > PRECEDENCE[self.res["status"]]:
@@ -129,7 +145,7 @@ class CandidateRun:
         or timing round); a worker gets that for each of its requests,
         plus the build for load_inline solutions."""
         ctx = self.ctx
-        n = len(ctx.sets) + ctx.rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
+        n = len(ctx.sets) + ctx.max_rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
         return (ctx.timeout_s * n + (ctx.build_timeout_s if self.kind != "native" else 0))
 
     def start(self, **kw):
@@ -156,9 +172,15 @@ class CandidateRun:
             self.trials(w)
             bd["trials"] = time.perf_counter() - t1
             if self.res["status"] == "correct":
+                # Once per batch (its cost is in judge_shared), not this
+                # candidate's timing.
+                self.ctx.baselines_ready()
                 t2 = time.perf_counter()
                 self.timing(w)
                 bd["timing"] = time.perf_counter() - t2
+            # Where trials and timing went: waiting on the worker, reading
+            # and comparing its outputs, spot checks, the baselines' runs.
+            bd.update({k: round(v, 6) for k, v in self.acc.items()})
         except WorkerError as e:
             if "exit 125" in e.message:
                 # Not the candidate's doing: say so where a reviewer looks.
@@ -215,9 +237,22 @@ class CandidateRun:
             raise Failed("runtime_error", "worker returned %r output files for %d outputs"
                          % (files, len(specs)))
         try:
-            return [jio.read_output(f, s, self.scratch) for f, s in zip(files, specs)]
+            outs = [jio.read_output(f, s, self.scratch, self.ctx.staging) for f, s in zip(files, specs)]
         except (OSError, ValueError) as e:
             raise Failed("runtime_error", "reading the candidate's outputs: %s" % e)
+        # The files stay: the worker rewrites them in place for the next
+        # set, reusing their page cache (hundreds of MiB at GPU sizes).
+        return outs
+
+    def phases(self, r, what):
+        """Add the worker's own account of a request (ms per phase)."""
+        ph = r.get("phase_ms")
+        if isinstance(ph, dict):
+            for k in ("load", "device", "d2h", "check", "write"):
+                v = ph.get(k)
+                if isinstance(v, (int, float)) and 0 < v < 1e9:
+                    key = "%s_%s" % (what, k)
+                    self.acc[key] = self.acc.get(key, 0.0) + v / 1e3
 
     def trials(self, w):
         ctx = self.ctx
@@ -230,7 +265,11 @@ class CandidateRun:
             s = ctx.sets[i]
             where = "trial %d, %s" % (s["trial"], "main inputs" if s["variant"] == 0
                                        else "input variant %d" % s["variant"])
-            r = w.request({"cmd": "run", "set": i, "tag": "s%d" % i})
+            t0 = time.perf_counter()
+            r = w.request({"cmd": "run", "set": i})
+            self.add_time("trials_worker", t0)
+            self.phases(r, "trials_worker")
+            t0 = time.perf_counter()
             if r.get("shape_error"):
                 raise Failed("mismatch", "%s: %s" % (where, str(r["shape_error"])[:500]))
             rc = r.get("rc", [None, None])
@@ -260,7 +299,8 @@ class CandidateRun:
                         raise Failed("mismatch", "%s, run %d: %d of %d elements of out%d were never "
                                      "written (still hold the poison pattern)"
                                      % (where, k + 1, n, runs[k][j].numel(), j))
-            for k in (0, 1):
+            # A second run bitwise equal to the first needs no second look.
+            for k in ((0,) if runs[1] is runs[0] else (0, 1)):
                 for j, (got, exp) in enumerate(zip(runs[k], s["expected"])):
                     bad, rel = cmp.compare("out%d" % j, got, exp, ctx.atol, ctx.rtol)
                     if rel is not None:
@@ -270,8 +310,9 @@ class CandidateRun:
                         self.check("outputs_match", False, "%s run %d" % (where, k + 1))
                         raise Failed("mismatch", "%s, run %d: %s" % (where, k + 1, bad))
             for j, (a, b) in enumerate(zip(*runs)):
-                if not torch.equal(a, b):
+                if a is not b and not torch.equal(a, b):
                     nondet.append("%s out%d" % (where, j))
+            self.add_time("trials_judge", t0)
         self.res["max_rel_error"] = worst_rel
         n = len(ctx.sets)
         self.check("outputs_match", True, "%d input sets (%d trials x %d shapes), 2 runs each; "
@@ -291,32 +332,85 @@ class CandidateRun:
         ctx = self.ctx
         ctx.baselines_ready()
         S = ctx.timing_sets
+        cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes = []
+        # With cached baselines eager is the drift check: fewer runs a round.
+        eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
         if ctx.warmup:
-            # Warm-up times are not judged: first calls may load modules.
+            # Warm-up times are not judged: first calls may load modules
+            # (and the worker loads its timing sets on first use).
+            t0 = time.perf_counter()
             self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [])
+            self.add_time("timing_warmup", t0)
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
-        for r in range(ctx.rounds):
+        seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
+        t_rounds, floor_s, precision = time.perf_counter(), None, None
+        r = 0
+        while True:
+            if r >= ctx.rounds:
+                # Past the floor (adaptive timing only): stop once the
+                # median is precise enough, at the cap, or when the extra
+                # rounds have cost twice what the floor did.
+                floor_s = floor_s or time.perf_counter() - t_rounds
+                precision = stats.median_precision(cand_rounds, seed)
+                if (r >= ctx.max_rounds or (precision is not None and precision <= ctx.precision)
+                        or time.perf_counter() - t_rounds > (1 + ADAPTIVE_WALL_FACTOR) * floor_s):
+                    break
             rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
             order = ["eager", "cand", "compile"]
             order = order[r % 3:] + order[:r % 3]
             for who in order:
                 if who == "cand":
+                    t0 = time.perf_counter()
                     cand_rounds.append(self.timed(w, rot, side_notes))
+                    self.add_time("timing_candidate", t0)
                     if r in spots:
-                        self.spot_check(w, rot[-1], r)
+                        t0 = time.perf_counter()
+                        self.spot_check(w, rot[-1], r, full=r == max(spots))
+                        self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
+                    t0 = time.perf_counter()
                     eager_rounds.append([e for e, _ in ctx.timer.time(
-                        ctx.eager_fn, [ctx.sets[k]["args"] for k in rot])])
+                        ctx.eager_fn, [ctx.sets[k]["args"] for k in rot[:eager_reps]])])
+                    self.add_time("timing_eager", t0)
                 elif who == "compile" and ctx.compile_fn is not None:
+                    t0 = time.perf_counter()
                     comp_rounds.append([e for e, _ in ctx.timer.time(
                         ctx.compile_fn, [ctx.sets[k]["args"] for k in rot])])
+                    self.add_time("timing_compile", t0)
+            r += 1
+        self.res["timing"] = {"rounds": r, "reps": ctx.reps, "adaptive": ctx.adaptive,
+                              "max_rounds": ctx.max_rounds, "target_precision": ctx.precision,
+                              "median_precision": precision if precision is not None else
+                              stats.median_precision(cand_rounds, seed)}
         for x in eager_rounds:
             ctx.eager_all.extend(x)
         for x in comp_rounds:
             ctx.compile_all.extend(x)
+        if cached is None:
+            ctx.eager_rounds_all.extend(eager_rounds)
+            ctx.compile_rounds_all.extend(comp_rounds)
         samples = [x for rd in cand_rounds for x in rd]
+        se, se_ci = stats.speedup(eager_rounds, cand_rounds, seed)
+        info = dict(ctx.cache_info, eager_runs_per_round=eager_reps if ctx.eager_fn else 0)
+        if cached is None:
+            sc, sc_ci = stats.speedup(comp_rounds, cand_rounds, seed + 1)
+            info["compile"] = "timed" if comp_rounds else None
+        else:
+            # torch.compile from the cache, not interleaved: an unpaired
+            # interval, and none at all if eager drifted since the entry.
+            comp_rounds = cached["compile_rounds"] or []
+            sc, sc_ci = stats.speedup_unpaired(comp_rounds, cand_rounds, seed + 1)
+            drift = stats.drift([x for rd in eager_rounds for x in rd], cached["eager_rounds"])
+            info.update({"compile": "cache" if comp_rounds else None, "drift": drift})
+            if comp_rounds and (drift is None or abs(drift - 1) > ctx.drift_max):
+                sc, sc_ci = None, None
+                info["compile_dropped"] = ("eager ran at %s of its cached time during this "
+                                           "candidate's rounds: the cached torch.compile figure "
+                                           "is not comparable" % ("?" if drift is None else
+                                                                  "%.3fx" % drift))
+        self.res["baselines"] = info
         # The baselines' figures are those of the rounds paired with this
         # candidate, so they are the ones its speedup is computed from; the
         # whole batch's baseline samples are summarized beside them.
@@ -325,13 +419,13 @@ class CandidateRun:
             "eager": stats.summary([x for rd in eager_rounds for x in rd]),
             "compile": stats.summary([x for rd in comp_rounds for x in rd]),
         }
-        seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
-        se, se_ci = stats.speedup(eager_rounds, cand_rounds, seed)
-        sc, sc_ci = stats.speedup(comp_rounds, cand_rounds, seed + 1)
         self.res["speedup"] = {"eager": se, "eager_ci95": se_ci, "compile": sc, "compile_ci95": sc_ci}
-        self.check("spot_checks", True, "outputs of %d timed runs compared" % len(spots))
+        sn = getattr(self, "spot_n", {"full": 0, "sampled": 0})
+        self.check("spot_checks", True, "outputs of %d timed runs compared: %d in full, %d on %d "
+                   "elements per output drawn after the run" % (len(spots), sn["full"], sn["sampled"],
+                                                               getattr(ctx, "spot_sample", SPOT_SAMPLE)))
         # A majority of rounds, not one: a loaded host can stall one request.
-        if 2 * len(side_notes) > ctx.rounds:
+        if 2 * len(side_notes) > len(cand_rounds):
             self.flag("side_stream")
             self.check("timing_consistent", False, "; ".join(side_notes[:3]))
         else:
@@ -372,19 +466,60 @@ class CandidateRun:
             side_notes.append("; ".join(notes))
         return ev
 
-    def spot_check(self, w, k, rnd):
+    def spot_check(self, w, k, rnd, full=True):
+        """Compare the outputs of the last timed run on set k: all of
+        them, or (full=False) ctx.spot_sample (SPOT_SAMPLE) elements of
+        each, at positions the judge draws from the system's RNG only now,
+        after the run."""
         s = self.ctx.sets[k]
-        r = w.request({"cmd": "dump", "set": k, "tag": "t%d" % rnd})
-        outs = self.read_outs(r.get("files"), s["specs"])
+        req = {"cmd": "dump", "set": k}
+        specs, idx = s["specs"], None
+        n_el = [max(1, e.numel()) for e in s["expected"]]
+        m = getattr(self.ctx, "spot_sample", SPOT_SAMPLE)
+        if not full and m and any(n > m for n in n_el):
+            rng = random.SystemRandom()
+            # One draw for all outputs; the stride is made coprime with
+            # each output's size below, per output, by the worker's
+            # arithmetic mod n (a stride sharing a factor with n would
+            # visit one residue class only).
+            a = rng.randrange(1 << 40)
+            for _ in range(1000):
+                b = rng.randrange(1, 1 << 40)
+                if all(math.gcd(b % n, n) == 1 for n in n_el if n > m):
+                    break
+            else:
+                return self.spot_check(w, k, rnd, full=True)
+            req["sample"] = [a, b, m]
+            idx, specs = [], []
+            for e, spec in zip(s["expected"], s["specs"]):
+                n = max(1, e.numel())
+                if n > m:
+                    dev = e.device
+                    j = torch.arange(m, dtype=torch.int64, device=dev)
+                    idx.append((a % n + j * (b % n)) % n)
+                    specs.append(dict(spec, shape=[m],
+                                      nbytes=m * e.element_size()))
+                else:
+                    idx.append(None)
+                    specs.append(spec)
+        r = w.request(req)
+        self.phases(r, "spot_checks_worker")
+        outs = self.read_outs(r.get("files"), specs)
         for j, n in enumerate(r.get("unwritten") or []):
             if n:
                 raise Failed("mismatch", "timing round %d: %d elements of out%d were not written by "
                              "the timed run" % (rnd, n, j))
         for j, (got, exp) in enumerate(zip(outs, s["expected"])):
-            bad, _ = cmp.compare("out%d" % j, got, exp, self.ctx.atol, self.ctx.rtol)
+            name = "out%d" % j
+            if idx is not None and idx[j] is not None:
+                exp = exp.reshape(-1)[idx[j]]
+                name = "out%d (%d sampled elements)" % (j, exp.numel())
+            bad, _ = cmp.compare(name, got, exp, self.ctx.atol, self.ctx.rtol)
             if bad:
                 self.check("spot_checks", False, "timing round %d" % rnd)
                 raise Failed("mismatch", "output of a timed run (round %d): %s" % (rnd, bad))
+        self.spot_n = getattr(self, "spot_n", {"full": 0, "sampled": 0})
+        self.spot_n["sampled" if idx is not None else "full"] += 1
 
     def sanitize(self):
         tool_path = os.environ.get("KERNELBOT_COMPUTE_SANITIZER") or shutil.which(

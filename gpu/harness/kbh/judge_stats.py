@@ -51,3 +51,56 @@ def speedup(base_rounds, cand_rounds, seed):
     ratios = [ratio([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(BOOTSTRAP)]
     ratios = [x for x in ratios if x is not None]
     return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]
+
+
+def drift(fresh, cached_rounds):
+    """median(fresh samples) / median(cached samples): 1.0 when the machine
+    times eager as it did when the cache entry was made; None if empty."""
+    old = [x for rd in cached_rounds or [] for x in rd]
+    if not fresh or not old:
+        return None
+    m = statistics.median(old)
+    return statistics.median(fresh) / m if m > 0 else None
+
+
+def speedup_unpaired(base_rounds, cand_rounds, seed):
+    """Like speedup() for baseline rounds not timed beside the candidate
+    (the baseline cache's torch.compile figures): base and candidate rounds
+    are resampled independently, so the interval also carries the spread
+    between the two occasions."""
+    base = [b for b in base_rounds or [] if b]
+    cand = [c for c in cand_rounds or [] if c]
+    if not base or not cand:
+        return None, None
+
+    def ratio(bs, cs):
+        c = statistics.median([x for r in cs for x in r])
+        return statistics.median([x for r in bs for x in r]) / c if c > 0 else None
+
+    point = ratio(base, cand)
+    if point is None:
+        return None, None
+    rng = random.Random(seed)
+    ratios = [ratio([base[rng.randrange(len(base))] for _ in base],
+                    [cand[rng.randrange(len(cand))] for _ in cand]) for _ in range(BOOTSTRAP)]
+    ratios = [x for x in ratios if x is not None]
+    return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]
+
+
+PRECISION_RESAMPLES = 300
+
+
+def median_precision(rounds, seed):
+    """The half-width of the pooled median's 95% interval over the median
+    (a bootstrap over rounds): 0.004 means +-0.4%. None with fewer than
+    two rounds."""
+    rounds = [rd for rd in rounds if rd]
+    if len(rounds) < 2:
+        return None
+    m = statistics.median([x for rd in rounds for x in rd])
+    if m <= 0:
+        return None
+    rng = random.Random(seed)
+    meds = [statistics.median([x for _ in rounds for x in rounds[rng.randrange(len(rounds))]])
+            for _ in range(PRECISION_RESAMPLES)]
+    return (quantile(meds, 0.975) - quantile(meds, 0.025)) / 2 / m

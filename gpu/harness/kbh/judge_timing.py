@@ -34,6 +34,9 @@ class Timer:
             self.flush_buf = torch.empty(min(2 * llc_bytes(), CPU_FLUSH_MAX), dtype=torch.uint8)
         self.flushes = 0
 
+    def flush_bytes(self):
+        return self.flush_buf.numel()
+
     def flush(self):
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)

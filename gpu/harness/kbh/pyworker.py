@@ -196,11 +196,26 @@ class PyWorker:
             host.append(h)
         return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3}
 
-    def cmd_dump(self, k, tag):
+    def cmd_dump(self, k, tag, sample=None):
+        """The last timed run's outputs; with sample [a, b, m] only the m
+        elements (a + j*b) mod n of each output of n > m elements (the
+        native worker's rule, docs/evaluation.md)."""
         if k not in self.last:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
         outs = self.last[k]
-        return {"ok": True, "files": self.write(outs, tag, 0), "unwritten": self.unwritten(outs, 0)}
+        unw = self.unwritten(outs, 0)
+        if sample is not None:
+            a, b, m = (int(x) for x in sample)
+            picked = []
+            for o in outs:
+                flat = o.detach().contiguous().reshape(-1)
+                n = flat.numel()
+                if 0 < m < n:
+                    j = self.torch.arange(m, dtype=self.torch.int64, device=flat.device)
+                    flat = flat[(a % n + j * (b % n)) % n]
+                picked.append(flat)
+            outs = picked
+        return {"ok": True, "files": self.write(outs, tag, 0), "unwritten": unw}
 
 
 def _tag(c):
@@ -241,7 +256,7 @@ def main(argv):
             elif cmd == "time":
                 r = w.cmd_time([int(k) for k in c["sets"]])
             elif cmd == "dump":
-                r = w.cmd_dump(int(c["set"]), _tag(c))
+                r = w.cmd_dump(int(c["set"]), _tag(c), c.get("sample"))
             else:
                 r = {"ok": False, "stage": "request", "error": "unknown command"}
         except Exception as e:
