@@ -99,7 +99,8 @@ archive_op_signature(const json_t *ir, char **ops, char **shape_class)
 		if (op && *op && strcmp(op, "getitem") && n < MAX_OPS)
 			names[n++] = op;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)	/* names is NULL when there are no nodes: qsort wants a pointer */
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n && error == 0; i++)
 		if ((error = buf_printf(&o, "%s%s", i ? " " : "", names[i])) == -ENOBUFS)
 			error = 0;	/* a signature that long is long enough */

@@ -354,7 +354,8 @@ ingest_one(struct store *s, const char *dir, const char *slug,
 		    !strcmp(jsonx_str(h, "status", ""), "correct") &&
 		    jsonx_num(h, "ms", 0) > 0 && strcmp(jsonx_str(h, "source_sha", ""), sha))
 			others[nothers++] = h;
-	qsort(others, nothers, sizeof(*others), cmp_ms);
+	if (nothers)
+		qsort(others, nothers, sizeof(*others), cmp_ms);
 	for (i = 0; i < nothers && o.n < cap; i++) {
 		const char *rel = jsonx_str(others[i], "file", "");
 		char csha[CRYPTO_SHA256_HEX];
