@@ -154,7 +154,7 @@ def main():
             rows.append((name, False, float("nan"), float("nan"), float("nan"), float("nan")))
             print("%s: %s" % (name, e), file=sys.stderr)
         r = rows[-1]
-        print("%-34s %s err=%.2e kernel=%.3f eager=%.3f compile=%.3f" % r[:1] + (("ok" if r[1] else "FAIL"),) + r[2:],
+        print("%-34s %s err=%.2e kernel=%.3f eager=%.3f compile=%.3f" % (r[:1] + (("ok" if r[1] else "FAIL"),) + r[2:]),
               flush=True)
     print()
     print("| problem | ok | max err | kernel ms | eager ms | compile ms | vs eager | vs compile |")

@@ -29,6 +29,9 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 if [ $# -gt 0 ]; then problems="$*"; else problems=$(ls "$dir"/[0-9]*.py); fi
 pairs=""
+# the DLPack header: the system's, else the one device-bundle carries
+inc=-I/usr/include
+[ -d "$here/device-bundle/include/dlpack" ] && inc="$inc -I$here/device-bundle/include"
 for p in $problems; do
 	n=$(basename "$p" .py)
 	# the traced IR of the 16 problems ships in bench/ir/, so no harness is needed here
@@ -41,7 +44,7 @@ for p in $problems; do
 	libs=""
 	grep -q cublas_v2.h "$out/$n.cu" && libs="$libs -lcublas"
 	grep -q cudnn.h "$out/$n.cu" && libs="$libs -lcudnn"
-	if ! "$NVCC" -O3 -arch=sm_90 --shared -Xcompiler -fPIC -I/usr/include -o "$out/$n.so" "$out/$n.cu" $libs \
+	if ! "$NVCC" -O3 -arch=sm_90 --shared -Xcompiler -fPIC $inc -o "$out/$n.so" "$out/$n.cu" $libs \
 	    >"$out/$n.nvcc.log" 2>&1; then
 		echo "$n: nvcc: $(head -c 2000 "$out/$n.nvcc.log")"
 		continue

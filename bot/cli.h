@@ -26,9 +26,9 @@ int cmd_worker(int argc, char **argv);
 int cmd_sandbox_exec(int argc, char **argv);
 int cmd_sandbox_check(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
 int cmd_runner(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-int cmd_archive(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 

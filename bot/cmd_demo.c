@@ -43,6 +43,7 @@
 #define DEMO_TIMEOUT_S 600
 #define DEMO_REPO "demo/models"
 #define DEMO_GIT_TIMEOUT_MS 60000
+#define DEMO_SMALL_CPUS 4	/* up to this many online CPUs, one OpenMP thread by default */
 
 static const char demo_usage[] =
     "usage: kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]\n"
@@ -298,12 +299,23 @@ start_serve(struct demo *d)
 	d->serve_argv[3] = cfg;
 	d->serve_argv[4] = NULL;
 	/* serve's environment: what finding the toolchain needs, no secrets */
-	for (char **e = environ; *e && n < sizeof(d->serve_envp) / sizeof(*d->serve_envp) - 1; e++)
+	for (char **e = environ; *e && n < sizeof(d->serve_envp) / sizeof(*d->serve_envp) - 2; e++)
 		for (size_t k = 0; k < sizeof(keep) / sizeof(*keep); k++)
 			if (!strncmp(*e, keep[k], strlen(keep[k]))) {
 				d->serve_envp[n++] = *e;
 				break;
 			}
+	/*
+	 * One OpenMP thread on a small machine unless told otherwise: with as
+	 * many threads as cores, a parallel region of a CPU kernel (and of
+	 * eager PyTorch) waits milliseconds whenever another process holds a
+	 * core, and the timings say nothing about the kernels.
+	 */
+	if (!getenv("OMP_NUM_THREADS") && sysconf(_SC_NPROCESSORS_ONLN) <= DEMO_SMALL_CPUS) {
+		d->serve_envp[n++] = "OMP_NUM_THREADS=1";
+		printf("OMP_NUM_THREADS=1 (%ld CPUs; set OMP_NUM_THREADS to choose)\n",
+		    sysconf(_SC_NPROCESSORS_ONLN));
+	}
 	d->serve_envp[n] = NULL;
 	if (pipe2(d->pid_pipe, O_CLOEXEC) < 0)
 		return -errno;

@@ -5,7 +5,6 @@
  * (docs/optimize.md). Exit 0 when every problem got a verified kernel, 1
  * otherwise, 2 for usage errors.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,22 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bot/cli.h"
 #include "bot/config.h"
-#include "common/buf.h"
+#include "bot/optimize.h"
 #include "common/jsonx.h"
-#include "gitops/modules.h"
 #include "gitops/repocfg.h"
 #include "gpu/device.h"
 #include "gpu/eval.h"
-#include "pipeline/compiler/irload.h"
 #include "pipeline/evolve/evolve.h"
 
 #define OPT_DEFAULT_BUDGET	64
 #define OPT_DEFAULT_OUT		"./kernelbot-out"
-#define OPT_MAX_MODULES		REPOCFG_MAX_MODULES
-#define OPT_MAX_DEPTH		16	/* folders below the repository root */
 
 static const char optimize_usage[] =
     "usage: kernelbot optimize PROBLEM_OR_REPO [PATH...] [--backend cpu|cuda]\n"
@@ -37,45 +33,13 @@ static const char optimize_usage[] =
     "                          [--generations N] [--per-generation N] [--population N]\n"
     "                          [--patience N] [--seed N] [--trials N] [--confirm-trials N]\n"
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
+    "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--device N] [--class NAME]\n";
-
-/*
- * The proposers `--proposer` can name. One that is not built in has no
- * constructor; wiring pipeline/llm in is one line here (and "both" then
- * means compiler + llm).
- */
-struct proposer_kind {
-	const char *name;
-	int (*make)(const char *backend, const struct config *cfg, struct proposer **out,
-	    char *err, size_t errlen);
-};
-
-static int
-make_compiler(const char *backend, const struct config *cfg, struct proposer **out,
-    char *err, size_t errlen)
-{
-	(void)cfg;
-	(void)err;
-	(void)errlen;
-	return prop_compiler_new(backend, out);
-}
-
-static const struct proposer_kind proposer_kinds[] = {
-	{ "compiler", make_compiler },
-	{ "llm", NULL },
-	{ NULL, NULL },
-};
-
-struct module {
-	char *path;		/* absolute file */
-	char *rel;		/* relative to the repository, NULL for a single problem */
-	char *class_name;
-	char slug[MODULES_MAX_SLUG + 1];
-};
 
 struct opt_args {
 	struct evolve_opts eo;
 	const char *out, *config, *proposer, *class_name;
+	double wall_s, gpu_s;	/* --wall-minutes, --gpu-minutes; 0: not given */
 	int json;
 };
 
@@ -93,352 +57,11 @@ parse_int(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-/* ------------------------------------------------------------ budgets.* */
-
-/*
- * budgets: {candidates, generations, wall_minutes, gpu_minutes,
- * llm_tokens, llm_usd} from the server configuration; each a
- * non-negative number, 0 for no limit.
- */
-static int
-config_budgets(const struct config *cfg, struct evolve_budget *b, char *err, size_t errlen)
-{
-	static const char *const keys[] = { "candidates", "generations", "wall_minutes",
-		"gpu_minutes", "llm_tokens", "llm_usd", NULL };
-	json_t *sec = json_object_get(config_tree(cfg), "budgets"), *v;
-	const char *k;
-
-	if (!sec)
-		return 0;
-	if (!json_is_object(sec))
-		return config_error(cfg, err, errlen, "budgets", NULL, "expected a mapping");
-	json_object_foreach(sec, k, v) {
-		char key[128];
-		int known = 0;
-		double x;
-
-		for (int i = 0; keys[i]; i++)
-			known |= !strcmp(k, keys[i]);
-		snprintf(key, sizeof(key), "budgets.%s", k);
-		if (!known)
-			return config_error(cfg, err, errlen, key, NULL, "unknown key (one of "
-			    "candidates, generations, wall_minutes, gpu_minutes, llm_tokens, llm_usd)");
-		/* YAML scalars may arrive as strings */
-		if (json_is_number(v))
-			x = json_number_value(v);
-		else if (json_is_string(v)) {
-			char *end;
-			x = strtod(json_string_value(v), &end);
-			if (*end || end == json_string_value(v))
-				return config_error(cfg, err, errlen, key, NULL, "expected a number");
-		} else
-			return config_error(cfg, err, errlen, key, NULL, "expected a number");
-		if (x < 0 || x > 1e12)
-			return config_error(cfg, err, errlen, key, NULL, "expected a number from 0 to 1e12");
-		if (!strcmp(k, "candidates"))
-			b->candidates = (int)(x > 1e9 ? 1e9 : x);
-		else if (!strcmp(k, "generations"))
-			b->generations = (int)(x > 1e9 ? 1e9 : x);
-		else if (!strcmp(k, "wall_minutes"))
-			b->wall_s = x * 60;
-		else if (!strcmp(k, "gpu_minutes"))
-			b->gpu_s = x * 60;
-		else if (!strcmp(k, "llm_tokens"))
-			b->tokens = (int64_t)x;
-		else
-			b->dollars = x;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------ modules of a repository */
-
-static void
-modules_free_all(struct module *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(m[i].path);
-		free(m[i].rel);
-		free(m[i].class_name);
-	}
-	free(m);
-}
-
-static int
-read_text(const char *path, size_t max, char **out)
-{
-	struct buf b = BUF_INIT(max);
-	int error;
-
-	if ((error = buf_read_file(&b, path)) < 0) {
-		buf_free(&b);
-		return error;
-	}
-	*out = b.data ? buf_detach(&b, NULL) : strdup("");
-	return *out ? 0 : -ENOMEM;
-}
-
-struct walk {
-	const char *root;
-	const json_t *entries;		/* .kernelbot.yml modules, or NULL: the convention */
-	struct module *v;
-	size_t n;
-	char err[1024];
-};
-
-static int
-add_module(struct walk *w, const char *rel, const char *cls)
-{
-	char full[PATH_MAX];
-	struct module *m;
-
-	if (w->n >= OPT_MAX_MODULES) {
-		snprintf(w->err, sizeof(w->err), "more than %d modules", OPT_MAX_MODULES);
-		return -E2BIG;
-	}
-	if (!(m = realloc(w->v, (w->n + 1) * sizeof(*m))))
-		return -ENOMEM;
-	w->v = m;
-	m = &w->v[w->n];
-	memset(m, 0, sizeof(*m));
-	if (snprintf(full, sizeof(full), "%s/%s", w->root, rel) >= (int)sizeof(full))
-		return -ENAMETOOLONG;
-	if (modules_slug(rel, cls, m->slug) < 0) {
-		snprintf(w->err, sizeof(w->err), "%.300s: no slug for this path", rel);
-		return -EINVAL;
-	}
-	m->path = strdup(full);
-	m->rel = strdup(rel);
-	m->class_name = strdup(cls);
-	w->n++;
-	return m->path && m->rel && m->class_name ? 0 : -ENOMEM;
-}
-
-/* Whether a repository file is a module, and with which class. */
-static int
-consider(struct walk *w, const char *rel)
-{
-	char full[PATH_MAX], *text = NULL;
-	size_t i;
-	json_t *e;
-	int error = 0;
-
-	if (snprintf(full, sizeof(full), "%s/%s", w->root, rel) >= (int)sizeof(full))
-		return 0;
-	if (read_text(full, MODULES_MAX_FILE, &text) < 0)
-		return 0;	/* unreadable or too large: never a module */
-	if (!w->entries) {
-		if (modules_detect(text, strlen(text), REPOCFG_DEFAULT_CLASS, REPOCFG_DEFAULT_INIT,
-		    REPOCFG_DEFAULT_INPUTS))
-			error = add_module(w, rel, REPOCFG_DEFAULT_CLASS);
-		goto out;
-	}
-	json_array_foreach(w->entries, i, e) {
-		const char *path = jsonx_str(e, "path", NULL), *glob = jsonx_str(e, "glob", NULL);
-		const char *cls = jsonx_str(e, "class", REPOCFG_DEFAULT_CLASS);
-		json_t *init = json_object_get(e, "init"), *inputs = json_object_get(e, "inputs");
-
-		if (path ? strcmp(path, rel) : !(glob && repocfg_glob_match(glob, rel)))
-			continue;
-		if (!modules_detect(text, strlen(text), cls,
-		    json_is_string(init) ? json_string_value(init) : NULL,
-		    json_is_string(inputs) ? json_string_value(inputs) : NULL)) {
-			if (path) {
-				snprintf(w->err, sizeof(w->err), "%.300s: named in %s but it does not define "
-				    "class %s with its input functions", rel, REPOCFG_FILE, cls);
-				error = -EINVAL;
-				goto out;
-			}
-			continue;
-		}
-		if ((error = add_module(w, rel, cls)) < 0)
-			goto out;
-	}
-out:
-	free(text);
-	return error;
-}
-
-static int
-walk_dir(struct walk *w, const char *rel, int depth)
-{
-	char full[PATH_MAX], sub[PATH_MAX];
-	struct dirent **ents = NULL;
-	int n, error = 0;
-
-	if (depth > OPT_MAX_DEPTH)
-		return 0;
-	snprintf(full, sizeof(full), "%s%s%s", w->root, *rel ? "/" : "", rel);
-	if ((n = scandir(full, &ents, NULL, alphasort)) < 0)
-		return 0;
-	for (int i = 0; i < n; i++) {
-		const char *name = ents[i]->d_name;
-		struct stat st;
-		size_t len = strlen(name);
-
-		if (error || name[0] == '.' || !strcmp(name, "__pycache__"))
-			continue;
-		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", name) >= (int)sizeof(sub))
-			continue;
-		if (snprintf(full, sizeof(full), "%s/%s", w->root, sub) >= (int)sizeof(full))
-			continue;
-		if (lstat(full, &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode))
-			error = walk_dir(w, sub, depth + 1);
-		else if (S_ISREG(st.st_mode) && len > 3 && !strcmp(name + len - 3, ".py"))
-			error = consider(w, sub);
-	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
-	return error;
-}
-
-/*
- * The modules of the working tree at root, or only those among paths
- * (relative to root) when n_paths > 0. 0, or -EINVAL with a sentence in
- * err (a bad .kernelbot.yml, a PATH that is no module).
- */
-static int
-repo_modules(const char *root, char **paths, int n_paths, struct module **out, size_t *n_out,
-    char *err, size_t errlen)
-{
-	struct walk w = { .root = root };
-	struct repocfg *rc = NULL;
-	char cfgpath[PATH_MAX], *text = NULL;
-	size_t kept = 0;
-	int error;
-
-	if (snprintf(cfgpath, sizeof(cfgpath), "%s/%s", root, REPOCFG_FILE) >= (int)sizeof(cfgpath)) {
-		snprintf(err, errlen, "%.300s: path too long", root);
-		return -ENAMETOOLONG;
-	}
-	if ((error = read_text(cfgpath, BUF_MAX_SMALL, &text)) == 0) {
-		if ((error = repocfg_parse(REPOCFG_FILE, text, strlen(text), &rc, err, errlen)) < 0)
-			goto out;
-		w.entries = json_object_get(repocfg_json(rc), "modules");
-		if (!json_is_array(w.entries))
-			w.entries = NULL;
-	} else if (error != -ENOENT) {
-		snprintf(err, errlen, "%.300s: %s", cfgpath, strerror(-error));
-		goto out;
-	}
-	if ((error = walk_dir(&w, "", 0)) < 0) {
-		snprintf(err, errlen, "%.300s: %s", root, w.err[0] ? w.err : strerror(-error));
-		goto out;
-	}
-	for (int p = 0; p < n_paths; p++) {
-		const char *want = paths[p];
-		int found = 0;
-		while (want[0] == '.' && want[1] == '/')
-			want += 2;
-		for (size_t i = 0; i < w.n; i++)
-			found |= !strcmp(w.v[i].rel, want);
-		if (!found) {
-			snprintf(err, errlen, "%.300s: not a module of %.300s (%s)", paths[p], root,
-			    w.entries ? "not matched by " REPOCFG_FILE :
-			    "no class Model with get_init_inputs and get_inputs");
-			error = -EINVAL;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < w.n; i++) {
-		int keep = n_paths == 0;
-		for (int p = 0; p < n_paths && !keep; p++) {
-			const char *want = paths[p];
-			while (want[0] == '.' && want[1] == '/')
-				want += 2;
-			keep = !strcmp(w.v[i].rel, want);
-		}
-		if (keep) {
-			w.v[kept++] = w.v[i];
-		} else {
-			free(w.v[i].path);
-			free(w.v[i].rel);
-			free(w.v[i].class_name);
-		}
-	}
-	w.n = kept;
-	if (!w.n) {
-		snprintf(err, errlen, "%.300s: no PyTorch modules found", root);
-		error = -EINVAL;
-		goto out;
-	}
-	*out = w.v;
-	*n_out = w.n;
-	w.v = NULL;
-	w.n = 0;
-	error = 0;
-out:
-	modules_free_all(w.v, w.n);
-	repocfg_free(rc);
-	free(text);
-	return error;
-}
-
-/* ------------------------------------------------------------ one problem */
-
-static json_t *
-error_summary(const struct module *m, const char *backend, const char *msg)
-{
-	return json_pack("{s:s, s:s, s:n, s:i, s:i, s:s, s:s, s:s}", "problem", m->path,
-	    "status", "error", "best", "candidates_evaluated", 0, "generations", 0,
-	    "stop_reason", "error", "backend", backend, "error", msg);
-}
-
-static json_t *
-optimize_one(const struct opt_args *a, const struct config *cfg, const struct module *m,
-    const char *out_dir, int *ok)
-{
-	struct evolve_opts eo = a->eo;
-	json_t *ir = NULL, *summary = NULL;
-	char err[4096], irerr[2048];
-	int error, n = 0;
-
-	*ok = 0;
-	err[0] = irerr[0] = '\0';
-	eo.problem = m->path;
-	eo.class_name = m->class_name;
-	eo.out_dir = out_dir;
-	if (irload(m->path, m->class_name, &ir, irerr, sizeof(irerr)) < 0) {
-		ir = NULL;
-		eo.ir_error = irerr;
-	}
-	eo.ir = ir;
-	for (const char *p = a->proposer; *p && n < EVOLVE_MAX_PROPOSERS;) {
-		size_t len = strcspn(p, ",");
-		for (const struct proposer_kind *k = proposer_kinds; k->name; k++) {
-			if (strlen(k->name) != len || strncmp(k->name, p, len))
-				continue;
-			if ((error = k->make(eo.backend, cfg, &eo.proposers[n], err, sizeof(err))) < 0) {
-				if (!err[0] || error == -ENOMEM)
-					snprintf(err, sizeof(err), "proposer %s: %s", k->name, strerror(-error));
-				summary = error_summary(m, eo.backend, err);
-				goto out;
-			}
-			eo.shares[n++] = 1;
-		}
-		p += len + (p[len] == ',');
-	}
-	eo.n_proposers = (size_t)n;
-	if ((error = evolve_run(&eo, &summary, err, sizeof(err))) < 0) {
-		fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, err);
-		summary = error_summary(m, eo.backend, err);
-		goto out;
-	}
-	*ok = json_is_object(json_object_get(summary, "best"));
-out:
-	for (int i = 0; i < n; i++)
-		if (eo.proposers[i] && eo.proposers[i]->free)
-			eo.proposers[i]->free(eo.proposers[i]);
-	json_decref(ir);
-	return summary;
-}
-
 static void
 print_human(const json_t *s, const char *out_dir)
 {
+	char report[PATH_MAX];
+
 	printf("%s: %s", jsonx_str(s, "problem", "?"), jsonx_str(s, "status", "?"));
 	if (json_is_object(json_object_get(s, "best"))) {
 		json_t *ci = jsonx_path(s, "best.speedup.eager_ci95");
@@ -452,34 +75,16 @@ print_human(const json_t *s, const char *out_dir)
 	}
 	printf(" (%lld candidates, %lld generations, %s)", jsonx_int(s, "candidates_evaluated", 0),
 	    jsonx_int(s, "generations", 0), jsonx_str(s, "stop_reason", "?"));
-	if (json_is_string(json_object_get(s, "error")))
+	/* an error is on stderr already */
+	if (json_is_string(json_object_get(s, "error")) && strcmp(jsonx_str(s, "status", ""), "error"))
 		printf(": %s", jsonx_str(s, "error", ""));
-	printf("\n  %s/REPORT.md\n", out_dir);
+	printf("\n");
+	if (snprintf(report, sizeof(report), "%s/REPORT.md", out_dir) < (int)sizeof(report) &&
+	    access(report, F_OK) == 0)
+		printf("  %s\n", report);
 }
 
 /* ------------------------------------------------------------ the command */
-
-static int
-check_proposer(const char *arg)
-{
-	const char *want = !strcmp(arg, "both") ? "compiler,llm" : arg;
-
-	for (const char *p = want; *p;) {
-		size_t len = strcspn(p, ",");
-		const struct proposer_kind *k;
-		for (k = proposer_kinds; k->name; k++)
-			if (strlen(k->name) == len && !strncmp(k->name, p, len))
-				break;
-		if (!k->name)
-			return cli_usage_error("optimize", "--proposer is compiler, llm or both");
-		if (!k->make) {
-			fprintf(stderr, "kernelbot optimize: proposer %s: not built in yet\n", k->name);
-			return EXIT_USAGE;
-		}
-		p += len + (p[len] == ',');
-	}
-	return 0;
-}
 
 static int
 parse_args(int argc, char **argv, struct opt_args *a, int *done)
@@ -504,11 +109,14 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "wall-minutes", required_argument, NULL, 'W' },
+		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[256];
 	long v;
-	int c;
+	int c, error;
 
 	*done = 0;
 	optind = 1;
@@ -592,6 +200,19 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			a->eo.device = (int)v;
 			break;
 		case 'c': a->class_name = optarg; break;
+		case 'W':
+		case 'G': {
+			char *end;
+			double m = strtod(optarg, &end);
+			if (*end || end == optarg || !(m > 0 && m <= 1e6))
+				return cli_usage_error("optimize", "--%s: minutes, more than 0",
+				    c == 'W' ? "wall-minutes" : "gpu-minutes");
+			if (c == 'W')
+				a->wall_s = m * 60;
+			else
+				a->gpu_s = m * 60;
+			break;
+		}
 		case 'h':
 			fputs(optimize_usage, stdout);
 			*done = 1;
@@ -605,7 +226,15 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		fputs(optimize_usage, stderr);
 		return EXIT_USAGE;
 	}
-	return check_proposer(a->proposer);
+	if (!strcmp(a->proposer, "both"))
+		a->proposer = "compiler,llm";
+	if ((error = optimize_proposers_check(a->proposer, err, sizeof(err))) == -ENOTSUP) {
+		fprintf(stderr, "kernelbot optimize: %s\n", err);
+		return EXIT_USAGE;
+	}
+	if (error < 0)
+		return cli_usage_error("optimize", "--proposer: %s", err);
+	return 0;
 }
 
 static int
@@ -622,26 +251,28 @@ cmd_optimize(int argc, char **argv)
 {
 	struct opt_args a = { .eo = EVOLVE_OPTS_INIT, .out = OPT_DEFAULT_OUT, .proposer = "compiler" };
 	struct config *cfg = NULL;
-	struct module *mods = NULL;
+	struct optimize_module *mods = NULL;
 	size_t n_mods = 0;
 	json_t *all = NULL;
 	struct stat st;
 	char err[2048], root[PATH_MAX], dir[PATH_MAX];
-	int rc, done, repo, failed = 0, cli_budget;
+	int rc, done, repo, failed = 0, usage = 0, cli_budget;
 
 	a.eo.backend = NULL;
 	if ((rc = parse_args(argc, argv, &a, &done)) != 0 || done)
 		return rc;
-	if (!strcmp(a.proposer, "both"))
-		a.proposer = "compiler,llm";
 	cli_budget = a.eo.budget.candidates;
 	if ((rc = config_load_cli("optimize", a.config, CONFIG_NO_SECRETS, &cfg)) != 0)
 		return rc;
 	rc = EXIT_USAGE;
-	if (config_budgets(cfg, &a.eo.budget, err, sizeof(err)) < 0) {
+	if (optimize_config_budgets(cfg, &a.eo.budget, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
 		goto out;
 	}
+	if (a.wall_s > 0)
+		a.eo.budget.wall_s = a.wall_s;
+	if (a.gpu_s > 0)
+		a.eo.budget.gpu_s = a.gpu_s;
 	if (cli_budget)
 		a.eo.budget.candidates = cli_budget;
 	else if (!a.eo.budget.candidates)
@@ -669,7 +300,7 @@ cmd_optimize(int argc, char **argv)
 			    "names classes in %s", REPOCFG_FILE);
 			goto out;
 		}
-		if (repo_modules(root, argv + optind + 1, argc - optind - 1, &mods, &n_mods, err,
+		if (optimize_repo_modules(root, argv + optind + 1, argc - optind - 1, &mods, &n_mods, err,
 		    sizeof(err)) < 0) {
 			fprintf(stderr, "kernelbot optimize: %s\n", err);
 			goto out;
@@ -687,7 +318,7 @@ cmd_optimize(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < n_mods; i++) {
-		const struct module *m = &mods[i];
+		const struct optimize_module *m = &mods[i];
 		json_t *s;
 		int ok;
 
@@ -699,11 +330,13 @@ cmd_optimize(int argc, char **argv)
 			snprintf(dir, sizeof(dir), "%s", a.out);
 		if (repo)
 			fprintf(stderr, "optimize: module %s (%s) -> %s\n", m->rel, m->class_name, dir);
-		if (!(s = optimize_one(&a, cfg, m, dir, &ok))) {
+		if (!(s = optimize_module_run(&a.eo, a.proposer, cfg, m, dir, &ok, &usage))) {
 			rc = 1;
 			goto out;
 		}
 		failed += !ok;
+		if (!strcmp(jsonx_str(s, "status", ""), "error"))
+			fprintf(stderr, "kernelbot optimize: %s: %s\n", m->path, jsonx_str(s, "error", "?"));
 		if (repo) {
 			json_object_set_new(s, "module", json_string(m->rel));
 			json_object_set_new(s, "slug", json_string(m->slug));
@@ -719,9 +352,9 @@ cmd_optimize(int argc, char **argv)
 			printf("%s\n", txt);
 		free(txt);
 	}
-	rc = failed ? 1 : 0;
+	rc = usage ? EXIT_USAGE : failed ? 1 : 0;
 out:
-	modules_free_all(mods, n_mods);
+	optimize_modules_free(mods, n_mods);
 	json_decref(all);
 	config_free(cfg);
 	return rc;

@@ -141,6 +141,14 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
 			    "kind", "native", "so", c->build.so_path));
 	}
+	/*
+	 * The CPU kernel's OpenMP team the same size as eager PyTorch's in the
+	 * judge (gpu/harness.c passes OMP_NUM_THREADS to it): a fair race,
+	 * and on a loaded host a team larger than the free cores waits in
+	 * every parallel region.
+	 */
+	if (getenv("OMP_NUM_THREADS"))
+		json_object_set_new(env, "OMP_NUM_THREADS", json_string(getenv("OMP_NUM_THREADS")));
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
@@ -222,6 +230,36 @@ dedup_flags(json_t *res)
 			json_array_append(out, v);
 	}
 	json_object_set_new(res, "flags", out);
+}
+
+/*
+ * The device a result was measured on, for proposers' prompts, reports and
+ * the archive: name, arch, torch and, on a GPU, its size and the bandwidth
+ * the judge measured.
+ */
+static json_t *
+device_info(const struct gpu_device *g, const char *arch, const json_t *reply)
+{
+	json_t *d = json_object(), *v;
+	char drv[64];
+
+	json_object_set_new(d, "name", json_string(g ? g->name : "cpu"));
+	json_object_set_new(d, "arch", json_string(arch));
+	if (g) {
+		gpu_driver_version(drv, sizeof(drv));
+		json_object_set_new(d, "compute_capability",
+		    json_sprintf("%d.%d", g->cc_major, g->cc_minor));
+		json_object_set_new(d, "sm_count", json_integer(g->sm_count));
+		json_object_set_new(d, "l2_bytes", json_integer(g->l2_bytes));
+		json_object_set_new(d, "shared_memory_bytes", json_integer(g->smem_optin_bytes));
+		json_object_set_new(d, "mem_bytes", json_integer((json_int_t)g->mem_bytes));
+		json_object_set_new(d, "driver", json_string(drv));
+	}
+	if ((v = json_object_get(reply, "bandwidth_gbs")) && json_is_number(v))
+		json_object_set(d, "bandwidth_gbs", v);
+	if ((v = json_object_get(reply, "torch")))
+		json_object_set(d, "torch", v);
+	return d;
 }
 
 int
@@ -395,6 +433,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
 		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
+		/* what the kernel was built for: reports and the archive key on it */
+		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
+		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
+		    cuda ? arch : "cpu", reply));
 		json_array_append(results, c->res);
 	}
 	*out = results;

@@ -99,7 +99,7 @@ archive_op_signature(const json_t *ir, char **ops, char **shape_class)
 		if (op && *op && strcmp(op, "getitem") && n < MAX_OPS)
 			names[n++] = op;
 	}
-	if (n)	/* names is NULL when there are no nodes: qsort wants a pointer */
+	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n && error == 0; i++)
 		if ((error = buf_printf(&o, "%s%s", i ? " " : "", names[i])) == -ENOBUFS)
@@ -419,6 +419,15 @@ add_embeddings(const char *problem_source, struct cand *c, size_t n)
 	if (em.embed(em.arg, problem_source, q, em.dim) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		/* Once per problem: an endpoint call is not free. */
+		for (j = 0; j < i && strcmp(c[j].e->problem_sha, c[i].e->problem_sha); j++)
+			;
+		if (j < i) {
+			sim[i] = sim[j];
+			continue;
+		}
 		if (!c[i].e->problem_source ||
 		    em.embed(em.arg, c[i].e->problem_source, v, em.dim) < 0)
 			goto out;
@@ -453,7 +462,6 @@ better_kernel(const struct store_archive_entry *a,
 static json_t *
 neighbour_json(const struct store_archive_entry *e, double score)
 {
-
 	return json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s, s:f, s:o, s:o, s:f}",
 	    "id", (json_int_t)e->id, "problem", e->problem, "ops", e->ops ? e->ops : "",
 	    "arch", e->arch, "backend", e->backend, "kernel", e->kernel,

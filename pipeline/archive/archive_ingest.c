@@ -91,23 +91,31 @@ read_json(const char *dir, const char *rel, size_t max, int optional,
 
 /*
  * The arch of the device object history.json carries: its "arch", else
- * its compute capability ("9.0" -> sm_90). NULL when it says neither.
+ * its compute capability: "compute_capability" ("9.0", as the harness's
+ * info verb says it) or "cc_major"/"cc_minor" (gpu/device.h's fields).
+ * NULL when it says none of them.
  */
 static const char *
 device_arch(const json_t *dev, char *buf, size_t len)
 {
 	const char *a = jsonx_str(dev, "arch", NULL), *cc;
-	int major, minor;
+	long long major = -1, minor = -1;
+	int ma, mi;
 
 	if (a)
 		return a;
 	cc = jsonx_str(dev, "compute_capability", NULL);
-	if (cc && sscanf(cc, "%d.%d", &major, &minor) == 2 && major > 0 && major < 100 &&
-	    minor >= 0 && minor < 10) {
-		snprintf(buf, len, "sm_%d%d", major, minor);
-		return buf;
+	if (cc && sscanf(cc, "%d.%d", &ma, &mi) == 2) {
+		major = ma;
+		minor = mi;
+	} else if (json_is_integer(json_object_get(dev, "cc_major"))) {
+		major = jsonx_int(dev, "cc_major", -1);
+		minor = jsonx_int(dev, "cc_minor", -1);
 	}
-	return NULL;
+	if (major <= 0 || major >= 100 || minor < 0 || minor >= 10)
+		return NULL;
+	snprintf(buf, len, "sm_%lld%lld", major, minor);
+	return buf;
 }
 
 /* history.json's candidate with this source sha, or NULL. */

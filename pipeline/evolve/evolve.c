@@ -24,7 +24,6 @@
 #include "pipeline/evolve/evolve_int.h"
 
 #define EVO_PROBLEM_MAX		(4u << 20)	/* a problem file */
-#define EVO_ERR_SHOWN		300		/* characters of a candidate's first error kept in history */
 #define EVO_CONFIRM_TRIES	3		/* population entries tried by the confirmation */
 #define EVO_EMPTY_ROUNDS	2		/* rounds of only duplicates before "exhausted" */
 
@@ -37,29 +36,6 @@ evolve_candidate_clear(struct evolve_candidate *c)
 	c->origin = NULL;
 }
 
-struct run {
-	const struct evolve_opts *o;
-	struct evolve_ctx ctx;
-	struct evolve_spent spent;
-	struct evolve_entry *hist;	/* owned: source, source_sha, origin, result */
-	size_t n_hist, cap_hist;
-	const struct evolve_entry **pop;
-	size_t n_pop;
-	json_t *gens;			/* history's "generations" */
-	json_t *device;
-	char *problem_source;
-	char problem_sha[CRYPTO_SHA256_HEX];
-	const char *ext;		/* ".c" or ".cu" */
-	double t0;
-	uint64_t rng;
-	int disabled[EVOLVE_MAX_PROPOSERS];
-	char unsupported[1024];		/* a proposer's -ENOTSUP message */
-	char error[2048];		/* what stopped the run with "error" */
-	const char *stop_reason;
-	int last_improved;		/* generation of the last real improvement, -1 */
-	double best_ms;			/* < 0 until something is correct */
-};
-
 static double
 now_s(void)
 {
@@ -70,7 +46,7 @@ now_s(void)
 }
 
 static void
-progress(const struct run *r, const char *fmt, ...)
+progress(const struct evo_run *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,22 +59,10 @@ progress(const struct run *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int
-out_path(const struct run *r, char *out, size_t outlen, const char *name)
-{
-	return evo_join(out, outlen, r->o->out_dir, name);
-}
-
-static void
-cand_file(const struct run *r, int id, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "candidates/%04d%s", id, r->ext);
-}
-
 /* ------------------------------------------------------------ budgets */
 
 static const char *
-budget_spent(const struct run *r)
+budget_spent(const struct evo_run *r)
 {
 	const struct evolve_budget *b = &r->o->budget;
 	const struct evolve_spent *s = &r->spent;
@@ -118,37 +82,10 @@ budget_spent(const struct run *r)
 	return NULL;
 }
 
-static json_t *
-limit_or_null(double v)
-{
-	return v > 0 ? json_real(v) : json_null();
-}
-
-static json_t *
-budget_json(const struct evolve_budget *b)
-{
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-	    "candidates", b->candidates > 0 ? json_integer(b->candidates) : json_null(),
-	    "generations", b->generations > 0 ? json_integer(b->generations) : json_null(),
-	    "wall_s", limit_or_null(b->wall_s), "gpu_s", limit_or_null(b->gpu_s),
-	    "tokens", b->tokens > 0 ? json_integer(b->tokens) : json_null(),
-	    "dollars", limit_or_null(b->dollars));
-}
-
-static json_t *
-spent_json(const struct run *r)
-{
-	return json_pack("{s:i, s:i, s:f, s:f, s:I, s:f, s:i}",
-	    "candidates", r->spent.candidates, "generations", r->spent.generations,
-	    "wall_s", r->spent.wall_s, "gpu_s", r->spent.gpu_s,
-	    "tokens", (json_int_t)r->spent.tokens, "dollars", r->spent.dollars,
-	    "malformed", r->spent.malformed);
-}
-
 /* ------------------------------------------------------------ history */
 
 static int
-seen(const struct run *r, const char *sha, char (*batch)[CRYPTO_SHA256_HEX], int n_batch)
+seen(const struct evo_run *r, const char *sha, char (*batch)[CRYPTO_SHA256_HEX], int n_batch)
 {
 	for (size_t i = 0; i < r->n_hist; i++)
 		if (!strcmp(r->hist[i].source_sha, sha))
@@ -172,7 +109,7 @@ pop_cmp(const void *a, const void *b)
 
 /* The population: correct entries, fastest first, at most o->population. */
 static int
-rebuild_population(struct run *r)
+rebuild_population(struct evo_run *r)
 {
 	const struct evolve_entry **all;
 	size_t n = 0;
@@ -195,67 +132,10 @@ rebuild_population(struct run *r)
 	return 0;
 }
 
-static json_t *
-candidate_json(const struct run *r, const struct evolve_entry *e)
-{
-	char file[64];
-	json_t *parents = json_array(), *errs = json_object_get(e->result, "errors");
-	const char *first = json_string_value(json_array_get(errs, 0));
-	json_t *c;
-
-	cand_file(r, e->id, file, sizeof(file));
-	for (int i = 0; i < 2; i++)
-		if (e->parents[i] >= 0)
-			json_array_append_new(parents, json_integer(e->parents[i]));
-	c = json_pack("{s:i, s:i, s:s, s:s, s:o, s:s, s:s, s:s, s:b, s:o, s:O}",
-	    "id", e->id, "generation", e->generation, "proposer", e->proposer, "op", e->op,
-	    "parents", parents, "source_sha", e->source_sha, "file", file,
-	    "status", jsonx_str(e->result, "status", "?"), "correct", e->correct,
-	    "ms", e->correct ? json_real(e->ms) : json_null(),
-	    "origin", e->origin ? e->origin : json_null());
-	if (c && e->correct)
-		json_object_set(c, "speedup_eager", jsonx_path(e->result, "speedup.eager") ?
-		    jsonx_path(e->result, "speedup.eager") : json_null());
-	if (c && first)
-		json_object_set_new(c, "error", json_stringn(first,
-		    strlen(first) < EVO_ERR_SHOWN ? strlen(first) : EVO_ERR_SHOWN));
-	return c;
-}
-
-static json_t *
-history_json(const struct run *r)
-{
-	json_t *cands = json_array(), *h;
-
-	for (size_t i = 0; i < r->n_hist; i++)
-		json_array_append_new(cands, candidate_json(r, &r->hist[i]));
-	h = json_pack("{s:s, s:s, s:s, s:O, s:o, s:o, s:s?, s:O, s:o}",
-	    "problem", r->o->problem, "problem_sha", r->problem_sha, "backend", r->o->backend,
-	    "device", r->device ? r->device : json_null(), "budget", budget_json(&r->o->budget),
-	    "spent", spent_json(r), "stop_reason", r->stop_reason, "generations", r->gens,
-	    "candidates", cands);
-	return h;
-}
-
-static int
-write_history(const struct run *r)
-{
-	char path[PATH_MAX];
-	json_t *h = history_json(r);
-	int error;
-
-	if (!h)
-		return -ENOMEM;
-	if ((error = out_path(r, path, sizeof(path), "history.json")) == 0)
-		error = evo_write_json(path, h);
-	json_decref(h);
-	return error;
-}
-
 /* ------------------------------------------------------------ one generation */
 
 static int
-run_eval(struct run *r, const char *const *paths, size_t n, int trials, const char *baselines,
+run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, const char *baselines,
     json_t **results)
 {
 	struct eval_opts eo = EVAL_OPTS_INIT;
@@ -292,7 +172,7 @@ run_eval(struct run *r, const char *const *paths, size_t n, int trials, const ch
 }
 
 static int
-grow_history(struct run *r, size_t more)
+grow_history(struct evo_run *r, size_t more)
 {
 	struct evolve_entry *h;
 	size_t cap = r->cap_hist ? r->cap_hist : 64;
@@ -316,7 +196,7 @@ grow_history(struct run *r, size_t more)
  * in out/who, or -errno with r->error set.
  */
 static int
-collect(struct run *r, int want, struct evolve_candidate *out, int *who,
+collect(struct evo_run *r, int want, struct evolve_candidate *out, int *who,
     char (*shas)[CRYPTO_SHA256_HEX], int *offered)
 {
 	const struct evolve_opts *o = r->o;
@@ -400,7 +280,7 @@ collect(struct run *r, int want, struct evolve_candidate *out, int *who,
 }
 
 static int
-generation(struct run *r, int want)
+generation(struct evo_run *r, int want)
 {
 	struct evolve_candidate *cands = NULL;
 	char (*shas)[CRYPTO_SHA256_HEX] = NULL;
@@ -431,8 +311,8 @@ generation(struct run *r, int want)
 	base = r->n_hist;
 	for (int i = 0; i < n; i++) {
 		char full[PATH_MAX];
-		cand_file(r, (int)base + i, rel, sizeof(rel));
-		if ((error = out_path(r, full, sizeof(full), rel)) < 0 ||
+		evo_cand_file(r, (int)base + i, rel, sizeof(rel));
+		if ((error = evo_out_path(r, full, sizeof(full), rel)) < 0 ||
 		    (error = evo_write_file(full, cands[i].source, strlen(cands[i].source))) < 0) {
 			snprintf(r->error, sizeof(r->error), "%s/%s: %s", r->o->out_dir, rel,
 			    strerror(-error));
@@ -444,8 +324,12 @@ generation(struct run *r, int want)
 		}
 	}
 	if ((error = run_eval(r, (const char *const *)paths, (size_t)n, r->o->trials,
-	    r->o->baselines ? r->o->baselines : "eager", &results)) < 0)
+	    r->o->baselines ? r->o->baselines : "eager", &results)) < 0) {
+		/* candidates/ holds evaluated sources only */
+		for (int i = 0; i < n; i++)
+			unlink(paths[i]);
 		goto out;
+	}
 	for (int i = 0; i < n; i++) {
 		struct evolve_entry *e = &r->hist[base + i];
 		json_t *res = json_array_get(results, (size_t)i);
@@ -474,8 +358,8 @@ generation(struct run *r, int want)
 			goto out;
 		}
 		correct += e->correct;
-		if (!r->device && json_object_get(res, "device"))
-			r->device = json_incref(json_object_get(res, "device"));
+		if (!r->device && json_object_get(res, "device_info"))
+			r->device = json_incref(json_object_get(res, "device_info"));
 	}
 	r->ctx.device = r->device;
 	r->spent.candidates += n;
@@ -519,14 +403,15 @@ out:
  * not ship). 1 and *result when one confirmed, 0 when none did.
  */
 static int
-confirm(struct run *r, json_t **result, int *which)
+confirm(struct evo_run *r, json_t **result, int *which)
 {
 	char dir[PATH_MAX], file[PATH_MAX], name[32];
 	const char *paths[1] = { file };
-	int error;
+	/* never fewer trials than a generation had */
+	int error, trials = r->o->confirm_trials > r->o->trials ? r->o->confirm_trials : r->o->trials;
 
 	*result = NULL;
-	if ((error = out_path(r, dir, sizeof(dir), "best")) < 0 || (error = evo_mkdir_p(dir)) < 0)
+	if ((error = evo_out_path(r, dir, sizeof(dir), "best")) < 0 || (error = evo_mkdir_p(dir)) < 0)
 		return error;
 	snprintf(name, sizeof(name), "kernel%s", r->ext);
 	if ((error = evo_join(file, sizeof(file), dir, name)) < 0)
@@ -537,9 +422,8 @@ confirm(struct run *r, json_t **result, int *which)
 
 		if ((error = evo_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
-		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms,
-		    r->o->confirm_trials);
-		if ((error = run_eval(r, paths, 1, r->o->confirm_trials,
+		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms, trials);
+		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", &res)) < 0)
 			return error;
 		if (jsonx_bool(json_array_get(res, 0), "correct", 0)) {
@@ -556,42 +440,6 @@ confirm(struct run *r, json_t **result, int *which)
 	return 0;
 }
 
-static json_t *
-speedup_or_null(const json_t *res, const char *key)
-{
-	json_t *v = jsonx_path(res, key);
-
-	return json_is_number(v) ? json_real(json_number_value(v)) : json_null();
-}
-
-static json_t *
-summary_json(const struct run *r, const char *status, const json_t *best, int best_id)
-{
-	json_t *s, *b = json_null();
-	char name[32];
-
-	if (best) {
-		snprintf(name, sizeof(name), "best/kernel%s", r->ext);
-		b = json_pack("{s:s, s:i, s:f, s:{s:o, s:o, s:O, s:O}}", "path", name,
-		    "candidate", best_id, "ms", jsonx_num(best, "timings_ms.candidate.median", 0),
-		    "speedup", "eager", speedup_or_null(best, "speedup.eager"),
-		    "compile", speedup_or_null(best, "speedup.compile"),
-		    "eager_ci95", jsonx_path(best, "speedup.eager_ci95") ?
-		    jsonx_path(best, "speedup.eager_ci95") : json_null(),
-		    "compile_ci95", jsonx_path(best, "speedup.compile_ci95") ?
-		    jsonx_path(best, "speedup.compile_ci95") : json_null());
-	}
-	s = json_pack("{s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o}", "problem", r->o->problem,
-	    "status", status, "best", b, "candidates_evaluated", r->spent.candidates,
-	    "generations", r->spent.generations, "stop_reason", r->stop_reason,
-	    "backend", r->o->backend, "spent", spent_json(r));
-	if (s && !strcmp(status, "unsupported"))
-		json_object_set_new(s, "error", json_string(r->unsupported));
-	else if (s && r->error[0])
-		json_object_set_new(s, "error", json_string(r->error));
-	return s;
-}
-
 static int
 improved(const json_t *best)
 {
@@ -602,7 +450,7 @@ improved(const json_t *best)
 }
 
 static int
-finish(struct run *r, json_t **summary, char *err, size_t errlen)
+finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 {
 	json_t *best = NULL, *s = NULL, *h = NULL;
 	const char *status;
@@ -632,18 +480,18 @@ finish(struct run *r, json_t **summary, char *err, size_t errlen)
 		status = "error";
 	else
 		status = "no_correct";
-	if (!(s = summary_json(r, status, best, best_id)) || !(h = history_json(r))) {
+	if (!(s = evo_summary_json(r, status, best, best_id)) || !(h = evo_history_json(r))) {
 		error = -ENOMEM;
 		goto out;
 	}
-	if ((error = write_history(r)) < 0 ||
-	    (error = out_path(r, path, sizeof(path), "summary.json")) < 0 ||
+	if ((error = evo_write_history(r)) < 0 ||
+	    (error = evo_out_path(r, path, sizeof(path), "summary.json")) < 0 ||
 	    (error = evo_write_json(path, s)) < 0)
 		goto werr;
-	if (best && ((error = out_path(r, path, sizeof(path), "best/result.json")) < 0 ||
+	if (best && ((error = evo_out_path(r, path, sizeof(path), "best/result.json")) < 0 ||
 	    (error = evo_write_json(path, best)) < 0))
 		goto werr;
-	if ((error = out_path(r, path, sizeof(path), "REPORT.md")) < 0 ||
+	if ((error = evo_out_path(r, path, sizeof(path), "REPORT.md")) < 0 ||
 	    (error = evolve_write_report(path, s, h, best)) < 0)
 		goto werr;
 	progress(r, "%s after %d candidates in %d generations (%s); %s", status,
@@ -696,7 +544,7 @@ check_opts(const struct evolve_opts *o, char *err, size_t errlen)
 }
 
 static int
-setup(struct run *r, char *err, size_t errlen)
+setup(struct evo_run *r, char *err, size_t errlen)
 {
 	const struct evolve_opts *o = r->o;
 	struct buf b = BUF_INIT(EVO_PROBLEM_MAX);
@@ -717,10 +565,15 @@ setup(struct run *r, char *err, size_t errlen)
 		goto out;
 	}
 	crypto_sha256_hex(r->problem_source, strlen(r->problem_source), r->problem_sha);
-	if ((error = evo_mkdir_p(o->out_dir)) < 0 ||
-	    (error = out_path(r, path, sizeof(path), "candidates")) < 0 ||
+	if ((error = evo_prepare_dir(o->out_dir)) == -EEXIST) {
+		snprintf(err, errlen, "%s: not empty and holds no kernelbot optimize run "
+		    "(no history.json); choose another --out", o->out_dir);
+		goto out;
+	}
+	if (error < 0 ||
+	    (error = evo_out_path(r, path, sizeof(path), "candidates")) < 0 ||
 	    (error = evo_mkdir_p(path)) < 0 ||
-	    (error = out_path(r, path, sizeof(path), "problem.py")) < 0 ||
+	    (error = evo_out_path(r, path, sizeof(path), "problem.py")) < 0 ||
 	    (error = evo_write_file(path, r->problem_source, strlen(r->problem_source))) < 0) {
 		snprintf(err, errlen, "%s: %s", o->out_dir, strerror(-error));
 		goto out;
@@ -738,6 +591,12 @@ setup(struct run *r, char *err, size_t errlen)
 	r->ctx.problem_source = r->problem_source;
 	r->ctx.ir = o->ir;
 	r->ctx.ir_error = o->ir_error;
+	/* the graph IR beside the problem: the archive's op signature, the report's shapes */
+	if (o->ir && ((error = evo_out_path(r, path, sizeof(path), "ir.json")) < 0 ||
+	    (error = evo_write_json(path, o->ir)) < 0)) {
+		snprintf(err, errlen, "%s: %s", o->out_dir, strerror(-error));
+		goto out;
+	}
 	r->ctx.backend = o->backend;
 	r->ctx.budget = &o->budget;
 	r->ctx.spent = &r->spent;
@@ -749,7 +608,7 @@ out:
 }
 
 static void
-teardown(struct run *r)
+teardown(struct evo_run *r)
 {
 	for (size_t i = 0; i < r->n_hist; i++) {
 		free((char *)r->hist[i].source);
@@ -767,7 +626,7 @@ teardown(struct run *r)
 int
 evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errlen)
 {
-	struct run r;
+	struct evo_run r;
 	int error, empty = 0;
 
 	memset(&r, 0, sizeof(r));
@@ -802,7 +661,7 @@ evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errl
 		}
 		empty = 0;
 		r.spent.wall_s = now_s() - r.t0;
-		if ((error = write_history(&r)) < 0) {
+		if ((error = evo_write_history(&r)) < 0) {
 			snprintf(err, errlen, "%s/history.json: %s", o->out_dir, strerror(-error));
 			goto out;
 		}

@@ -160,8 +160,10 @@ struct evolve_opts {
  * caller's reference) whatever the outcome of the search: its "status"
  * says "improved", "not_faster", "no_correct", "unsupported" or "error"
  * (a proposer or the evaluator failed mid-run; what was found so far is
- * still written). -EINVAL for bad options, -errno when out_dir cannot be
- * written, with a sentence in err; no summary then.
+ * still written). An earlier run's files in out_dir are replaced; an
+ * out_dir that holds other files is -EEXIST. -EINVAL for bad options,
+ * -errno when out_dir cannot be written, with a sentence in err; no
+ * summary then.
  */
 int evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errlen);
 
@@ -170,8 +172,9 @@ int evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t 
  * schedule_default and a few diverse schedules in generation 0, then
  * mutations and crossovers of the population's schedules; origin
  * {"schedule": {...}}. A schedule or a source already tried is never
- * proposed again. An op the compiler refuses is -ENOTSUP with
- * "unsupported: OP ..." from propose(). 0 or -ENOMEM.
+ * proposed again. An op the compiler refuses, or shape variants its
+ * shape-specialized kernels cannot take, is -ENOTSUP with "unsupported:
+ * ..." from propose(). 0 or -ENOMEM.
  */
 int prop_compiler_new(const char *backend, struct proposer **out);
 

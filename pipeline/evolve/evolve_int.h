@@ -7,6 +7,10 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "common/crypto.h"
+#include "pipeline/evolve/evolve.h"
 
 /* mkdir -p with mode 0755: 0 or -errno. */
 int evo_mkdir_p(const char *path);
@@ -21,7 +25,57 @@ int evo_write_file(const char *path, const void *data, size_t len);
 /* The same for a JSON value, indented. */
 int evo_write_json(const char *path, const json_t *v);
 
+/*
+ * Make dir ready for a run: created when missing; when it holds an
+ * earlier run (history.json or summary.json), that run's files are
+ * removed (candidates/NNNN.c|.cu, best/, summary.json, history.json,
+ * REPORT.md, problem.py) and nothing else; any other non-empty folder is
+ * -EEXIST, left alone. 0 or -errno.
+ */
+int evo_prepare_dir(const char *dir);
+
 /* "PATH/NAME" into out; -ENAMETOOLONG when it does not fit. */
 int evo_join(char *out, size_t outlen, const char *dir, const char *name);
+
+/* The state of one evolve_run() (evolve.c); the JSON is built in evolve_json.c. */
+struct evo_run {
+	const struct evolve_opts *o;
+	struct evolve_ctx ctx;
+	struct evolve_spent spent;
+	struct evolve_entry *hist;	/* owned: source, source_sha, origin, result */
+	size_t n_hist, cap_hist;
+	const struct evolve_entry **pop;
+	size_t n_pop;
+	json_t *gens;			/* history's "generations" */
+	json_t *device;
+	char *problem_source;
+	char problem_sha[CRYPTO_SHA256_HEX];
+	const char *ext;		/* ".c" or ".cu" */
+	double t0;
+	uint64_t rng;
+	int disabled[EVOLVE_MAX_PROPOSERS];
+	char unsupported[1024];		/* a proposer's -ENOTSUP message */
+	char error[2048];		/* what stopped the run with "error" */
+	const char *stop_reason;
+	int last_improved;		/* generation of the last real improvement, -1 */
+	double best_ms;			/* < 0 until something is correct */
+};
+
+/* out_dir/name into out: 0 or -ENAMETOOLONG. */
+int evo_out_path(const struct evo_run *r, char *out, size_t outlen, const char *name);
+
+/* "candidates/NNNN.c" (or .cu) for history id `id`. */
+void evo_cand_file(const struct evo_run *r, int id, char *out, size_t outlen);
+
+/* The budget (null for no limit) and what was spent, as JSON (new references). */
+json_t *evo_budget_json(const struct evolve_budget *b);
+json_t *evo_spent_json(const struct evo_run *r);
+
+/* history.json's object (a new reference, NULL on ENOMEM), and writing it. */
+json_t *evo_history_json(const struct evo_run *r);
+int evo_write_history(const struct evo_run *r);
+
+/* summary.json's object; best is the confirmation's verdict or NULL. */
+json_t *evo_summary_json(const struct evo_run *r, const char *status, const json_t *best, int best_id);
 
 #endif

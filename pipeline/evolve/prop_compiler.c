@@ -9,9 +9,9 @@
  *
  * Generation 0 is the default schedule, then its one-field neighbours
  * (every value of every field, every single fusion cut) in random order
- * until the quota is met; later generations drain what is left of them
- * before breeding, so each knob that matters on this problem is measured
- * alone once. Breeding mutates (schedule_mutate, plus toggles of the cuts
+ * until the quota is met; in later generations what is left of them takes
+ * every other slot, so each knob that matters on this problem is measured
+ * alone once while breeding already combines those that helped. Breeding mutates (schedule_mutate, plus toggles of the cuts
  * that proved to exist) and crosses over the population's schedules.
  */
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/crypto.h"
+#include "common/jsonx.h"
 #include "pipeline/compiler/compiler.h"
 #include "pipeline/evolve/evolve.h"
 
@@ -33,6 +34,7 @@ struct pc_state {
 	size_t n_queue;
 	int seeded;
 	uint64_t live_cuts;			/* cut bits that change the code */
+	unsigned draws;				/* alternates neighbours and breeding */
 	struct schedule *tried;
 	size_t n_tried, cap_tried;
 	char (*shas)[CRYPTO_SHA256_HEX];	/* sources proposed */
@@ -225,7 +227,9 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 {
 	int gen = ctx->spent ? ctx->spent->generations : 0;
 
-	while (st->n_queue > 0) {
+	/* after generation 0, neighbours take every other slot: breeding
+	 * combines the knobs that helped while the rest are still measured */
+	while (st->n_queue > 0 && (gen == 0 || !ctx->n_population || st->draws++ % 2 == 0)) {
 		*s = st->queue[--st->n_queue];
 		parents[0] = parents[1] = -1;
 		*op = gen == 0 ? "seed" : "neighbour";
@@ -269,13 +273,43 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 	return -ENOENT;
 }
 
+/*
+ * The compiler builds kernels for the traced shapes only (they return 2
+ * for others), so a problem whose get_input_variants() gives other shapes
+ * can get no correct compiler kernel: say so instead of evaluating
+ * candidates that must fail. 0, or -ENOTSUP with the first differing input.
+ */
+static int
+check_variants(const json_t *ir, char *err, size_t errlen)
+{
+	json_t *variants = json_object_get(ir, "variants"), *v, *t, *in;
+	size_t i, j, k;
+
+	json_array_foreach(variants, i, v) {
+		json_array_foreach(v, j, t) {
+			const char *name = json_string_value(json_object_get(t, "name"));
+			json_array_foreach(json_object_get(ir, "inputs"), k, in) {
+				if (!name || strcmp(name, jsonx_str(in, "name", "")))
+					continue;
+				if (!json_equal(json_object_get(in, "shape"), json_object_get(t, "shape"))) {
+					snprintf(err, errlen, "unsupported: shape variants (input %s of "
+					    "variant %zu has another shape; the graph compiler builds "
+					    "kernels for the traced shapes only)", name, i);
+					return -ENOTSUP;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 static int
 pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candidate *out,
     int max, char *err, size_t errlen)
 {
 	struct pc_state *st = p->state;
 	struct schedule d;
-	int n = 0, error;
+	int n = 0, error, slots;
 
 	if (!st->g) {
 		if (!ctx->ir) {
@@ -283,13 +317,17 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 			    ctx->ir_error ? ctx->ir_error : "the module has no graph IR");
 			return -ENOTSUP;
 		}
+		if ((error = check_variants(ctx->ir, err, errlen)) < 0)
+			return error;
 		if ((error = ir_load((json_t *)ctx->ir, &st->g, err, errlen)) < 0)
 			return error;
 	}
 	if (!st->seeded && (error = build_queue(st, ctx->rng)) < 0)
 		return error;
 	schedule_default(&d, st->g, st->backend);
-	for (int slot = 0; n < max && slot < max + PC_ATTEMPTS; slot++) {
+	/* most neighbours change nothing on a given problem: room to skip them all */
+	slots = max + PC_ATTEMPTS + (int)st->n_queue;
+	for (int slot = 0; n < max && slot < slots; slot++) {
 		struct schedule s;
 		const char *op = "mutate";
 		char sha[CRYPTO_SHA256_HEX], full[CRYPTO_SHA256_HEX], *src = NULL;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -13,6 +14,8 @@
 #include "pipeline/evolve/evolve_int.h"
 
 #define REPORT_MAX	(4u << 20)
+#define REPORT_TOP	5		/* rows of the fastest candidates */
+#define REPORT_ORIGIN_CHARS 160		/* of each one's origin */
 
 static void
 ms_cell(struct buf *b, const json_t *t)
@@ -131,6 +134,48 @@ best_origin(struct buf *b, const json_t *summary, const json_t *history)
 	free(origin);
 }
 
+static int
+by_ms(const void *a, const void *b)
+{
+	double x = jsonx_num(*(json_t *const *)a, "ms", 0), y = jsonx_num(*(json_t *const *)b, "ms", 0);
+
+	return x < y ? -1 : x > y;
+}
+
+/* The fastest verified candidates, to see what the search learned. */
+static void
+fastest(struct buf *b, const json_t *history)
+{
+	json_t *cands = json_object_get(history, "candidates"), *c, **v;
+	size_t i, n = 0;
+
+	if (!(v = calloc(json_array_size(cands) + 1, sizeof(*v))))
+		return;
+	json_array_foreach(cands, i, c)
+		if (jsonx_bool(c, "correct", 0) && json_is_number(json_object_get(c, "ms")))
+			v[n++] = c;
+	qsort(v, n, sizeof(*v), by_ms);
+	if (n) {
+		buf_printf(b, "## Fastest candidates (of %zu verified, %zu evaluated)\n\n"
+		    "| candidate | generation | op | median (ms) | vs eager | origin |\n"
+		    "| ---: | ---: | --- | ---: | ---: | --- |\n", n, json_array_size(cands));
+		for (i = 0; i < n && i < REPORT_TOP; i++) {
+			char *o = json_dumps(json_object_get(v[i], "origin"),
+			    JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+			buf_printf(b, "| %lld | %lld | %s | %.4g | ", jsonx_int(v[i], "id", 0),
+			    jsonx_int(v[i], "generation", 0), jsonx_str(v[i], "op", "?"),
+			    jsonx_num(v[i], "ms", 0));
+			if (json_is_number(json_object_get(v[i], "speedup_eager")))
+				buf_printf(b, "%.2fx", jsonx_num(v[i], "speedup_eager", 0));
+			buf_printf(b, " | `%.*s%s` |\n", REPORT_ORIGIN_CHARS, o ? o : "null",
+			    o && strlen(o) > REPORT_ORIGIN_CHARS ? "..." : "");
+			free(o);
+		}
+		buf_addstr(b, "\n");
+	}
+	free(v);
+}
+
 int
 evolve_write_report(const char *path, const json_t *summary, const json_t *history,
     const json_t *best)
@@ -172,6 +217,7 @@ evolve_write_report(const char *path, const json_t *summary, const json_t *histo
 	chart(&b, json_object_get(history, "generations"));
 	if (best)
 		best_origin(&b, summary, history);
+	fastest(&b, history);
 	buf_addstr(&b, "Every candidate's source is in candidates/, its verdict in history.json.\n");
 	error = b.data ? evo_write_file(path, b.data, b.len) : -ENOMEM;
 	buf_free(&b);

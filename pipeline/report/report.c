@@ -313,6 +313,13 @@ best_candidate(const struct report_dir *d)
 	return NULL;
 }
 
+/* A copy of v for the manifest, or null. */
+static json_t *
+or_null(const json_t *v)
+{
+	return v ? json_deep_copy(v) : json_null();
+}
+
 static json_t *
 manifest_kernel(const struct report_dir *d)
 {
@@ -320,29 +327,32 @@ manifest_kernel(const struct report_dir *d)
 	json_t *k = json_pack("{s:s,s:s,s:s,s:s,s:s}", "file", d->file, "backend", d->backend,
 	    "sha256", d->sha256, "device", d->device, "optimize_status",
 	    jsonx_str(d->summary, "status", "?"));
+	const json_t *tc = jsonx_path(d->history, "toolchain");
+	const struct { const char *key; const json_t *v; } copy[] = {
+		{ "speedup", jsonx_path(d->result, "speedup") },
+		{ "device_info", jsonx_path(d->history, "device") },
+		{ "toolchain", tc ? tc : jsonx_path(d->summary, "toolchain") },
+		{ "op", cand ? json_object_get(cand, "op") : NULL },
+		{ "generations", json_object_get(d->summary, "generations") },
+		{ "candidates_evaluated", json_object_get(d->summary, "candidates_evaluated") },
+		{ "stop_reason", json_object_get(d->summary, "stop_reason") },
+		{ "budget", jsonx_path(d->history, "budget") },
+		{ "spent", json_object_get(d->summary, "spent") },
+		{ "seed", jsonx_path(d->result, "seed") },
+		{ "flags", jsonx_path(d->result, "flags") },
+	};
+	json_t *times = json_object();
 
 	json_object_set_new(k, "arch", d->arch[0] ? json_string(d->arch) : json_null());
-	json_object_set(k, "speedup", jsonx_path(d->result, "speedup"));
-	json_object_set_new(k, "timings_ms", json_pack("{s:O,s:O,s:O}",
-	    "kernel", jsonx_path(d->result, "timings_ms.candidate") ?: json_null(),
-	    "eager", jsonx_path(d->result, "timings_ms.eager") ?: json_null(),
-	    "compile", jsonx_path(d->result, "timings_ms.compile") ?: json_null()));
-	json_object_set(k, "device_info", jsonx_path(d->history, "device") ?: json_null());
-	json_object_set(k, "toolchain", jsonx_path(d->history, "toolchain") ?:
-	    jsonx_path(d->summary, "toolchain") ?: json_null());
+	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
+		json_object_set_new(k, copy[i].key, or_null(copy[i].v));
+	json_object_set_new(times, "kernel", or_null(jsonx_path(d->result, "timings_ms.candidate")));
+	json_object_set_new(times, "eager", or_null(jsonx_path(d->result, "timings_ms.eager")));
+	json_object_set_new(times, "compile", or_null(jsonx_path(d->result, "timings_ms.compile")));
+	json_object_set_new(k, "timings_ms", times);
 	json_object_set_new(k, "proposer", json_string(jsonx_str(cand, "proposer", "unknown")));
-	json_object_set_new(k, "op", cand && json_object_get(cand, "op") ?
-	    json_deep_copy(json_object_get(cand, "op")) : json_null());
 	json_object_set_new(k, "proposers", distinct(d->history, "proposer"));
 	json_object_set_new(k, "models", distinct(d->history, "model"));
-	json_object_set(k, "generations", json_object_get(d->summary, "generations") ?: json_null());
-	json_object_set(k, "candidates_evaluated",
-	    json_object_get(d->summary, "candidates_evaluated") ?: json_null());
-	json_object_set(k, "stop_reason", json_object_get(d->summary, "stop_reason") ?: json_null());
-	json_object_set(k, "budget", jsonx_path(d->history, "budget") ?: json_null());
-	json_object_set(k, "spent", json_object_get(d->summary, "spent") ?: json_null());
-	json_object_set(k, "seed", jsonx_path(d->result, "seed") ?: json_null());
-	json_object_set(k, "flags", jsonx_path(d->result, "flags") ?: json_array());
 	return k;
 }
 
@@ -474,11 +484,18 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 	if (best) {
 		int named = strcmp(best->device, "cpu") != 0;	/* "CPU kernel (cpu)" says nothing */
 
-		if ((error = buf_printf(&b, "kernelbot: %.2fx faster %s for %s%s%s%s%s%s",
-		    jsonx_num(best->result, "speedup.eager", 0), !strcmp(best->backend, "cuda") ?
-		    "CUDA kernel" : "CPU kernel", m->module_path, strcmp(c->cls, "Model") ? ":" : "",
-		    strcmp(c->cls, "Model") ? c->cls : "", named ? " (" : "", named ? best->device : "",
-		    named ? ")" : "")) < 0 ||
+		char flagged[128];
+		char speed[sizeof(flagged) + 64];
+
+		/* DESIGN.md 6.6: an implausible speedup is flagged, never headlined */
+		if (report_flagged(best, flagged, sizeof(flagged)))
+			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
+		else
+			snprintf(speed, sizeof(speed), "%.2fx faster", jsonx_num(best->result, "speedup.eager", 0));
+		if ((error = buf_printf(&b, "kernelbot: %s %s for %s%s%s%s%s%s", speed,
+		    !strcmp(best->backend, "cuda") ? "CUDA kernel" : "CPU kernel", m->module_path,
+		    strcmp(c->cls, "Model") ? ":" : "", strcmp(c->cls, "Model") ? c->cls : "",
+		    named ? " (" : "", named ? best->device : "", named ? ")" : "")) < 0 ||
 		    (error = detach_into(&b, &p->title)) < 0)
 			goto out;
 		if ((error = buf_printf(&b, "kernels/%s: verified kernel for %s\n\n"

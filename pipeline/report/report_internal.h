@@ -45,7 +45,15 @@ struct report_ctx {
 /* The markdown: PR body, REPORT.md (full = 1), results comment. */
 int report_md_body(const struct report_ctx *c, int full, struct buf *b);
 int report_md_comment(const struct report_ctx *c, struct buf *b);
-/* "2.31x vs eager [2.20, 2.43], 1.40x vs torch.compile on NVIDIA H200" */
+/*
+ * The result's flags that forbid headlining its speedup (suspicious_speedup,
+ * below_bandwidth_floor), comma-separated into out; 1 when there is one.
+ */
+int report_flagged(const struct report_dir *d, char *out, size_t len);
+/*
+ * "2.31x vs eager [2.20, 2.43], 1.40x vs torch.compile on NVIDIA H200", or
+ * for a flagged result "verified kernel on DEVICE, flagged for review: FLAGS".
+ */
 int report_md_headline(const struct report_dir *d, struct buf *b);
 /* The best dir by speedup over eager among improved ones (or all); NULL if none. */
 const struct report_dir *report_best(const struct report_ctx *c, int improved_only);

@@ -66,11 +66,29 @@ speedup(struct buf *b, const json_t *res, const char *which)
 }
 
 int
+report_flagged(const struct report_dir *d, char *out, size_t len)
+{
+	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor", NULL };
+	const json_t *v;
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	json_array_foreach(jsonx_path(d->result, "flags"), i, v)
+		for (const char *const *f = blocking; *f; f++)
+			if (json_is_string(v) && !strcmp(json_string_value(v), *f) && strlen(out) + strlen(*f) + 3 < len)
+				n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", *f) > 0;
+	return n > 0;
+}
+
+int
 report_md_headline(const struct report_dir *d, struct buf *b)
 {
 	const json_t *r = d->result;
+	char flagged[128];
 	int error;
 
+	if (report_flagged(d, flagged, sizeof(flagged)))
+		return buf_printf(b, "verified kernel on %s, flagged for review: %s", d->device, flagged);
 	if ((error = buf_printf(b, "%.2fx vs eager", jsonx_num(r, "speedup.eager", 0))) < 0)
 		return error;
 	if (json_array_size(jsonx_path(r, "speedup.eager_ci95")) == 2 &&
@@ -182,8 +200,10 @@ search(struct buf *b, const struct report_dir *d)
 	int error, first = 1;
 
 	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
-	    (error = buf_printf(b, "**: %lld candidates in %lld generations, stopped by `%s`; spent ",
-	    jsonx_int(d->summary, "candidates_evaluated", 0), jsonx_int(d->summary, "generations", 0),
+	    (error = buf_printf(b, "**: %lld candidate%s in %lld generation%s, stopped by `%s`; spent ",
+	    jsonx_int(d->summary, "candidates_evaluated", 0),
+	    jsonx_int(d->summary, "candidates_evaluated", 0) == 1 ? "" : "s",
+	    jsonx_int(d->summary, "generations", 0), jsonx_int(d->summary, "generations", 0) == 1 ? "" : "s",
 	    jsonx_str(d->summary, "stop_reason", "?"))) < 0)
 		return error;
 	json_object_foreach((json_t *)spent, k, v) {
@@ -391,6 +411,28 @@ not_improved(struct buf *b, const struct report_ctx *c)
 	return buf_addstr(b, "\nNo pull request is opened for a module without a faster verified kernel.\n");
 }
 
+/* A warning before the table for each result whose speedup is not to be trusted yet. */
+static int
+flag_notes(struct buf *b, const struct report_ctx *c)
+{
+	char flagged[128];
+	int error;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct report_dir *d = &c->d[i];
+
+		if (!d->result || !report_flagged(d, flagged, sizeof(flagged)))
+			continue;
+		if ((error = buf_printf(b, "> **Flagged for review (%s, ", d->backend)) < 0 ||
+		    (error = cell(b, d->device, 80)) < 0 ||
+		    (error = buf_printf(b, "): `%s`.** The evaluator found this time implausible (over 10x, "
+		    "or below what the bytes moved allow at the measured bandwidth); do not trust the "
+		    "speedup before re-measuring it on the target hardware.\n\n", flagged)) < 0)
+			return error;
+	}
+	return 0;
+}
+
 int
 report_md_body(const struct report_ctx *c, int full, struct buf *b)
 {
@@ -406,7 +448,8 @@ report_md_body(const struct report_ctx *c, int full, struct buf *b)
 	    "where it cannot run (no compiler, another device or shape).\n\n",
 	    m->commit ? m->commit : "?", m->repo ? " of " : "", m->repo ? m->repo : "",
 	    c->n_shipped > 1 ? "s" : "", m->slug)) < 0 ||
-	    (error = buf_addstr(b, "### Speedup\n\n")) < 0 || (error = table(b, c)) < 0 ||
+	    (error = buf_addstr(b, "### Speedup\n\n")) < 0 || (error = flag_notes(b, c)) < 0 ||
+	    (error = table(b, c)) < 0 ||
 	    (error = buf_addstr(b, "\n### Use it\n\n")) < 0 || (error = usage(b, c)) < 0 ||
 	    (error = buf_addstr(b, "\n### Search\n")) < 0)
 		return error;

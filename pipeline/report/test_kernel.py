@@ -27,7 +27,21 @@ dropin = _load("kernelbot_dropin_" + os.path.basename(HERE).replace("-", "_"), o
 M = dropin.MANIFEST["module"]
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-original = _load("kernelbot_original_" + os.path.basename(HERE).replace("-", "_"), os.path.join(ROOT, M["path"]))
+
+
+def _original():
+    """The module's file, imported as the repository imports it (a dotted
+    name, so its relative imports work) where its path allows, else by path."""
+    parts = M["path"][:-3].split("/") if M["path"].endswith(".py") else []
+    if parts and all(p.isidentifier() for p in parts):
+        try:
+            return importlib.import_module(".".join(parts))
+        except ImportError:
+            pass
+    return _load("kernelbot_original_" + os.path.basename(HERE).replace("-", "_"), os.path.join(ROOT, M["path"]))
+
+
+original = _original()
 BACKENDS = sorted({k["backend"] for k in dropin.MANIFEST["kernels"]})
 
 

@@ -74,12 +74,6 @@ check_match "REPORT.md: best time per generation" "$R" '^    line \[[0-9.e+-]+, 
 check_match "REPORT.md: why it stopped" "$R" 'stopped: budget:candidates'
 check_match "REPORT.md: the best schedule" "$R" 'Origin: `\{"schedule":'
 
-# --- human output ----------------------------------------------------------
-"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --budget 1 $FAST --out "$TMP/h" >"$TMP/human" 2>/dev/null
-check_eq "budget 1: exit 0" "$?" 0
-check_match "human summary: status, best, stop reason" "$(cat "$TMP/human")" \
-	'col_center.py: (improved|not_faster), best [0-9.e+-]+ ms.*\(1 candidates, 1 generations, budget:candidates\)'
-
 # --- a problem that does not trace ----------------------------------------
 "$KERNELBOT" optimize "$FIX/bad/unsupported_op.py" $FAST --out "$TMP/u" --json >"$TMP/u.json" 2>/dev/null
 check_eq "unsupported: exit 1" "$?" 1
@@ -87,6 +81,37 @@ check_eq "status unsupported, nothing evaluated, the reason given" \
 	"$(json_get "$TMP/u.json" '(d["status"], d["best"], d["candidates_evaluated"], d["error"].startswith("unsupported: ") and "sort" in d["error"])')" \
 	"('unsupported', None, 0, True)"
 check "REPORT.md even then" grep -q "No verified kernel" "$TMP/u/REPORT.md"
+
+# --- an op the compiler refuses ---------------------------------------------
+"$KERNELBOT" optimize "$FIX/optimize/half_scale.py" $FAST --out "$TMP/hs" --json >"$TMP/hs.json" 2>/dev/null
+check_eq "compiler refusal: exit 1" "$?" 1
+check_eq "status unsupported with the compiler's message" \
+	"$(json_get "$TMP/hs.json" '(d["status"], d["error"], d["candidates_evaluated"])')" \
+	"('unsupported', 'unsupported: dtype float16 (input x)', 0)"
+
+# --- shape variants the compiler's shape-specialized kernels cannot take --
+"$KERNELBOT" optimize "$FIX/eval/scale_bias.py" $FAST --out "$TMP/sv" --json >"$TMP/sv.json" 2>/dev/null
+check_eq "shape variants: exit 1" "$?" 1
+check_eq "unsupported up front, nothing evaluated" \
+	"$(json_get "$TMP/sv.json" '(d["status"], d["error"].startswith("unsupported: shape variants (input x of variant"), d["candidates_evaluated"])')" \
+	"('unsupported', True, 0)"
+
+# --- a second run into the same DIR replaces the first; human output --------
+# (the budget comes from --config's budgets section this time)
+printf 'budgets:\n  candidates: 1\n  wall_minutes: 30\n' >"$TMP/budget.yml"
+"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --config "$TMP/budget.yml" $FAST --out "$OUT" \
+	>"$TMP/human" 2>/dev/null
+check_eq "rerun into a used DIR: exit 0" "$?" 0
+check_match "human summary: status, best, stop reason; budgets.candidates applied" "$(cat "$TMP/human")" \
+	'col_center.py: (improved|not_faster), best [0-9.e+-]+ ms.*\(1 candidates, 1 generations, budget:candidates\)'
+check_eq "the budget in history.json" "$(json_get "$OUT/history.json" '(d["budget"]["candidates"], d["budget"]["wall_s"])')" "(1, 1800.0)"
+check_eq "the old run's candidates are gone" "$(ls "$OUT/candidates")" "0000.c"
+check "problem.py is the new problem" cmp -s "$FIX/optimize/col_center.py" "$OUT/problem.py"
+mkdir -p "$TMP/foreign" && echo keep >"$TMP/foreign/notes.txt"
+"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --budget 1 $FAST --out "$TMP/foreign" >/dev/null 2>"$TMP/err"
+check_eq "a non-empty DIR that holds no run: exit 2" "$?" 2
+check_match "and says why" "$(cat "$TMP/err")" "not empty and holds no kernelbot optimize run"
+check "its files are left alone" test -f "$TMP/foreign/notes.txt"
 
 # --- a repository ----------------------------------------------------------
 mkdir -p "$TMP/repo/models" "$TMP/repo/.git"
@@ -107,6 +132,17 @@ printf 'version: 1\nmodules:\n  - path: models/Center.py\n    class: Nope\n' >"$
 "$KERNELBOT" optimize "$TMP/repo" $FAST --out "$TMP/r3" >/dev/null 2>"$TMP/err"
 check_eq ".kernelbot.yml naming a missing class: exit 2" "$?" 2
 check_match "and the message names the class" "$(cat "$TMP/err")" "does not define class Nope"
+
+# --- the evaluator cannot run (no GPU here for --backend cuda) --------------
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	"$KERNELBOT" optimize "$FIX/optimize/col_center.py" --budget 4 $FAST --backend cuda --out "$TMP/cu" \
+		--json >"$TMP/cu.json" 2>/dev/null
+	check_eq "cuda without a GPU: exit 1" "$?" 1
+	check_eq "status error, stop_reason error, the evaluator's message" \
+		"$(json_get "$TMP/cu.json" '(d["status"], d["stop_reason"], "no GPU" in d["error"])')" \
+		"('error', 'error', True)"
+	check_eq "no unevaluated source left in candidates/" "$(ls "$TMP/cu/candidates" | wc -l | tr -d ' ')" 0
+fi
 
 # --- usage -----------------------------------------------------------------
 "$KERNELBOT" optimize "$P" --proposer llm --out "$TMP/x" >/dev/null 2>"$TMP/err"

@@ -23,13 +23,15 @@ if ! "$KERNELBOT" runner --help >/dev/null 2>&1; then
 fi
 D="$TMP/demo"
 start=$(date +%s)
-"$KERNELBOT" demo --dir "$D" --examples "$KB_ROOT/examples" --timeout 290 >"$TMP/out" 2>"$TMP/err"
+"$KERNELBOT" demo --dir "$D" --examples "$KB_ROOT/examples" --timeout 600 >"$TMP/out" 2>"$TMP/err"
 st=$?
 check_eq "kernelbot demo exits 0" "$st" 0
 if [ "$st" -ne 0 ]; then
 	cat "$TMP/out" "$TMP/err"
 	tail -n 40 "$D/serve.log"
 fi
+# The time is printed, not asserted (speed belongs to bench/); the
+# --timeout above only bounds a hang.
 echo "t8000: the demo took $(( $(date +%s) - start )) s"
 out=$(cat "$TMP/out")
 check_match "it prints where the PRs are" "$out" "Pull request: $D/forge/prs/models-(rmsnorm|softmax)\.md"

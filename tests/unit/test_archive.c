@@ -313,6 +313,37 @@ test_neighbours(struct store *s)
 	json_decref(out);
 	out = NULL;
 
+	/* Other new problems: the archived problem with their heaviest ops first. */
+	{
+		static const struct { const char *sub, *name, *want0, *want1; } q[] = {
+			{ "compiler/problems", "05_linear_gelu", "06_linear_relu_scale_residual",
+			  "01_scale_gelu_bias" },
+			{ "ops", "conv2d", "07_conv2d_relu_bias", NULL },
+			{ "compiler/problems", "12_mlp_block", "06_linear_relu_scale_residual",
+			  "01_scale_gelu_bias" },
+		};
+
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			char *qs = slurp(q[i].sub, q[i].name, "py");
+			json_t *qir = load_ir("ir", q[i].name, "json");
+			char what[160];
+
+			snprintf(what, sizeof(what), "%s retrieves %s first", q[i].name, q[i].want0);
+			CHECK_INT(what, archive_neighbours(s, qs, qir, "sm_90", 3, &out, err,
+			    sizeof(err)), 0);
+			CHECK_STR(what, nth_problem(out, 0), q[i].want0);
+			if (q[i].want1) {
+				snprintf(what, sizeof(what), "%s retrieves %s second", q[i].name,
+				    q[i].want1);
+				CHECK_STR(what, nth_problem(out, 1), q[i].want1);
+			}
+			json_decref(out);
+			out = NULL;
+			json_decref(qir);
+			free(qs);
+		}
+	}
+
 	/* The arch: the CPU asks, the CPU kernel of the same problem is shown. */
 	CHECK_INT("neighbours for the cpu",
 	    archive_neighbours(s, src, ir, "cpu", 3, &out, err, sizeof(err)), 0);
@@ -386,6 +417,8 @@ test_neighbours(struct store *s)
 		    err, sizeof(err)), 0);
 		with = jsonx_num(json_array_get(out, 0), "score", 0);
 		CHECK("... it is called", calls > 1);
+		/* 7 problems hold 10 kernels, 3 of them one softmax problem. */
+		CHECK("... once per problem, not per kernel", calls <= 1 + 7);
 		CHECK("... and adds to the score", with > plain);
 		CHECK_STR("... the softmax still first", nth_problem(out, 0), "02_softmax_rows");
 		json_decref(out);
@@ -746,6 +779,11 @@ test_ingest(const char *dir)
 	    err, sizeof(err)), 0);
 	CHECK_INT("... added on sm_90a", archive_has_arch(s, "sm_90a"), 1);
 	prov.arch = NULL;
+	put(p, "history.json", "{\"device\": {\"name\": \"NVIDIA A100\", \"cc_major\": 8, "
+	    "\"cc_minor\": 0}, \"candidates\": []}");
+	CHECK_INT("arch from cc_major/cc_minor", archive_ingest_optimize_dir(s, p, NULL, &st,
+	    err, sizeof(err)), 0);
+	CHECK_INT("... added on sm_80", archive_has_arch(s, "sm_80"), 1);
 	put(p, "summary.json", "{\"status\": \"improved\", \"best\": {\"path\": \"../../etc/passwd\"}}");
 	CHECK_INT("a best path out of the dir: -EINVAL", archive_ingest_optimize_dir(s, p,
 	    NULL, &st, err, sizeof(err)), -EINVAL);

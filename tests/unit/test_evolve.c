@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/crypto.h"
 #include "common/jsonx.h"
 #include "gpu/eval.h"
+#include "pipeline/compiler/schedule.h"
 #include "pipeline/evolve/evolve.h"
 #include "t.h"
 
@@ -93,6 +95,7 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 		return -ENOTSUP;
 	case M_TOKENS:
 		ctx->spent->tokens += 100;
+		ctx->spent->dollars += 0.2;
 		break;
 	default:
 		break;
@@ -220,6 +223,24 @@ test_budget_candidates(void)
 	CHECK("REPORT.md written", exists("cand", "REPORT.md"));
 	CHECK("problem.py copied", exists("cand", "problem.py"));
 	CHECK("gpu seconds summed from eval_s", jsonx_num(s, "spent.gpu_s", 0) >= 5.0);
+	{
+		struct buf rep = BUF_INIT(1 << 20);
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cand/REPORT.md", tmpdir);
+		buf_read_file(&rep, path);
+		CHECK("REPORT.md: the speedup table with the confirmation's interval",
+		    rep.data && strstr(rep.data, "| best (candidate 9) | 13.42 |") &&
+		    strstr(rep.data, "| 74.51x | [67.06, 81.96] |"));
+		CHECK("REPORT.md: the chart of best times", rep.data &&
+		    strstr(rep.data, "    x-axis \"generation\" [0, 1, 2]\n") &&
+		    strstr(rep.data, "    line [51.2, 20.9715, 13.4218]\n"));
+		CHECK("REPORT.md: why it stopped", rep.data && strstr(rep.data, "stopped: budget:candidates"));
+		CHECK("REPORT.md: the fastest candidates, fastest first", rep.data &&
+		    strstr(rep.data, "## Fastest candidates (of 10 verified, 10 evaluated)") &&
+		    strstr(rep.data, "| 9 | 2 | mutate | 13.42 | 74.51x | `{\"v\":13.4217") &&
+		    strstr(rep.data, "| 9 | 2 |") < strstr(rep.data, "| 8 | 2 |"));
+		buf_free(&rep);
+	}
 	json_decref(s);
 	json_decref(h);
 }
@@ -301,6 +322,27 @@ test_outcomes(void)
 	json_decref(s);
 
 	b.tokens = 0;
+	b.gpu_s = 3;	/* 0.5 s of eval_s per candidate: 2 after one generation, 4 after two */
+	s = run(M_IMPROVING, b, 4, &f, "gpu", &rc);
+	CHECK_STR("gpu budget", jsonx_str(s, "stop_reason", ""), "budget:gpu");
+	CHECK_INT("gpu budget: two generations", jsonx_int(s, "generations", 0), 2);
+	json_decref(s);
+
+	b.gpu_s = 0;
+	b.wall_s = 1e-9;
+	s = run(M_IMPROVING, b, 4, &f, "wall", &rc);
+	CHECK_STR("wall budget", jsonx_str(s, "stop_reason", ""), "budget:wall");
+	CHECK_INT("wall budget spent before anything ran", jsonx_int(s, "candidates_evaluated", -1), 0);
+	CHECK_STR("so no_correct", jsonx_str(s, "status", ""), "no_correct");
+	json_decref(s);
+
+	b.wall_s = 0;
+	b.dollars = 0.5;
+	s = run(M_TOKENS, b, 2, &f, "dollars", &rc);
+	CHECK_STR("dollar budget", jsonx_str(s, "stop_reason", ""), "budget:dollars");
+	json_decref(s);
+
+	b.dollars = 0;
 	b.candidates = 4;
 	s = run(M_EMPTY, b, 4, &f, "empty", &rc);
 	CHECK_INT("an empty source is malformed, not evaluated", jsonx_int(s, "spent.malformed", 0), 1);
@@ -314,6 +356,33 @@ test_outcomes(void)
 	CHECK_STR("stop_reason error", jsonx_str(s, "stop_reason", ""), "error");
 	CHECK_STR("with its message", jsonx_str(s, "error", ""), "the judge crashed");
 	json_decref(s);
+}
+
+static void
+test_rerun(void)
+{
+	struct evolve_budget b = { .candidates = 2 };
+	struct fake f;
+	char path[600];
+	FILE *fp;
+	int rc;
+	json_t *s = run(M_IMPROVING, b, 4, &f, "cand", &rc);
+
+	CHECK_INT("a rerun into an earlier run's folder works", rc, 0);
+	CHECK("the new run's candidates are there", exists("cand", "candidates/0001.c"));
+	CHECK("the earlier run's are gone", !exists("cand", "candidates/0002.c") &&
+	    !exists("cand", "candidates/0009.c"));
+	json_decref(s);
+	snprintf(path, sizeof(path), "%s/foreign", tmpdir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/foreign/notes.txt", tmpdir);
+	if ((fp = fopen(path, "w")))
+		fclose(fp);
+	s = run(M_IMPROVING, b, 4, &f, "foreign", &rc);
+	CHECK_INT("a folder with other files is -EEXIST", rc, -EEXIST);
+	CHECK("and no summary", s == NULL);
+	CHECK("its files are left alone", exists("foreign", "notes.txt") &&
+	    !exists("foreign", "candidates"));
 }
 
 static void
@@ -332,6 +401,160 @@ test_bad_opts(void)
 	CHECK("the message names it", strstr(err, "tpu") != NULL);
 }
 
+/* ------------------------------------------------------------ the compiler proposer */
+
+static const char *
+code_of(const char *src)
+{
+	const char *e = strstr(src, "*/");
+
+	return e ? e + 2 : src;
+}
+
+static json_t *
+ir_fixture(const char *name)
+{
+	char path[512], err[256];
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/ir/%s.json", root, name);
+	if (jsonx_load_file(path, 64u << 20, &j, err, sizeof(err)) < 0)
+		printf("     %s: %s\n", path, err);
+	return j;
+}
+
+static void
+test_prop_compiler(void)
+{
+	struct proposer *p = NULL;
+	struct evolve_candidate out[8];
+	struct evolve_entry hist[64];
+	const struct evolve_entry *pop[64];
+	struct evolve_spent spent = { 0 };
+	struct evolve_budget budget = { 0 };
+	struct evolve_ctx ctx = { .backend = "cpu", .budget = &budget, .spent = &spent };
+	struct schedule d, s;
+	uint64_t rng = 99;
+	char err[512], shas[64][CRYPTO_SHA256_HEX];
+	const char *half = "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
+	    "\"shape\": [4], \"dtype\": \"float16\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
+	    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float16\"}], "
+	    "\"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float16\"}]}";
+	json_t *ir;
+	int n, total = 0, calls, distinct = 1;
+
+	ctx.rng = &rng;
+	CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+	ctx.ir_error = "m.py: trace failed: boom";
+	CHECK_INT("no IR: -ENOTSUP", p->propose(p, &ctx, out, 8, err, sizeof(err)), -ENOTSUP);
+	CHECK_STR("saying why", err, "unsupported: m.py: trace failed: boom");
+	ctx.ir = ir = json_loads(half, 0, NULL);
+	CHECK_INT("an op or dtype the compiler refuses: -ENOTSUP",
+	    p->propose(p, &ctx, out, 8, err, sizeof(err)), -ENOTSUP);
+	CHECK("with the compiler's message", strstr(err, "unsupported: dtype float16") == err);
+	p->free(p);
+	json_decref(ir);
+
+	/* shape variants: the compiler's kernels are for the traced shapes */
+	{
+		const char *var = "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
+		    "\"shape\": [4], \"dtype\": \"float32\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
+		    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"outputs\": [{\"name\": \"y\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "\"variants\": [[{\"name\": \"x\", \"shape\": [4], \"dtype\": \"float32\"}], "
+		    "[{\"name\": \"x\", \"shape\": [9], \"dtype\": \"float32\"}]]}";
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		ctx.ir = ir = json_loads(var, 0, NULL);
+		CHECK_INT("shape variants: -ENOTSUP", p->propose(p, &ctx, out, 8, err, sizeof(err)), -ENOTSUP);
+		CHECK("naming the input and the variant",
+		    strstr(err, "unsupported: shape variants (input x of variant 1") == err);
+		p->free(p);
+		json_array_remove(json_object_get(ir, "variants"), 1);
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		memset(out, 0, sizeof(out));
+		n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+		CHECK_INT("a variant of the traced shape is fine", n, 1);
+		for (int i = 0; i < n; i++)
+			evolve_candidate_clear(&out[i]);
+		p->free(p);
+		json_decref(ir);
+	}
+
+	/* linear + gelu, N = 48: cpu_tile 16, 32 and 48 (every larger tile is
+	 * clamped to N) are the only different codes on the CPU */
+	CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+	ctx.ir = ir = ir_fixture("05_linear_gelu");
+	ctx.ir_error = NULL;
+	memset(out, 0, sizeof(out));
+	n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+	CHECK_INT("generation 0: the three codes there are", n, 3);
+	schedule_default(&d, NULL, SCHED_CPU);
+	s = d;
+	CHECK("the first is the default schedule", n > 0 &&
+	    schedule_from_json(&s, json_object_get(out[0].origin, "schedule"), err, sizeof(err)) == 0 &&
+	    !schedule_cmp(&s, &d));
+	CHECK_STR("a seed", n > 0 ? out[0].op : "", "seed");
+	CHECK("with no parents", n > 0 && out[0].parents[0] == -1 && out[0].parents[1] == -1);
+	for (int i = 0; i < n; i++) {
+		crypto_sha256_hex(code_of(out[i].source), strlen(code_of(out[i].source)), shas[i]);
+		for (int k = 0; k < i; k++)
+			distinct &= strcmp(shas[i], shas[k]) != 0;
+		/* the loop's view of them: evaluated, the last one fastest */
+		memset(&hist[i], 0, sizeof(hist[i]));
+		hist[i].id = i;
+		hist[i].source = out[i].source;
+		hist[i].origin = out[i].origin;
+		hist[i].correct = 1;
+		hist[i].ms = 10.0 - i;
+		hist[i].parents[0] = hist[i].parents[1] = -1;
+		hist[i].source_sha = strdup(shas[i]);	/* not the loop's sha: only compared */
+		pop[n - 1 - i] = &hist[i];
+	}
+	CHECK("no two with the same code", distinct);
+	total = n;
+	ctx.history = hist;
+	ctx.n_history = (size_t)n;
+	ctx.population = pop;
+	ctx.n_population = (size_t)n;
+	spent.generations = 1;
+	for (calls = 0; calls < 5; calls++) {
+		struct evolve_candidate more[8];
+		memset(more, 0, sizeof(more));
+		n = p->propose(p, &ctx, more, 8, err, sizeof(err));
+		total += n > 0 ? n : 0;
+		for (int i = 0; i < n; i++)
+			evolve_candidate_clear(&more[i]);
+		if (n <= 0)
+			break;
+	}
+	CHECK_INT("then nothing new: 0, not a schedule that changes nothing", n, 0);
+	CHECK_INT("three candidates in all", total, 3);
+	for (int i = 0; i < 3 && i < total; i++) {
+		free((char *)hist[i].source_sha);
+		evolve_candidate_clear(&out[i]);
+	}
+	p->free(p);
+
+	/* the same problem on CUDA: block, vec, unroll change the code there */
+	CHECK_INT("prop_compiler_new cuda", prop_compiler_new("cuda", &p), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.backend = "cuda";
+	ctx.budget = &budget;
+	ctx.spent = &spent;
+	ctx.rng = &rng;
+	ctx.ir = ir;
+	spent.generations = 0;
+	memset(out, 0, sizeof(out));
+	n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+	CHECK_INT("cuda: a full generation of different codes", n, 8);
+	CHECK("cuda sources", n > 0 && strstr(out[0].source, "__global__") != NULL);
+	for (int i = 0; i < n; i++)
+		evolve_candidate_clear(&out[i]);
+	p->free(p);
+	json_decref(ir);
+}
+
 int
 main(void)
 {
@@ -348,7 +571,9 @@ main(void)
 	test_dedup();
 	test_generations_and_convergence();
 	test_outcomes();
+	test_rerun();
 	test_bad_opts();
+	test_prop_compiler();
 	if (!t_failed) {
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

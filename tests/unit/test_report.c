@@ -187,6 +187,28 @@ main(void)
 	CHECK("the title takes the best", strstr(p.title, "2.50x"));
 	report_pr_free(&p);
 
+	/* an implausible time is flagged, never headlined (DESIGN.md 6.6) */
+	improved_dir("flagged", "sm_90", 2.5);
+	{
+		char *r = strdup(RESULT), *at = strstr(r, "[\"side_stream\"]");
+		char fixed[sizeof(RESULT) + 64];
+
+		*at = '\0';
+		snprintf(fixed, sizeof(fixed), "%s[\"below_bandwidth_floor\"]%s", r, at + strlen("[\"side_stream\"]"));
+		put("flagged", "best/result.json", fixed);
+		free(r);
+	}
+	const char *flagged[] = { dir("flagged") };
+	CHECK_INT("a flagged result builds", build(flagged, 1, &p, err, sizeof(err)), 0);
+	CHECK_INT("it still ships", p.improved, 1);
+	CHECK("the title does not headline the speedup", p.title && !strstr(p.title, "2.50x") &&
+	    strstr(p.title, "flagged for review (below_bandwidth_floor)"));
+	CHECK_STR("nor does the status", p.status_description,
+	    "verified kernel on NVIDIA H200, flagged for review: below_bandwidth_floor");
+	CHECK("the body warns above the table", p.body && strstr(p.body, "> **Flagged for review (cuda, NVIDIA H200): "
+	    "`below_bandwidth_floor`.**"));
+	report_pr_free(&p);
+
 	/* nothing faster: no PR, a status */
 	put("slow", "summary.json", "{\"problem\": \"models/mlp.py\", \"status\": \"not_faster\", \"backend\": \"cpu\","
 	    " \"best\": {\"path\": \"best/kernel.c\", \"speedup\": {\"eager\": 0.8, \"compile\": null}},"

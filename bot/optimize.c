@@ -1,0 +1,410 @@
+/*
+ * One module through the search, as `kernelbot optimize` runs it: see
+ * bot/optimize.h.
+ */
+#include "bot/optimize.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/buf.h"
+#include "common/jsonx.h"
+#include "gitops/modules.h"
+#include "gitops/repocfg.h"
+#include "pipeline/compiler/irload.h"
+
+#define OPTIMIZE_MAX_DEPTH	16	/* folders below the repository root */
+
+/*
+ * The proposers `--proposer` can name. One that is not built in has no
+ * constructor; wiring pipeline/llm in is one line here (and "both" then
+ * means compiler + llm).
+ */
+struct proposer_kind {
+	const char *name;
+	int (*make)(const char *backend, const struct config *cfg, struct proposer **out,
+	    char *err, size_t errlen);
+};
+
+static int
+make_compiler(const char *backend, const struct config *cfg, struct proposer **out,
+    char *err, size_t errlen)
+{
+	(void)cfg;
+	(void)err;
+	(void)errlen;
+	return prop_compiler_new(backend, out);
+}
+
+static const struct proposer_kind proposer_kinds[] = {
+	{ "compiler", make_compiler },
+	{ "llm", NULL },
+	{ NULL, NULL },
+};
+
+
+/* ------------------------------------------------------------ budgets.* */
+
+int
+optimize_config_budgets(const struct config *cfg, struct evolve_budget *b, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "candidates", "generations", "wall_minutes",
+		"gpu_minutes", "llm_tokens", "llm_usd", NULL };
+	json_t *sec = json_object_get(config_tree(cfg), "budgets"), *v;
+	const char *k;
+
+	if (!sec)
+		return 0;
+	if (!json_is_object(sec))
+		return config_error(cfg, err, errlen, "budgets", NULL, "expected a mapping");
+	json_object_foreach(sec, k, v) {
+		char key[128];
+		int known = 0;
+		double x;
+
+		for (int i = 0; keys[i]; i++)
+			known |= !strcmp(k, keys[i]);
+		snprintf(key, sizeof(key), "budgets.%s", k);
+		if (!known)
+			return config_error(cfg, err, errlen, key, NULL, "unknown key (one of "
+			    "candidates, generations, wall_minutes, gpu_minutes, llm_tokens, llm_usd)");
+		/* YAML scalars may arrive as strings */
+		if (json_is_number(v))
+			x = json_number_value(v);
+		else if (json_is_string(v)) {
+			char *end;
+			x = strtod(json_string_value(v), &end);
+			if (*end || end == json_string_value(v))
+				return config_error(cfg, err, errlen, key, NULL, "expected a number");
+		} else
+			return config_error(cfg, err, errlen, key, NULL, "expected a number");
+		if (x < 0 || x > 1e12)
+			return config_error(cfg, err, errlen, key, NULL, "expected a number from 0 to 1e12");
+		if (!strcmp(k, "candidates"))
+			b->candidates = (int)(x > 1e9 ? 1e9 : x);
+		else if (!strcmp(k, "generations"))
+			b->generations = (int)(x > 1e9 ? 1e9 : x);
+		else if (!strcmp(k, "wall_minutes"))
+			b->wall_s = x * 60;
+		else if (!strcmp(k, "gpu_minutes"))
+			b->gpu_s = x * 60;
+		else if (!strcmp(k, "llm_tokens"))
+			b->tokens = (int64_t)x;
+		else
+			b->dollars = x;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ modules of a repository */
+
+void
+optimize_modules_free(struct optimize_module *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].path);
+		free(m[i].rel);
+		free(m[i].class_name);
+	}
+	free(m);
+}
+
+static int
+read_text(const char *path, size_t max, char **out)
+{
+	struct buf b = BUF_INIT(max);
+	int error;
+
+	if ((error = buf_read_file(&b, path)) < 0) {
+		buf_free(&b);
+		return error;
+	}
+	*out = b.data ? buf_detach(&b, NULL) : strdup("");
+	return *out ? 0 : -ENOMEM;
+}
+
+struct walk {
+	const char *root;
+	const json_t *entries;		/* .kernelbot.yml modules, or NULL: the convention */
+	struct optimize_module *v;
+	size_t n;
+	char err[1024];
+};
+
+static int
+add_module(struct walk *w, const char *rel, const char *cls)
+{
+	char full[PATH_MAX];
+	struct optimize_module *m;
+
+	if (w->n >= OPTIMIZE_MAX_MODULES) {
+		snprintf(w->err, sizeof(w->err), "more than %d modules", OPTIMIZE_MAX_MODULES);
+		return -E2BIG;
+	}
+	if (!(m = realloc(w->v, (w->n + 1) * sizeof(*m))))
+		return -ENOMEM;
+	w->v = m;
+	m = &w->v[w->n];
+	memset(m, 0, sizeof(*m));
+	if (snprintf(full, sizeof(full), "%s/%s", w->root, rel) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	if (modules_slug(rel, cls, m->slug) < 0) {
+		snprintf(w->err, sizeof(w->err), "%.300s: no slug for this path", rel);
+		return -EINVAL;
+	}
+	m->path = strdup(full);
+	m->rel = strdup(rel);
+	m->class_name = strdup(cls);
+	w->n++;
+	return m->path && m->rel && m->class_name ? 0 : -ENOMEM;
+}
+
+/* Whether a repository file is a module, and with which class. */
+static int
+consider(struct walk *w, const char *rel)
+{
+	char full[PATH_MAX], *text = NULL;
+	size_t i;
+	json_t *e;
+	int error = 0;
+
+	if (snprintf(full, sizeof(full), "%s/%s", w->root, rel) >= (int)sizeof(full))
+		return 0;
+	if (read_text(full, MODULES_MAX_FILE, &text) < 0)
+		return 0;	/* unreadable or too large: never a module */
+	if (!w->entries) {
+		if (modules_detect(text, strlen(text), REPOCFG_DEFAULT_CLASS, REPOCFG_DEFAULT_INIT,
+		    REPOCFG_DEFAULT_INPUTS))
+			error = add_module(w, rel, REPOCFG_DEFAULT_CLASS);
+		goto out;
+	}
+	json_array_foreach(w->entries, i, e) {
+		const char *path = jsonx_str(e, "path", NULL), *glob = jsonx_str(e, "glob", NULL);
+		const char *cls = jsonx_str(e, "class", REPOCFG_DEFAULT_CLASS);
+		json_t *init = json_object_get(e, "init"), *inputs = json_object_get(e, "inputs");
+
+		if (path ? strcmp(path, rel) : !(glob && repocfg_glob_match(glob, rel)))
+			continue;
+		if (!modules_detect(text, strlen(text), cls,
+		    json_is_string(init) ? json_string_value(init) : NULL,
+		    json_is_string(inputs) ? json_string_value(inputs) : NULL)) {
+			if (path) {
+				snprintf(w->err, sizeof(w->err), "%.300s: named in %s but it does not define "
+				    "class %s with its input functions", rel, REPOCFG_FILE, cls);
+				error = -EINVAL;
+				goto out;
+			}
+			continue;
+		}
+		if ((error = add_module(w, rel, cls)) < 0)
+			goto out;
+	}
+out:
+	free(text);
+	return error;
+}
+
+static int
+walk_dir(struct walk *w, const char *rel, int depth)
+{
+	char full[PATH_MAX], sub[PATH_MAX];
+	struct dirent **ents = NULL;
+	int n, error = 0;
+
+	if (depth > OPTIMIZE_MAX_DEPTH)
+		return 0;
+	snprintf(full, sizeof(full), "%s%s%s", w->root, *rel ? "/" : "", rel);
+	if ((n = scandir(full, &ents, NULL, alphasort)) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		struct stat st;
+		size_t len = strlen(name);
+
+		if (error || name[0] == '.' || !strcmp(name, "__pycache__"))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", name) >= (int)sizeof(sub))
+			continue;
+		if (snprintf(full, sizeof(full), "%s/%s", w->root, sub) >= (int)sizeof(full))
+			continue;
+		if (lstat(full, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			error = walk_dir(w, sub, depth + 1);
+		else if (S_ISREG(st.st_mode) && len > 3 && !strcmp(name + len - 3, ".py"))
+			error = consider(w, sub);
+	}
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return error;
+}
+
+int
+optimize_repo_modules(const char *root, char **paths, int n_paths, struct optimize_module **out, size_t *n_out,
+    char *err, size_t errlen)
+{
+	struct walk w = { .root = root };
+	struct repocfg *rc = NULL;
+	char cfgpath[PATH_MAX], *text = NULL;
+	size_t kept = 0;
+	int error;
+
+	if (snprintf(cfgpath, sizeof(cfgpath), "%s/%s", root, REPOCFG_FILE) >= (int)sizeof(cfgpath)) {
+		snprintf(err, errlen, "%.300s: path too long", root);
+		return -ENAMETOOLONG;
+	}
+	if ((error = read_text(cfgpath, BUF_MAX_SMALL, &text)) == 0) {
+		if ((error = repocfg_parse(REPOCFG_FILE, text, strlen(text), &rc, err, errlen)) < 0)
+			goto out;
+		w.entries = json_object_get(repocfg_json(rc), "modules");
+		if (!json_is_array(w.entries))
+			w.entries = NULL;
+	} else if (error != -ENOENT) {
+		snprintf(err, errlen, "%.300s: %s", cfgpath, strerror(-error));
+		goto out;
+	}
+	if ((error = walk_dir(&w, "", 0)) < 0) {
+		snprintf(err, errlen, "%.300s: %s", root, w.err[0] ? w.err : strerror(-error));
+		goto out;
+	}
+	for (int p = 0; p < n_paths; p++) {
+		const char *want = paths[p];
+		int found = 0;
+		while (want[0] == '.' && want[1] == '/')
+			want += 2;
+		for (size_t i = 0; i < w.n; i++)
+			found |= !strcmp(w.v[i].rel, want);
+		if (!found) {
+			snprintf(err, errlen, "%.300s: not a module of %.300s (%s)", paths[p], root,
+			    w.entries ? "not matched by " REPOCFG_FILE :
+			    "no class Model with get_init_inputs and get_inputs");
+			error = -EINVAL;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < w.n; i++) {
+		int keep = n_paths == 0;
+		for (int p = 0; p < n_paths && !keep; p++) {
+			const char *want = paths[p];
+			while (want[0] == '.' && want[1] == '/')
+				want += 2;
+			keep = !strcmp(w.v[i].rel, want);
+		}
+		if (keep) {
+			w.v[kept++] = w.v[i];
+		} else {
+			free(w.v[i].path);
+			free(w.v[i].rel);
+			free(w.v[i].class_name);
+		}
+	}
+	w.n = kept;
+	if (!w.n) {
+		snprintf(err, errlen, "%.300s: no PyTorch modules found", root);
+		error = -EINVAL;
+		goto out;
+	}
+	*out = w.v;
+	*n_out = w.n;
+	w.v = NULL;
+	w.n = 0;
+	error = 0;
+out:
+	optimize_modules_free(w.v, w.n);
+	repocfg_free(rc);
+	free(text);
+	return error;
+}
+
+/* ------------------------------------------------------------ one problem */
+
+json_t *
+optimize_error_summary(const struct optimize_module *m, const char *backend, const char *msg)
+{
+	return json_pack("{s:s, s:s, s:n, s:i, s:i, s:s, s:s, s:s}", "problem", m->path,
+	    "status", "error", "best", "candidates_evaluated", 0, "generations", 0,
+	    "stop_reason", "error", "backend", backend, "error", msg);
+}
+
+json_t *
+optimize_module_run(const struct evolve_opts *base, const char *proposers,
+    const struct config *cfg, const struct optimize_module *m, const char *out_dir, int *ok,
+    int *usage)
+{
+	struct evolve_opts eo = *base;
+	json_t *ir = NULL, *summary = NULL;
+	char err[4096], irerr[2048];
+	int error, n = 0;
+
+	*ok = 0;
+	err[0] = irerr[0] = '\0';
+	eo.problem = m->path;
+	eo.class_name = m->class_name;
+	eo.out_dir = out_dir;
+	if (irload(m->path, m->class_name, &ir, irerr, sizeof(irerr)) < 0) {
+		ir = NULL;
+		eo.ir_error = irerr;
+	}
+	eo.ir = ir;
+	for (const char *p = proposers; *p && n < EVOLVE_MAX_PROPOSERS;) {
+		size_t len = strcspn(p, ",");
+		for (const struct proposer_kind *k = proposer_kinds; k->name; k++) {
+			if (strlen(k->name) != len || strncmp(k->name, p, len))
+				continue;
+			if ((error = k->make(eo.backend, cfg, &eo.proposers[n], err, sizeof(err))) < 0) {
+				if (!err[0] || error == -ENOMEM)
+					snprintf(err, sizeof(err), "proposer %s: %s", k->name, strerror(-error));
+				summary = optimize_error_summary(m, eo.backend, err);
+				goto out;
+			}
+			eo.shares[n++] = 1;
+		}
+		p += len + (p[len] == ',');
+	}
+	eo.n_proposers = (size_t)n;
+	if ((error = evolve_run(&eo, &summary, err, sizeof(err))) < 0) {
+		*usage |= error == -EEXIST || error == -EINVAL;
+		summary = optimize_error_summary(m, eo.backend, err);
+		goto out;
+	}
+	*ok = json_is_object(json_object_get(summary, "best"));
+out:
+	for (int i = 0; i < n; i++)
+		if (eo.proposers[i] && eo.proposers[i]->free)
+			eo.proposers[i]->free(eo.proposers[i]);
+	json_decref(ir);
+	return summary;
+}
+
+int
+optimize_proposers_check(const char *names, char *err, size_t errlen)
+{
+	if (!*names) {
+		snprintf(err, errlen, "no proposer named");
+		return -EINVAL;
+	}
+	for (const char *p = names; *p;) {
+		size_t len = strcspn(p, ",");
+		const struct proposer_kind *k;
+		for (k = proposer_kinds; k->name; k++)
+			if (strlen(k->name) == len && !strncmp(k->name, p, len))
+				break;
+		if (!k->name) {
+			snprintf(err, errlen, "unknown proposer '%.*s' (compiler, llm)", (int)len, p);
+			return -EINVAL;
+		}
+		if (!k->make) {
+			snprintf(err, errlen, "proposer %s: not built in yet", k->name);
+			return -ENOTSUP;
+		}
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
