@@ -3,7 +3,9 @@
  * (an array of {id, provider, repo, sha, trigger, state, step, error,
  * created, tasks: [{id, module, class, slug, state, attempts, runner,
  * arch, published, error}]}), each job followed by its tasks: the
- * coordinator's progress.
+ * coordinator's progress. --runners lists the registered runners instead
+ * ({name, host, pid, gpu, backend, arch, device, registered, heartbeat,
+ * task}).
  * Reads the store of --data-dir, or of the config's data_dir.
  */
 #include <errno.h>
@@ -23,8 +25,9 @@ static void
 jobs_usage(FILE *f)
 {
 	fprintf(f, "usage: kernelbot jobs [--data-dir DIR | --config FILE] "
-	    "[--limit N] [--json]\n\n"
-	    "The jobs in the store, newest first.\n");
+	    "[--limit N] [--runners] [--json]\n\n"
+	    "The jobs in the store, newest first, with their tasks; --runners:\n"
+	    "the runners that registered, with when each was last heard from.\n");
 }
 
 static void
@@ -117,6 +120,47 @@ print_table(struct store *s, const struct store_job *jobs, size_t n)
 	}
 }
 
+static int
+print_runners(struct store *s, int json)
+{
+	struct store_runner *v = NULL;
+	struct buf b = BUF_INIT(BUF_MAX_DEFAULT);
+	json_t *arr = NULL;
+	char reg[32], hb[32];
+	size_t n = 0;
+	int error;
+
+	if ((error = store_runners_list(s, &v, &n)) < 0)
+		return error;
+	if (json && !(arr = json_array()))
+		error = -ENOMEM;
+	if (!json)
+		printf("%-24s %-16s %-8s %-4s %-8s %-8s %-24s %-6s %s\n", "NAME", "HOST",
+		    "PID", "GPU", "BACKEND", "ARCH", "DEVICE", "TASK", "LAST SEEN");
+	for (size_t i = 0; i < n && error == 0; i++) {
+		iso_time(v[i].registered, reg, sizeof(reg));
+		iso_time(v[i].heartbeat, hb, sizeof(hb));
+		if (!json) {
+			printf("%-24s %-16s %-8lld %-4d %-8s %-8s %-24.24s %-6lld %s\n",
+			    v[i].name, v[i].host, (long long)v[i].pid, v[i].gpu,
+			    v[i].backend, v[i].arch, v[i].device, (long long)v[i].task, hb);
+			continue;
+		}
+		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:i, s:s, s:s, "
+		    "s:s, s:s, s:s, s:I}", "name", v[i].name, "host", v[i].host, "pid",
+		    (json_int_t)v[i].pid, "gpu", v[i].gpu, "backend", v[i].backend,
+		    "arch", v[i].arch, "device", v[i].device, "registered", reg,
+		    "heartbeat", hb, "task", (json_int_t)v[i].task)) < 0)
+			error = -ENOMEM;
+	}
+	if (json && error == 0 && (error = jsonx_dump(arr, JSON_INDENT(2), &b)) == 0)
+		printf("%s\n", buf_cstr(&b));
+	json_decref(arr);
+	buf_free(&b);
+	store_runners_free(v, n);
+	return error;
+}
+
 int
 cmd_jobs(int argc, char **argv)
 {
@@ -125,6 +169,7 @@ cmd_jobs(int argc, char **argv)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "runners", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -133,12 +178,13 @@ cmd_jobs(int argc, char **argv)
 	struct store *store = NULL;
 	struct store_job *jobs = NULL;
 	size_t n = 0, limit = 0;
-	int opt, json = 0, rc, error;
+	int opt, json = 0, runners = 0, rc, error;
 	char *end;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:d:n:jh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:d:n:jrh", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'r': runners = 1; break;
 		case 'c': config_path = optarg; break;
 		case 'd': data_dir = optarg; break;
 		case 'j': json = 1; break;
@@ -166,6 +212,15 @@ cmd_jobs(int argc, char **argv)
 	if ((error = store_open(data_dir, STORE_OPEN_EXISTING, &store)) < 0) {
 		fprintf(stderr, "kernelbot jobs: cannot open the store in %s: %s\n",
 		    data_dir, error == -ENOENT ? "no kernelbot.db there" : strerror(-error));
+		goto out;
+	}
+	if (runners) {
+		if ((error = print_runners(store, json)) < 0) {
+			fprintf(stderr, "kernelbot jobs: %s\n", error == -ENOMEM ?
+			    "out of memory" : store_errmsg(store));
+			goto out;
+		}
+		rc = 0;
 		goto out;
 	}
 	if ((error = store_jobs_list(store, limit, &jobs, &n)) < 0) {

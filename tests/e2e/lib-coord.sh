@@ -105,8 +105,9 @@ PYEOF
 	gh_send issue_comment "$TMP/comment.json"
 }
 
+# db SQL: the store, waiting out the daemon's write locks (busy timeout).
 db() {
-	sqlite3 "$TMP/data/kernelbot.db" "$1"
+	sqlite3 -cmd ".timeout 10000" "$TMP/data/kernelbot.db" "$1"
 }
 
 # wait_sql TIMEOUT_S SQL WANT: until SQL prints WANT.

@@ -51,6 +51,10 @@ runner --name r4 --once >>"$TMP/r4.log" 2>&1
 check "the last task done by another runner, and the job ends" wait_sql 30 "SELECT state FROM jobs" done
 check_match "the failed module's status says so" "$(cat "$TMP/forge/statuses/$SHA.json")" "optimization failed: its runner stopped heartbeating"
 check_eq "four runners registered" "$(db 'SELECT group_concat(name) FROM (SELECT name FROM runners ORDER BY name)')" "r1,r2,r3,r4"
+check_eq "kernelbot jobs --runners lists them" \
+    "$("$KERNELBOT" jobs --data-dir "$TMP/data" --runners --json | $PY -c 'import json,sys; print(" ".join(r["name"] + ":" + r["backend"] + ":" + r["arch"] for r in json.load(sys.stdin)))')" \
+    "r1:cpu:cpu r2:cpu:cpu r3:cpu:cpu r4:cpu:cpu"
+check_match "and as a table" "$("$KERNELBOT" jobs --data-dir "$TMP/data" --runners)" "^r4 +[^ ]+ +[0-9]+ +-1 +cpu +cpu"
 
 runner --name r5 --once >"$TMP/r5.log" 2>&1
 check_eq "--once with nothing queued: exit 0" "$?" 0
