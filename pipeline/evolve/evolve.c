@@ -347,6 +347,8 @@ generation(struct evo_run *r, int want)
 		e->ms = e->correct ? jsonx_num(res, "timings_ms.candidate.median", -1) : -1;
 		if (e->correct && e->ms < 0)
 			e->correct = 0;	/* correct but untimed: nothing to rank it by */
+		if (e->correct && evo_barring_flag(res))
+			e->correct = 0;
 		for (int k = 0; k < 2; k++)
 			e->parents[k] = cands[i].parents[k] >= 0 && (size_t)cands[i].parents[k] < base ?
 			    cands[i].parents[k] : -1;
@@ -426,13 +428,15 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", &res)) < 0)
 			return error;
-		if (jsonx_bool(json_array_get(res, 0), "correct", 0)) {
+		if (jsonx_bool(json_array_get(res, 0), "correct", 0) &&
+		    !evo_barring_flag(json_array_get(res, 0))) {
 			*result = json_incref(json_array_get(res, 0));
 			*which = e->id;
 			json_decref(res);
 			return 1;
 		}
 		progress(r, "candidate %d failed its confirmation (%s)", e->id,
+		    evo_barring_flag(json_array_get(res, 0)) ? evo_barring_flag(json_array_get(res, 0)) :
 		    jsonx_str(json_array_get(res, 0), "status", "?"));
 		json_decref(res);
 	}

@@ -72,6 +72,8 @@ evo_candidate_json(const struct evo_run *r, const struct evolve_entry *e)
 	if (c && e->correct)
 		json_object_set(c, "speedup_eager", jsonx_path(e->result, "speedup.eager") ?
 		    jsonx_path(e->result, "speedup.eager") : json_null());
+	if (c && evo_barring_flag(e->result))
+		json_object_set_new(c, "excluded", json_string(evo_barring_flag(e->result)));
 	if (c && first)
 		json_object_set_new(c, "error", json_stringn(first,
 		    strlen(first) < EVO_ERR_SHOWN ? strlen(first) : EVO_ERR_SHOWN));
@@ -142,4 +144,19 @@ evo_summary_json(const struct evo_run *r, const char *status, const json_t *best
 	else if (s && r->error[0])
 		json_object_set_new(s, "error", json_string(r->error));
 	return s;
+}
+
+const char *
+evo_barring_flag(const json_t *result)
+{
+	static const char *const barring[] = { "below_bandwidth_floor", "side_stream",
+		"suspicious_speedup", NULL };
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(result, "flags"), i, v)
+		for (const char *const *f = barring; *f; f++)
+			if (json_is_string(v) && !strcmp(json_string_value(v), *f))
+				return *f;
+	return NULL;
 }

@@ -44,15 +44,19 @@ fake_eval(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 
 		buf_read_file(&b, o->candidates[i]);
 		if (b.data && sscanf(b.data, "ms=%lf", &ms) == 1)
-			r = json_pack("{s:s, s:s, s:b, s:s, s:{s:{s:f}, s:{s:f}}, s:{s:f, s:[f, f]}, s:f, s:[]}",
+			r = json_pack("{s:s, s:s, s:b, s:s, s:{s:{s:f}, s:{s:f}}, s:{s:f, s:[f, f]}, s:f, s:[], s:[]}",
 			    "candidate", o->candidates[i], "status", "correct", "correct", 1,
 			    "device", "fake", "timings_ms", "candidate", "median", ms, "eager", "median", 1000.0,
 			    "speedup", "eager", 1000.0 / ms, "eager_ci95", 1000.0 / ms * 0.9, 1000.0 / ms * 1.1,
-			    "eval_s", 0.5, "errors");
+			    "eval_s", 0.5, "errors", "flags");
 		else
 			r = json_pack("{s:s, s:s, s:b, s:s, s:f, s:[s]}", "candidate", o->candidates[i],
 			    "status", "mismatch", "correct", 0, "device", "fake", "eval_s", 0.5,
 			    "errors", "out0: 3 of 16 elements differ");
+		/* "ms=V flag=NAME": a correct result the evaluator flagged */
+		if (b.data && strstr(b.data, "flag=") && json_object_get(r, "flags"))
+			json_array_append_new(json_object_get(r, "flags"),
+			    json_string(strstr(b.data, "flag=") + 5));
 		json_array_append_new(arr, r);
 		buf_free(&b);
 		if (o->trials != EVOLVE_DEFAULT_CONFIRM_TRIALS)
@@ -64,7 +68,8 @@ fake_eval(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 
 /* ------------------------------------------------------------ scripted proposer */
 
-enum mode { M_IMPROVING, M_FLAT, M_DUPS, M_NONE, M_UNSUPPORTED, M_WRONG, M_TOKENS, M_EMPTY };
+enum mode { M_IMPROVING, M_FLAT, M_DUPS, M_NONE, M_UNSUPPORTED, M_WRONG, M_TOKENS, M_EMPTY,
+	M_FLAGGED };
 
 struct fake {
 	enum mode mode;
@@ -110,6 +115,9 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 			v = n % 2 ? 1700 : 1600;	/* two sources, again and again */
 		if (f->mode == M_WRONG)
 			snprintf(src, sizeof(src), "wrong %d", f->next);
+		else if (f->mode == M_FLAGGED)	/* the faster half is physically implausible */
+			snprintf(src, sizeof(src), n % 2 ? "ms=%d flag=below_bandwidth_floor" :
+			    "ms=%d", n % 2 ? 1 + f->next : 100 + f->next);
 		else if (f->mode == M_EMPTY && f->calls == 1 && n == 0)
 			src[0] = '\0';
 		else
@@ -358,6 +366,30 @@ test_outcomes(void)
 	json_decref(s);
 }
 
+/* A flagged kernel never becomes the best, however fast it looks. */
+static void
+test_flagged(void)
+{
+	struct evolve_budget b = { .candidates = 8 };
+	struct fake f;
+	size_t i, excluded = 0;
+	json_t *s, *h, *c;
+	int rc;
+
+	s = run(M_FLAGGED, b, 4, &f, "flagged", &rc);
+	h = load("flagged", "history.json");
+	CHECK_STR("flagged: a verified kernel still wins", jsonx_str(s, "status", ""), "improved");
+	CHECK("the best is an unflagged one (about 100 ms, not 1)",
+	    jsonx_num(s, "best.ms", 0) >= 100);
+	json_array_foreach(json_object_get(h, "candidates"), i, c)
+		if (!strcmp(jsonx_str(c, "excluded", ""), "below_bandwidth_floor") &&
+		    !jsonx_bool(c, "correct", 1))
+			excluded++;
+	CHECK("the flagged ones are in the history, excluded", excluded == 4);
+	json_decref(h);
+	json_decref(s);
+}
+
 static void
 test_rerun(void)
 {
@@ -571,6 +603,7 @@ main(void)
 	test_dedup();
 	test_generations_and_convergence();
 	test_outcomes();
+	test_flagged();
 	test_rerun();
 	test_bad_opts();
 	test_prop_compiler();
