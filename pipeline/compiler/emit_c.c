@@ -346,6 +346,88 @@ emit_gemm_cpu(struct cg_emit *e, struct cg_scope *F, int root)
 	return cg_scope_close(e, G);
 }
 
+/* The weight's (C, KH, KW) dims flattened with one stride: its k index. */
+static int
+conv_weight_flat(const struct cg_node *wn, const int64_t *sw, int64_t *sak)
+{
+	int64_t want;
+
+	*sak = sw[wn->rank - 1];
+	want = *sak * wn->shape[wn->rank - 1];
+	for (int d = wn->rank - 2; d >= 1; want *= wn->shape[d], d--)
+		if (wn->shape[d] != 1 && sw[d] != want)
+			return 0;
+	return 1;
+}
+
+int
+emit_cpu_conv_gemm_ok(const struct cg *g, int id)
+{
+	const struct cg_node *n = &g->nodes[id];
+	int leaf;
+	int64_t off, sx[CG_MAX_RANK], sw[CG_MAX_RANK], sak;
+
+	if (n->op != CG_CONV || n->dtype != IR_F32 || n->i[CG_CONV_NSP] < 1 || n->i[CG_CONV_NSP] > 2 ||
+	    g->nodes[n->arg[0]].dtype != IR_F32 || g->nodes[n->arg[1]].dtype != IR_F32)
+		return 0;
+	if (cg_strided(g, n->arg[0], &leaf, &off, sx) < 0 || cg_strided(g, n->arg[1], &leaf, &off, sw) < 0)
+		return 0;
+	return conv_weight_flat(&g->nodes[n->arg[1]], sw, &sak);
+}
+
+/* Convolution (float32, 1-D or 2-D, plan.c materialized it): per image
+ * and group, im2col straight into kb_sgemm's packed layout, then the
+ * GEMM W[cout_g, cin_g * taps] x col -> out[n, group's channels]. */
+static int
+emit_conv_cpu(struct cg_emit *e, struct cg_scope *F, int root)
+{
+	const struct cg *g = e->g;
+	const struct cg_node *n = &g->nodes[root];
+	const struct cg_node *xn = &g->nodes[n->arg[0]], *wn = &g->nodes[n->arg[1]];
+	int nsp = (int)n->i[CG_CONV_NSP], G = (int)n->i[CG_CONV_GROUPS], lx, lw, two = nsp == 2;
+	int64_t ox, ow, sx[CG_MAX_RANK], sw[CG_MAX_RANK], sak;
+	int64_t cin_g = wn->shape[1], cout_g = wn->shape[0] / (G > 0 ? G : 1), taps = 1, P = 1, K;
+	int64_t kc = 4 * (int64_t)e->sched->cpu_tile, per;
+	struct cg_scope *S;
+	int par;
+
+	if (cg_strided(g, n->arg[0], &lx, &ox, sx) < 0 || cg_strided(g, n->arg[1], &lw, &ow, sw) < 0 ||
+	    !conv_weight_flat(wn, sw, &sak) || G < 1)
+		return cg_fail(e, -EINVAL, "internal: convolution operands are not strided views");
+	for (int j = 0; j < nsp; j++) {
+		taps *= wn->shape[2 + j];
+		P *= n->shape[2 + j];
+	}
+	K = cin_g * taps;
+	per = (P + 31) / 32 * 32 * (K ? K : 1);
+	par = cout_g * P * K >= 16 * CG_CPU_GRAIN;
+	if (!(S = cg_scope_new(e, F)))
+		return e->error;
+	cg_line(e, S, "/* conv%dd: %" PRId64 " images x %d groups of im2col [%" PRId64 " x %" PRId64
+	    "] + kb_sgemm M=%" PRId64 ", k block %" PRId64 " */", nsp, n->shape[0], G, K, P, cout_g, kc);
+	cg_line(e, S, "float *Bp = aligned_alloc(64, sizeof(float) * %" PRId64 ");", (per + 15) / 16 * 16);
+	cg_line(e, S, "if (!Bp)");
+	cg_line(e, S, "\t{ rc = 3; goto out; }");
+	cg_line(e, S, "for (int64_t n = 0; n < %" PRId64 "; n++)", n->shape[0]);
+	cg_line(e, S, "for (int64_t g = 0; g < %d; g++) {", G);
+	cg_line(e, S, "\tkb_im2col_pack(%s + %" PRId64 " + n * %" PRId64 " + g * %" PRId64 ", %" PRId64 ", %" PRId64
+	    ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	    ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, Bp);",
+	    e->bufname[lx], ox, sx[0], cin_g * sx[1], sx[1], two ? sx[2] : 0, sx[1 + nsp],
+	    cin_g, two ? xn->shape[2] : 1, xn->shape[1 + nsp],
+	    two ? wn->shape[2] : 1, wn->shape[1 + nsp], two ? n->shape[2] : 1, n->shape[1 + nsp],
+	    two ? n->i[CG_CONV_STRIDE] : 1, n->i[CG_CONV_STRIDE + nsp - 1],
+	    two ? n->i[CG_CONV_PAD] : 0, n->i[CG_CONV_PAD + nsp - 1],
+	    two ? n->i[CG_CONV_DIL] : 1, n->i[CG_CONV_DIL + nsp - 1], par);
+	cg_line(e, S, "\tkb_sgemm_run(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s + %" PRId64 " + g * %" PRId64 ", %" PRId64
+	    ", %" PRId64 ", Bp, %s + (n * %" PRId64 " + g * %" PRId64 ") * %" PRId64 ", 1.0f, %" PRId64 ", %d);",
+	    cout_g, P, K, e->bufname[lw], ow, cout_g * sw[0], sw[0], sak,
+	    e->bufname[root], n->shape[1], cout_g, P, kc, par);
+	cg_line(e, S, "}");
+	cg_line(e, S, "free(Bp);");
+	return cg_scope_close(e, S);
+}
+
 int
 emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen)
 {
@@ -420,6 +502,8 @@ emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, siz
 		buf_free(&b);
 		if (n->op == CG_GEMM)
 			error = emit_gemm_cpu(&e, F, i);
+		else if (n->op == CG_CONV)
+			error = emit_conv_cpu(&e, F, i);
 		else if (n->op == CG_CUMSUM || n->op == CG_CUMPROD)
 			error = emit_scan(&e, F, i);
 		else
