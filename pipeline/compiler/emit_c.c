@@ -113,13 +113,12 @@ emit_pointwise_group(struct cg_emit *e, struct cg_scope *F, int root)
 	if ((error = group_loops(e, junk, root, q, shape, q, 1, 0)) < 0)
 		return error;
 	k = e->red_level;
+	/* work: the reductions run once per element of the levels above them */
+	work = ir_numel(q, shape) + ir_numel(k, shape) * e->red_extent;
 	/* a reduction across rows (not along the last dim): vectorize across
 	 * the last output dim instead, each lane summing its own column */
 	if (k == q && q >= 1 && !e->red_rowlike)
 		k = q - 1;
-	work = ir_numel(q, shape);
-	if (e->red_extent > 0 && ir_numel(k, shape) * e->red_extent > work)
-		work = ir_numel(k, shape) * e->red_extent;
 	return group_loops(e, F, root, q, shape, k, 0, work >= CG_CPU_GRAIN);
 }
 
