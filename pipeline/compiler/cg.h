@@ -23,6 +23,7 @@
 #define CG_NV		32	/* loop variables and index temps per kernel */
 #define CG_ERR_MAX	256
 #define CG_LARGE_REDUCTION 64	/* reductions this long get a loop level of their own */
+#define CG_CPU_GRAIN	131072	/* CPU: less work than this (elements) runs on one thread */
 
 enum cg_op {
 	CG_INPUT,	/* ABI input number i[0] */

@@ -17,6 +17,11 @@ extern const char emit_check_fn[];
 int emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen);
 int emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen);
 
+/* 1 when the CPU backend computes convolution node id as im2col + GEMM
+ * (float32, 1-D/2-D, strided operands): plan.c then materializes it; else
+ * it is computed inline (direct) inside its consumer. */
+int emit_cpu_conv_gemm_ok(const struct cg *g, int id);
+
 /* The header comment: problem, schedule, and one line per group. */
 int emit_header(const struct cg *g, const struct schedule *s, const char *backend, struct buf *out);
 

@@ -119,7 +119,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			return NULL;
 		e->var[v].extent = an->shape[d];
 		if (e->backend == CG_CPU && clause && outer && !cur->par && !cur->in_simd &&
-		    total >= 4096) {
+		    total >= CG_CPU_GRAIN) {
 			buf_printf(&L->head, "#pragma omp parallel for%s %s\n", inner ? " simd" : "", clause);
 			L->par = 1;
 			if (inner)

@@ -8,6 +8,7 @@
 #include "pipeline/compiler/cg.h"
 #include "pipeline/compiler/group.h"
 #include "pipeline/compiler/cuda.h"
+#include "pipeline/compiler/emit.h"
 
 int
 cg_strided(const struct cg *g, int id, int *leaf, int64_t *off, int64_t *strides)
@@ -71,7 +72,8 @@ cg_plan(struct cg *g, const struct schedule *s)
 		int64_t off, st[CG_MAX_RANK];
 
 		if (n->op == CG_CUMSUM || n->op == CG_CUMPROD || n->op == CG_GEMM ||
-		    (n->op == CG_CONV && s->backend == SCHED_CUDA))
+		    (n->op == CG_CONV && s->backend == SCHED_CUDA) ||
+		    (s->backend == SCHED_CPU && emit_cpu_conv_gemm_ok(g, i)))
 			n->materialize = 1;
 		if (n->op == CG_GEMM || (n->op == CG_CONV && s->backend == SCHED_CUDA))
 			for (int a = 0; a < 2; a++)

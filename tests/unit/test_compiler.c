@@ -262,6 +262,59 @@ test_cuda_compiles(const char *dir)
 	}
 }
 
+/* The CPU backend's code shape: a parallel region only for enough work,
+ * float32 GEMM and conv through the prelude's kb_sgemm, cpu_tile reaching
+ * the GEMM's k block. */
+static void
+test_cpu_codegen(void)
+{
+	static const char *const relu =
+	    "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [%d, 1024], \"dtype\": \"float32\"}],"
+	    " \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", \"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [%d, 1024], \"dtype\": \"float32\"}],"
+	    " \"outputs\": [{\"name\": \"y\", \"shape\": [%d, 1024], \"dtype\": \"float32\"}]}";
+	char text[1024], err[256], *src = NULL, *src2 = NULL;
+	json_t *j;
+	struct schedule s;
+	const char *p;
+	int calls;
+
+	for (int big = 0; big < 2; big++) {
+		int rows = big ? 1024 : 4;
+		snprintf(text, sizeof(text), relu, rows, rows, rows);
+		j = json_loads(text, 0, NULL);
+		CHECK_INT("relu compiles", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)), 0);
+		/* the kernel's body, after the prelude (whose GEMM has its own regions) */
+		p = src ? strstr(src, "int rc = 0;") : NULL;
+		CHECK(big ? "1M elements: a parallel region" : "4K elements: none (one thread)",
+		    p && (strstr(p, "omp parallel for") != NULL) == big);
+		CHECK("and a simd loop", p && strstr(p, "omp simd"));
+		free(src);
+		src = NULL;
+		json_decref(j);
+	}
+	if ((j = fixture("07_conv2d_relu_bias"))) {
+		CHECK_INT("conv compiles", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)), 0);
+		for (calls = 0, p = src; p && (p = strstr(p, "kb_im2col_pack(")); p++)
+			calls++;
+		CHECK_INT("float32 conv2d is im2col + GEMM (definition and a call)", calls, 2);
+		free(src);
+		src = NULL;
+		json_decref(j);
+	}
+	if ((j = fixture("05_linear_gelu"))) {
+		schedule_default(&s, NULL, SCHED_CPU);
+		s.cpu_tile = 16;
+		CHECK_INT("linear compiles", compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)), 0);
+		s.cpu_tile = 128;
+		CHECK_INT("with another tile", compile_json(j, SCHED_CPU, &s, &src2, err, sizeof(err)), 0);
+		CHECK("float32 linear calls kb_sgemm", src && strstr(src, "kb_sgemm, k block 64"));
+		CHECK("cpu_tile sets its k block", src2 && strstr(src2, "kb_sgemm, k block 512"));
+		free(src);
+		free(src2);
+		json_decref(j);
+	}
+}
+
 int
 main(void)
 {
@@ -286,6 +339,7 @@ main(void)
 	test_ir_refusals();
 	test_unsupported();
 	test_schedule();
+	test_cpu_codegen();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
 	if (!mkdtemp(dir)) {
