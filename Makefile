@@ -111,10 +111,12 @@ bench: all $(BUILD)/bench/loadgen
 	BUILD=$(BUILD) sh bench/webhook.sh $(BENCH_ARGS)
 
 # On a GPU host: the evaluator's CUDA exploit suite and the 01 problem end
-# to end. No build step: a GPU host without the build dependencies runs a
-# carried device-bundle/ (see tests/gpu/eval-gpu.sh).
+# to end, then the graph compiler's kernels for the 16 development problems
+# judged by the evaluator (tests/gpu/compiler-gpu.sh). No build step: a GPU
+# host without the build dependencies runs a carried device-bundle/ (see
+# tests/gpu/eval-gpu.sh).
 test-gpu:
-	sh tests/gpu/eval-gpu.sh
+	sh tests/gpu/eval-gpu.sh; a=$$?; sh tests/gpu/compiler-gpu.sh; b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).
 bench-gpu:

@@ -195,7 +195,7 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 }
 
 /* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
- * kernel per CUDA code path (flat, warp and block teams, thread per
+ * kernel per CUDA code path (flat, warp, block and column teams, thread per
  * output, cuBLAS, cuDNN, scans, gathers, argmax), so the check stays
  * cheap; tests/compiler/check_cuda.sh compiles every fixture. */
 static void
@@ -203,7 +203,7 @@ test_cuda_compiles(const char *dir)
 {
 	static const char *const problems[] = { "02_softmax_rows", "08_conv2d_batchnorm_silu",
 		"09_mean_tanh", "11_causal_attention", "13_cross_entropy", "14_cumsum",
-		"16_maxpool_relu_scale", NULL };
+		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", NULL };
 	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
 	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
 	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
@@ -262,6 +262,60 @@ test_cuda_compiles(const char *dir)
 	}
 }
 
+/* What the CUDA backend picks for the full-size development problems
+ * (bench/ir/), read off the generated source: no GPU needed. */
+static void
+test_cuda_paths(void)
+{
+	static const struct {
+		const char *ir, *sched, *want, *unwanted, *label;
+	} cases[] = {
+		{ "09_mean_tanh", NULL, "KB_BLOCK_TEAM 2", NULL,
+		  "a mean over the middle dim runs as column teams" },
+		{ "09_mean_tanh", "{\"reduce\": \"thread\"}", "KB_BLOCK_TEAM 0", "KB_BLOCK_TEAM 2",
+		  "reduce=thread keeps a thread per output" },
+		{ "11_causal_attention", NULL, "kb_attn<64, 1><<<dim3(16, 128)", "cublas",
+		  "attention is one fused kernel" },
+		{ "11_causal_attention", "{\"attn\": false}", "cublasSgemmStridedBatched", "kb_attn<",
+		  "attn=false keeps cuBLAS and a softmax kernel" },
+		{ "02_softmax_rows", "{\"row_cache\": true}", "kb_row0[kb_c] = in0[16384 * x0 + kb_c];", NULL,
+		  "row_cache copies a softmax row into shared memory once" },
+		{ "02_softmax_rows", "{\"row_cache\": true}",
+		  "cudaFuncAttributeMaxDynamicSharedMemorySize, 65536", NULL,
+		  "a 64 KiB row opts in to the shared memory" },
+		{ "02_softmax_rows", NULL, "kb_load_vec(", "kb_row0", "row_cache off reads global memory" },
+		{ "05_linear_gelu", NULL, "kb_scratch((void **)&s4", "cublasSetMathMode",
+		  "GEMM scratch is pooled and the math mode untouched" },
+		{ "05_linear_gelu", "{\"tf32\": true}", "CUBLAS_TF32_TENSOR_OP_MATH", NULL,
+		  "tf32=true asks cuBLAS for TF32" },
+		{ "14_cumsum", NULL, "kb_v[kb_j] = ", NULL, "cumsum keeps its segment in registers" },
+	};
+	char path[4200], err[256], label[200];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct schedule sc;
+		json_t *j = NULL, *sj = NULL;
+		char *src = NULL;
+		int ok;
+		snprintf(path, sizeof(path), "%s/bench/ir/%s.json", root, cases[i].ir);
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		if (cases[i].sched) {
+			sj = json_loads(cases[i].sched, 0, NULL);
+			if (!sj || schedule_from_json(&sc, sj, err, sizeof(err)) < 0)
+				printf("     schedule %s: %s\n", cases[i].sched, err);
+			json_decref(sj);
+		}
+		ok = jsonx_load_file(path, 64u << 20, &j, err, sizeof(err)) == 0 &&
+		    compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) == 0;
+		json_decref(j);
+		snprintf(label, sizeof(label), "%s: %s", cases[i].ir, cases[i].label);
+		if (!CHECK(label, ok && strstr(src, cases[i].want) &&
+		    (!cases[i].unwanted || !strstr(src, cases[i].unwanted))))
+			printf("     %s\n", ok ? "the source has not the expected shape" : err);
+		free(src);
+	}
+}
+
 int
 main(void)
 {
@@ -270,7 +324,8 @@ main(void)
 		"05_linear_gelu", "06_linear_relu_scale_residual", "07_conv2d_relu_bias",
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
-		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", NULL,
+		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
+		"attention_tiles", NULL,
 	};
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
 		"HOME=/tmp", NULL };
@@ -286,6 +341,7 @@ main(void)
 	test_ir_refusals();
 	test_unsupported();
 	test_schedule();
+	test_cuda_paths();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
 	if (!mkdtemp(dir)) {
