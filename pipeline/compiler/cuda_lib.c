@@ -323,8 +323,9 @@ cu_scan(struct cu *c, int root)
 	const struct cg_node *n = &c->g->nodes[root];
 	int dim = (int)n->i[0], vars[CG_MAX_RANK], error, id = c->nk, mul = n->op == CG_CUMPROD;
 	int64_t L = n->shape[dim], nout = ir_numel(n->rank, n->shape) / (L ? L : 1), shape[CG_MAX_RANK];
-	int64_t seg = (L + c->s->block - 1) / c->s->block;
-	int regs = seg <= KB_SCAN_REGS;
+	int64_t seg = (L + c->s->block - 1) / c->s->block, loff = 0, lst[CG_MAX_RANK];
+	int regs = seg <= KB_SCAN_REGS, wide = 0, leaf = -1;
+	struct buf rin = BUF_INIT(EXPR_MAX), rout = BUF_INIT(EXPR_MAX);
 	struct cg_scope *K, *O, *P1, *P2;
 	struct cg_map m;
 	struct cg_val v;
@@ -359,6 +360,25 @@ cu_scan(struct cu *c, int root)
 			shape[q++] = n->shape[d];
 		}
 	}
+	/* the wide path: a plain view of a buffer, scanned along its
+	 * contiguous last dim, every thread a whole segment of 4k elements */
+	if (regs && seg % 4 == 0 && L % c->s->block == 0 && dim == n->rank - 1 &&
+	    cg_dtype_size(n->dtype) == 4 && cg_strided(c->g, n->arg[0], &leaf, &loff, lst) == 0 &&
+	    lst[dim] == 1 && loff % 4 == 0 && c->g->nodes[leaf].dtype == n->dtype) {
+		int64_t ost = L;
+		wide = 1;
+		buf_printf(&rin, "%" PRId64, loff);
+		buf_addstr(&rout, "0");
+		for (int d = n->rank - 1; d >= 0; d--) {
+			if (d == dim)
+				continue;
+			if (n->shape[d] > 1 && lst[d] % 4)
+				wide = 0;
+			buf_printf(&rin, " + %" PRId64 " * %s", lst[d], e->var[vars[d]].name);
+			buf_printf(&rout, " + %" PRId64 " * %s", ost, e->var[vars[d]].name);
+			ost *= n->shape[d];
+		}
+	}
 	cg_line(e, O, "const int64_t kb_seg = (%" PRId64 " + blockDim.x - 1) / blockDim.x;", L);
 	cg_line(e, O, "const int64_t kb_lo = threadIdx.x * kb_seg;");
 	cg_line(e, O, "const int64_t kb_hi = kb_lo + kb_seg < %" PRId64 " ? kb_lo + kb_seg : %" PRId64 ";", L, L);
@@ -371,6 +391,24 @@ cu_scan(struct cu *c, int root)
 	e->var[vars[dim]].extent = L;
 	if (regs) {
 		cg_line(e, O, "%s kb_v[%d];", T, (int)seg);
+		if (wide) {
+			/* a plain row of a buffer: 16-byte loads where this row allows them */
+			cg_line(e, O, "const bool kb_al = ((((uintptr_t)(%s + %s)) | ((uintptr_t)(%s + %s))) & 15) == 0;",
+			    c->ptrs[leaf], buf_cstr(&rin), c->ptrs[root], buf_cstr(&rout));
+			cg_line(e, O, "if (kb_al) {");
+			cg_line(e, O, "#pragma unroll");
+			cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
+			cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w = *reinterpret_cast<const kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q);",
+			    T, T, c->ptrs[leaf], buf_cstr(&rin));
+			cg_line(e, O, "#pragma unroll");
+			cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
+			cg_line(e, O, "\t\t\tkb_v[4 * kb_q + kb_r] = kb_w.v[kb_r];");
+			cg_line(e, O, "\t\t\tkb_acc %s= kb_w.v[kb_r];", mul ? "*" : "+");
+			cg_line(e, O, "\t\t}");
+			cg_line(e, O, "\t}");
+			cg_line(e, O, "} else");
+			e->used[leaf] = 1;
+		}
 		buf_printf(&P1->head, "#pragma unroll\nfor (int kb_j = 0; kb_j < %d; kb_j++)", (int)seg);
 		cg_line(e, P1, "const int64_t %s = kb_lo + kb_j;", e->var[vars[dim]].name);
 		cg_line(e, P1, "if (%s >= kb_hi)", e->var[vars[dim]].name);
@@ -406,6 +444,21 @@ cu_scan(struct cu *c, int root)
 	P2->uniform = 0;
 	cg_map_identity(&m, n->rank, vars);
 	if (regs) {
+		if (wide) {
+			cg_line(e, O, "if (kb_al) {");
+			cg_line(e, O, "#pragma unroll");
+			cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
+			cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w;", T);
+			cg_line(e, O, "#pragma unroll");
+			cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
+			cg_line(e, O, "\t\t\tkb_acc %s= kb_v[4 * kb_q + kb_r];", mul ? "*" : "+");
+			cg_line(e, O, "\t\t\tkb_w.v[kb_r] = kb_acc;");
+			cg_line(e, O, "\t\t}");
+			cg_line(e, O, "\t\t*reinterpret_cast<kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q) = kb_w;", T,
+			    c->ptrs[root], buf_cstr(&rout));
+			cg_line(e, O, "\t}");
+			cg_line(e, O, "} else");
+		}
 		buf_printf(&P2->head, "#pragma unroll\nfor (int kb_j = 0; kb_j < %d; kb_j++)", (int)seg);
 		cg_line(e, P2, "const int64_t %s = kb_lo + kb_j;", e->var[vars[dim]].name);
 		cg_line(e, P2, "if (%s >= kb_hi)", e->var[vars[dim]].name);
@@ -443,6 +496,8 @@ cu_scan(struct cu *c, int root)
 	buf_free(&sig);
 	buf_free(&args);
 	buf_free(&st);
+	buf_free(&rin);
+	buf_free(&rout);
 	c->nk++;
 	(void)shape;
 	return e->error;

@@ -242,7 +242,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, nout,
 		    block_team ? 1 : c->s->block / 32, c->s->block);
 	}
-	if (vec > 1 && q > 0)
+	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
 	cg_group_root_map(c->g, root, q, shape, vars, &m);
 	if ((error = cg_ev(e, cur, root, &m, &v)) < 0)
@@ -372,8 +372,14 @@ emit_group(struct cu *c, int root)
 		    (c->s->reduce == SCHED_RED_AUTO && (k == 0 || ir_numel(q - k, shape + k) >= 1024 ||
 		    e->red_extent >= 2048));
 	vec = mode == CU_THREAD || mode == CU_COL || q == 0 ? 1 : c->s->vec;
-	while (vec > 1 && (shape[q - 1] % vec || (mode == CU_TEAM && k == q)))
-		vec >>= 1;
+	if (mode == CU_TEAM && k == q) {
+		/* no inner loop: only the row cache's copies can be wide */
+		if (!c->s->row_cache)
+			vec = 1;
+	} else {
+		while (vec > 1 && shape[q - 1] % vec)
+			vec >>= 1;
+	}
 	error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
 	if (error == -EAGAIN && vec > 1) {
 		/* vector lanes met an index computation: scalar lanes */

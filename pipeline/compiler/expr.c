@@ -524,11 +524,27 @@ row_cached(struct cg_emit *e, struct cg_scope *at, int id, const struct cg_aff *
 	if (k == e->nrc || e->rc[k].len != len)
 		return 0;
 	if (!e->rc[k].filled) {
-		buf_printf(&b, "%s[", e->bufname[id]);
+		int w = e->vec, vw = 1;
+		/* 8- or 16-byte copies in the kernel whose buffers the host
+		 * checked for that alignment (KB_VEC > 1), when every row
+		 * starts at a multiple of the width */
+		if (w > 1 && len % w == 0 && (cg_dtype_size(n->dtype) * w == 8 ||
+		    cg_dtype_size(n->dtype) * w == 16) && outer.k % w == 0) {
+			vw = w;
+			for (int v = 0; v < e->nvars; v++)
+				if (outer.c[v] % w)
+					vw = 1;
+		}
 		cgx_aff_print(e, &outer, &b);
 		cg_line(e, e->rc_scope, "#pragma unroll 4");
-		cg_line(e, e->rc_scope, "for (int64_t kb_c = kb_lane; kb_c < %" PRId64 "; kb_c += kb_team)", len);
-		cg_line(e, e->rc_scope, "\tkb_row%d[kb_c] = %s + kb_c];", k, buf_cstr(&b));
+		cg_line(e, e->rc_scope, "for (int64_t kb_c = kb_lane; kb_c < %" PRId64 "; kb_c += kb_team)",
+		    len / vw);
+		if (vw > 1)
+			cg_line(e, e->rc_scope, "\t*reinterpret_cast<kb_vec_t<%s, %d> *>(kb_row%d + %d * kb_c) = "
+			    "*reinterpret_cast<const kb_vec_t<%s, %d> *>(%s + %s + %d * kb_c);", cg_ctype(n->dtype),
+			    vw, k, vw, cg_ctype(n->dtype), vw, e->bufname[id], buf_cstr(&b), vw);
+		else
+			cg_line(e, e->rc_scope, "\tkb_row%d[kb_c] = %s[%s + kb_c];", k, e->bufname[id], buf_cstr(&b));
 		buf_reset(&b);
 		e->rc[k].filled = 1;
 	}

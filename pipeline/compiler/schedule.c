@@ -19,7 +19,9 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	s->vec = 4;
 	s->unroll = 1;
 	s->reduce = SCHED_RED_AUTO;
-	s->row_cache = 0;
+	/* CUDA row kernels read global memory once (a softmax otherwise
+	 * reads its row three times); the CPU backend ignores it */
+	s->row_cache = backend == SCHED_CUDA;
 	s->tf32 = 0;
 	s->gemm_algo = 0;
 	s->conv_algo = -1;

@@ -278,17 +278,25 @@ test_cuda_paths(void)
 		  "attention is one fused kernel" },
 		{ "11_causal_attention", "{\"attn\": false}", "cublasSgemmStridedBatched", "kb_attn<",
 		  "attn=false keeps cuBLAS and a softmax kernel" },
+		{ "02_softmax_rows", "{\"row_cache\": true}",
+		  "*reinterpret_cast<kb_vec_t<float, 4> *>(kb_row0 + 4 * kb_c) = "
+		  "*reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 16384 * x0 + 4 * kb_c);", NULL,
+		  "row_cache copies a softmax row into shared memory once, 16 bytes at a time" },
 		{ "02_softmax_rows", "{\"row_cache\": true}", "kb_row0[kb_c] = in0[16384 * x0 + kb_c];", NULL,
-		  "row_cache copies a softmax row into shared memory once" },
+		  "and one float at a time in the kernel for unaligned buffers" },
 		{ "02_softmax_rows", "{\"row_cache\": true}",
 		  "cudaFuncAttributeMaxDynamicSharedMemorySize, 65536", NULL,
 		  "a 64 KiB row opts in to the shared memory" },
-		{ "02_softmax_rows", NULL, "kb_load_vec(", "kb_row0", "row_cache off reads global memory" },
+		{ "02_softmax_rows", "{\"row_cache\": false}", "kb_load_vec(", "kb_row0",
+		  "row_cache off reads global memory" },
+		{ "03_layernorm", NULL, "kb_row0", NULL, "row_cache is on by default" },
 		{ "05_linear_gelu", NULL, "kb_scratch((void **)&s4", "cublasSetMathMode",
 		  "GEMM scratch is pooled and the math mode untouched" },
 		{ "05_linear_gelu", "{\"tf32\": true}", "CUBLAS_TF32_TENSOR_OP_MATH", NULL,
 		  "tf32=true asks cuBLAS for TF32" },
 		{ "14_cumsum", NULL, "kb_v[kb_j] = ", NULL, "cumsum keeps its segment in registers" },
+		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
+		  NULL, "and loads it 16 bytes at a time" },
 	};
 	char path[4200], err[256], label[200];
 
