@@ -18,7 +18,8 @@
  * tile would have made the reference's row NaN (documented limit).
  * Shapes: the leading dims of Q, K and V equal, query and key lengths
  * multiples of 64, head dim 64 or 128; anything else takes the generic
- * path (cuBLAS, a softmax kernel, cuBLAS).
+ * path (cuBLAS, a softmax kernel, cuBLAS). Used when the schedule's attn
+ * is set (off by default until a GPU run has judged it).
  */
 #include <errno.h>
 #include <inttypes.h>

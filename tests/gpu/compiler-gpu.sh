@@ -15,7 +15,11 @@
 # default ../shared/problems beside the repository, else shared/problems),
 # SCHEDULE (a schedule JSON or @FILE for every problem), EVAL_ARGS (extra
 # `kernelbot eval` flags, e.g. "--rounds 5 --baselines eager" for a quicker
-# run), COMPILER_GPU_OUT (keep kernels and results there).
+# run), COMPILER_GPU_OUT (keep kernels and results there),
+# COMPILER_GPU_EXPERIMENTAL=1 (afterwards, the problems that the schedule's
+# off-by-default paths change, 02 03 04 10 11 13 15, again with
+# {"row_cache": true, "attn": true}: a second table that reports and never
+# fails the run).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "${KERNELBOT:-}" ]; then
@@ -60,4 +64,31 @@ for p in $problems; do
 	echo "$n: eval exit $? ($(wc -c <"$out/$n.json") bytes of JSON)"
 done
 # shellcheck disable=SC2086
-exec "$PY" "$ROOT/tests/gpu/compiler_table.py" "$out" $problems
+"$PY" "$ROOT/tests/gpu/compiler_table.py" "$out" $problems
+rc=$?
+if [ -n "${COMPILER_GPU_EXPERIMENTAL:-}" ]; then
+	exp="$out/experimental"
+	mkdir -p "$exp"
+	sel=""
+	for p in $problems; do
+		case $(basename "$p") in
+		02_*|03_*|04_*|10_*|11_*|13_*|15_*) sel="$sel $p" ;;
+		esac
+	done
+	echo
+	echo "compiler-gpu: experimental paths (row_cache, attn), reported only"
+	for p in $sel; do
+		n=$(basename "$p" .py)
+		src=$p
+		[ -f "$ROOT/bench/ir/$n.json" ] && src="$ROOT/bench/ir/$n.json"
+		if "$KERNELBOT" compile "$src" --backend cuda --schedule '{"row_cache": true, "attn": true}' \
+		    -o "$exp/$n.cu" 2>"$exp/$n.compile.log"; then
+			# shellcheck disable=SC2086
+			"$KERNELBOT" eval "$p" "$exp/$n.cu" --backend cuda --json ${EVAL_ARGS:-} \
+			    >"$exp/$n.json" 2>"$exp/$n.eval.log"
+		fi
+	done
+	# shellcheck disable=SC2086
+	[ -n "$sel" ] && "$PY" "$ROOT/tests/gpu/compiler_table.py" "$exp" $sel
+fi
+exit $rc
