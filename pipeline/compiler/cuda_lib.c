@@ -308,30 +308,23 @@ cu_conv(struct cu *c, int root)
 	cu_hline(c, "\tif (ok && dev >= 0 && kb_conv%d_algo[dev]) {", id);
 	cu_hline(c, "\t\talgo = (cudnnConvolutionFwdAlgo_t)(kb_conv%d_algo[dev] - 1);", id);
 	cu_hline(c, "\t} else if (ok) {");
-	cu_hline(c, "\t\tint have = 0;");
+	cu_hline(c, "\t\tint p = -1;");
 	if (c->s->conv_algo < 0) {
 		cu_hline(c, "\t\tvoid *fw = NULL;");
 		cu_hline(c, "\t\tconst size_t fsz = (size_t)256 << 20;");
 		cu_hline(c, "\t\tif (kb_scratch(&fw, fsz, st) == 0) {");
-		cu_hline(c, "\t\t\tint p = cudnnFindConvolutionForwardAlgorithmEx(h, xd, %s + %" PRId64 ", wd, %s + %" PRId64 ", cd, yd, %s, 8, &found, perf, fw, fsz) == CUDNN_STATUS_SUCCESS ?",
+		cu_hline(c, "\t\t\tif (cudnnFindConvolutionForwardAlgorithmEx(h, xd, %s + %" PRId64 ", wd, %s + %" PRId64 ", cd, yd, %s, 8, &found, perf, fw, fsz) == CUDNN_STATUS_SUCCESS)",
 		    c->ptrs[lx], ox, c->ptrs[lw], ow, c->ptrs[root]);
-		cu_hline(c, "\t\t\t    kb_conv_pick(perf, found, 0, fsz) : -1;");
-		cu_hline(c, "\t\t\tif (p >= 0) {");
-		cu_hline(c, "\t\t\t\talgo = perf[p].algo;");
-		cu_hline(c, "\t\t\t\thave = 1;");
-		cu_hline(c, "\t\t\t}");
+		cu_hline(c, "\t\t\t\tp = kb_conv_pick(perf, found, 0, fsz);");
 		cu_hline(c, "\t\t\tcudaFreeAsync(fw, st);");
 		cu_hline(c, "\t\t}");
 		cu_hline(c, "\t\t(void)cudaGetLastError();\t/* a failed measurement falls back, it is no launch error */");
 	}
-	cu_hline(c, "\t\tif (!have && cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, 8, &found, perf) == CUDNN_STATUS_SUCCESS) {");
-	cu_hline(c, "\t\t\tint p = kb_conv_pick(perf, found, %d, (size_t)-1);", c->s->conv_algo < 0 ? 0 : c->s->conv_algo);
-	cu_hline(c, "\t\t\tif (p >= 0) {");
-	cu_hline(c, "\t\t\t\talgo = perf[p].algo;");
-	cu_hline(c, "\t\t\t\thave = 1;");
-	cu_hline(c, "\t\t\t}");
-	cu_hline(c, "\t\t}");
-	cu_hline(c, "\t\tok = have;");
+	cu_hline(c, "\t\tif (p < 0 && cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, 8, &found, perf) == CUDNN_STATUS_SUCCESS)");
+	cu_hline(c, "\t\t\tp = kb_conv_pick(perf, found, %d, (size_t)-1);", c->s->conv_algo < 0 ? 0 : c->s->conv_algo);
+	cu_hline(c, "\t\tok = p >= 0;");
+	cu_hline(c, "\t\tif (ok)");
+	cu_hline(c, "\t\t\talgo = perf[p].algo;");
 	cu_hline(c, "\t\tif (ok && dev >= 0)");
 	cu_hline(c, "\t\t\tkb_conv%d_algo[dev] = (int)algo + 1;", id);
 	cu_hline(c, "\t}");
