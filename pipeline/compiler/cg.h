@@ -24,6 +24,7 @@
 #define CG_ERR_MAX	256
 #define CG_LARGE_REDUCTION 64	/* reductions this long get a loop level of their own */
 #define CG_CPU_GRAIN	131072	/* CPU: less work than this (elements) runs on one thread */
+#define CG_ROW_CACHE_MAX 8	/* rows a CUDA team kernel keeps in shared memory */
 
 enum cg_op {
 	CG_INPUT,	/* ABI input number i[0] */
@@ -146,6 +147,10 @@ struct cg_emit {
 		struct cg_scope *scope;	/* where it is defined */
 		int vec;		/* CUDA: varies across a thread's vector lanes */
 		int64_t extent;		/* 0 <= var < extent; 0 when unknown */
+		int coop;		/* CUDA: 1 a team loop's variable (lane + i * team);
+					 * 2 derived from one */
+		int64_t rowstride;	/* CUDA: a team kernel's inner variable, its
+					 * stride in the row's linear index; else 0 */
 	} var[CG_NV];
 	int ntemps;
 	struct cg_scope *all;		/* every scope, for freeing */
@@ -159,6 +164,26 @@ struct cg_emit {
 	int red_node[16];
 	struct cg_scope *red_loop[16];	/* their outermost loop scopes */
 	int cut;			/* node to materialize: a long reduction runs inside another's loop */
+	/* CUDA team kernels, schedule row_cache: rows that team loops read
+	 * whole, kept in shared memory (expr.c row_cached). A kernel is
+	 * emitted twice: a dry pass collects the rows, the second reads them
+	 * from shared memory after a copy loop emitted at their first use. */
+	int row_cache;			/* 0 off, 1 collect (dry pass), 2 use */
+	struct cg_scope *rc_scope;	/* the team-uniform loop (one row per iteration) */
+	int64_t row_len;		/* the inner loop's row length; 0 when none */
+	int row_nvars;			/* its variables of extent > 1 */
+	int64_t rc_bytes;		/* shared memory bytes per team used */
+	int nrc;
+	struct {
+		int leaf;
+		enum ir_dtype dtype;
+		struct cg_aff outer;	/* the row's base offset */
+		int64_t len;
+		int64_t off;		/* bytes into the team's part */
+		int filled;		/* its copy loop is emitted */
+		int uses;		/* dry pass: reads seen */
+		int team_read;		/* dry pass: a team loop reads it whole */
+	} rc[CG_ROW_CACHE_MAX];
 	int error;			/* first error (-ENOTSUP ...) */
 	char err[CG_ERR_MAX];
 };
@@ -213,6 +238,9 @@ int cg_fail(struct cg_emit *e, int error, const char *fmt, ...)
 
 /* Type promotion of two dtypes (the wider kind, then the wider size). */
 enum ir_dtype cg_promote(enum ir_dtype a, enum ir_dtype b);
+
+/* Bytes per element of a dtype. */
+int cg_dtype_size(enum ir_dtype dt);
 
 /* C type of a dtype ("float", "int64_t", ...); NULL when not supported. */
 const char *cg_ctype(enum ir_dtype dt);

@@ -15,16 +15,25 @@ struct cu {
 	struct buf *kern;	/* __global__ kernels */
 	struct buf *host;	/* kernelbot_forward's body */
 	int nk;			/* kernels so far */
+	int nconv;		/* convolutions so far */
 	int cublas, cudnn;	/* libraries the host code uses */
+	int scratch;		/* the host code calls kb_scratch */
 };
 
 /* One line of host code (indented once). */
 void cu_hline(struct cu *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The per-device state (scratch pool, library handles) the host code
+ * uses: kb_scratch(), kb_cublas(), kb_cudnn(). */
+void cu_lib_prelude(const struct cu *c, struct buf *out);
 /* cuBLAS strided-batched GEMM for a CG_GEMM node. */
 int cu_gemm(struct cu *c, int root);
 /* cuDNN forward convolution for a CG_CONV node. */
 int cu_conv(struct cu *c, int root);
+/* The whole problem as one fused attention kernel when it is exactly
+ * softmax(q k^T / c + mask) v (cuda_attn.c) and the schedule allows it:
+ * 1 when emitted, 0 when not (the generic path runs). */
+int cu_attention(struct cu *c);
 /* A block per row scan (cumsum/cumprod). */
 int cu_scan(struct cu *c, int root);
 

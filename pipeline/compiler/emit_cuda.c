@@ -1,7 +1,8 @@
 /*
  * The CUDA backend: one .cu file; a __global__ kernel per materialized
  * node and a host kernelbot_forward that launches them on the caller's
- * stream, with GEMM on cuBLAS and convolution on cuDNN (cuda_lib.c).
+ * stream, with GEMM on cuBLAS and convolution on cuDNN (cuda_lib.c), and
+ * scratch from a per-device stream-ordered pool (kb_scratch).
  *
  * A group's kernel has one of three shapes, from where its long
  * reductions land (probe) and the schedule:
@@ -10,9 +11,15 @@
  *   team:   one warp or block per outer index; reductions are cooperative
  *           (strided loop + shuffles), the inner dims are spread over the
  *           team, so a row is read once per pass and never leaves L1/L2;
- *   thread: one thread per output with serial reductions, for reductions
- *           over a non-contiguous dim (adjacent threads read adjacent
- *           addresses).
+ *   column: reductions over a non-contiguous dim into outputs that each
+ *           need nothing but those reductions (09_mean_tanh: a mean over
+ *           the middle dim): a 32-wide block per 32 adjacent outputs, its
+ *           threadIdx.y rows splitting each reduction, combined through
+ *           shared memory in a fixed order (deterministic); adjacent
+ *           threads read adjacent addresses and every SM gets work even
+ *           when there are few outputs;
+ *   thread: one thread per output with serial reductions (the schedule's
+ *           reduce=thread, or reductions with inner dims beside them).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,7 +33,11 @@
 #include "pipeline/compiler/group.h"
 #include "pipeline/compiler/cuda.h"
 
-enum cu_mode { CU_FLAT, CU_TEAM, CU_THREAD };
+enum cu_mode { CU_FLAT, CU_TEAM, CU_THREAD, CU_COL };
+
+/* Shared memory a block's row cache may take: two blocks still fit an SM
+ * of Hopper (227 KiB), so one can load while the other computes. */
+#define KB_ROW_CACHE_BYTES (96 * 1024)
 
 void
 cu_hline(struct cu *c, const char *fmt, ...)
@@ -111,7 +122,7 @@ kernel_params(struct cu *c, int root, struct buf *sig, struct buf *args)
 
 static int
 store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const struct cg_val *v,
-    int lane0_only)
+    const char *guard)
 {
 	struct cg_emit *e = &c->e;
 	const struct cg_node *n = &c->g->nodes[root];
@@ -128,8 +139,8 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 		cg_line(e, S, "KB_LANES %s[%s + kb_j] = %s;", c->ptrs[root], buf_cstr(&b),
 		    cgx_opnd(v, n->dtype, 1, x, sizeof(x)));
 	else
-		cg_line(e, S, "%s%s[%s] = %s;", lane0_only ? "if (kb_lane == 0) " : "", c->ptrs[root],
-		    buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
+		cg_line(e, S, "%s%s%s%s[%s] = %s;", guard ? "if (" : "", guard ? guard : "", guard ? ") " : "",
+		    c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
 	buf_free(&b);
 	return e->error;
 }
@@ -137,16 +148,17 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 /* One kernel for the group; its launch goes into *launch. */
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
-    int block_team, int vec, struct buf *launch)
+    int block_team, int vec, int rc_pass, struct buf *launch)
 {
 	struct cg_emit *e = &c->e;
 	struct cg_scope *K, *O = NULL, *I = NULL, *cur;
 	int vars[CG_MAX_RANK], error, id = c->nk;
-	int64_t nout = ir_numel(k, shape), nin = ir_numel(q - k, shape + k);
+	int64_t nout = ir_numel(k, shape), nin = ir_numel(q - k, shape + k), smem = 0;
 	struct cg_map m;
 	struct cg_val v;
 	struct buf sig = BUF_INIT(4096), args = BUF_INIT(4096);
 	char lin[64];
+	const char *guard = NULL;
 
 	cg_emit_reset_vars(e);
 	memset(e->used, 0, (size_t)c->g->n);
@@ -155,7 +167,24 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (!(K = cg_scope_new(e, NULL)))
 		return e->error;
 	K->depth = 1;
-	if (mode != CU_TEAM) {
+	if (mode == CU_COL) {
+		int64_t nb = (nout + 31) / 32;
+		cg_line(e, K, "const int kb_lane = threadIdx.y, kb_team = blockDim.y;");
+		if (!(O = cg_scope_new(e, K)))
+			return e->error;
+		O->uniform = 1;		/* block-uniform: every thread meets every team reduction */
+		O->level = q;
+		buf_printf(&O->head, "for (int64_t kb_ob = blockIdx.x; kb_ob < %" PRId64 "; kb_ob += gridDim.x)", nb);
+		/* the last block's spare columns recompute the last output and store nothing */
+		cg_line(e, O, "const int64_t kb_oc = kb_ob * 32 + threadIdx.x;");
+		cg_line(e, O, "const int64_t kb_o = kb_oc < %" PRId64 " ? kb_oc : %" PRId64 ";", nout, nout - 1);
+		if (q > 0 && split_index(e, O, "kb_o", shape, 0, q, 1, vars) < 0)
+			return e->error;
+		cur = O;
+		guard = "kb_lane == 0 && kb_oc == kb_o";
+		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", id, nb,
+		    c->s->block / 32);
+	} else if (mode != CU_TEAM) {
 		int64_t ns = ir_numel(q, shape) / vec;
 		if (!(cur = cg_scope_new(e, K)))
 			return e->error;
@@ -196,32 +225,121 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 			if (split_index(e, I, lin, shape, k, q, vec, vars) < 0)
 				return e->error;
 			cur = I;
+			for (int64_t d = q - 1, st = 1; d >= k; st *= shape[d], d--) {
+				e->var[vars[d]].rowstride = st;
+				e->row_nvars += shape[d] > 1;
+			}
+			e->row_len = nin;
+		}
+		if (rc_pass) {
+			e->row_cache = rc_pass;
+			e->rc_scope = O;
+			if (rc_pass == 1)
+				e->nrc = 0;
+			for (int r = 0; r < e->nrc; r++)
+				e->rc[r].filled = 0;
 		}
 		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, nout,
 		    block_team ? 1 : c->s->block / 32, c->s->block);
 	}
-	if (vec > 1 && q > 0)
+	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
 	cg_group_root_map(c->g, root, q, shape, vars, &m);
 	if ((error = cg_ev(e, cur, root, &m, &v)) < 0)
 		return error;
-	if ((error = store(c, cur, root, &m, &v, mode == CU_TEAM && k == q)) < 0)
+	if (mode == CU_TEAM && k == q)
+		guard = "kb_lane == 0";
+	if ((error = store(c, cur, root, &m, &v, guard)) < 0)
 		return error;
+	if (e->row_cache == 2 && e->nrc > 0) {
+		/* cached rows are read across lanes by the inner loop, and the
+		 * next row overwrites them: a barrier before and after it */
+		if (I) {
+			struct buf h = BUF_INIT(EXPR_MAX);
+			buf_printf(&h, "KB_ROW_SYNC();\n%s", buf_cstr(&I->head));
+			buf_reset(&I->head);
+			buf_addstr(&I->head, buf_cstr(&h));
+			buf_free(&h);
+		}
+	}
 	if (I && (error = cg_scope_close(e, I)) < 0)
 		return error;
+	if (e->row_cache == 2 && e->nrc > 0) {
+		if (I)
+			cg_line(e, O, "KB_ROW_SYNC();");
+		cg_line(e, K, "extern __shared__ __align__(16) unsigned char kb_smem[];");
+		cg_line(e, K, "unsigned char *kb_team_smem = kb_smem + %s * %" PRId64 ";",
+		    block_team ? "0" : "(threadIdx.x >> 5)", e->rc_bytes);
+		for (int r = 0; r < e->nrc; r++)
+			cg_line(e, K, "%s *kb_row%d = (%s *)(kb_team_smem + %" PRId64 ");",
+			    cg_ctype(e->rc[r].dtype), r, cg_ctype(e->rc[r].dtype), e->rc[r].off);
+		smem = e->rc_bytes * (block_team ? 1 : c->s->block / 32);
+	}
 	if ((error = cg_scope_close(e, O)) < 0)
 		return error;
 	kernel_params(c, root, &sig, &args);
-	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, block_team);
+	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, mode == CU_COL ? 2 : block_team);
 	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->s->block, id,
 	    buf_cstr(&sig));
 	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
 	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n\n");
 	buf_printf(launch, "(%s);", buf_cstr(&args));
+	if (smem > 0) {
+		/* the launch's dynamic shared memory; past 48 KiB a kernel must
+		 * opt in. One statement: the launch may be an if's branch. */
+		const char *base = buf_cstr(launch), *p = strstr(base, ", 0, st>>>");
+		struct buf l = BUF_INIT(8192);
+		if (!p)
+			return cg_fail(e, -EINVAL, "internal: launch text");
+		if (smem > 48 * 1024)
+			buf_printf(&l, "{ if (cudaFuncSetAttribute(kb_k%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
+			    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", id, smem);
+		buf_add(&l, base, (size_t)(p - base));
+		buf_printf(&l, ", %" PRId64 ", st>>>%s%s", smem, p + strlen(", 0, st>>>"), smem > 48 * 1024 ? " }" : "");
+		buf_reset(launch);
+		buf_addstr(launch, buf_cstr(&l));
+		buf_free(&l);
+	}
+
 	buf_free(&sig);
 	buf_free(&args);
 	c->nk++;
 	return e->error;
+}
+
+/* group_kernel, with the row cache's dry pass first when the schedule
+ * asks for it and the kernel is a team kernel. */
+static int
+team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
+    int block_team, int vec, struct buf *launch)
+{
+	struct cg_emit *e = &c->e;
+	size_t klen = c->kern->len, llen = launch->len;
+	int nk = c->nk, error, n = 0;
+	int64_t budget;
+
+	if (!c->s->row_cache || mode != CU_TEAM || k == 0)
+		return group_kernel(c, root, q, shape, mode, k, block_team, vec, 0, launch);
+	if ((error = group_kernel(c, root, q, shape, mode, k, block_team, vec, 1, launch)) < 0)
+		return error;
+	buf_truncate(c->kern, klen);
+	buf_truncate(launch, llen);
+	c->nk = nk;
+	/* keep rows read more than once, one of them by a team loop (which
+	 * covers the row), in order, within the budget */
+	budget = block_team ? KB_ROW_CACHE_BYTES : KB_ROW_CACHE_BYTES / (c->s->block / 32);
+	e->rc_bytes = 0;
+	for (int r = 0; r < e->nrc; r++) {
+		int64_t pad = (e->rc[r].len * cg_dtype_size(e->rc[r].dtype) + 15) / 16 * 16;
+		if (e->rc[r].uses < 2 || !e->rc[r].team_read || e->rc_bytes + pad > budget)
+			continue;
+		e->rc[n] = e->rc[r];
+		e->rc[n].off = e->rc_bytes;
+		e->rc_bytes += pad;
+		n++;
+	}
+	e->nrc = n;
+	return group_kernel(c, root, q, shape, mode, k, block_team, vec, 2, launch);
 }
 
 static int
@@ -242,6 +360,8 @@ emit_group(struct cu *c, int root)
 		mode = CU_FLAT;
 	else if (k == 0)
 		mode = CU_TEAM;		/* a whole-tensor reduction: one block */
+	else if (c->s->reduce == SCHED_RED_AUTO && !e->red_rowlike && k == q)
+		mode = CU_COL;
 	else if (c->s->reduce == SCHED_RED_THREAD ||
 	    (c->s->reduce == SCHED_RED_AUTO && !e->red_rowlike))
 		mode = CU_THREAD;
@@ -251,33 +371,37 @@ emit_group(struct cu *c, int root)
 		block_team = c->s->reduce == SCHED_RED_BLOCK ||
 		    (c->s->reduce == SCHED_RED_AUTO && (k == 0 || ir_numel(q - k, shape + k) >= 1024 ||
 		    e->red_extent >= 2048));
-	vec = mode == CU_THREAD || q == 0 ? 1 : c->s->vec;
-	while (vec > 1 && (shape[q - 1] % vec || (mode == CU_TEAM && k == q)))
-		vec >>= 1;
-	error = group_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
+	vec = mode == CU_THREAD || mode == CU_COL || q == 0 ? 1 : c->s->vec;
+	if (mode == CU_TEAM && k == q) {
+		/* no inner loop: only the row cache's copies can be wide */
+		if (!c->s->row_cache)
+			vec = 1;
+	} else {
+		while (vec > 1 && shape[q - 1] % vec)
+			vec >>= 1;
+	}
+	error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
 	if (error == -EAGAIN && vec > 1) {
 		/* vector lanes met an index computation: scalar lanes */
 		e->error = 0;
 		c->kern->len = klen;
 		buf_reset(&l1);
 		vec = 1;
-		error = group_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
+		error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
 	}
 	if (error < 0)
 		goto out;
 	if (vec > 1) {
 		/* the same kernel with scalar accesses, for buffers that are not 16-byte aligned */
 		struct buf cond = BUF_INIT(8192);
-		if ((error = group_kernel(c, root, q, shape, mode, k, block_team, 1, &l2)) < 0) {
+		if ((error = team_kernel(c, root, q, shape, mode, k, block_team, 1, &l2)) < 0) {
 			buf_free(&cond);
 			goto out;
 		}
 		for (int i = 0; i < c->g->n; i++)
 			if (e->used[i] || i == root)
 				buf_printf(&cond, "%s(uintptr_t)%s %% %d == 0", cond.len ? " && " : "",
-				    c->ptrs[i], vec * (int)(c->g->nodes[i].dtype == IR_F64 ||
-				    c->g->nodes[i].dtype == IR_I64 ? 8 : c->g->nodes[i].dtype == IR_F32 ||
-				    c->g->nodes[i].dtype == IR_I32 ? 4 : 1));
+				    c->ptrs[i], vec * cg_dtype_size(c->g->nodes[i].dtype));
 		cu_hline(c, "if (%s)", buf_cstr(&cond));
 		cu_hline(c, "\t%s", buf_cstr(&l1));
 		cu_hline(c, "else");
@@ -302,7 +426,7 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 	char (*names)[24] = calloc((size_t)g->n, sizeof(*names));
 	const char **ptrs = calloc((size_t)g->n, sizeof(*ptrs));
 	struct cu c;
-	int error = -ENOMEM;
+	int error = -ENOMEM, fused = 0;
 
 	memset(&c, 0, sizeof(c));
 	cg_emit_init(&c.e, g, s, CG_CUDA, ptrs);
@@ -360,22 +484,27 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 		cu_hline(&c, "(void)%s;", ptrs[i]);
 		buf_free(&sh);
 	}
-	for (int i = 0; i < g->n; i++) {
+	if ((fused = cu_attention(&c)) < 0) {
+		error = fused;
+		goto out;
+	}
+	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
 			cu_hline(&c, "%s *%s = NULL;", cg_ctype(n->dtype), ptrs[i]);
 	}
 	/* scratch on the caller's stream: stream-ordered, freed the same way */
-	for (int i = 0; i < g->n; i++) {
+	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		int64_t cnt = ir_numel(n->rank, n->shape);
 		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
 			continue;
-		cu_hline(&c, "if (cudaMallocAsync((void **)&%s, sizeof(%s) * %" PRId64 ", st) != cudaSuccess)",
+		c.scratch = 1;
+		cu_hline(&c, "if (kb_scratch((void **)&%s, sizeof(%s) * %" PRId64 ", st))",
 		    ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1);
 		cu_hline(&c, "\t{ rc = 3; goto out; }");
 	}
-	for (int i = 0; i < g->n && !c.e.error; i++) {
+	for (int i = 0; i < g->n && !c.e.error && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		struct buf b = BUF_INIT(4096);
 		if (!n->materialize || n->op == CG_INPUT)
@@ -403,17 +532,16 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 	emit_header(g, s, "cuda", out);
 	buf_addstr(out, emit_cuda_prelude);
 	buf_addstr(out, emit_check_fn);
-	if (c.cublas)
-		buf_addstr(out, "#include <cublas_v2.h>\nstatic cublasHandle_t kb_cublas;\t/* created once, per process */\n");
-	if (c.cudnn)
-		buf_addstr(out, "#include <cudnn.h>\nstatic cudnnHandle_t kb_cudnn;\t/* created once, per process */\n");
-	buf_addstr(out, "\nstatic inline int kb_launch_error(void)\n{\n\treturn cudaPeekAtLastError() != cudaSuccess ? 4 : 0;\n}\n\n");
+	cu_lib_prelude(&c, out);
+	/* GetLastError, not Peek: it clears what it reports, so one failed
+	 * launch does not fail every later call of a long-lived process */
+	buf_addstr(out, "\nstatic inline int kb_launch_error(void)\n{\n\treturn cudaGetLastError() != cudaSuccess ? 4 : 0;\n}\n\n");
 	buf_add(out, kern.data ? kern.data : "", kern.len);
 	buf_addstr(out, "extern \"C\" int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
 	    "    int n_outputs, void *stream)\n{\n");
 	buf_add(out, host.data, host.len);
 	buf_addstr(out, "out:\n");
-	for (int i = 0; i < g->n; i++) {
+	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
 			buf_printf(out, "\tif (%s)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i]);

@@ -29,6 +29,17 @@ struct cg_memo {
 	struct cg_val v;
 };
 
+int
+cg_dtype_size(enum ir_dtype dt)
+{
+	switch (dt) {
+	case IR_F64: case IR_I64: return 8;
+	case IR_F32: case IR_I32: return 4;
+	case IR_F16: case IR_BF16: case IR_I16: return 2;
+	default: return 1;
+	}
+}
+
 const char *
 cg_ctype(enum ir_dtype dt)
 {
@@ -105,6 +116,10 @@ cg_emit_reset_vars(struct cg_emit *e)
 {
 	e->nvars = 0;
 	e->vec_var = -1;
+	e->row_cache = 0;
+	e->rc_scope = NULL;
+	e->row_len = 0;
+	e->row_nvars = 0;
 }
 
 struct cg_scope *
@@ -190,6 +205,8 @@ cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix)
 	e->var[v].scope = s;
 	e->var[v].vec = 0;
 	e->var[v].extent = 0;
+	e->var[v].coop = 0;
+	e->var[v].rowstride = 0;
 	return v;
 }
 
@@ -435,6 +452,128 @@ aligned(const struct cg_emit *e, const struct cg_aff *off)
 	return 1;
 }
 
+/*
+ * The row cache of CUDA team kernels (schedule row_cache). A row of a
+ * leaf that a team loop (lane + i * team over len elements) reads whole
+ * is copied into shared memory once per row, by a loop of the same shape
+ * emitted in the team-uniform scope at the row's first use; every later
+ * read is from shared memory. Emission order is not execution order (a
+ * loop is placed when it closes), which is why the copy loop is separate
+ * and emitted at first use: anything that reads the row closes after it.
+ * Team loops read back only their own lane's elements (no barrier); the
+ * inner loop reads across lanes after the KB_ROW_SYNC group_kernel puts
+ * before it. A row is keyed by its leaf and its base offset (terms on
+ * variables of the team-uniform scope). So a softmax or a norm reads
+ * global memory once. 1 when handled here.
+ */
+static int
+row_cached(struct cg_emit *e, struct cg_scope *at, int id, const struct cg_aff *off,
+    struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	struct cg_aff outer = *off, inner;
+	int coopv = -1, nrow = 0, vec = 0, k;
+	int64_t len;
+	struct buf b = BUF_INIT(EXPR_MAX);
+
+	if (!e->row_cache || !e->rc_scope)
+		return 0;
+	memset(&inner, 0, sizeof(inner));
+	for (int v = 0; v < e->nvars; v++) {
+		if (!off->c[v])
+			continue;
+		if (e->var[v].coop == 1 && off->c[v] == 1 && coopv < 0) {
+			coopv = v;
+		} else if (e->var[v].rowstride && off->c[v] == e->var[v].rowstride) {
+			nrow += e->var[v].extent > 1;
+			vec |= v == e->vec_var;
+		} else if (!e->var[v].coop && !e->var[v].rowstride && e->var[v].scope == e->rc_scope) {
+			continue;	/* the same for the whole team: part of the base */
+		} else {
+			return 0;
+		}
+		inner.c[v] = off->c[v];
+		outer.c[v] = 0;
+	}
+	if (coopv >= 0 && nrow == 0)
+		len = e->var[coopv].extent;
+	else if (coopv < 0 && nrow > 0 && nrow == e->row_nvars)
+		len = e->row_len;
+	else
+		return 0;
+	for (k = 0; k < e->nrc; k++)
+		if (e->rc[k].leaf == id && !memcmp(&e->rc[k].outer, &outer, sizeof(outer)))
+			break;
+	if (e->row_cache == 1) {
+		/* dry pass: every row read, how often and whether a team loop
+		 * reads it whole (group_kernel keeps what is worth caching) */
+		if (k == e->nrc && k < CG_ROW_CACHE_MAX && len > 0) {
+			memset(&e->rc[k], 0, sizeof(e->rc[k]));
+			e->rc[k].leaf = id;
+			e->rc[k].dtype = n->dtype;
+			e->rc[k].outer = outer;
+			e->rc[k].len = len;
+			e->nrc++;
+		}
+		if (k < e->nrc && e->rc[k].len == len) {
+			e->rc[k].uses++;
+			e->rc[k].team_read |= coopv >= 0;
+		}
+		return 0;
+	}
+	if (k == e->nrc || e->rc[k].len != len)
+		return 0;
+	if (!e->rc[k].filled) {
+		int w = e->vec, vw = 1;
+		/* 8- or 16-byte copies in the kernel whose buffers the host
+		 * checked for that alignment (KB_VEC > 1), when every row
+		 * starts at a multiple of the width */
+		if (w > 1 && len % w == 0 && (cg_dtype_size(n->dtype) * w == 8 ||
+		    cg_dtype_size(n->dtype) * w == 16) && outer.k % w == 0) {
+			vw = w;
+			for (int v = 0; v < e->nvars; v++)
+				if (outer.c[v] % w)
+					vw = 1;
+		}
+		cgx_aff_print(e, &outer, &b);
+		cg_line(e, e->rc_scope, "#pragma unroll 4");
+		cg_line(e, e->rc_scope, "for (int64_t kb_c = kb_lane; kb_c < %" PRId64 "; kb_c += kb_team)",
+		    len / vw);
+		if (vw > 1)
+			cg_line(e, e->rc_scope, "\t*reinterpret_cast<kb_vec_t<%s, %d> *>(kb_row%d + %d * kb_c) = "
+			    "*reinterpret_cast<const kb_vec_t<%s, %d> *>(%s + %s + %d * kb_c);", cg_ctype(n->dtype),
+			    vw, k, vw, cg_ctype(n->dtype), vw, e->bufname[id], buf_cstr(&b), vw);
+		else
+			cg_line(e, e->rc_scope, "\tkb_row%d[kb_c] = %s[%s + kb_c];", k, e->bufname[id], buf_cstr(&b));
+		buf_reset(&b);
+		e->rc[k].filled = 1;
+	}
+	if (coopv >= 0) {
+		buf_printf(&b, "kb_row%d[%s]", k, e->var[coopv].name);
+		cgx_temp(e, at, n->dtype, 0, buf_cstr(&b), out);
+	} else if (vec) {
+		/* lane 0's index is a multiple of KB_VEC (the vector variable
+		 * steps by it, the other strides are multiples of the last
+		 * dim), and rows start 16-byte aligned */
+		cgx_aff_print(e, &inner, &b);
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "t%d", e->ntemps++);
+		out->scope = at;
+		out->vec = 1;
+		out->dtype = n->dtype;
+		cg_line(e, at, "%s %s[KB_VEC]; kb_load_vec(%s, kb_row%d + %s);", cg_ctype(n->dtype),
+		    out->name, out->name, k, buf_cstr(&b));
+	} else {
+		buf_printf(&b, "kb_row%d[", k);
+		cgx_aff_print(e, &inner, &b);
+		buf_addstr(&b, "]");
+		cgx_temp(e, at, n->dtype, 0, buf_cstr(&b), out);
+	}
+	buf_free(&b);
+	e->used[id] = 1;
+	return 1;
+}
+
 int
 cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off, struct cg_val *out)
 {
@@ -445,6 +584,10 @@ cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off
 
 	if (!at)
 		at = cgx_outermost(s);
+	if (e->backend == CG_CUDA && row_cached(e, at, id, off, out)) {
+		buf_free(&b);
+		return e->error;
+	}
 	if (vec && off->c[e->vec_var] == 1 && e->backend == CG_CUDA && aligned(e, off)) {
 		/* contiguous across lanes and lane 0 aligned: one vector load */
 		buf_printf(&b, "%s + ", e->bufname[id]);

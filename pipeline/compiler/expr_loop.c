@@ -82,6 +82,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 		if (v < 0)
 			return NULL;
 		e->var[v].extent = total;
+		e->var[v].coop = 1;
 		buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
 		buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
 		    e->var[v].name, e->var[v].name, total, e->var[v].name);
@@ -100,6 +101,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			    an->shape[d]);
 			if ((x = cgx_derived(e, L, v, text, an->shape[d])) < 0)
 				return NULL;
+			e->var[x].coop = 2;
 			cgx_unit(&am->r[d], x);
 			stride *= an->shape[d];
 		}

@@ -42,6 +42,7 @@ struct schedule {
 	int gemm_algo;		/* cuBLASLt heuristic rank: 0..7 */
 	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */
 	int cpu_tile;		/* CPU GEMM block edge: 16..256 */
+	int attn;		/* CUDA: softmax(q k^T / c + mask) v as one fused kernel: 0/1 */
 	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
 };
 

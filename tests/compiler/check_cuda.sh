@@ -2,6 +2,7 @@
 # Compile every IR fixture with the CUDA backend and build it with nvcc
 # (compile only; no GPU needed). Prints failures and a summary line.
 # Usage: tests/compiler/check_cuda.sh [NAME...]   (default: every fixture)
+# SCHEDULE: a schedule JSON for every fixture (default: the default one).
 set -u
 KB=${KERNELBOT:-build/default/kernelbot}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
@@ -9,7 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 pass=0
 for n in ${*:-$(ls tests/fixtures/ir | sed 's/\.json$//')}; do
-	if ! "$KB" compile "tests/fixtures/ir/$n.json" --backend cuda -o "$tmp/$n.cu" 2>"$tmp/err"; then
+	if ! "$KB" compile "tests/fixtures/ir/$n.json" --backend cuda ${SCHEDULE:+--schedule "$SCHEDULE"} \
+	    -o "$tmp/$n.cu" 2>"$tmp/err"; then
 		echo "FAIL $n: $(cat "$tmp/err")"
 		fail=$((fail + 1))
 	elif ! "$NVCC" -c -O1 -arch=sm_90 -Xcompiler -fPIC -I/usr/include -o "$tmp/$n.o" "$tmp/$n.cu" >"$tmp/log" 2>&1; then

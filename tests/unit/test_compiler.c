@@ -195,7 +195,7 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 }
 
 /* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
- * kernel per CUDA code path (flat, warp and block teams, thread per
+ * kernel per CUDA code path (flat, warp, block and column teams, thread per
  * output, cuBLAS, cuDNN, scans, gathers, argmax), so the check stays
  * cheap; tests/compiler/check_cuda.sh compiles every fixture. */
 static void
@@ -203,7 +203,7 @@ test_cuda_compiles(const char *dir)
 {
 	static const char *const problems[] = { "02_softmax_rows", "08_conv2d_batchnorm_silu",
 		"09_mean_tanh", "11_causal_attention", "13_cross_entropy", "14_cumsum",
-		"16_maxpool_relu_scale", NULL };
+		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", "conv_chain", NULL };
 	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
 	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
 	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
@@ -315,6 +315,108 @@ test_cpu_codegen(void)
 	}
 }
 
+
+/* What the CUDA backend picks for the full-size development problems
+ * (bench/ir/), read off the generated source: no GPU needed. */
+static void
+test_cuda_paths(void)
+{
+	static const struct {
+		const char *ir, *sched, *want, *unwanted, *label;
+	} cases[] = {
+		{ "09_mean_tanh", NULL, "KB_BLOCK_TEAM 2", NULL,
+		  "a mean over the middle dim runs as column teams" },
+		{ "09_mean_tanh", "{\"reduce\": \"thread\"}", "KB_BLOCK_TEAM 0", "KB_BLOCK_TEAM 2",
+		  "reduce=thread keeps a thread per output" },
+		{ "11_causal_attention", "{\"attn\": true}", "kb_attn<64, 1><<<dim3(16, 128)", "cublas",
+		  "attn=true makes attention one fused kernel" },
+		{ "11_causal_attention", NULL, "cublasSgemmStridedBatched", "kb_attn<",
+		  "by default attention is cuBLAS and a softmax kernel" },
+		{ "02_softmax_rows", "{\"row_cache\": true}",
+		  "*reinterpret_cast<kb_vec_t<float, 4> *>(kb_row0 + 4 * kb_c) = "
+		  "*reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 16384 * x0 + 4 * kb_c);", NULL,
+		  "row_cache copies a softmax row into shared memory once, 16 bytes at a time" },
+		{ "02_softmax_rows", "{\"row_cache\": true}", "kb_row0[kb_c] = in0[16384 * x0 + kb_c];", NULL,
+		  "and one float at a time in the kernel for unaligned buffers" },
+		{ "02_softmax_rows", "{\"row_cache\": true}",
+		  "cudaFuncAttributeMaxDynamicSharedMemorySize, 65536", NULL,
+		  "a 64 KiB row opts in to the shared memory" },
+		{ "02_softmax_rows", NULL, "kb_load_vec(", "kb_row0",
+		  "by default (row_cache off) rows are read from global memory" },
+		{ "03_layernorm", "{\"row_cache\": true}", "kb_row0", NULL, "row_cache caches a layer norm's row" },
+		{ "05_linear_gelu", NULL, "kb_scratch((void **)&s4", "cublasSetMathMode",
+		  "GEMM scratch is pooled and the math mode untouched" },
+		{ "05_linear_gelu", "{\"tf32\": true}", "CUBLAS_TF32_TENSOR_OP_MATH", NULL,
+		  "tf32=true asks cuBLAS for TF32" },
+		{ "14_cumsum", NULL, "kb_v[kb_j] = ", NULL, "cumsum keeps its segment in registers" },
+		{ "07_conv2d_relu_bias", NULL, "cudnnFindConvolutionForwardAlgorithmEx(", NULL,
+		  "the default convolution measures its algorithm once" },
+		{ "07_conv2d_relu_bias", "{\"conv_algo\": 2}", "kb_conv_pick(perf, found, 2, (size_t)-1)", "cudnnFind",
+		  "conv_algo ranks the heuristic's answers" },
+		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
+		  NULL, "and loads it 16 bytes at a time" },
+	};
+	char path[4200], err[256], label[200];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct schedule sc;
+		json_t *j = NULL, *sj = NULL;
+		char *src = NULL;
+		int ok;
+		snprintf(path, sizeof(path), "%s/bench/ir/%s.json", root, cases[i].ir);
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		if (cases[i].sched) {
+			sj = json_loads(cases[i].sched, 0, NULL);
+			if (!sj || schedule_from_json(&sc, sj, err, sizeof(err)) < 0)
+				printf("     schedule %s: %s\n", cases[i].sched, err);
+			json_decref(sj);
+		}
+		ok = jsonx_load_file(path, 64u << 20, &j, err, sizeof(err)) == 0 &&
+		    compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) == 0;
+		json_decref(j);
+		snprintf(label, sizeof(label), "%s: %s", cases[i].ir, cases[i].label);
+		if (!CHECK(label, ok && strstr(src, cases[i].want) &&
+		    (!cases[i].unwanted || !strstr(src, cases[i].unwanted))))
+			printf("     %s\n", ok ? "the source has not the expected shape" : err);
+		free(src);
+	}
+}
+
+/* The search moves freely: every schedule it can reach compiles for CUDA
+ * (the compiler clamps what does not apply). Mutation chains from the
+ * default over the development problems and the CUDA path fixtures. */
+static void
+test_cuda_schedules(void)
+{
+	static const char *const names[] = { "02_softmax_rows", "03_layernorm", "09_mean_tanh",
+		"11_causal_attention", "13_cross_entropy", "14_cumsum", "15_linear_groupnorm_swish",
+		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", NULL };
+	uint64_t rng = 7;
+	int ok = 1;
+	char err[256];
+
+	for (int i = 0; names[i]; i++) {
+		json_t *j = fixture(names[i]);
+		struct schedule sc;
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		for (int t = 0; t < 24 && j; t++) {
+			char *src = NULL;
+			schedule_mutate(&sc, &rng);
+			if (compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) < 0) {
+				struct buf b = BUF_INIT(4096);
+				schedule_describe(&sc, &b);
+				printf("     %s under %s: %s\n", names[i], buf_cstr(&b), err);
+				buf_free(&b);
+				ok = 0;
+			}
+			free(src);
+		}
+		ok &= j != NULL;
+		json_decref(j);
+	}
+	CHECK("every mutated schedule compiles for CUDA", ok);
+}
+
 int
 main(void)
 {
@@ -323,7 +425,8 @@ main(void)
 		"05_linear_gelu", "06_linear_relu_scale_residual", "07_conv2d_relu_bias",
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
-		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", NULL,
+		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
+		"attention_tiles", "conv_chain", NULL,
 	};
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
 		"HOME=/tmp", NULL };
@@ -340,6 +443,9 @@ main(void)
 	test_unsupported();
 	test_schedule();
 	test_cpu_codegen();
+
+	test_cuda_paths();
+	test_cuda_schedules();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
 	if (!mkdtemp(dir)) {
