@@ -53,7 +53,7 @@ check_eq "problem_sha is the problem's" "$(json_get "$H" 'd["problem_sha"]')" \
 	"$(sha256sum "$P" | cut -d' ' -f1)"
 check_eq "generation records" "$(json_get "$H" '[(g["generation"], g["evaluated"]) for g in d["generations"]]')" \
 	"[(0, 4), (1, 4)]"
-check_eq "candidate keys" "$(json_get "$H" 'sorted(set(k for c in d["candidates"] for k in c) - {"speedup_eager", "error"})')" \
+check_eq "candidate keys" "$(json_get "$H" 'sorted(set(k for c in d["candidates"] for k in c) - {"speedup_eager", "error", "excluded"})')" \
 	"['correct', 'file', 'generation', 'id', 'ms', 'op', 'origin', 'parents', 'proposer', 'source_sha', 'status']"
 check_eq "every file's SHA-256 is its source_sha" \
 	"$(json_get "$H" 'all(__import__("hashlib").sha256(open(sys.argv[1].replace("history.json", c["file"]), "rb").read()).hexdigest() == c["source_sha"] for c in d["candidates"])')" True
