@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bot/optimize_llm.h"
 #include "common/buf.h"
@@ -334,6 +335,85 @@ out:
 
 /* ------------------------------------------------------------ one problem */
 
+/*
+ * Stage 1's outcome into the run: DIR/functional.py (the accepted
+ * rewrite), and "functionalized" plus its tokens and dollars in the spent
+ * totals of summary.json (rewritten) and of the returned summary.
+ */
+static void
+stage1_record(const char *out_dir, const struct llm_functionalize_result *fr, json_t *summary)
+{
+	char path[PATH_MAX];
+	json_t *spent = json_object_get(summary, "spent");
+	FILE *f;
+
+	json_object_set_new(summary, "functionalized", json_pack("{s:b, s:s, s:i, s:I, s:f, s:s?, s:s?}",
+	    "accepted", fr->ir != NULL, "model", fr->model, "attempts", fr->attempts,
+	    "tokens", (json_int_t)fr->tokens, "dollars", fr->dollars,
+	    "file", fr->source ? "functional.py" : NULL, "error", fr->error[0] ? fr->error : NULL));
+	if (json_is_object(spent)) {
+		json_object_set_new(spent, "tokens", json_integer(
+		    json_integer_value(json_object_get(spent, "tokens")) + fr->tokens));
+		json_object_set_new(spent, "dollars", json_real(
+		    json_number_value(json_object_get(spent, "dollars")) + fr->dollars));
+	}
+	if (fr->source && snprintf(path, sizeof(path), "%s/functional.py", out_dir) < (int)sizeof(path)) {
+		if (!(f = fopen(path, "w")) || fputs(fr->source, f) == EOF || fclose(f) != 0)
+			fprintf(stderr, "kernelbot: %s: %s\n", path, strerror(errno));
+	}
+	if (snprintf(path, sizeof(path), "%s/summary.json", out_dir) < (int)sizeof(path) &&
+	    json_dump_file(summary, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0)
+		fprintf(stderr, "kernelbot: %s: cannot be rewritten\n", path);
+}
+
+/*
+ * The module does not trace and an LLM proposer runs: stage 1 in a
+ * private folder (the --out folder must stay empty until evolve_run). 1
+ * when it ran (fr filled, *tmpdir to remove), 0 when it could not.
+ */
+static int
+stage1_run(const struct config *cfg, const struct optimize_module *m, const char *irerr,
+    struct evolve_opts *eo, struct llm_functionalize_result *fr, char *tmpdir, size_t tmplen)
+{
+	const char *t = getenv("TMPDIR");
+	char err[1024];
+
+	if (snprintf(tmpdir, tmplen, "%s/kernelbot-stage1-XXXXXX", t && *t ? t : "/tmp") >= (int)tmplen ||
+	    !mkdtemp(tmpdir)) {
+		fprintf(stderr, "kernelbot: stage 1 skipped: no temporary folder: %s\n", strerror(errno));
+		tmpdir[0] = '\0';
+		return 0;
+	}
+	if (optimize_llm_functionalize(cfg, m->path, m->class_name, irerr, tmpdir, &eo->budget,
+	    fr, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kernelbot: stage 1 skipped: %s\n", err);
+		return 0;
+	}
+	if (!eo->quiet)
+		fprintf(stderr, "kernelbot: stage 1: %s after %d attempt%s%s%s\n",
+		    fr->ir ? "a traceable rewrite was accepted" : "no rewrite was accepted",
+		    fr->attempts, fr->attempts == 1 ? "" : "s", fr->ir ? "" : ": ", fr->ir ? "" : fr->error);
+	/* its tokens and dollars count against the run's budget */
+	if (eo->budget.tokens > 0)
+		eo->budget.tokens = eo->budget.tokens > fr->tokens ? eo->budget.tokens - fr->tokens : 1;
+	if (eo->budget.dollars > 0)
+		eo->budget.dollars = eo->budget.dollars > fr->dollars ?
+		    eo->budget.dollars - fr->dollars : 1e-9;
+	return 1;
+}
+
+static void
+remove_tmpdir(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (!dir[0])
+		return;
+	if (snprintf(p, sizeof(p), "%s/functional.py", dir) < (int)sizeof(p))
+		(void)unlink(p);
+	(void)rmdir(dir);
+}
+
 json_t *
 optimize_error_summary(const struct optimize_module *m, const char *backend, const char *msg)
 {
@@ -349,8 +429,9 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 {
 	struct evolve_opts eo = *base;
 	json_t *ir = NULL, *summary = NULL;
-	char err[4096], irerr[2048];
-	int error, n = 0;
+	struct llm_functionalize_result fr = { 0 };
+	char err[4096], irerr[2048], tmpdir[PATH_MAX] = "";
+	int error, n = 0, stage1 = 0;
 
 	*ok = 0;
 	err[0] = irerr[0] = '\0';
@@ -360,6 +441,12 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 	if (irload(m->path, m->class_name, &ir, irerr, sizeof(irerr)) < 0) {
 		ir = NULL;
 		eo.ir_error = irerr;
+		if (strstr(proposers, "llm") &&
+		    (stage1 = stage1_run(cfg, m, irerr, &eo, &fr, tmpdir, sizeof(tmpdir))) && fr.ir) {
+			ir = fr.ir;
+			fr.ir = NULL;
+			eo.ir_error = NULL;
+		}
 	}
 	eo.ir = ir;
 	for (const char *p = proposers; *p && n < EVOLVE_MAX_PROPOSERS;) {
@@ -385,11 +472,19 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 		goto out;
 	}
 	*ok = json_is_object(json_object_get(summary, "best"));
+	if (stage1) {
+		/* stage1_record reads fr->ir as "accepted": it was moved into ir */
+		fr.ir = ir;
+		stage1_record(out_dir, &fr, summary);
+		fr.ir = NULL;
+	}
 out:
 	for (int i = 0; i < n; i++)
 		if (eo.proposers[i] && eo.proposers[i]->free)
 			eo.proposers[i]->free(eo.proposers[i]);
 	json_decref(ir);
+	llm_functionalize_free(&fr);
+	remove_tmpdir(tmpdir);
 	return summary;
 }
 
