@@ -337,28 +337,28 @@ out:
 
 /*
  * Stage 1's outcome into the run: DIR/functional.py (the accepted
- * rewrite), and "functionalized" plus its tokens and dollars in the spent
- * totals of summary.json (rewritten) and of the returned summary.
+ * rewrite), and "functionalized" in summary.json (rewritten) and the
+ * returned summary; its tokens and dollars are in "spent" already
+ * (evolve_opts.tokens_before).
  */
 static void
 stage1_record(const char *out_dir, const struct llm_functionalize_result *fr, json_t *summary)
 {
 	char path[PATH_MAX];
-	json_t *spent = json_object_get(summary, "spent");
 	FILE *f;
 
 	json_object_set_new(summary, "functionalized", json_pack("{s:b, s:s, s:i, s:I, s:f, s:s?, s:s?}",
 	    "accepted", fr->ir != NULL, "model", fr->model, "attempts", fr->attempts,
 	    "tokens", (json_int_t)fr->tokens, "dollars", fr->dollars,
 	    "file", fr->source ? "functional.py" : NULL, "error", fr->error[0] ? fr->error : NULL));
-	if (json_is_object(spent)) {
-		json_object_set_new(spent, "tokens", json_integer(
-		    json_integer_value(json_object_get(spent, "tokens")) + fr->tokens));
-		json_object_set_new(spent, "dollars", json_real(
-		    json_number_value(json_object_get(spent, "dollars")) + fr->dollars));
-	}
 	if (fr->source && snprintf(path, sizeof(path), "%s/functional.py", out_dir) < (int)sizeof(path)) {
-		if (!(f = fopen(path, "w")) || fputs(fr->source, f) == EOF || fclose(f) != 0)
+		int bad = !(f = fopen(path, "w"));
+
+		if (!bad) {
+			bad = fputs(fr->source, f) == EOF;
+			bad |= fclose(f) != 0;
+		}
+		if (bad)
 			fprintf(stderr, "kernelbot: %s: %s\n", path, strerror(errno));
 	}
 	if (snprintf(path, sizeof(path), "%s/summary.json", out_dir) < (int)sizeof(path) &&
@@ -393,12 +393,9 @@ stage1_run(const struct config *cfg, const struct optimize_module *m, const char
 		fprintf(stderr, "kernelbot: stage 1: %s after %d attempt%s%s%s\n",
 		    fr->ir ? "a traceable rewrite was accepted" : "no rewrite was accepted",
 		    fr->attempts, fr->attempts == 1 ? "" : "s", fr->ir ? "" : ": ", fr->ir ? "" : fr->error);
-	/* its tokens and dollars count against the run's budget */
-	if (eo->budget.tokens > 0)
-		eo->budget.tokens = eo->budget.tokens > fr->tokens ? eo->budget.tokens - fr->tokens : 1;
-	if (eo->budget.dollars > 0)
-		eo->budget.dollars = eo->budget.dollars > fr->dollars ?
-		    eo->budget.dollars - fr->dollars : 1e-9;
+	/* its tokens and dollars are the search's first spending */
+	eo->tokens_before = fr->tokens;
+	eo->dollars_before = fr->dollars;
 	return 1;
 }
 
@@ -443,9 +440,16 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 		eo.ir_error = irerr;
 		if (strstr(proposers, "llm") &&
 		    (stage1 = stage1_run(cfg, m, irerr, &eo, &fr, tmpdir, sizeof(tmpdir))) && fr.ir) {
+			char fpath[PATH_MAX];
+
 			ir = fr.ir;
 			fr.ir = NULL;
 			eo.ir_error = NULL;
+			/* DIR/ir.json names where the rewrite ends up, not the
+			 * temporary folder it was checked in */
+			if (snprintf(fpath, sizeof(fpath), "%s/functional.py", out_dir) < (int)sizeof(fpath))
+				json_object_set_new(ir, "problem", json_string(fpath));
+			json_object_set_new(ir, "functionalized_from", json_string(m->path));
 		}
 	}
 	eo.ir = ir;

@@ -46,6 +46,9 @@ check "1: DIR/functional.py is the rewrite" cmp "$OUT/functional.py" "$F/rewrite
 check_eq "1: the compiler proposed kernels from its IR, judged correct against the original" \
 	"$(json_get "$OUT/history.json" '(d["problem"].endswith("stage1/loop.py"), sorted(set((c["proposer"], c["status"]) for c in d["candidates"])))')" \
 	"(True, [('compiler', 'correct')])"
+check_eq "1: DIR/ir.json is the rewrite's IR, naming both files" \
+	"$(json_get "$OUT/ir.json" '(d["problem"] == sys.argv[1].replace("ir.json", "functional.py"), d["functionalized_from"].endswith("stage1/loop.py"))')" \
+	"(True, True)"
 check_eq "1: stage 1's tokens count in spent" "$(json_get "$S" 'd["spent"]["tokens"]')" 700
 check_eq "1: the prompt quotes the module and the trace error" \
 	"$(prompts "$TMP/one.log" '[("for _ in range(int(self.steps))" in x, "ConcreteProxy" in x, "was rejected" in x) for x in p]')" \
@@ -86,4 +89,15 @@ check_eq "3: rejected after 1 + fix_rounds attempts, with the reason; no functio
 check_eq "3: then stage 2 ran without IR" \
 	"$(prompts "$TMP/three.log" '[("# Task: write kernel.c" in x) for x in p][:3]')" \
 	"[False, False, True]"
+
+# ---- 4. stage 1 spends the token budget: no more attempts, no search ----
+config "$TMP/four.yml" "  fix_rounds: 3"
+printf 'budgets:\n  tokens: 15\n' >>"$TMP/four.yml"
+: >"$TMP/three.log"
+"$KERNELBOT" optimize "$P" --proposer llm --config "$TMP/four.yml" \
+	$FAST --out "$TMP/out4" >/dev/null 2>"$TMP/four.err"
+check_eq "4: one attempt, then the budget's stop before any candidate" \
+	"$(json_get "$TMP/out4/summary.json" '(d["functionalized"]["attempts"], d["stop_reason"], d["candidates_evaluated"], d["spent"]["tokens"])')" \
+	"(1, 'budget:tokens', 0, 20)"
+check_eq "4: one request" "$(wc -l <"$TMP/three.log" | tr -d ' ')" 1
 t_done
