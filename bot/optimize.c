@@ -337,7 +337,7 @@ out:
 
 /*
  * Stage 1's outcome into the run: DIR/functional.py (the accepted
- * rewrite), and "functionalized" in summary.json (rewritten) and the
+ * rewrite), a paragraph at the end of REPORT.md, and "functionalized" in summary.json (rewritten) and the
  * returned summary; its tokens and dollars are in "spent" already
  * (evolve_opts.tokens_before).
  */
@@ -363,7 +363,17 @@ stage1_record(const char *out_dir, const struct llm_functionalize_result *fr, js
 	}
 	if (snprintf(path, sizeof(path), "%s/summary.json", out_dir) < (int)sizeof(path) &&
 	    json_dump_file(summary, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0)
-		fprintf(stderr, "kernelbot: %s: cannot be rewritten\n", path);
+		fprintf(stderr, "kernelbot: %s: cannot be rewritten\n", path);	/* a reviewer of the report learns where the IR came from */
+	if (snprintf(path, sizeof(path), "%s/REPORT.md", out_dir) < (int)sizeof(path) &&
+	    (f = fopen(path, "a"))) {
+		int bad = fprintf(f, "\n## Stage 1\n\nThe module does not trace with torch.fx. %s "
+		    "(%s, %d attempt%s).\n", fr->ir ? "A model's traceable rewrite, checked "
+		    "against the original on fresh inputs, gave the graph IR: functional.py" :
+		    "No model's rewrite passed the checks, so the search ran without graph IR",
+		    fr->model, fr->attempts, fr->attempts == 1 ? "" : "s") < 0;
+		if (fclose(f) != 0 || bad)
+			fprintf(stderr, "kernelbot: %s: cannot be appended to\n", path);
+	}
 }
 
 /*

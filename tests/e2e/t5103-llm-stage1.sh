@@ -49,6 +49,7 @@ check_eq "1: the compiler proposed kernels from its IR, judged correct against t
 check_eq "1: DIR/ir.json is the rewrite's IR, naming both files" \
 	"$(json_get "$OUT/ir.json" '(d["problem"] == sys.argv[1].replace("ir.json", "functional.py"), d["functionalized_from"].endswith("stage1/loop.py"))')" \
 	"(True, True)"
+check "1: REPORT.md says where the IR came from" grep -q "gave the graph IR: functional.py (fake-gpt, 1 attempt)" "$OUT/REPORT.md"
 check_eq "1: stage 1's tokens count in spent" "$(json_get "$S" 'd["spent"]["tokens"]')" 700
 check_eq "1: the prompt quotes the module and the trace error" \
 	"$(prompts "$TMP/one.log" '[("for _ in range(int(self.steps))" in x, "ConcreteProxy" in x, "was rejected" in x) for x in p]')" \
