@@ -65,7 +65,8 @@ cat >"$TMP/two.json" <<END
 END
 fakellm two "$TMP/two.json"
 config "$TMP/two.yml" "  fix_rounds: 2"
-"$KERNELBOT" optimize "$P" --proposer both --config "$TMP/two.yml" --per-generation 2 --generations 1 \
+mkdir "$TMP/td"
+TMPDIR="$TMP/td" "$KERNELBOT" optimize "$P" --proposer both --config "$TMP/two.yml" --per-generation 2 --generations 1 \
 	$FAST --out "$TMP/out2" >/dev/null 2>"$TMP/two.err"
 check_eq "2: two attempts, the second accepted" \
 	"$(json_get "$TMP/out2/summary.json" '(d["functionalized"]["accepted"], d["functionalized"]["attempts"])')" \
@@ -74,6 +75,7 @@ check_eq "2: the wrong answer first, then the fix; the second prompt carries the
 	"$(prompts "$TMP/two.log" '[json.loads(l)["rule"] for l in open(sys.argv[1])] + [("+ 1.5" in p[1].split("was rejected")[1], "not equivalent to the original" in p[1])]')" \
 	"[1, 0, (True, True)]"
 check "2: functional.py is the accepted one" cmp "$TMP/out2/functional.py" "$F/rewrite_good.py"
+check_eq "2: stage 1's temporary folder is gone" "$(ls -A "$TMP/td")" ""
 
 # ---- 3. only wrong rewrites: no IR, the run goes on as before ----
 cat >"$TMP/three.json" <<END
