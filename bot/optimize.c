@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bot/optimize_llm.h"
 #include "common/buf.h"
@@ -334,6 +335,92 @@ out:
 
 /* ------------------------------------------------------------ one problem */
 
+/*
+ * Stage 1's outcome into the run: DIR/functional.py (the accepted
+ * rewrite), a paragraph at the end of REPORT.md, and "functionalized" in summary.json (rewritten) and the
+ * returned summary; its tokens and dollars are in "spent" already
+ * (evolve_opts.tokens_before).
+ */
+static void
+stage1_record(const char *out_dir, const struct llm_functionalize_result *fr, json_t *summary)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	json_object_set_new(summary, "functionalized", json_pack("{s:b, s:s, s:i, s:I, s:f, s:s?, s:s?}",
+	    "accepted", fr->ir != NULL, "model", fr->model, "attempts", fr->attempts,
+	    "tokens", (json_int_t)fr->tokens, "dollars", fr->dollars,
+	    "file", fr->source ? "functional.py" : NULL, "error", fr->error[0] ? fr->error : NULL));
+	if (fr->source && snprintf(path, sizeof(path), "%s/functional.py", out_dir) < (int)sizeof(path)) {
+		int bad = !(f = fopen(path, "w"));
+
+		if (!bad) {
+			bad = fputs(fr->source, f) == EOF;
+			bad |= fclose(f) != 0;
+		}
+		if (bad)
+			fprintf(stderr, "kernelbot: %s: %s\n", path, strerror(errno));
+	}
+	if (snprintf(path, sizeof(path), "%s/summary.json", out_dir) < (int)sizeof(path) &&
+	    json_dump_file(summary, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0)
+		fprintf(stderr, "kernelbot: %s: cannot be rewritten\n", path);	/* a reviewer of the report learns where the IR came from */
+	if (snprintf(path, sizeof(path), "%s/REPORT.md", out_dir) < (int)sizeof(path) &&
+	    (f = fopen(path, "a"))) {
+		int bad = fprintf(f, "\n## Stage 1\n\nThe module does not trace with torch.fx. %s "
+		    "(%s, %d attempt%s).\n", fr->ir ? "A model's traceable rewrite, checked "
+		    "against the original on fresh inputs, gave the graph IR: functional.py" :
+		    "No model's rewrite passed the checks, so the search ran without graph IR",
+		    fr->model, fr->attempts, fr->attempts == 1 ? "" : "s") < 0;
+		if (fclose(f) != 0 || bad)
+			fprintf(stderr, "kernelbot: %s: cannot be appended to\n", path);
+	}
+}
+
+/*
+ * The module does not trace and an LLM proposer runs: stage 1 in a
+ * private folder (the --out folder must stay empty until evolve_run). 1
+ * when it ran (fr filled, *tmpdir to remove), 0 when it could not.
+ */
+static int
+stage1_run(const struct config *cfg, const struct optimize_module *m, const char *irerr,
+    struct evolve_opts *eo, struct llm_functionalize_result *fr, char *tmpdir, size_t tmplen)
+{
+	const char *t = getenv("TMPDIR");
+	char err[1024];
+
+	if (snprintf(tmpdir, tmplen, "%s/kernelbot-stage1-XXXXXX", t && *t ? t : "/tmp") >= (int)tmplen ||
+	    !mkdtemp(tmpdir)) {
+		fprintf(stderr, "kernelbot: stage 1 skipped: no temporary folder: %s\n", strerror(errno));
+		tmpdir[0] = '\0';
+		return 0;
+	}
+	if (optimize_llm_functionalize(cfg, m->path, m->class_name, irerr, tmpdir, &eo->budget,
+	    fr, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kernelbot: stage 1 skipped: %s\n", err);
+		return 0;
+	}
+	if (!eo->quiet)
+		fprintf(stderr, "kernelbot: stage 1: %s after %d attempt%s%s%s\n",
+		    fr->ir ? "a traceable rewrite was accepted" : "no rewrite was accepted",
+		    fr->attempts, fr->attempts == 1 ? "" : "s", fr->ir ? "" : ": ", fr->ir ? "" : fr->error);
+	/* its tokens and dollars are the search's first spending */
+	eo->tokens_before = fr->tokens;
+	eo->dollars_before = fr->dollars;
+	return 1;
+}
+
+static void
+remove_tmpdir(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (!dir[0])
+		return;
+	if (snprintf(p, sizeof(p), "%s/functional.py", dir) < (int)sizeof(p))
+		(void)unlink(p);
+	(void)rmdir(dir);
+}
+
 json_t *
 optimize_error_summary(const struct optimize_module *m, const char *backend, const char *msg)
 {
@@ -349,8 +436,9 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 {
 	struct evolve_opts eo = *base;
 	json_t *ir = NULL, *summary = NULL;
-	char err[4096], irerr[2048];
-	int error, n = 0;
+	struct llm_functionalize_result fr = { 0 };
+	char err[4096], irerr[2048], tmpdir[PATH_MAX] = "";
+	int error, n = 0, stage1 = 0;
 
 	*ok = 0;
 	err[0] = irerr[0] = '\0';
@@ -360,6 +448,19 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 	if (irload(m->path, m->class_name, &ir, irerr, sizeof(irerr)) < 0) {
 		ir = NULL;
 		eo.ir_error = irerr;
+		if (strstr(proposers, "llm") &&
+		    (stage1 = stage1_run(cfg, m, irerr, &eo, &fr, tmpdir, sizeof(tmpdir))) && fr.ir) {
+			char fpath[PATH_MAX];
+
+			ir = fr.ir;
+			fr.ir = NULL;
+			eo.ir_error = NULL;
+			/* DIR/ir.json names where the rewrite ends up, not the
+			 * temporary folder it was checked in */
+			if (snprintf(fpath, sizeof(fpath), "%s/functional.py", out_dir) < (int)sizeof(fpath))
+				json_object_set_new(ir, "problem", json_string(fpath));
+			json_object_set_new(ir, "functionalized_from", json_string(m->path));
+		}
 	}
 	eo.ir = ir;
 	for (const char *p = proposers; *p && n < EVOLVE_MAX_PROPOSERS;) {
@@ -385,11 +486,19 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 		goto out;
 	}
 	*ok = json_is_object(json_object_get(summary, "best"));
+	if (stage1) {
+		/* stage1_record reads fr->ir as "accepted": it was moved into ir */
+		fr.ir = ir;
+		stage1_record(out_dir, &fr, summary);
+		fr.ir = NULL;
+	}
 out:
 	for (int i = 0; i < n; i++)
 		if (eo.proposers[i] && eo.proposers[i]->free)
 			eo.proposers[i]->free(eo.proposers[i]);
 	json_decref(ir);
+	llm_functionalize_free(&fr);
+	remove_tmpdir(tmpdir);
 	return summary;
 }
 

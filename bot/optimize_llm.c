@@ -127,3 +127,37 @@ fail:
 	wrap_free(p);
 	return error;
 }
+
+int
+optimize_llm_functionalize(const struct config *cfg, const char *problem, const char *class_name,
+    const char *trace_error, const char *work_dir, const struct evolve_budget *budget,
+    struct llm_functionalize_result *r, char *err, size_t errlen)
+{
+	struct llm_functionalize_opts o = { 0 };
+	struct llm_config lc;
+	struct wrap w = { 0 };
+	int error;
+
+	memset(r, 0, sizeof(*r));
+	if ((error = llm_config_load(cfg, &lc, err, errlen)) < 0)
+		return error;
+	if ((error = store_open(config_data_dir(cfg), 0, &w.store)) < 0) {
+		snprintf(err, errlen, "the store in %s (where LLM calls are recorded): %s",
+		    config_data_dir(cfg), strerror(-error));
+		llm_config_free(&lc);
+		return error;
+	}
+	o.cfg = &lc;
+	o.record = record;
+	o.record_arg = &w;
+	o.problem = problem;
+	o.class_name = class_name;
+	o.trace_error = trace_error;
+	o.work_dir = work_dir;
+	o.max_tokens = budget ? budget->tokens : 0;
+	o.max_dollars = budget ? budget->dollars : 0;
+	error = llm_functionalize(&o, r, err, errlen);
+	store_close(w.store);
+	llm_config_free(&lc);
+	return error;
+}

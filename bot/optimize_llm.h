@@ -14,6 +14,7 @@
 
 #include "pipeline/evolve/evolve.h"
 #include "pipeline/llm/client.h"
+#include "pipeline/llm/functionalize.h"
 
 struct config;
 
@@ -34,5 +35,18 @@ int optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
  */
 struct store;
 int optimize_llm_record(struct store *s, int64_t job, const struct llm_call *c);
+
+/*
+ * Stage 1 for a module that does not trace (pipeline/llm/functionalize.h)
+ * with the server config's models, every call recorded in the store as
+ * above; the rewrite is written to work_dir/functional.py while it is
+ * checked. budget: its token and dollar limits (0: none) bound the
+ * attempts. 0 with r filled (r->ir NULL: no rewrite was accepted); -errno
+ * with a sentence in err.
+ */
+int optimize_llm_functionalize(const struct config *cfg, const char *problem,
+    const char *class_name, const char *trace_error, const char *work_dir,
+    const struct evolve_budget *budget, struct llm_functionalize_result *r,
+    char *err, size_t errlen);
 
 #endif

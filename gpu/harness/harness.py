@@ -21,6 +21,11 @@ def _trace(req):
     return trace.run(req)
 
 
+def _equivalent(req):
+    from kbh import equivalent
+    return equivalent.run(req)
+
+
 def _info(req):
     from kbh import info
     return info.run(req)
@@ -43,6 +48,7 @@ def _evaluate(req):
 # Imports are lazy so that a verb's dependencies load only when it runs.
 VERBS = {
     "trace": _trace,
+    "equivalent": _equivalent,
     "info": _info,
     "evaluate": _evaluate,
 }

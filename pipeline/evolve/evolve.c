@@ -604,6 +604,8 @@ setup(struct evo_run *r, char *err, size_t errlen)
 	r->ctx.backend = o->backend;
 	r->ctx.budget = &o->budget;
 	r->ctx.spent = &r->spent;
+	r->spent.tokens = o->tokens_before;
+	r->spent.dollars = o->dollars_before;
 	r->ctx.rng = &r->rng;
 	error = rebuild_population(r);
 out:

@@ -144,6 +144,10 @@ struct evolve_opts {
 	uint64_t seed;			/* proposers' RNG; 0 = a fresh one */
 	const json_t *ir;		/* the problem's graph IR (borrowed), or NULL */
 	const char *ir_error;		/* why ir is NULL */
+	/* LLM use before the search (stage 1, pipeline/llm/functionalize.h):
+	 * the run's spent starts from it, so it counts against the budgets */
+	int64_t tokens_before;
+	double dollars_before;
 	int have_sandbox_exec;		/* passed to eval_opts */
 	int quiet;			/* no progress lines on stderr */
 	evolve_eval_fn eval;		/* NULL: eval_run */

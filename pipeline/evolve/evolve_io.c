@@ -117,7 +117,8 @@ int
 evo_prepare_dir(const char *dir)
 {
 	static const char *const own[] = { "summary.json", "history.json", "REPORT.md",
-		"problem.py", "ir.json", "best/kernel.c", "best/kernel.cu", "best/result.json", NULL };
+		"problem.py", "ir.json", "functional.py", "best/kernel.c", "best/kernel.cu",
+		"best/result.json", NULL };
 	char p[PATH_MAX], q[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
