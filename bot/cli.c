@@ -1,7 +1,35 @@
 #include "bot/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+int
+cli_parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+int
+cli_parse_num(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (*end || end == s || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 int
 cli_usage_error(const char *cmd, const char *fmt, ...)

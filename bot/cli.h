@@ -35,6 +35,13 @@ int cmd_optimize(int argc, char **argv);
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];
 
+/*
+ * Command-line numbers: the whole of s, in [lo, hi] (cli_parse_num: not
+ * negative). 0, or -EINVAL with *out unchanged.
+ */
+int cli_parse_int(const char *s, int lo, int hi, int *out);
+int cli_parse_num(const char *s, double *out);
+
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

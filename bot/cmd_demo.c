@@ -35,6 +35,7 @@
 
 #include "bot/cli.h"
 #include "bot/store.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/http.h"
 #include "common/jsonx.h"
@@ -72,14 +73,6 @@ struct demo {
 	const char *serve_envp[32];
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int
 is_dir(const char *p)
@@ -354,7 +347,7 @@ wait_healthy(struct demo *d, double deadline)
 	char url[64];
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", d->port);
-	while (now_s() < deadline && serve_alive(d)) {
+	while (clock_mono_s() < deadline && serve_alive(d)) {
 		struct http_request rq = HTTP_REQUEST_INIT;
 		struct http_response rs = { 0 };
 		char err[256];
@@ -436,7 +429,7 @@ wait_job(struct demo *d, int64_t id, double deadline, char *state, size_t statel
 	double last = 0;
 
 	snprintf(data, sizeof(data), "%s/data", d->dir);
-	while (now_s() < deadline) {
+	while (clock_mono_s() < deadline) {
 		struct store *s = NULL;
 		struct store_job j = { 0 };
 
@@ -451,9 +444,9 @@ wait_job(struct demo *d, int64_t id, double deadline, char *state, size_t statel
 			fprintf(stderr, "kernelbot demo: serve exited; see %s/serve.log\n", d->dir);
 			return -ECHILD;
 		}
-		if (now_s() - last >= 15) {
+		if (clock_mono_s() - last >= 15) {
 			fprintf(stderr, "kernelbot demo: job %lld %s ...\n", (long long)id, state);
-			last = now_s();
+			last = clock_mono_s();
 		}
 		sleep(1);
 	}
@@ -555,7 +548,7 @@ cmd_demo(int argc, char **argv)
 	const char *examples = NULL, *dir = NULL;
 	char before[41], after[41], state[32] = "queued";
 	long timeout = DEMO_TIMEOUT_S;
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	int64_t job = 0;
 	int c, rc = 1, error, prs;
 	ssize_t n;
@@ -621,7 +614,7 @@ cmd_demo(int argc, char **argv)
 		fprintf(stderr, "kernelbot demo: starting serve: %s\n", strerror(-error));
 		goto out;
 	}
-	if (wait_healthy(&d, now_s() + 30) < 0) {
+	if (wait_healthy(&d, clock_mono_s() + 30) < 0) {
 		fprintf(stderr, "kernelbot demo: serve did not come up; see %s/serve.log\n", d.dir);
 		goto out;
 	}
@@ -636,7 +629,7 @@ cmd_demo(int argc, char **argv)
 			    (long long)job, state, timeout, d.dir);
 		goto out;
 	}
-	printf("job %lld %s after %.0f s\n", (long long)job, state, now_s() - t0);
+	printf("job %lld %s after %.0f s\n", (long long)job, state, clock_mono_s() - t0);
 	prs = print_results(&d, after);
 	printf("\n%d pull request%s in %s/forge/prs\n", prs, prs == 1 ? "" : "s", d.dir);
 	rc = strcmp(state, STORE_JOB_DONE) ? 1 : 0;

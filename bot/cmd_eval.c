@@ -22,31 +22,7 @@ static const char eval_usage[] =
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
     "                      [--class NAME] [--jobs N] [--fresh-baselines]\n";
 
-static int
-parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < lo || v > hi)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
-
-static int
-parse_num(const char *s, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (*end || end == s || v < 0)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 static int
 sandbox_exec_built_in(void)
@@ -134,28 +110,28 @@ cmd_eval(int argc, char **argv)
 			break;
 		case 'j': json = 1; break;
 		case 't':
-			if (parse_int(optarg, 1, EVAL_MAX_TRIALS, &o.trials) < 0)
+			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &o.trials) < 0)
 				return cli_usage_error("eval", "--trials: 1 to %d", EVAL_MAX_TRIALS);
 			break;
 		case 'T':
-			if (parse_int(optarg, 1, 86400, &o.timeout_s) < 0)
+			if (cli_parse_int(optarg, 1, 86400, &o.timeout_s) < 0)
 				return cli_usage_error("eval", "--timeout: seconds, 1 to 86400");
 			break;
 		case 's': o.sanitize = 1; break;
 		case 'd':
-			if (parse_int(optarg, 0, 1023, &o.device) < 0)
+			if (cli_parse_int(optarg, 0, 1023, &o.device) < 0)
 				return cli_usage_error("eval", "bad --device '%s'", optarg);
 			break;
 		case 'r':
-			if (parse_int(optarg, 1, 10000, &o.rounds) < 0)
+			if (cli_parse_int(optarg, 1, 10000, &o.rounds) < 0)
 				return cli_usage_error("eval", "--rounds: 1 to 10000");
 			break;
 		case 'R':
-			if (parse_int(optarg, 1, 256, &o.reps) < 0)
+			if (cli_parse_int(optarg, 1, 256, &o.reps) < 0)
 				return cli_usage_error("eval", "--reps: 1 to 256");
 			break;
 		case 'w':
-			if (parse_int(optarg, 0, 256, &o.warmup) < 0)
+			if (cli_parse_int(optarg, 0, 256, &o.warmup) < 0)
 				return cli_usage_error("eval", "--warmup: 0 to 256");
 			break;
 		case 'B':
@@ -165,16 +141,16 @@ cmd_eval(int argc, char **argv)
 			o.baselines = optarg;
 			break;
 		case 'a':
-			if (parse_num(optarg, &o.atol) < 0)
+			if (cli_parse_num(optarg, &o.atol) < 0)
 				return cli_usage_error("eval", "--atol: a non-negative number");
 			break;
 		case 'e':
-			if (parse_num(optarg, &o.rtol) < 0)
+			if (cli_parse_num(optarg, &o.rtol) < 0)
 				return cli_usage_error("eval", "--rtol: a non-negative number");
 			break;
 		case 'c': o.class_name = optarg; break;
 		case 'J':
-			if (parse_int(optarg, 1, 256, &o.jobs) < 0)
+			if (cli_parse_int(optarg, 1, 256, &o.jobs) < 0)
 				return cli_usage_error("eval", "--jobs: 1 to 256");
 			break;
 		case 'F':

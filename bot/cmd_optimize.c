@@ -43,19 +43,6 @@ struct opt_args {
 	int json;
 };
 
-static int
-parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 static void
 print_human(const json_t *s, const char *out_dir)
@@ -115,7 +102,7 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[256];
-	long v;
+	int v;
 	int c, error;
 
 	*done = 0;
@@ -129,7 +116,7 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			break;
 		case 'p': a->proposer = optarg; break;
 		case 'n':
-			if (parse_int(optarg, 1, 1000000, &v) < 0)
+			if (cli_parse_int(optarg, 1, 1000000, &v) < 0)
 				return cli_usage_error("optimize", "--budget: candidates, 1 to 1000000");
 			a->eo.budget.candidates = (int)v;
 			break;
@@ -137,22 +124,22 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		case 'o': a->out = optarg; break;
 		case 'j': a->json = 1; break;
 		case 'g':
-			if (parse_int(optarg, 1, 100000, &v) < 0)
+			if (cli_parse_int(optarg, 1, 100000, &v) < 0)
 				return cli_usage_error("optimize", "--generations: 1 to 100000");
 			a->eo.budget.generations = (int)v;
 			break;
 		case 'P':
-			if (parse_int(optarg, 1, EVOLVE_MAX_PER_GEN, &v) < 0)
+			if (cli_parse_int(optarg, 1, EVOLVE_MAX_PER_GEN, &v) < 0)
 				return cli_usage_error("optimize", "--per-generation: 1 to %d", EVOLVE_MAX_PER_GEN);
 			a->eo.per_generation = (int)v;
 			break;
 		case 'O':
-			if (parse_int(optarg, 1, 1024, &v) < 0)
+			if (cli_parse_int(optarg, 1, 1024, &v) < 0)
 				return cli_usage_error("optimize", "--population: 1 to 1024");
 			a->eo.population = (int)v;
 			break;
 		case 'a':
-			if (parse_int(optarg, 1, 100000, &v) < 0)
+			if (cli_parse_int(optarg, 1, 100000, &v) < 0)
 				return cli_usage_error("optimize", "--patience: 1 to 100000");
 			a->eo.patience = (int)v;
 			break;
@@ -165,37 +152,37 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			break;
 		}
 		case 't':
-			if (parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
+			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
 				return cli_usage_error("optimize", "--trials: 1 to %d", EVAL_MAX_TRIALS);
 			a->eo.trials = (int)v;
 			break;
 		case 'F':
-			if (parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
+			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
 				return cli_usage_error("optimize", "--confirm-trials: 1 to %d", EVAL_MAX_TRIALS);
 			a->eo.confirm_trials = (int)v;
 			break;
 		case 'T':
-			if (parse_int(optarg, 1, 86400, &v) < 0)
+			if (cli_parse_int(optarg, 1, 86400, &v) < 0)
 				return cli_usage_error("optimize", "--timeout: seconds, 1 to 86400");
 			a->eo.timeout_s = (int)v;
 			break;
 		case 'r':
-			if (parse_int(optarg, 1, 10000, &v) < 0)
+			if (cli_parse_int(optarg, 1, 10000, &v) < 0)
 				return cli_usage_error("optimize", "--rounds: 1 to 10000");
 			a->eo.rounds = (int)v;
 			break;
 		case 'R':
-			if (parse_int(optarg, 1, 256, &v) < 0)
+			if (cli_parse_int(optarg, 1, 256, &v) < 0)
 				return cli_usage_error("optimize", "--reps: 1 to 256");
 			a->eo.reps = (int)v;
 			break;
 		case 'w':
-			if (parse_int(optarg, 0, 256, &v) < 0)
+			if (cli_parse_int(optarg, 0, 256, &v) < 0)
 				return cli_usage_error("optimize", "--warmup: 0 to 256");
 			a->eo.warmup = (int)v;
 			break;
 		case 'd':
-			if (parse_int(optarg, 0, 1023, &v) < 0)
+			if (cli_parse_int(optarg, 0, 1023, &v) < 0)
 				return cli_usage_error("optimize", "--device: 0 to 1023");
 			a->eo.device = (int)v;
 			break;

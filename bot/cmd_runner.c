@@ -411,7 +411,7 @@ cmd_runner(int argc, char **argv)
 	struct runner rn;
 	struct sigaction sa;
 	char err[CONFIG_ERR_MAX], arch[32], device[256], host[64] = "localhost";
-	char defname[128], *end;
+	char defname[128];
 	int opt, once = 0, cpu = 0, want_gpu = -1, rc = 1, error;
 	ssize_t sn;
 
@@ -426,9 +426,7 @@ cmd_runner(int argc, char **argv)
 		case 'n': name = optarg; break;
 		case '1': once = 1; break;
 		case 'g':
-			errno = 0;
-			want_gpu = (int)strtol(optarg, &end, 10);
-			if (errno || *end || !*optarg || want_gpu < 0)
+			if (cli_parse_int(optarg, 0, INT_MAX, &want_gpu) < 0)
 				return cli_usage_error("runner", "--gpu wants a GPU index, "
 				    "not '%s'", optarg);
 			break;

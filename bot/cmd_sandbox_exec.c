@@ -53,19 +53,6 @@ parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-static int
-parse_int(const char *s, int min, int max, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
 
 static void
 print_checks(const json_t *checks, int only_failed)
@@ -144,11 +131,11 @@ cmd_sandbox_exec(int argc, char **argv)
 				return cli_usage_error("sandbox-exec", "--fsize takes bytes (K, M, G suffixes allowed)");
 			break;
 		case 't':
-			if (parse_int(optarg, 1, TIMEOUT_MAX_S, &timeout_s) < 0)
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &timeout_s) < 0)
 				return cli_usage_error("sandbox-exec", "--timeout takes whole seconds, 1 to %d", TIMEOUT_MAX_S);
 			break;
 		case 'g':
-			if (parse_int(optarg, -1, 1023, &so.gpu) < 0)
+			if (cli_parse_int(optarg, -1, 1023, &so.gpu) < 0)
 				return cli_usage_error("sandbox-exec", "--gpu takes a GPU index (or -1 for none)");
 			break;
 		case 'e':
@@ -159,15 +146,15 @@ cmd_sandbox_exec(int argc, char **argv)
 			extra[n_env++] = optarg;
 			break;
 		case 'c':
-			if (parse_int(optarg, 1, TIMEOUT_MAX_S, &so.cpu_s) < 0)
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &so.cpu_s) < 0)
 				return cli_usage_error("sandbox-exec", "--cpu takes whole seconds");
 			break;
 		case 'n':
-			if (parse_int(optarg, 1, 1 << 20, &so.nproc) < 0)
+			if (cli_parse_int(optarg, 1, 1 << 20, &so.nproc) < 0)
 				return cli_usage_error("sandbox-exec", "--nproc takes a count");
 			break;
 		case 'f':
-			if (parse_int(optarg, 3, 1 << 20, &so.nofile) < 0)
+			if (cli_parse_int(optarg, 3, 1 << 20, &so.nofile) < 0)
 				return cli_usage_error("sandbox-exec", "--nofile takes a count");
 			break;
 		case 'd':

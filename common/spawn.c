@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 #define DEFAULT_GRACE_MS 2000
 #define PASS_FD_BASE 3
 #define PASS_FD_MAX 64
@@ -26,14 +28,6 @@ struct child_failure {
 	int err;
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void
 child_fail(int fd, int stage, int err)
@@ -179,7 +173,7 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 		goto out;
 	}
 
-	start = now_s();
+	start = clock_mono_s();
 	deadline = o->timeout_ms > 0 ? start + o->timeout_ms / 1000.0 : 0;
 	if ((pid = fork()) < 0) {
 		error = -errno;
@@ -228,7 +222,7 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 	while (!reaped) {
 		struct pollfd pf[4];
 		int nf = 0, idx_in = -1, idx_out = -1, idx_err = -1, wait_ms = -1;
-		double t = now_s();
+		double t = clock_mono_s();
 
 		if (deadline && !termed && t >= deadline) {
 			res.timed_out = 1;
@@ -300,7 +294,7 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 	if (err_open)
 		drain(err_p[0], &res.err, &res.err_dropped);
 
-	res.wall_s = now_s() - start;
+	res.wall_s = clock_mono_s() - start;
 	res.cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	res.maxrss_kb = ru.ru_maxrss;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/spawn.h"
 #include "gpu/sandbox.h"
@@ -63,14 +64,6 @@ struct pool {
 	pthread_mutex_t lock;
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Run a trusted host tool (the compiler's version query) and hash its output. */
 static int
@@ -385,7 +378,7 @@ build_one(struct job *j)
 	const char *argv[24], *ro[3] = { NULL, NULL, NULL };
 	const char *degraded = getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED");
 	json_t *checks = NULL;
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	int error, made = 0;
 
 	snprintf(scratch, sizeof(scratch), "%s/tmp/build-XXXXXX", j->cache_dir);
@@ -457,7 +450,7 @@ out:
 	if (made)
 		nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	set_log(res, &log);
-	res->seconds = now_s() - t0;
+	res->seconds = clock_mono_s() - t0;
 	json_decref(checks);
 	spawn_result_free(&r);
 }
@@ -488,7 +481,7 @@ prepare(struct job *j)
 	struct buf log = BUF_INIT(4096);
 	char final[PATH_MAX];
 	struct stat st;
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	int error;
 
 	if (j->req->backend == COMPILE_CUDA && !valid_arch(j->req->arch)) {
@@ -521,7 +514,7 @@ prepare(struct job *j)
 	}
 out:
 	set_log(res, &log);
-	res->seconds = now_s() - t0;
+	res->seconds = clock_mono_s() - t0;
 }
 
 int

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
 #include "gpu/compile.h"
@@ -34,14 +35,6 @@ struct cand {
 	json_t *res;
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -427,7 +420,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	int ngpu = 0, cuda, error = 0, fp32 = 0;
 	json_t *req = NULL, *reply = NULL, *results = NULL, *problem;
 	char *exe = NULL;
-	double t0 = now_s(), t_prepare = 0, t_harness = 0;
+	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
 	struct judge judge = { 0 };
 
@@ -563,8 +556,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
-		t_prepare = now_s() - t0;
-		t_harness = now_s();
+		t_prepare = clock_mono_s() - t0;
+		t_harness = clock_mono_s();
 		if (judge.started) {
 			if ((error = judge_post(&judge, req)) < 0) {
 				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
@@ -580,7 +573,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			error = harness_call(req, (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) *
 			    1000, &reply, herr, sizeof(herr));
 		}
-		t_harness = now_s() - t_harness;
+		t_harness = clock_mono_s() - t_harness;
 		if (error < 0) {
 			snprintf(err, errlen, "the judge failed: %s", herr);
 			goto out;
@@ -608,7 +601,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		/* The whole command's steps, shared by the batch. */
 		json_object_set_new(json_object_get(c->res, "timing_breakdown_s"), "command",
 		    json_pack("{s:f, s:f}", "prepare", t_prepare, "harness", t_harness));
-		json_object_set_new(c->res, "wall_s", json_real(now_s() - t0));
+		json_object_set_new(c->res, "wall_s", json_real(clock_mono_s() - t0));
 		/* what the kernel was built for: reports and the archive key on it */
 		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
 		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
 #include "gpu/eval.h"
@@ -36,14 +37,6 @@ evolve_candidate_clear(struct evolve_candidate *c)
 	c->origin = NULL;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void
 progress(const struct evo_run *r, const char *fmt, ...)
@@ -71,7 +64,7 @@ budget_spent(const struct evo_run *r)
 		return "budget:candidates";
 	if (b->generations > 0 && s->generations >= b->generations)
 		return "budget:generations";
-	if (b->wall_s > 0 && now_s() - r->t0 >= b->wall_s)
+	if (b->wall_s > 0 && clock_mono_s() - r->t0 >= b->wall_s)
 		return "budget:wall";
 	if (b->gpu_s > 0 && s->gpu_s >= b->gpu_s)
 		return "budget:gpu";
@@ -475,7 +468,7 @@ finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 		}
 		memcpy(r->error, keep, sizeof(keep));
 	}
-	r->spent.wall_s = now_s() - r->t0;
+	r->spent.wall_s = clock_mono_s() - r->t0;
 	if (got)
 		status = improved(best) ? "improved" : "not_faster";
 	else if (!r->n_hist && r->unsupported[0] && !r->error[0])
@@ -639,7 +632,7 @@ evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errl
 	r.o = o;
 	if ((error = check_opts(o, err, errlen)) < 0)
 		return error;
-	r.t0 = now_s();
+	r.t0 = clock_mono_s();
 	if ((error = setup(&r, err, errlen)) < 0)
 		goto out;
 	for (;;) {
@@ -666,7 +659,7 @@ evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errl
 			break;
 		}
 		empty = 0;
-		r.spent.wall_s = now_s() - r.t0;
+		r.spent.wall_s = clock_mono_s() - r.t0;
 		if ((error = evo_write_history(&r)) < 0) {
 			snprintf(err, errlen, "%s/history.json: %s", o->out_dir, strerror(-error));
 			goto out;
