@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bot/cli.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
 #include "gitops/modules.h"
 #include "pipeline/report/report.h"
@@ -28,49 +29,18 @@ static const char report_usage[] =
     "usage: kernelbot report OPTIMIZE_DIR... --module PATH [--class NAME] [--slug SLUG]\n"
     "                        [--repo OWNER/NAME] [--commit SHA] [--out DIR] [--json]\n";
 
-/* mkdir -p for the directories above path. */
-static int
-mkparents(char *path)
-{
-	for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			int error = -errno;
-
-			*s = '/';
-			return error;
-		}
-		*s = '/';
-	}
-	return 0;
-}
 
 static int
 write_file(const char *dir, const char *rel, const void *data, size_t len)
 {
 	char path[4096];
-	int fd, error = 0;
+	int error;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	if ((error = mkparents(path)) < 0)
+	if ((error = fsx_mkdir_parents(path, 0755)) < 0)
 		return error;
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return -errno;
-	for (size_t off = 0; off < len; ) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			error = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0 && error == 0)
-		error = -errno;
-	return error;
+	return fsx_write_file(path, data, len);
 }
 
 static json_t *

@@ -31,6 +31,7 @@
 #include "bot/coord.h"
 #include "bot/store.h"
 #include "common/buf.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/notify.h"
@@ -138,23 +139,6 @@ heartbeat(void *arg)
 	return NULL;
 }
 
-/* mkdir -p */
-static int
-mkdirs(const char *dir)
-{
-	char p[PATH_MAX];
-
-	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, 0750) < 0 && errno != EEXIST)
-				return -errno;
-			*s = '/';
-		}
-	return mkdir(p, 0750) < 0 && errno != EEXIST ? -errno : 0;
-}
 
 /* summary.json of the run: OUT/<slug>/summary.json or OUT/summary.json. */
 static char *
@@ -244,7 +228,7 @@ run_task(struct runner *rn, struct store_task *t)
 	/* A new directory per attempt: a killed attempt's leftovers mislead no one. */
 	snprintf(out, sizeof(out), "%s/task-%lld-%d", dir, (long long)t->id,
 	    t->attempts);
-	if ((rc = mkdirs(out)) < 0) {
+	if ((rc = fsx_mkdir_p(out, 0750)) < 0) {
 		snprintf(err, sizeof(err), "cannot make the output directory: %s",
 		    strerror(-rc));
 		goto finish;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsx.h"
 #include "common/log.h"
 
 int64_t
@@ -188,28 +189,6 @@ store_pragmas(struct store *s)
 	return store_exec(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON");
 }
 
-/* mkdir -p with mode 0750 for what it creates. */
-static int
-mkdir_parents(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, n + 1);
-	for (char *p = path + 1; ; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(path, 0750) < 0 && errno != EEXIST)
-			return -errno;
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
 
 int
 store_open(const char *dir, int flags, struct store **out)
@@ -226,7 +205,7 @@ store_open(const char *dir, int flags, struct store **out)
 		if (access(path, F_OK) < 0)
 			return -errno;
 	} else {
-		if ((error = mkdir_parents(dir)) < 0)
+		if ((error = fsx_mkdir_p(dir, 0750)) < 0)
 			return error;
 		oflags |= SQLITE_OPEN_CREATE;
 	}

@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/crypto.h"
+#include "common/fsx.h"
 #include "common/spawn.h"
 #include "gpu/sandbox.h"
 
@@ -304,23 +305,6 @@ write_all(const char *path, const void *p, size_t n)
 	return n ? (w < 0 ? -errno : -EIO) : 0;
 }
 
-static int
-mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	char *s;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (s = tmp + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			*s = '/';
-		}
-	return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -errno : 0;
-}
 
 static void
 set_log(struct compile_result *res, struct buf *log)
@@ -534,7 +518,7 @@ compile_batch(const char *cache_dir, const struct compile_req *reqs, size_t n,
 	for (const char *sub = "kernels"; sub; sub = strcmp(sub, "kernels") ? NULL : "tmp") {
 		if (snprintf(dir, sizeof(dir), "%s/%s", cache_dir, sub) >= (int)sizeof(dir))
 			return -ENAMETOOLONG;
-		if ((error = mkdir_p(dir)) < 0)
+		if ((error = fsx_mkdir_p(dir, 0755)) < 0)
 			return error;
 	}
 	if (!(p.jobs = calloc(n ? n : 1, sizeof(*p.jobs))))

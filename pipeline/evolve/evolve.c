@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/crypto.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
 #include "gpu/eval.h"
 #include "pipeline/evolve/evolve_int.h"
@@ -306,7 +307,7 @@ generation(struct evo_run *r, int want)
 		char full[PATH_MAX];
 		evo_cand_file(r, (int)base + i, rel, sizeof(rel));
 		if ((error = evo_out_path(r, full, sizeof(full), rel)) < 0 ||
-		    (error = evo_write_file(full, cands[i].source, strlen(cands[i].source))) < 0) {
+		    (error = fsx_write_file(full, cands[i].source, strlen(cands[i].source))) < 0) {
 			snprintf(r->error, sizeof(r->error), "%s/%s: %s", r->o->out_dir, rel,
 			    strerror(-error));
 			goto out;
@@ -406,7 +407,7 @@ confirm(struct evo_run *r, json_t **result, int *which)
 	int error, trials = r->o->confirm_trials > r->o->trials ? r->o->confirm_trials : r->o->trials;
 
 	*result = NULL;
-	if ((error = evo_out_path(r, dir, sizeof(dir), "best")) < 0 || (error = evo_mkdir_p(dir)) < 0)
+	if ((error = evo_out_path(r, dir, sizeof(dir), "best")) < 0 || (error = fsx_mkdir_p(dir, 0755)) < 0)
 		return error;
 	snprintf(name, sizeof(name), "kernel%s", r->ext);
 	if ((error = evo_join(file, sizeof(file), dir, name)) < 0)
@@ -415,7 +416,7 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		const struct evolve_entry *e = r->pop[i];
 		json_t *res = NULL;
 
-		if ((error = evo_write_file(file, e->source, strlen(e->source))) < 0)
+		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
 		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms, trials);
 		if ((error = run_eval(r, paths, 1, trials,
@@ -569,9 +570,9 @@ setup(struct evo_run *r, char *err, size_t errlen)
 	}
 	if (error < 0 ||
 	    (error = evo_out_path(r, path, sizeof(path), "candidates")) < 0 ||
-	    (error = evo_mkdir_p(path)) < 0 ||
+	    (error = fsx_mkdir_p(path, 0755)) < 0 ||
 	    (error = evo_out_path(r, path, sizeof(path), "problem.py")) < 0 ||
-	    (error = evo_write_file(path, r->problem_source, strlen(r->problem_source))) < 0) {
+	    (error = fsx_write_file(path, r->problem_source, strlen(r->problem_source))) < 0) {
 		snprintf(err, errlen, "%s: %s", o->out_dir, strerror(-error));
 		goto out;
 	}

@@ -12,17 +12,7 @@
 #include "common/crypto.h"
 #include "pipeline/evolve/evolve.h"
 
-/* mkdir -p with mode 0755: 0 or -errno. */
-int evo_mkdir_p(const char *path);
-
-/*
- * Write len bytes to path through a temporary file in the same folder and
- * a rename, so a crash leaves the old file or the new one, never half of
- * one. 0 or -errno.
- */
-int evo_write_file(const char *path, const void *data, size_t len);
-
-/* The same for a JSON value, indented. */
+/* A JSON value, indented, written whole (fsx_write_file). 0 or -errno. */
 int evo_write_json(const char *path, const json_t *v);
 
 /*

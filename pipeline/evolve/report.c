@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
 #include "pipeline/evolve/evolve.h"
 #include "pipeline/evolve/evolve_int.h"
@@ -219,7 +220,7 @@ evolve_write_report(const char *path, const json_t *summary, const json_t *histo
 		best_origin(&b, summary, history);
 	fastest(&b, history);
 	buf_addstr(&b, "Every candidate's source is in candidates/, its verdict in history.json.\n");
-	error = b.data ? evo_write_file(path, b.data, b.len) : -ENOMEM;
+	error = b.data ? fsx_write_file(path, b.data, b.len) : -ENOMEM;
 	buf_free(&b);
 	return error;
 }
