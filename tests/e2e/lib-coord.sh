@@ -57,7 +57,7 @@ runners:
   lease_s: ${LEASE_S:-3}
   poll_ms: 100
   command: [$PY, $STANDIN]
-$3
+${3:-}
 EOC
 }
 
