@@ -21,6 +21,10 @@ struct wrap {
 	struct store *store;
 	int64_t job;
 	int record_failed;		/* logged once */
+	/* llm.embeddings, when configured: archive retrieval's embedder */
+	struct llm_config lc;
+	struct llm_client embed_client;
+	int embedder_set;
 };
 
 int
@@ -81,12 +85,36 @@ wrap_free(struct proposer *p)
 		return;
 	w = p->state;
 	if (w) {
+		if (w->embedder_set)
+			archive_set_embedder(NULL);
 		if (w->inner)
 			w->inner->free(w->inner);
 		store_close(w->store);
+		llm_config_free(&w->lc);
 		free(w);
 	}
 	free(p);
+}
+
+int
+optimize_llm_embedder(const struct config *cfg, struct llm_config *lc,
+    struct llm_client *cl, void (*rec)(void *, const struct llm_call *), void *rec_arg,
+    char *err, size_t errlen)
+{
+	struct archive_embedder em = { llm_embed_hook, cl, 0 };
+	int error;
+
+	if ((error = llm_config_load(cfg, lc, err, errlen)) < 0)
+		return error;
+	if (!lc->embed.model)
+		return 0;
+	memset(cl, 0, sizeof(*cl));
+	cl->cfg = lc;
+	cl->record = rec;
+	cl->record_arg = rec_arg;
+	em.dim = (size_t)lc->embed_dim;
+	archive_set_embedder(&em);
+	return 1;
 }
 
 int
@@ -118,6 +146,10 @@ optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
 	o.record_arg = w;
 	o.retrieve = retrieve;
 	o.retrieve_arg = w;
+	if ((error = optimize_llm_embedder(cfg, &w->lc, &w->embed_client, record, w,
+	    err, errlen)) < 0)
+		goto fail;
+	w->embedder_set = error > 0;
 	o.wait_for_seed = seeded;
 	if ((error = llm_proposer_from_config(cfg, &o, &w->inner, err, errlen)) < 0)
 		goto fail;
