@@ -264,7 +264,7 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
-	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:b, s:I, s:o, s:o}",
+	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:i, s:I, s:o, s:o}",
 	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
 	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
 	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,

@@ -30,7 +30,10 @@ struct eval_opts {
 	int device;			/* CUDA ordinal */
 	int trials;
 	int timeout_s;
-	int sanitize;			/* compute-sanitizer memcheck + racecheck */
+	int sanitize;			/* compute-sanitizer memcheck + racecheck on a
+					 * correct CUDA candidate: 0 no; 1 yes (no
+					 * compute-sanitizer: a failed check); 2 where
+					 * the host has it (else a skipped check) */
 	int rounds, reps, warmup;	/* timing; 0 = the judge's defaults */
 	const char *baselines;		/* "eager,compile" (default), "eager", "none" */
 	double atol, rtol;		/* < 0: per-dtype defaults */

@@ -105,6 +105,35 @@ sys.exit(1 if bad else 0)
 PYEOF
 [ -s "$tmp/err" ] && { echo "--- stderr of kernelbot eval:"; tail -n 20 "$tmp/err"; }
 
+# compute-sanitizer (--sanitize): the correct kernel passes memcheck and
+# racecheck; one with an out-of-bounds read that faults nowhere and gives
+# right outputs is not correct.
+P_SMALL="$ROOT/tests/fixtures/eval/scale_bias.py"
+cd "$tmp/c"
+"$KERNELBOT" eval "$P_SMALL" correct.cu oob_read.cu --backend cuda --json --trials 2 --sanitize \
+	--timeout "$TIMEOUT" >"$tmp/san.json" 2>"$tmp/san.err"
+st=$?
+cd "$ROOT"
+"$PY" - "$tmp/san.json" "$st" <<'PYEOF' || fail=1
+import json, sys
+try:
+    res = json.load(open(sys.argv[1]))
+except ValueError:
+    print("sanitize: no JSON from kernelbot eval --sanitize (exit %s)" % sys.argv[2]); sys.exit(1)
+by = {r["candidate"].rsplit("/", 1)[-1]: r for r in res}
+def checks(r):
+    return {c["name"]: c["passed"] for c in r["checks"] if c["name"].startswith("sanitize")}
+ok = True
+c, o = by.get("correct.cu"), by.get("oob_read.cu")
+good = c is not None and c["status"] == "correct" and checks(c) == {"sanitize:memcheck": True, "sanitize:racecheck": True}
+bad = o is not None and o["status"] == "runtime_error" and checks(o).get("sanitize:memcheck") is False
+print("sanitize: correct.cu %s %s: %s" % (c and c["status"], c and checks(c), "ok" if good else "FAILS"))
+print("sanitize: oob_read.cu %s %s: %s" % (o and o["status"], o and checks(o), "ok" if bad else "EXPLOIT PASSES"))
+if not bad and o is not None:
+    print("    errors: %s" % "; ".join(e[:300] for e in o["errors"][:2]))
+sys.exit(0 if good and bad else 1)
+PYEOF
+
 # The development problem end to end: a correct native kernel for
 # 01_scale_gelu_bias, cold (compile, torch.compile, baselines measured and
 # stored in the baseline cache) and warm (build and baselines cached).

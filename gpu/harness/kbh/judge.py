@@ -67,7 +67,8 @@ class Context:
         self.kernelbot = req.get("kernelbot")
         self.sandbox = bool(req.get("sandbox", True))
         self.workdir = req["workdir"]
-        self.sanitize = bool(req.get("sanitize", False))
+        # 0 no, 1 yes, 2 where compute-sanitizer is installed (eval.h)
+        self.sanitize = int(req.get("sanitize", 0))
         self.baselines = req.get("baselines", ["eager", "compile"])
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
         self.worker_env = dict(req.get("worker_env") or {})
