@@ -68,7 +68,9 @@ locate(void)
 	char *dir, *cand;
 
 	if (env_py && *env_py) {
-		found_python = strdup(env_py);
+		/* A bare name ("python3") is looked up on PATH, like a shell would. */
+		if (strchr(env_py, '/') || spawn_which(env_py, NULL, &found_python) < 0)
+			found_python = strdup(env_py);
 	} else {
 		if (spawn_which("python3", NULL, &cand) == 0) {
 			if (python_has_torch(cand))

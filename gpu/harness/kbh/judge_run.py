@@ -6,6 +6,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -25,6 +26,7 @@ SPOT_CHECKS = 3
 # output's size); the last one compares every element.
 SPOT_SAMPLE = 1 << 16
 SANITIZER_EXIT = 86
+SANITIZER_PADDING = 4096	# bytes of memcheck's guard after every allocation
 SUSPICIOUS_SPEEDUP = 10.0
 # A side stream shows as host time the events did not see; launch and sync
 # overhead is tens of microseconds, hence the additive slack.
@@ -37,6 +39,21 @@ EAGER_CACHED_DIV = 3
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
 ADAPTIVE_WALL_FACTOR = 2
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
+
+
+_SANITIZER_OPTS = {}
+
+
+def sanitizer_has_padding(tool_path):
+    """Whether this compute-sanitizer knows --padding (asked once per path)."""
+    if tool_path not in _SANITIZER_OPTS:
+        try:
+            out = subprocess.run([tool_path, "--help"], capture_output=True, text=True,
+                                 timeout=30, errors="replace").stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _SANITIZER_OPTS[tool_path] = "--padding" in out
+    return _SANITIZER_OPTS[tool_path]
 
 
 class Failed(Exception):
@@ -108,7 +125,13 @@ class CandidateRun:
                         "CUDA_HOME": "/usr/local/cuda", "PYTHONDONTWRITEBYTECODE": "1",
                         "MAX_JOBS": str(os.cpu_count() or 4)})
         if sanitizer:
-            inner = [sanitizer, "--tool", tool, "--log-file",
+            pad = []
+            if tool == "memcheck" and sanitizer_has_padding(sanitizer):
+                # Small allocations sit next to each other: without a gap
+                # after each, a read past the end of one input lands in
+                # the next and memcheck sees a valid address.
+                pad = ["--padding", str(SANITIZER_PADDING)]
+            inner = [sanitizer, "--tool", tool] + pad + ["--log-file",
                      os.path.join(scratch, "sanitizer-%s.log" % tool),
                      "--error-exitcode", str(SANITIZER_EXIT)] + inner
         timeout = self.budget()
