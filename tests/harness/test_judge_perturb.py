@@ -88,6 +88,13 @@ def test_nothing_to_change_is_counted():
     assert p.plain == 2 and p.runs == 0 and not p.changed(0)
 
 
+def test_switched_off():
+    ctx = ctx_of([torch.randn(10)])
+    ctx.perturb = False
+    p = jpert.Perturber(ctx)
+    assert p.request([0, 0]) == [[], []] and "KERNELBOT_PERTURB=0" in p.summary()
+
+
 def test_untimed_work_rule():
     # Honest: the wall clock is the runs plus the overhead plus noise.
     assert jr.untimed_work(12.0, [1.0] * 10, 0.5) is None

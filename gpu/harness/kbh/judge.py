@@ -61,6 +61,8 @@ class Context:
         # Elements per output of the spot checks before the last (0: all
         # of them, every time; KERNELBOT_SPOT_SAMPLE in the command).
         self.spot_sample = max(0, int(req.get("spot_sample", SPOT_SAMPLE)))
+        # Fixed timing inputs (KERNELBOT_PERTURB=0): the replay hole reopens.
+        self.perturb = bool(req.get("perturb", True))
         self.timeout_s = float(req.get("timeout_s", 60))
         self.build_timeout_s = float(req.get("build_timeout_s", 900))
         self.atol, self.rtol = req.get("atol"), req.get("rtol")

@@ -475,7 +475,8 @@ class CandidateRun:
         self.check("spot_checks", True, "outputs of %d timed runs compared: %d in full, %d on %d "
                    "elements per output drawn after the run" % (len(spots), sn["full"], sn["sampled"],
                                                                getattr(ctx, "spot_sample", SPOT_SAMPLE)))
-        self.check("timing_inputs_fresh", self.pert.runs > 0 or self.pert.plain == 0,
+        self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
+                   (self.pert.runs > 0 or self.pert.plain == 0),
                    self.pert.summary())
         # A majority of rounds, not one: a loaded host can stall one request.
         if 2 * len(untimed_notes) > len(cand_rounds):
