@@ -282,6 +282,10 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
 		json_object_set_new(req, "spot_sample",
 		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
+	/* A switch back to fixed timing inputs, in case the changes misbehave
+	 * on a host; every result then says so in a failed check. */
+	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
+		json_object_set_new(req, "perturb", json_false());
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)

@@ -154,7 +154,8 @@ evo_barring_flag(const json_t *result)
 	 * eager's per-op dispatch dominates (small CPU problems), and the
 	 * report already keeps such a result out of headlines.
 	 */
-	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", NULL };
+	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", "untimed_work",
+	    NULL };
 	const json_t *v;
 	size_t i;
 
