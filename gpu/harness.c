@@ -247,6 +247,7 @@ harness_launch(const char *const *args, int timeout_ms, char *err, size_t errlen
 		goto out;
 	o.argv = argv;
 	o.envp = (const char *const *)envp;
+	o.cwd = "/";	/* a server outlives the caller's working directory */
 	o.timeout_ms = timeout_ms;
 	o.err_max = 16u << 10;
 	if ((error = spawn_run(&o, &r)) < 0) {

@@ -36,7 +36,7 @@ int harness_call(const json_t *request, int timeout_ms, json_t **reply,
 /*
  * Run the harness in one of its own modes (`python -u harness.py ARGS...`)
  * with the judge's environment (the same as harness_call()'s child gets),
- * to completion, at most timeout_ms: for a launcher that detaches a judge
+ * in /, to completion, at most timeout_ms: for a launcher that detaches a judge
  * server and exits. 0 when it exited 0; -ETIMEDOUT; -EPROTO with its
  * stderr's tail in err; -ENOENT as harness_locate().
  */

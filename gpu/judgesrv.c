@@ -115,7 +115,7 @@ judgesrv_open(struct judgesrv *s, const char *backend, int device, char *err,
 		char *dst;
 		const char *ext;
 	} f[] = { { s->sock, "sock" }, { s->meta, "json" }, { s->log, "log" },
-		{ s->lock, "lock" }, { s->busy, "busy" } };
+		{ s->lock, "lock" }, { s->busy, "busy" }, { s->running, "run" } };
 	int error;
 
 	memset(s, 0, sizeof(*s));
@@ -185,7 +185,7 @@ spawn_server(const struct judgesrv *s, char *err, size_t errlen)
 {
 	char dev[16], idle[24];
 	const char *args[] = { "judge-server", "--sock", s->sock, "--meta", s->meta,
-		"--log", s->log, "--backend", s->backend, "--device", dev, "--idle", idle, NULL };
+		"--log", s->log, "--running", s->running, "--backend", s->backend, "--device", dev, "--idle", idle, NULL };
 
 	snprintf(dev, sizeof(dev), "%d", s->device);
 	snprintf(idle, sizeof(idle), "%ld", env_long("KERNELBOT_JUDGE_IDLE_S", JUDGESRV_IDLE_S,
@@ -293,8 +293,8 @@ judgesrv_call(struct judgesrv *s, const json_t *req, int timeout_ms, json_t **re
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	long wait_s = env_long("KERNELBOT_JUDGE_WAIT_S", JUDGESRV_WAIT_S, 0, 86400);
-	int bfd, fd = -1, error;
-	double end;
+	int bfd, rfd = -1, fd = -1, error;
+	double end, t0 = clock_mono_s();
 	json_t *v = NULL;
 
 	if ((bfd = open_lock(s->busy)) < 0) {
@@ -306,6 +306,16 @@ judgesrv_call(struct judgesrv *s, const json_t *req, int timeout_ms, json_t **re
 		    "(KERNELBOT_JUDGE_WAIT_S)", wait_s);
 		goto out;
 	}
+	/* A request of a caller that has gone may still run: the same wait. */
+	if ((rfd = open_lock(s->running)) < 0 ||
+	    (error = lock_within(rfd, (long)((wait_s - (clock_mono_s() - t0)) * 1000))) < 0) {
+		error = rfd < 0 ? rfd : error;
+		snprintf(err, errlen, "the judge server was busy with an earlier request for %ld s "
+		    "(KERNELBOT_JUDGE_WAIT_S)", wait_s);
+		goto out;
+	}
+	close(rfd);	/* free: ours is next, as we hold NAME.busy */
+	rfd = -1;
 	if ((error = connect_sock(s, &fd)) < 0) {
 		snprintf(err, errlen, "cannot connect to %s: %s", s->sock, strerror(-error));
 		goto out;
@@ -351,6 +361,8 @@ judgesrv_call(struct judgesrv *s, const json_t *req, int timeout_ms, json_t **re
 out:
 	if (fd >= 0)
 		close(fd);
+	if (rfd >= 0)
+		close(rfd);
 	close(bfd);	/* releases the busy lock */
 	buf_free(&q);
 	buf_free(&r);

@@ -11,7 +11,8 @@
  * that nobody else can enter. Per server, NAME = <backend><device>-<key>:
  * NAME.sock (the Unix socket), NAME.json (pid, backend, device, last use:
  * written by the server), NAME.log (its stdout and stderr), NAME.lock (one
- * caller spawns), NAME.busy (flock'ed by the caller whose request it runs).
+ * caller spawns), NAME.busy (flock'ed by the caller whose request it runs),
+ * NAME.run (flock'ed by the server while it runs a request).
  *
  * Every failure here is a reason to run a one-shot judge instead (the
  * caller's fallback), never a verdict: errors come back with a sentence.
@@ -32,7 +33,7 @@ struct judgesrv {
 	char dir[PATH_MAX];
 	char name[64];			/* <backend><device>-<16 hex of the identity> */
 	char sock[PATH_MAX], meta[PATH_MAX], log[PATH_MAX];
-	char lock[PATH_MAX], busy[PATH_MAX];
+	char lock[PATH_MAX], busy[PATH_MAX], running[PATH_MAX];
 	const char *backend;
 	int device;
 	pid_t pid;			/* the server that answered (SO_PEERCRED), after call */
@@ -60,7 +61,8 @@ int judgesrv_ensure(struct judgesrv *s, int *spawned, char *err, size_t errlen);
 /*
  * Post one "evaluate" request and wait for its reply, at most timeout_ms
  * after the connection. A busy server (another caller's request) is waited
- * for up to $KERNELBOT_JUDGE_WAIT_S (default JUDGESRV_WAIT_S), then -EBUSY.
+ * for up to $KERNELBOT_JUDGE_WAIT_S (default JUDGESRV_WAIT_S), then -EBUSY;
+ * so is a server still running a request whose caller has gone.
  * 0 and *reply (the caller's reference); -ETIMEDOUT (the server has then
  * been killed, so that it wedges nobody after us); -EPIPE when it closed
  * without a reply (it crashed; its log says why); -errno otherwise.

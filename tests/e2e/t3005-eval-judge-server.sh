@@ -42,6 +42,11 @@ expect "$tmp/off2.json" correct.c 'r["timing_breakdown_s"]["judge_shared"]["judg
 [ "$(verdict "$tmp/off.json")" = "$(verdict "$tmp/b.json")" ] && ok "server and one-shot: same status, checks and flags" ||
 	bad "verdicts differ: $(verdict "$tmp/off.json") vs $(verdict "$tmp/b.json")"
 
+# A server still running another request: a one-shot judge after the wait.
+runf=$(ls "$KERNELBOT_JUDGE_DIR"/*.run | head -1)
+KERNELBOT_JUDGE_WAIT_S=0 flock -o "$runf" "$KERNELBOT" eval "$P" "$C" $FAST --json >"$tmp/busy.json" 2>"$tmp/err" || bad "eval beside a busy server failed: $(cat "$tmp/err")"
+expect "$tmp/busy.json" correct.c 'r["status"] == "correct" and r["timing_breakdown_s"]["judge_shared"]["judge_server"] == "fallback" and "busy" in r["timing_breakdown_s"]["judge_shared"]["judge_server_reason"]' "a busy server: one-shot fallback, correct"
+
 # Status lists it; kill -9 leaves a stale socket; the next eval respawns.
 "$KERNELBOT" judge status --json >"$tmp/status.json" || bad "judge status failed"
 "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1])); sys.exit(0 if any(s["pid"] == int(sys.argv[2]) and s["alive"] and s["backend"] == "cpu" and s["requests"] == 2 for s in l) else 1)' \

@@ -1,7 +1,7 @@
 """The judge server (docs/evaluation.md, "The judge server").
 
-`harness.py judge-server --sock PATH --meta PATH --log PATH --backend B
---device N --idle S` starts it. The launcher (what gpu/judge_server.c
+`harness.py judge-server --sock PATH --meta PATH --log PATH --running PATH
+--backend B --device N --idle S` starts it. The launcher (what gpu/judge_server.c
 spawns) forks, the child leaves the caller's session (setsid), binds the
 Unix socket, points its stdio at the log, and only then tells the launcher
 to exit 0: the caller returns with a socket that accepts, while PyTorch
@@ -26,6 +26,7 @@ reset; inputs and expected outputs are released and the CUDA caching
 allocator emptied. The baseline cache stays on disk, as with a one-shot
 judge.
 """
+import fcntl
 import gc
 import json
 import os
@@ -47,7 +48,7 @@ def _args(argv):
         if not a.startswith("--"):
             raise SystemExit("judge-server: unexpected argument %r" % a)
         opts[a[2:]] = next(it, None)
-    for k in ("sock", "meta", "log", "backend", "device", "idle"):
+    for k in ("sock", "meta", "log", "running", "backend", "device", "idle"):
         if opts.get(k) is None:
             raise SystemExit("judge-server: --%s is required" % k)
     return opts
@@ -145,6 +146,9 @@ def _serve(opts, listener, ino, t_spawn):
             "last_used": t_ready, "requests": 0, "idle_s": idle_s,
             "torch": torch.__version__}
     _write_meta(opts["meta"], meta)
+    # Held while a request runs: a caller finds a server still busy with an
+    # abandoned request (its client gone) and runs a one-shot judge.
+    running = os.open(opts["running"], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     first = True
     listener.settimeout(min(POLL_S, idle_s))
     while True:
@@ -163,12 +167,15 @@ def _serve(opts, listener, ino, t_spawn):
                       file=sys.stderr)
                 continue
             t_req = time.time()
+            fcntl.flock(running, fcntl.LOCK_EX)
             try:
                 req = _read_request(conn)
             except (OSError, ValueError) as e:
                 print("judge-server: bad request from pid %d: %s" % (pid, e), file=sys.stderr)
+                fcntl.flock(running, fcntl.LOCK_UN)
                 continue
             if req is None:
+                fcntl.flock(running, fcntl.LOCK_UN)
                 continue
             if not isinstance(req, dict) or req.get("verb") != "evaluate":
                 reply = protocol.error_reply(protocol.HarnessError(
@@ -198,6 +205,7 @@ def _serve(opts, listener, ino, t_spawn):
             except OSError as e:
                 print("judge-server: the client (pid %d) went away: %s" % (pid, e), file=sys.stderr)
             del req, reply
+        fcntl.flock(running, fcntl.LOCK_UN)
         # Inputs, expected outputs and compiled graphs go with the request.
         try:
             torch._dynamo.reset()
