@@ -277,7 +277,10 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* name:size:mtime of every file in dir, sorted, appended to b. */
+/*
+ * name:size:mtime of every .py file in dir, sorted, appended to b (not
+ * __pycache__: any Python that imports kbh may write there).
+ */
 static int
 dir_stamp(const char *dir, struct buf *b)
 {
@@ -290,7 +293,9 @@ dir_stamp(const char *dir, struct buf *b)
 	if (!d)
 		return 0;	/* no package beside the script: the script alone */
 	while ((e = readdir(d)) && n < sizeof(names) / sizeof(names[0]))
-		if (e->d_name[0] != '.' && !(names[n++] = strdup(e->d_name)))
+		if (e->d_name[0] != '.' && strlen(e->d_name) > 3 &&
+		    !strcmp(e->d_name + strlen(e->d_name) - 3, ".py") &&
+		    !(names[n++] = strdup(e->d_name)))
 			error = -ENOMEM;
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), cmp_str);
@@ -326,6 +331,9 @@ harness_identity(char **out, char *err, size_t errlen)
 			goto out;
 	slash = strrchr(script, '/');
 	snprintf(dir, sizeof(dir), "%.*s/kbh", (int)(slash - script), script);
+	if ((error = dir_stamp(dir, &b)) < 0)
+		goto out;
+	snprintf(dir, sizeof(dir), "%.*s/kbh/ops", (int)(slash - script), script);
 	if ((error = dir_stamp(dir, &b)) < 0)
 		goto out;
 	{

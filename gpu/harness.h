@@ -45,8 +45,8 @@ int harness_launch(const char *const *args, int timeout_ms, char *err,
 
 /*
  * What a judge behaves by besides its request, as text (the caller frees):
- * the interpreter, the script, every file of the harness's kbh/ package
- * (name, size, mtime), and the environment a judge gets. A judge server
+ * the interpreter, the script, every .py file of the harness's kbh/ and
+ * kbh/ops/ (name, size, mtime), and the environment a judge gets. A judge server
  * serves only callers with the same identity. 0, -ENOENT or -ENOMEM.
  */
 int harness_identity(char **out, char *err, size_t errlen);

@@ -38,6 +38,7 @@ import time
 import traceback
 
 REQUEST_MAX = 64 << 20
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLL_S = 5.0		# how often an idle server checks its socket file
 
 
@@ -121,9 +122,15 @@ def _forget_problem_modules(before, problem):
     """Drop modules a request imported from its problem's directory, so the
     next request imports them afresh."""
     pdir = os.path.dirname(os.path.abspath(str(problem or ""))) + os.sep
+    # Never the interpreter's, the installed packages' or the harness's own
+    # (a problem at / would otherwise take torch's lazily imported parts).
+    keep = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+                 | {os.path.join(_HARNESS_DIR, "")})
     for name in set(sys.modules) - before:
         f = getattr(sys.modules.get(name), "__file__", None) or ""
-        if f.startswith(pdir) or name.startswith("kbh_eval_") or name.startswith("kbh_problem_"):
+        if name.startswith("kbh_eval_") or name.startswith("kbh_problem_") or (
+                f.startswith(pdir) and not f.startswith(keep)
+                and "site-packages" not in f and "dist-packages" not in f):
             sys.modules.pop(name, None)
 
 
