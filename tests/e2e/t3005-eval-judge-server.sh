@@ -2,7 +2,8 @@
 # t3005: the judge server (docs/evaluation.md, "The judge server"): two
 # evaluations share one server (the second a "hit", same pid) with the
 # same verdict as a one-shot judge; a killed server and a stale socket file
-# lead to a respawn and a correct result; a request that kills the judge
+# lead to a respawn and a correct result; a problem's change to PyTorch's
+# defaults does not outlive its request; a request that kills the judge
 # fails as a one-shot judge does and does not break the next one; the idle
 # time ends it; a directory open to others is refused; `kernelbot judge
 # status|stop` lists and stops servers.
@@ -51,6 +52,15 @@ expect "$tmp/busy.json" correct.c 'r["status"] == "correct" and r["timing_breakd
 "$KERNELBOT" judge status --json >"$tmp/status.json" || bad "judge status failed"
 "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1])); sys.exit(0 if any(s["pid"] == int(sys.argv[2]) and s["alive"] and s["backend"] == "cpu" and s["requests"] == 2 for s in l) else 1)' \
 	"$tmp/status.json" "$pid1" && ok "judge status: the server, alive, 2 requests" || bad "judge status: $(cat "$tmp/status.json")"
+# A problem that flips PyTorch's default dtype at import: the next
+# request on the same server sees the server's own default again.
+cp "$P" "$tmp/flip.py"; printf '\ntorch.set_default_dtype(torch.float64)\n' >>"$tmp/flip.py"
+"$KERNELBOT" eval "$tmp/flip.py" "$C" $FAST --json >"$tmp/flip.json" 2>/dev/null
+"$KERNELBOT" eval "$P" "$C" $FAST --json >"$tmp/after.json" 2>"$tmp/err" || bad "eval after the flip failed: $(cat "$tmp/err")"
+expect "$tmp/after.json" correct.c 'r["timing_breakdown_s"]["judge_shared"]["judge_server"] == "hit" and r["timing_breakdown_s"]["judge_shared"]["judge_server_requests"] >= 4' "after a dtype-flipping problem: the same server"
+[ "$(verdict "$tmp/after.json")" = "$(verdict "$tmp/b.json")" ] && ok "the flip did not outlive its request: same verdict" ||
+	bad "verdict after the flip: $(verdict "$tmp/after.json")"
+
 kill -9 "$pid1"
 gone "$pid1" || bad "kill -9 did not end $pid1"
 sock=$(ls "$KERNELBOT_JUDGE_DIR"/*.sock 2>/dev/null | head -1)
