@@ -22,6 +22,7 @@ int cmd_changes(int argc, char **argv);
 int cmd_publish(int argc, char **argv);
 int cmd_forge(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_judge(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_sandbox_exec(int argc, char **argv);
 int cmd_sandbox_check(int argc, char **argv);

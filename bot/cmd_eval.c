@@ -20,7 +20,8 @@ static const char eval_usage[] =
     "                      [--trials N] [--timeout SECONDS] [--sanitize]\n"
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
-    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n";
+    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
+    "                      [--no-judge-server]\n";
 
 
 
@@ -92,6 +93,7 @@ cmd_eval(int argc, char **argv)
 		{ "class", required_argument, NULL, 'c' },
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
+		{ "no-judge-server", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -155,6 +157,9 @@ cmd_eval(int argc, char **argv)
 			break;
 		case 'F':
 			o.fresh_baselines = 1;
+			break;
+		case 'N':
+			o.judge_server_off = 1;
 			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;

@@ -18,6 +18,7 @@
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
 #include "gpu/harness.h"
+#include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
 
 #define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
@@ -412,6 +413,52 @@ judge_budget(const struct eval_opts *o, size_t n)
 	return (long)n * per + JUDGE_SLACK_S;
 }
 
+static int
+env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+static int
+budget_ms(const struct eval_opts *o, const json_t *req)
+{
+	long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
+
+	return (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) * 1000;
+}
+
+/* A judge of its own for this request: started now, after the compiles. */
+static int
+oneshot_call(const struct eval_opts *o, json_t *req, json_t **reply, char *err, size_t errlen)
+{
+	/* The judge reports its own start (interpreter, imports) from this. */
+	json_object_set_new(req, "t_spawn", json_real(wall_s()));
+	return harness_call(req, budget_ms(o, req), reply, err, errlen);
+}
+
+/*
+ * The request to the judge server: the same, but the server's working
+ * directory is not ours, so the problem's path is made absolute.
+ */
+static int
+srv_call(const struct eval_opts *o, struct judgesrv *srv, const json_t *req, json_t **reply,
+    char *why, size_t whylen)
+{
+	char abs[PATH_MAX];
+	json_t *r = json_deep_copy(req);
+	int error;
+
+	if (!r)
+		return -ENOMEM;
+	if (realpath(o->problem, abs))
+		json_object_set_new(r, "problem", json_string(abs));
+	error = judgesrv_call(srv, r, budget_ms(o, r), reply, why, whylen);
+	json_decref(r);
+	return error;
+}
+
 int
 eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 {
@@ -427,6 +474,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
 	struct judge judge = { 0 };
+	struct judgesrv srv;
+	int early = !env_is("KERNELBOT_JUDGE_EARLY", "0"), use_srv = 0, srv_spawned = 0;
+	const char *srv_state = "off";
+	char srv_why[1024] = "";
 
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
@@ -487,9 +538,20 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 
-	/* The judge starts now and imports PyTorch while the compiles run
-	 * (KERNELBOT_JUDGE_EARLY=0: after them, as one plain harness call). */
-	if (!getenv("KERNELBOT_JUDGE_EARLY") || strcmp(getenv("KERNELBOT_JUDGE_EARLY"), "0")) {
+	/*
+	 * The judge server, when on (the default), is spawned now if absent
+	 * and imports PyTorch while the compiles run; any failure to reach it
+	 * leaves the early-start one-shot judge below (KERNELBOT_JUDGE_EARLY=0:
+	 * that judge starts after the compiles, as one plain harness call).
+	 */
+	if (early && !o->judge_server_off && !env_is("KERNELBOT_JUDGE_SERVER", "0")) {
+		if (judgesrv_open(&srv, backend, o->device, srv_why, sizeof(srv_why)) == 0 &&
+		    judgesrv_ensure(&srv, &srv_spawned, srv_why, sizeof(srv_why)) == 0)
+			use_srv = 1;
+		else
+			srv_state = "fallback";
+	}
+	if (early && !use_srv) {
 		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
 
 		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
@@ -562,7 +624,12 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
 		t_prepare = clock_mono_s() - t0;
 		t_harness = clock_mono_s();
-		if (judge.started) {
+		if (use_srv) {
+			error = srv_call(o, &srv, req, &reply, srv_why, sizeof(srv_why));
+			srv_state = error == 0 ? (srv_spawned ? "spawned" : "hit") : "fallback";
+			if (error < 0)
+				error = oneshot_call(o, req, &reply, herr, sizeof(herr));
+		} else if (judge.started) {
 			if ((error = judge_post(&judge, req)) < 0) {
 				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
 				    workdir, strerror(-error));
@@ -570,12 +637,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			}
 			error = judge_wait(&judge, &reply, herr, sizeof(herr));
 		} else {
-			long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
-
-			/* The judge reports its own start (interpreter, imports) from this. */
-			json_object_set_new(req, "t_spawn", json_real(wall_s()));
-			error = harness_call(req, (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) *
-			    1000, &reply, herr, sizeof(herr));
+			error = oneshot_call(o, req, &reply, herr, sizeof(herr));
 		}
 		t_harness = clock_mono_s() - t_harness;
 		if (error < 0) {
@@ -588,6 +650,16 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			error = !strcmp(jsonx_str(reply, "error.stage", ""), "load") ? -EINVAL : -EPROTO;
 			goto out;
 		}
+	}
+	/* What became of the judge server, for the GPU runs' breakdown. */
+	if (reply && json_is_object(json_object_get(reply, "timing_breakdown_s"))) {
+		json_t *bd = json_object_get(reply, "timing_breakdown_s");
+
+		json_object_set_new(bd, "judge_server", json_string(srv_state));
+		if (!strcmp(srv_state, "fallback"))
+			json_object_set_new(bd, "judge_server_reason", json_string(srv_why));
+		if (use_srv && srv.pid > 0)
+			json_object_set_new(bd, "judge_server_pid", json_integer(srv.pid));
 	}
 	problem = json_object_get(reply, "problem");
 	fp32 = jsonx_bool(problem, "float32_only", 0);

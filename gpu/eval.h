@@ -7,7 +7,9 @@
  * candidate. The judge keeps eager and torch.compile timings (never expected
  * outputs) in a baseline cache under the compile cache's directory
  * (<cache>/baselines), so a repeat evaluation of a problem skips building
- * torch.compile. docs/evaluation.md describes the protocol and the output.
+ * torch.compile. By default the judge is a server kept running between
+ * evaluations (gpu/judgesrv.h), with a one-shot judge as the fallback.
+ * docs/evaluation.md describes the protocol and the output.
  */
 #ifndef KB_GPU_EVAL_H
 #define KB_GPU_EVAL_H
@@ -41,10 +43,11 @@ struct eval_opts {
 	int jobs;			/* parallel compiles; 0 = online CPUs */
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
 	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
+	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0 }
 
 /*
  * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;

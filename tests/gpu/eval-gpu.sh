@@ -168,6 +168,11 @@ print("01_scale_gelu_bias (%s): %s in %.2f s wall; kernel %s ms, eager %s ms, co
       json.dumps(r.get("baselines")), json.dumps(r.get("timing")),
       json.dumps(r.get("timing_breakdown_s"))))
 ok = r["status"] == "correct"
+js = (r.get("timing_breakdown_s") or {}).get("judge_shared") or {}
+if run == "warm" and js.get("judge_server") != "hit":
+    print("01_scale_gelu_bias (warm): judge_server %r (%s), expected a hit on the cold run's server"
+          % (js.get("judge_server"), js.get("judge_server_reason", "")))
+    ok = False
 if run == "warm" and t1 - t0 >= 5.0:
     print("01_scale_gelu_bias (warm): %.2f s wall, the target is under 5 s" % (t1 - t0))
     ok = False
