@@ -29,9 +29,10 @@ static const char help_text[] =
     "| command | what it does |\n"
     "| --- | --- |\n"
     "| `/kernelbot optimize PATH [CLASS]` | optimize the module in PATH "
-    "(class CLASS, default `Model`) at the tip of the target branch; the "
-    "result goes to the module's own kernelbot PR |\n"
-    "| `/kernelbot retry` | on a kernelbot PR: optimize its module again |\n"
+    "(class CLASS, default `Model`) as it is at this pull request's head "
+    "commit; the result goes to the module's own kernelbot PR |\n"
+    "| `/kernelbot retry` | on a kernelbot PR: optimize its module again, "
+    "at the PR's head commit |\n"
     "| `/kernelbot benchmark` | on a kernelbot PR: time its module's kernel "
     "again and update the tables |\n"
     "| `/kernelbot stop` | on a kernelbot PR: stop the work queued or running "
@@ -39,9 +40,35 @@ static const char help_text[] =
     "| `/kernelbot help` | this text |\n\n"
     "Commands on pull requests from forks are not obeyed.";
 
+static int
+is_oid(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n == GITOPS_OID_HEX - 1 && !s[n];
+}
+
+/*
+ * The commit a command on PR pi works on: the PR's head (the forge's
+ * commit id, else the tip of its head branch, which is in this
+ * repository since fork PRs are refused). NULL when the forge said
+ * neither.
+ */
+static const char *
+pr_head(const struct forge_pr_info *pi, char *buf, size_t len)
+{
+	if (pi->head_sha[0])
+		return pi->head_sha;
+	if (!pi->head_ref[0] || (size_t)snprintf(buf, len, "refs/heads/%s",
+	    pi->head_ref) >= len)
+		return NULL;
+	return buf;
+}
+
 int
 coord_queue(struct coord *c, const char *provider, const char *repo,
-    const char *clone_url, const char *branch, const char *trigger,
+    const char *clone_url, const char *branch, const char *rev,
+    const char *trigger,
     json_t *modules, const json_t *extra, int64_t *job,
     char sha_out[GITOPS_OID_HEX], char *err, size_t errlen)
 {
@@ -56,8 +83,17 @@ coord_queue(struct coord *c, const char *provider, const char *repo,
 	if ((rc = coord_forge(c, provider, repo, &f, err, errlen)) < 0 ||
 	    (rc = coord_mirror(c, f, repo, clone_url, &r, err, errlen)) < 0)
 		goto out;
+	if (rev && is_oid(rev) && !gitops_has_commit(r, rev)) {
+		/* A PR head no branch of the mirror reaches (GitHub's refs/pull/N/head). */
+		struct gitops_cred cred = { NULL, NULL };
+
+		if ((rc = forge_git_cred(f, &cred, err, errlen)) < 0 ||
+		    (rc = gitops_fetch_commit(r, clone_url, &cred, rev, err,
+		    errlen)) < 0)
+			goto out;
+	}
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
-	if ((rc = gitops_resolve(r, ref, sha, err, errlen)) < 0)
+	if ((rc = gitops_resolve(r, rev ? rev : ref, sha, err, errlen)) < 0)
 		goto out;
 	json_object_set(p, "modules", modules);
 	json_object_set_new(p, "default_branch", json_string(branch));
@@ -154,8 +190,8 @@ obey(struct coord *c, const struct store_command *cmd,
     const struct forge_pr_info *pi, struct buf *reply)
 {
 	struct store_delivered *d = NULL;
-	char err[1024] = "", sha[GITOPS_OID_HEX] = "";
-	const char *state = "done";
+	char err[1024] = "", sha[GITOPS_OID_HEX] = "", headbuf[300];
+	const char *state = "done", *head = pr_head(pi, headbuf, sizeof(headbuf));
 	char *url = NULL, *args = strdup(cmd->args ? cmd->args : "");
 	size_t n = 0;
 	int64_t job = 0;
@@ -166,6 +202,12 @@ obey(struct coord *c, const struct store_command *cmd,
 	if (!strcmp(cmd->command, "help")) {
 		buf_addstr(reply, help_text);
 		goto out;
+	}
+	if (!head && (!strcmp(cmd->command, "optimize") ||
+	    !strcmp(cmd->command, "retry") || !strcmp(cmd->command, "benchmark"))) {
+		snprintf(err, sizeof(err), "the forge did not say which commit pull "
+		    "request %lld is at", (long long)cmd->pr);
+		goto fail;
 	}
 	if (!strcmp(cmd->command, "optimize")) {
 		char *save = NULL, *path = strtok_r(args, " \t", &save);
@@ -194,8 +236,8 @@ obey(struct coord *c, const struct store_command *cmd,
 		mods = json_pack("[{s:s, s:s}]", "path", path, "class",
 		    cls ? cls : REPOCFG_DEFAULT_CLASS);
 		rc = coord_queue(c, cmd->provider, cmd->repo, url, pi->base_ref[0] ?
-		    pi->base_ref : "main", "command", mods, extra, &job, sha, err,
-		    sizeof(err));
+		    pi->base_ref : "main", head, "command", mods, extra, &job, sha,
+		    err, sizeof(err));
 		json_decref(mods);
 		json_decref(extra);
 		if (rc < 0)
@@ -249,8 +291,8 @@ obey(struct coord *c, const struct store_command *cmd,
 			json_array_append_new(mods, json_pack("{s:s, s:s, s:s}", "path",
 			    d[i].module, "class", d[i].class_name, "arch", d[i].arch));
 		rc = coord_queue(c, d[0].provider, cmd->repo, d[0].clone_url,
-		    d[0].base_branch, bench ? "benchmark" : "retry", mods, extra, &job,
-		    sha, err, sizeof(err));
+		    d[0].base_branch, head, bench ? "benchmark" : "retry", mods, extra,
+		    &job, sha, err, sizeof(err));
 		json_decref(mods);
 		json_decref(extra);
 		if (rc < 0)
@@ -395,7 +437,7 @@ reoptimize(struct coord *c, const char *trigger, const char *new_arch)
 			    new_arch ? new_arch : d[k].arch));
 		}
 		if (coord_queue(c, d[i].provider, d[i].repo, d[i].clone_url,
-		    d[i].base_branch, trigger, mods, NULL, &job, NULL, err,
+		    d[i].base_branch, NULL, trigger, mods, NULL, &job, NULL, err,
 		    sizeof(err)) < 0)
 			log_warn("cannot queue a re-optimization", "repo=%s err=\"%s\"",
 			    d[i].repo, err);

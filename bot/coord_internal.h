@@ -59,11 +59,15 @@ int coord_mirror(struct coord *c, struct forge *f, const char *repo,
 
 /*
  * Queue a job for modules (a JSON array of {path, class, arch?,
- * backend?}) of repo at the tip of branch, with trigger and payload
- * extras (pr, kind; may be NULL). *sha_out (may be NULL) gets the commit.
+ * backend?}) of repo at rev (a commit id or a ref; NULL: the tip of
+ * branch), with trigger and payload extras (pr, kind; may be NULL).
+ * branch is the target of the PRs the job's results go to. A commit id
+ * the mirror lacks is fetched by id. *sha_out (may be NULL) gets the
+ * commit.
  */
 int coord_queue(struct coord *c, const char *provider, const char *repo,
-    const char *clone_url, const char *branch, const char *trigger,
+    const char *clone_url, const char *branch, const char *rev,
+    const char *trigger,
     json_t *modules, const json_t *extra, int64_t *job,
     char sha_out[GITOPS_OID_HEX], char *err, size_t errlen);
 

@@ -259,6 +259,7 @@ def main(fake_class):
     ap.add_argument("--page-size", type=int, default=100)
     ap.add_argument("--public-key")
     ap.add_argument("--users", default="{}", help='JSON {"login": "permission"}')
+    ap.add_argument("--git-dir", help="bare repository whose branches PR heads are (head.sha)")
     args = ap.parse_args()
     fake = fake_class(args)
     fake.page_size = args.page_size
