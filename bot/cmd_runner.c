@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bot/budget.h"
 #include "bot/cli.h"
 #include "bot/config.h"
 #include "bot/coord.h"
@@ -36,6 +37,7 @@
 #include "common/log.h"
 #include "common/notify.h"
 #include "common/spawn.h"
+#include "gitops/repocfg.h"
 #include "gpu/device.h"
 #include "pipeline/archive/archive.h"
 
@@ -168,6 +170,7 @@ read_summary(const char *out, const char *slug)
 }
 
 struct runner {
+	const struct config *cfg;
 	struct store *store;
 	const struct coord_opts *opts;
 	const char *config_file, *data_dir, *name;
@@ -203,6 +206,39 @@ archive_result(struct runner *rn, const struct store_task *t, const char *out)
 		    "skipped=%d", (long long)t->id, st.added, st.duplicates, st.skipped);
 }
 
+/*
+ * The budget flags of a task: its repository's .kernelbot.yml budget at
+ * the job's commit (the checkout src), within the server's budgets:. A
+ * file that does not parse (the job would not have got here with one it
+ * needed) adds none.
+ */
+static void
+repo_budget_args(struct runner *rn, const struct store_task *t,
+    const char *src, const char **argv, size_t *n,
+    char text[][BUDGET_ARG_LEN])
+{
+	struct buf b = BUF_INIT(1u << 20);
+	struct repocfg *rc = NULL;
+	struct evolve_budget eb;
+	char p[PATH_MAX + 32], err[512] = "";
+
+	snprintf(p, sizeof(p), "%s/" REPOCFG_FILE, src);
+	if (buf_read_file(&b, p) < 0)
+		goto out;
+	if (repocfg_parse(REPOCFG_FILE, buf_cstr(&b), b.len, &rc, err,
+	    sizeof(err)) < 0 || budget_for_repo(rn->cfg,
+	    json_object_get(repocfg_json(rc), "budget"), &eb, err,
+	    sizeof(err)) < 0) {
+		log_warn("no repository budget", "task=%lld err=\"%s\"",
+		    (long long)t->id, err);
+		goto out;
+	}
+	budget_optimize_args(&eb, argv, n, text);
+out:
+	repocfg_free(rc);
+	buf_free(&b);
+}
+
 /* Run one claimed task to its end and record it. */
 static void
 run_task(struct runner *rn, struct store_task *t)
@@ -215,6 +251,7 @@ run_task(struct runner *rn, struct store_task *t)
 	const char *argv[RUNNER_MAX_ARGS];
 	char dir[PATH_MAX], src[PATH_MAX + 8], out[PATH_MAX + 64], dev[16];
 	char err[RUNNER_ERR_TAIL + 128] = "";
+	char budget_text[BUDGET_MAX_ARGS][BUDGET_ARG_LEN];
 	char *summary = NULL;
 	const json_t *extra = !strcmp(t->kind, "benchmark") ?
 	    rn->opts->benchmark_args : rn->opts->optimize_args, *it;
@@ -258,8 +295,11 @@ run_task(struct runner *rn, struct store_task *t)
 		argv[n++] = rn->config_file;
 	}
 	json_array_foreach(extra, i, it)
-		if (n < RUNNER_MAX_ARGS - 1)
+		if (n < RUNNER_MAX_ARGS - BUDGET_MAX_ARGS - 1)
 			argv[n++] = json_string_value(it);
+	/* After optimize_args: the repository's budget replaces their defaults. */
+	if (strcmp(t->kind, "benchmark"))
+		repo_budget_args(rn, t, src, argv, &n, budget_text);
 	argv[n] = NULL;
 
 	memset(&x, 0, sizeof(x));
@@ -476,6 +516,7 @@ cmd_runner(int argc, char **argv)
 	log_info("runner registered", "name=%s backend=%s arch=%s device=\"%s\"",
 	    name, rn.backend, arch, device);
 	notify_ready("waiting for tasks");
+	rn.cfg = cfg;
 	rn.store = store;
 	rn.opts = &copts;
 	rn.config_file = config_file;

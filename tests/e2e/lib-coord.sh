@@ -38,7 +38,9 @@ coord_commit() {
 
 # coord_config FILE FORGE_YAML [MORE_YAML]: serve on $KB_PORT, data in
 # $TMP/data, GitHub webhooks with $GH_SECRET, forges.github as given (an
-# indented block), one local CPU runner running the stand-in, short leases.
+# indented block), one local CPU runner running the stand-in (the real
+# `kernelbot optimize` when STANDIN is empty), short leases. MORE_YAML
+# follows the runners: keys (indent it to add to them).
 coord_config() {
 	: "${KB_PORT:=$(free_port)}"
 	GH_SECRET="It's a Secret to Everybody"
@@ -56,7 +58,7 @@ runners:
   local: 1
   lease_s: ${LEASE_S:-3}
   poll_ms: 100
-  command: [$PY, $STANDIN]
+$([ -n "$STANDIN" ] && printf '  command: [%s, %s]' "$PY" "$STANDIN")
 $3
 EOC
 }
