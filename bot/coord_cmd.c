@@ -22,6 +22,7 @@
 #define REPLY_MARKER "<!-- kernelbot:reply:%lld -->"
 #define CLOCK_SCHEDULE "schedule_minute"
 #define CLOCK_ARCH_PREFIX "arch_checked:"
+#define CLOCK_SWEEP "work_swept_hour"
 
 static const char help_text[] =
     "kernelbot takes these commands in a pull request comment, from users "
@@ -392,14 +393,56 @@ coord_commands_tick(struct coord *c)
 	}
 }
 
+/*
+ * The sweep of runners' work directories is queued as a cleanup once an
+ * hour, and at the first look after a start (after a crash, that is when
+ * leftovers are likeliest); its lease makes one coordinator do it.
+ */
+static void
+queue_sweep(struct coord *c, time_t now)
+{
+	int64_t last = 0, hour = (int64_t)now / 3600;
+
+	if (c->swept_at_start && store_clock_get(c->store, CLOCK_SWEEP, &last) == 0 &&
+	    last >= hour)
+		return;
+	if (store_clock_set(c->store, CLOCK_SWEEP, hour) == 0 &&
+	    store_cleanup_add(c->store, "work", NULL) == 0)
+		c->swept_at_start = 1;
+}
+
+static void
+sweep(struct coord *c, const struct store_cleanup *cl)
+{
+	char res[64];
+	int removed = 0, rc;
+
+	rc = coord_work_sweep(c->store, c->data_dir, c->opts.work_keep_failed_h,
+	    time(NULL), &removed);
+	snprintf(res, sizeof(res), "removed %d", removed);
+	if (rc < 0)
+		snprintf(res, sizeof(res), "%s", strerror(-rc));
+	store_cleanup_finish(c->store, cl->id, c->owner, rc < 0 ? "failed" :
+	    "done", res);
+	log_info("work directories swept", "removed=%d keep_failed_h=%d%s%s",
+	    removed, c->opts.work_keep_failed_h, rc < 0 ? " err=" : "",
+	    rc < 0 ? res : "");
+}
+
 void
 coord_cleanups_tick(struct coord *c)
 {
 	struct store_cleanup cl;
 	int rc;
 
+	queue_sweep(c, time(NULL));
 	while (!atomic_load(&c->stop) &&
 	    store_cleanup_claim(c->store, c->owner, c->opts.lease_s, &cl) == 0) {
+		if (cl.kind && !strcmp(cl.kind, "work")) {
+			sweep(c, &cl);
+			store_cleanup_free(&cl);
+			continue;
+		}
 		/* The module keeps its kernels; its next result opens a new PR. */
 		rc = store_delivered_clear_pr(c->store, cl.repo, cl.pr);
 		store_cleanup_finish(c->store, cl.id, c->owner, rc < 0 ? "failed" :

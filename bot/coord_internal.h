@@ -29,6 +29,7 @@ struct coord_runner {
 	pthread_t thread;
 	int started;
 	int gpu;		/* -1: a CPU runner */
+	int cpu_index;		/* a CPU runner's number: names HOST-cpu, HOST-cpu1, ... */
 	atomic_int pid;		/* the running runner's pid, 0 when none */
 };
 
@@ -45,6 +46,7 @@ struct coord {
 	atomic_int stop;
 	struct coord_held held[COORD_MAX_JOBS];
 	size_t n_held;
+	int swept_at_start;		/* the work sweep was queued since this start */
 	struct coord_runner *runners;
 	int n_runners;
 };
@@ -70,6 +72,9 @@ int coord_queue(struct coord *c, const char *provider, const char *repo,
     const char *trigger,
     json_t *modules, const json_t *extra, int64_t *job,
     char sha_out[GITOPS_OID_HEX], char *err, size_t errlen);
+
+/* Remove finished job's checkout (and its directory once empty). */
+void coord_remove_checkout(const char *data_dir, int64_t job);
 
 void coord_commands_tick(struct coord *c);
 void coord_cleanups_tick(struct coord *c);

@@ -55,7 +55,7 @@ forges:
     webhook_secret_file: $TMP/github.secret
 $2
 runners:
-  local: 1
+  local: ${LOCAL_RUNNERS:-1}
   lease_s: ${LEASE_S:-3}
   poll_ms: 100
 $([ -n "$STANDIN" ] && printf '  command: [%s, %s]' "$PY" "$STANDIN")
