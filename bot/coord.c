@@ -293,7 +293,8 @@ job_start(struct coord *c, struct store_job *j, struct forge *f)
 	}
 	log_info("job tasks created", "job=%lld repo=%s sha=%.12s modules=%zu "
 	    "before_fallback=%d", (long long)j->id, j->repo, j->sha, n, fallback);
-	for (i = 0; i < n; i++) {
+	/* A benchmark answers on the PR; the head's statuses keep their result. */
+	for (i = 0; i < n && strcmp(kind, "benchmark"); i++) {
 		char desc[160];
 
 		snprintf(desc, sizeof(desc), "queued: %s (%zu of %zu modules of "
@@ -381,6 +382,11 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	int rc = 0;
 
 	memset(&pr, 0, sizeof(pr));
+	if (t->kind && !strcmp(t->kind, "benchmark")) {
+		/* Timings of the PR's kernel: an answer on the PR, not a new result. */
+		rc = coord_bench_publish(c, j, t, payload, f);
+		goto out;
+	}
 	if (strcmp(t->state, STORE_TASK_DONE)) {
 		snprintf(desc, sizeof(desc), "%s: %s", !strcmp(t->state,
 		    STORE_TASK_CANCELLED) ? "stopped" : "optimization failed",
@@ -524,7 +530,8 @@ job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
 		done += task_finished(&v[i]);
 	for (size_t i = 0; i < n && !atomic_load(&c->stop); i++) {
 		if (!task_finished(&v[i])) {
-			if (!strcmp(v[i].state, STORE_TASK_RUNNING))
+			if (!strcmp(v[i].state, STORE_TASK_RUNNING) &&
+			    strcmp(v[i].kind, "benchmark"))
 				announce(h, j, &v[i], done, n, f);
 			open++;
 			continue;

@@ -47,7 +47,7 @@ struct coord_opts {
 	int work_keep_failed_h;	/* hours a failed task's work dir is kept; default 24 */
 	json_t *command;	/* argv run instead of `kernelbot optimize`, or NULL */
 	json_t *optimize_args;	/* more arguments for optimize (array) */
-	json_t *benchmark_args;	/* the arguments of a `benchmark` run (array) */
+	json_t *benchmark_args;	/* more arguments for a benchmark's `kernelbot eval` (array) */
 	struct cron schedules[COORD_MAX_SCHEDULES];
 	size_t n_schedules;
 };
@@ -65,7 +65,7 @@ struct coord_opts {
  *     timeout_s: 7200
  *     work_keep_failed_h: 24           (0: removed at the next sweep)
  *     optimize_args: [--budget, small]
- *     benchmark_args: [--generations, "1"]   (the default)
+ *     benchmark_args: [--trials, "10"]  (more for a benchmark's eval)
  *     command: [/path/to/program]      (instead of `kernelbot optimize`)
  *   schedule: "0 3 * * 0"              (or a list of them)
  *

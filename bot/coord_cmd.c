@@ -34,8 +34,8 @@ static const char help_text[] =
     "commit; the result goes to the module's own kernelbot PR |\n"
     "| `/kernelbot retry` | on a kernelbot PR: optimize its module again, "
     "at the PR's head commit |\n"
-    "| `/kernelbot benchmark` | on a kernelbot PR: time its module's kernel "
-    "again and update the tables |\n"
+    "| `/kernelbot benchmark` | on a kernelbot PR: time its kernel again "
+    "against the module at the PR's head (no search) and post the table |\n"
     "| `/kernelbot stop` | on a kernelbot PR: stop the work queued or running "
     "for its module |\n"
     "| `/kernelbot help` | this text |\n\n"
@@ -298,10 +298,15 @@ obey(struct coord *c, const struct store_command *cmd,
 		json_decref(extra);
 		if (rc < 0)
 			goto fail;
-		buf_printf(reply, "Queued job %lld: %s `%s` at %.12s for %zu "
-		    "architecture(s); this pull request will be updated.",
-		    (long long)job, bench ? "benchmarking" : "optimizing again",
-		    d[0].module, sha, n);
+		if (bench)
+			buf_printf(reply, "Queued job %lld: benchmarking this pull "
+			    "request's kernel of `%s` at %.12s with `kernelbot eval` "
+			    "(no search) for %zu architecture(s); the timings will be "
+			    "posted here.", (long long)job, d[0].module, sha, n);
+		else
+			buf_printf(reply, "Queued job %lld: optimizing again `%s` at "
+			    "%.12s for %zu architecture(s); this pull request will be "
+			    "updated.", (long long)job, d[0].module, sha, n);
 	}
 	goto out;
 fail:

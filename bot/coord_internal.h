@@ -76,6 +76,14 @@ int coord_queue(struct coord *c, const char *provider, const char *repo,
 /* Remove finished job's checkout (and its directory once empty). */
 void coord_remove_checkout(const char *data_dir, int64_t job);
 
+/*
+ * Answer a finished benchmark task t of job j with a comment on the PR
+ * (payload's "pr"): the fresh speedup table and the device, or why it
+ * failed. 0, or -errno to try again later.
+ */
+int coord_bench_publish(struct coord *c, const struct store_job *j,
+    const struct store_task *t, const json_t *payload, struct forge *f);
+
 void coord_commands_tick(struct coord *c);
 void coord_cleanups_tick(struct coord *c);
 void coord_schedule_tick(struct coord *c, time_t now);

@@ -165,9 +165,6 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 			goto fail;
 		}
 	}
-	/* A benchmark is a short run: fresh timings of what one generation finds. */
-	if (!o->benchmark_args)
-		o->benchmark_args = json_pack("[s, s]", "--generations", "1");
 	if (sch && !json_is_null(sch)) {
 		json_t *list = json_is_array(sch) ? json_incref((json_t *)sch) :
 		    json_pack("[O]", sch);

@@ -154,3 +154,36 @@ def last(method, rx):
 print(eval(sys.argv[2]))
 PYEOF
 }
+
+# The fake GitHub's repository path.
+R='/repos/acme/models'
+
+# comment USER BODY: the user's comment on PR 1, made on the fake GitHub
+# (so it can be reacted to), then delivered as a webhook. Sets CID.
+comment() {
+	CID=$(curl -sS -H 'Authorization: Bearer secret-token' -H 'Accept: application/vnd.github+json' \
+	    -H 'X-GitHub-Api-Version: 2022-11-28' -H 'Content-Type: application/json' \
+	    -d "$($PY -c 'import json,sys; print(json.dumps({"body": sys.argv[1]}))' "$2")" \
+	    "$GH_API$R/issues/1/comments" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+	gh_comment 1 "$1" "$CID" "$2"
+}
+
+# bot_comment MARKER: the last body of the bot's comments holding MARKER
+# (waiting up to 60 s for one), e.g. "kernelbot:reply:CID ".
+bot_comment_is_there() {
+	ghq "[x for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and '$1' in (x['body'] or {}).get('body', '')]" | grep -q body
+}
+bot_comment() {
+	wait_for 60 bot_comment_is_there "$1"
+	ghq "[x['body']['body'] for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and '$1' in (x['body'] or {}).get('body', '')][-1]"
+}
+
+# answer CID: the bot's answer to comment CID, once it is there.
+answer() {
+	bot_comment "kernelbot:reply:$1 "
+}
+
+# reactions CID: how many reactions the bot made to comment CID.
+reactions() {
+	ghq "n('POST', '$R/issues/comments/$1/reactions')"
+}

@@ -20,32 +20,10 @@ EOS
 fake_github --script "$TMP/script.json" --git-dir "$TMP/origin.git" || { echo "fake GitHub did not start"; t_done; }
 coord_config "$TMP/kb.yml" "$(github_forge)"
 kb_serve_start "$TMP/kb.yml" || t_done
-R='/repos/acme/models'
 
 gh_push 0000000000000000000000000000000000000000 "$SHA0"
 wait_sql 60 "SELECT state FROM jobs WHERE id = 1" done
 check_eq "the push made PR 1" "$(ghq "n('POST', '$R/pulls')")" 1
-
-# comment USER BODY: the user's comment on PR 1, made on the fake (so it
-# can be reacted to), then delivered as a webhook. Sets CID.
-comment() {
-	CID=$(curl -sS -H 'Authorization: Bearer secret-token' -H 'Accept: application/vnd.github+json' \
-	    -H 'X-GitHub-Api-Version: 2022-11-28' -H 'Content-Type: application/json' \
-	    -d "$($PY -c 'import json,sys; print(json.dumps({"body": sys.argv[1]}))' "$2")" \
-	    "$GH_API$R/issues/1/comments" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-	gh_comment 1 "$1" "$CID" "$2"
-}
-# answer CID: the bot's answer to comment CID, once it is there.
-has_answer() {
-	ghq "[x for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and 'kernelbot:reply:$1 ' in (x['body'] or {}).get('body', '')]" | grep -q body
-}
-answer() {
-	wait_for 30 has_answer "$1"
-	ghq "[x['body']['body'] for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and 'kernelbot:reply:$1 ' in (x['body'] or {}).get('body', '')][-1]"
-}
-reactions() {
-	ghq "n('POST', '$R/issues/comments/$1/reactions')"
-}
 
 # --- a reader is refused ---
 comment bob "/kernelbot retry"

@@ -110,14 +110,6 @@ class GitHub(GitHubShaped):
         return "bad"
 
     # -- pulls ----------------------------------------------------------
-    def head_sha(self, ref):
-        """The tip of branch ref in --git-dir, as GitHub's head.sha; None without one."""
-        if not self.args.git_dir:
-            return None
-        r = subprocess.run(["git", "--git-dir", self.args.git_dir, "rev-parse", "--verify", "-q",
-                            "refs/heads/" + ref + "^{commit}"], capture_output=True, text=True)
-        return r.stdout.strip() or None
-
     def pr_view(self, pr):
         return {"number": pr["number"], "title": pr["title"], "body": pr["body"],
                 "state": pr["state"], "html_url": "https://github.test/%s/pull/%d" % (
