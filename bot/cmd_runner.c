@@ -4,8 +4,12 @@
  * `kernelbot optimize CHECKOUT MODULE --backend B [--device N] --out DIR
  * --json` for each as a subprocess (common/spawn.h: its own process
  * group, a deadline, a group kill), heartbeats while it runs, and records
- * the summary. A runner that dies loses one lease: the coordinator puts
- * the task back in the queue when it expires. A task that loses its lease
+ * the summary; a benchmark task runs `kernelbot eval` of the PR's kernel
+ * instead (no search). It works only in its own area, DATA_DIR/runners/
+ * NAME (flock'd for its life, so two runners of one name cannot share
+ * it); a finished task's results move to DATA_DIR/results/ and its work
+ * directory goes (coord.h has the layout). A runner that dies loses one
+ * lease: the coordinator puts the task back in the queue when it expires. A task that loses its lease
  * while running (cancelled by `/kernelbot stop`, or expired) has its
  * subprocess killed at the next heartbeat. Under systemd (Type=notify,
  * kernelbot-runner@.service) it says READY=1 once registered and pings the
@@ -70,7 +74,9 @@ runner_usage(FILE *f)
 	    "[--gpu N | --cpu] [--name NAME] [--once]\n\n"
 	    "Take optimization tasks from the store and run them on GPU N (default:\n"
 	    "the first GPU, or the CPU when there is none). --once: run at most one\n"
-	    "task, then exit (0 also when none was queued).\n");
+	    "task, then exit (0 also when none was queued). --name: its name in the\n"
+	    "store and its work area DATA_DIR/runners/NAME, which one runner holds\n"
+	    "at a time (default HOST-gpuN or HOST-cpu).\n");
 }
 
 static void
