@@ -104,7 +104,8 @@ int coord_runner_name_ok(const char *name);
  * Remove the work directories under DATA_DIR/runners/ that nothing needs:
  * those of finished tasks whose results are stored elsewhere, and those
  * (of failed, stopped or abandoned attempts) last changed more than
- * keep_h hours before now; never one of a running attempt. *removed gets
+ * keep_h hours before now; never one of a running attempt, nor one that
+ * still holds a done task's results (they could not be moved). *removed gets
  * how many. 0 or -errno.
  */
 int coord_work_sweep(struct store *store, const char *data_dir, int keep_h,

@@ -55,8 +55,9 @@ coord_runner_name_ok(const char *name)
 
 /*
  * Whether work directory task-T-A (under a runner's area, last changed
- * at mtime) may go: never while attempt A of T runs; at once when T is
- * done with its results stored elsewhere; else after keep_h hours.
+ * at mtime) may go: never while attempt A of T runs, nor when it holds
+ * the results of T (done) that could not be moved; at once when T is done
+ * with its results stored elsewhere; else after keep_h hours.
  */
 static int
 may_remove(struct store *store, const char *path, const char *base,
@@ -75,10 +76,13 @@ may_remove(struct store *store, const char *path, const char *base,
 		store_task_free(&t);
 		return 0;
 	}
-	if (!strcmp(t.state, STORE_TASK_DONE) && t.attempts == attempt &&
-	    t.out_dir && strncmp(t.out_dir, path, strlen(path))) {
+	if (!strcmp(t.state, STORE_TASK_DONE) && t.attempts == attempt) {
+		/* Results that could not be moved out stay where they are. */
+		int stored_here = !t.out_dir || !strncmp(t.out_dir, path,
+		    strlen(path));
+
 		store_task_free(&t);
-		return 1;
+		return !stored_here;
 	}
 	store_task_free(&t);
 	return !keep;
