@@ -27,6 +27,7 @@ const struct cli_command cli_commands[] = {
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first, with their tasks" },
 	{ "archive", cmd_archive, "the kernel archive: list, show, search, similar, export, import, add" },
 	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
+	{ "profile", cmd_profile, "profile a correct CUDA kernel under Nsight Compute (ncu)" },
 	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
 	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
 	{ "__sandbox-check", cmd_sandbox_check, "(internal) inside the sandbox: what this process can do" },

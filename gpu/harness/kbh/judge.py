@@ -68,6 +68,8 @@ class Context:
         self.sandbox = bool(req.get("sandbox", True))
         self.workdir = req["workdir"]
         self.sanitize = bool(req.get("sanitize", False))
+        # {"tool": ncu, "args": [...], "timeout_s": n} (kbh/judge_profile.py)
+        self.profile = req.get("profile") if isinstance(req.get("profile"), dict) else None
         self.baselines = req.get("baselines", ["eager", "compile"])
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
         self.worker_env = dict(req.get("worker_env") or {})
