@@ -641,7 +641,7 @@ profile_summary(const struct profile_report *r, double bw_gbs)
 {
 	struct buf b = BUF_INIT(64u << 10);
 	double total = 0, peak = 0;
-	int lanes = 0;
+	int lanes = 0, dram = 0;
 	size_t i, shown;
 
 	if (!r->n) {
@@ -651,6 +651,8 @@ profile_summary(const struct profile_report *r, double bw_gbs)
 	for (i = 0; i < r->n; i++)
 		if (!isnan(r->k[i].time_ns))
 			total += r->k[i].time_ns;
+	for (i = 0; i < r->n; i++)
+		dram |= !isnan(r->k[i].dram_bytes);
 	buf_printf(&b, "ncu, one call: %zu kernel%s, %.4g us on the GPU.", r->n,
 	    r->n == 1 ? "" : "s", total / 1e3);
 	peak = profile_fp32_peak(&r->k[0], &lanes);
@@ -658,7 +660,7 @@ profile_summary(const struct profile_report *r, double bw_gbs)
 		buf_printf(&b, " FP32 peak %.3g TFLOP/s = %d SMs x %d lanes x 2 x %.3g GHz "
 		    "(ncu's SM clock).", peak / 1e12, r->k[0].sm_count, lanes,
 		    r->k[0].sm_hz / 1e9);
-	if (bw_gbs > 0)
+	if (bw_gbs > 0 && dram)
 		buf_printf(&b, " Measured DRAM bandwidth %.4g GB/s.", bw_gbs);
 	for (shown = 0; shown < r->n && shown < PROFILE_TOP; shown++) {
 		size_t mark = b.len;

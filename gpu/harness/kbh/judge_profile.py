@@ -57,12 +57,13 @@ def run(cr):
     # Workers run as another uid in the sandbox: the report must be writable.
     os.chmod(scratch, 0o777)
     log = os.path.join(scratch, "profile.csv")
+    out["command"] = [tool] + args + ["--log-file", log]
     t0 = time.monotonic()
     deadline = t0 + timeout
     w = None
     worker_error = None
     try:
-        argv, env, mem = cr.argv(profiler=[tool] + args + ["--log-file", log], scratch=scratch)
+        argv, env, mem = cr.argv(profiler=out["command"], scratch=scratch)
         w = Worker(argv, env, os.path.join(cr.ctx.workdir, "cand%s.profile.stderr" % cr.c.get("id")),
                    deadline, timeout, mem)
         try:
@@ -75,6 +76,8 @@ def run(cr):
             # A tool that never starts its target (or one that fails) ends
             # here; its report or its errors say more below.
             worker_error = getattr(e, "message", str(e))
+            if getattr(e, "kind", None) == "timeout":
+                out["error"] = "the profiler did not finish within %g s" % timeout
         # The tool writes its report after the target exits: wait for it,
         # within the deadline, before the group is killed.
         try:
