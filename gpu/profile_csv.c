@@ -346,7 +346,8 @@ profile_parse_csv(const char *text, size_t len, struct profile_report *r,
 	int error, i;
 
 	/* ncu's own lines ("==PROF== Connected ...") may come first. */
-	while (p < end && strncmp(p, "\"ID\"", 4)) {
+	/* The input need not be NUL-terminated: never read past end. */
+	while (p < end && (end - p < 4 || memcmp(p, "\"ID\"", 4))) {
 		p = next_line(p, end);
 		line++;
 	}
