@@ -38,6 +38,7 @@ struct wrap {
 	int record_failed;		/* logged once */
 	/* the profile hook (config `profile`) */
 	int profile_force;		/* `profile: ncu` on any backend */
+	int device;			/* CUDA ordinal for the profile's evaluation */
 	char *ncu;			/* probed once, on first use */
 	int ncu_probed;
 	char *profile_off;		/* why profiling stopped for this job, or NULL */
@@ -116,6 +117,7 @@ profile_kernel(struct wrap *w, const struct evolve_ctx *ctx, const struct evolve
 	po.kernel = file;
 	po.ncu = w->ncu;
 	po.backend = ctx->backend;
+	po.device = w->device;
 	po.bw_gbs = jsonx_num(ctx->device, "bandwidth_gbs", 0);
 	po.have_sandbox_exec = cli_has_sandbox_exec();
 	error = profile_run(&po, &res, err, sizeof(err));
@@ -191,6 +193,14 @@ profile_mode(const struct config *cfg, const char *backend, int *on, int *force,
 	*force = !strcmp(m, "ncu");
 	*on = *force || (!strcmp(m, "auto") && backend && !strcmp(backend, "cuda"));
 	return 0;
+}
+
+void
+optimize_llm_set_device(struct proposer *p, int device)
+{
+	struct wrap *w = p->state;
+
+	w->device = device;
 }
 
 static int

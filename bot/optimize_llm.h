@@ -30,6 +30,12 @@ int optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
     int64_t job, struct proposer **out, char *err, size_t errlen);
 
 /*
+ * The CUDA ordinal the profile hook's evaluations use (the job's
+ * --device; 0 by default). p: a proposer from optimize_llm_new.
+ */
+void optimize_llm_set_device(struct proposer *p, int device);
+
+/*
  * Record one call attempt (the client's record hook's argument) in the
  * store's llm_calls for job (0: none). 0 or -errno (store_llm_call_add).
  */
