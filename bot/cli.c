@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int
 cli_parse_int(const char *s, int lo, int hi, int *out)
@@ -43,13 +42,4 @@ cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	return EXIT_USAGE;
-}
-
-int
-cli_has_sandbox_exec(void)
-{
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!strcmp(c->name, "sandbox-exec"))
-			return 1;
-	return 0;
 }

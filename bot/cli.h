@@ -44,7 +44,8 @@ int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_num(const char *s, double *out);
 
 /* 1 when this binary has `kernelbot sandbox-exec` (eval_opts'
- * have_sandbox_exec). */
+ * have_sandbox_exec). In bot/main.c, with the table: not for library
+ * code that test binaries link. */
 int cli_has_sandbox_exec(void);
 
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */

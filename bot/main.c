@@ -90,3 +90,13 @@ main(int argc, char **argv)
 	    argv[i]);
 	return EXIT_USAGE;
 }
+
+/* Here, beside the table: library code (bot/cmd_*.c) links without it. */
+int
+cli_has_sandbox_exec(void)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		if (!strcmp(c->name, "sandbox-exec"))
+			return 1;
+	return 0;
+}

@@ -476,7 +476,7 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 				goto out;
 			}
 			if (!strcmp(k->name, "llm"))
-				optimize_llm_set_device(eo.proposers[n], eo.device);
+				optimize_llm_set_eval(eo.proposers[n], eo.device, eo.have_sandbox_exec);
 			eo.shares[n++] = 1;
 		}
 		p += len + (p[len] == ',');

@@ -13,7 +13,6 @@
 
 #include <unistd.h>
 
-#include "bot/cli.h"
 #include "bot/config.h"
 #include "bot/store.h"
 #include "common/fsx.h"
@@ -39,6 +38,7 @@ struct wrap {
 	/* the profile hook (config `profile`) */
 	int profile_force;		/* `profile: ncu` on any backend */
 	int device;			/* CUDA ordinal for the profile's evaluation */
+	int have_sandbox_exec;
 	char *ncu;			/* probed once, on first use */
 	int ncu_probed;
 	char *profile_off;		/* why profiling stopped for this job, or NULL */
@@ -119,7 +119,7 @@ profile_kernel(struct wrap *w, const struct evolve_ctx *ctx, const struct evolve
 	po.backend = ctx->backend;
 	po.device = w->device;
 	po.bw_gbs = jsonx_num(ctx->device, "bandwidth_gbs", 0);
-	po.have_sandbox_exec = cli_has_sandbox_exec();
+	po.have_sandbox_exec = w->have_sandbox_exec;
 	error = profile_run(&po, &res, err, sizeof(err));
 	unlink(file);
 	rmdir(dir);
@@ -196,11 +196,12 @@ profile_mode(const struct config *cfg, const char *backend, int *on, int *force,
 }
 
 void
-optimize_llm_set_device(struct proposer *p, int device)
+optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec)
 {
 	struct wrap *w = p->state;
 
 	w->device = device;
+	w->have_sandbox_exec = have_sandbox_exec;
 }
 
 static int

@@ -30,10 +30,11 @@ int optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
     int64_t job, struct proposer **out, char *err, size_t errlen);
 
 /*
- * The CUDA ordinal the profile hook's evaluations use (the job's
- * --device; 0 by default). p: a proposer from optimize_llm_new.
+ * How the profile hook's evaluations run: the job's CUDA ordinal
+ * (--device; 0 by default) and eval_opts' have_sandbox_exec. p: a
+ * proposer from optimize_llm_new.
  */
-void optimize_llm_set_device(struct proposer *p, int device);
+void optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec);
 
 /*
  * Record one call attempt (the client's record hook's argument) in the
