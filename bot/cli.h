@@ -32,6 +32,7 @@ int cmd_runner(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];
@@ -42,6 +43,11 @@ extern const struct cli_command cli_commands[];
  */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_num(const char *s, double *out);
+
+/* 1 when this binary has `kernelbot sandbox-exec` (eval_opts'
+ * have_sandbox_exec). In bot/main.c, with the table: not for library
+ * code that test binaries link. */
+int cli_has_sandbox_exec(void);
 
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

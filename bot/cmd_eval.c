@@ -25,14 +25,6 @@ static const char eval_usage[] =
 
 
 
-static int
-sandbox_exec_built_in(void)
-{
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!strcmp(c->name, "sandbox-exec"))
-			return 1;
-	return 0;
-}
 
 static void
 print_summary(const json_t *results)
@@ -172,7 +164,7 @@ cmd_eval(int argc, char **argv)
 	o.problem = argv[optind];
 	o.candidates = (const char *const *)argv + optind + 1;
 	o.n_candidates = (size_t)(argc - optind - 1);
-	o.have_sandbox_exec = sandbox_exec_built_in();
+	o.have_sandbox_exec = cli_has_sandbox_exec();
 	if ((error = eval_run(&o, &results, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot eval: %s\n", err);
 		return error == -EINVAL ? EXIT_USAGE : 1;

@@ -241,14 +241,6 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 	return 0;
 }
 
-static int
-sandbox_exec_built_in(void)
-{
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!strcmp(c->name, "sandbox-exec"))
-			return 1;
-	return 0;
-}
 
 int
 cmd_optimize(int argc, char **argv)
@@ -292,7 +284,7 @@ cmd_optimize(int argc, char **argv)
 		free(gpus);
 		a.eo.backend = ngpu > 0 ? "cuda" : "cpu";
 	}
-	a.eo.have_sandbox_exec = sandbox_exec_built_in();
+	a.eo.have_sandbox_exec = cli_has_sandbox_exec();
 	if (!realpath(argv[optind], root) || stat(root, &st) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s: %s\n", argv[optind], strerror(errno));
 		goto out;

@@ -42,6 +42,13 @@ int optimize_llm_embedder(const struct config *cfg, struct llm_config *lc,
     char *err, size_t errlen);
 
 /*
+ * How the profile hook's evaluations run: the job's CUDA ordinal
+ * (--device; 0 by default) and eval_opts' have_sandbox_exec. p: a
+ * proposer from optimize_llm_new.
+ */
+void optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec);
+
+/*
  * Record one call attempt (the client's record hook's argument) in the
  * store's llm_calls for job (0: none). 0 or -errno (store_llm_call_add).
  */

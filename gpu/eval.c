@@ -287,6 +287,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	 * on a host; every result then says so in a failed check. */
 	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
 		json_object_set_new(req, "perturb", json_false());
+	if (o->profile)
+		json_object_set(req, "profile", (json_t *)o->profile);
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)
@@ -331,7 +333,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", "baselines", "timing", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", NULL };
 	json_t *v;
 	size_t i;
 
@@ -409,6 +411,9 @@ judge_budget(const struct eval_opts *o, size_t n)
 {
 	long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
 	    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) * (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
+
+	if (o->profile)		/* the profiler's own deadline */
+		per += (long)json_integer_value(json_object_get(o->profile, "timeout_s")) + 30;
 
 	return (long)n * per + JUDGE_SLACK_S;
 }

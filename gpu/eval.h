@@ -44,10 +44,12 @@ struct eval_opts {
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
 	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
 	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
+	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
+					 * "timeout_s"}: gpu/profile.h), or NULL */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL }
 
 /*
  * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;

@@ -71,6 +71,8 @@ class Context:
         self.workdir = req["workdir"]
         # 0 no, 1 yes, 2 where compute-sanitizer is installed (eval.h)
         self.sanitize = int(req.get("sanitize", 0))
+        # {"tool": ncu, "args": [...], "timeout_s": n} (kbh/judge_profile.py)
+        self.profile = req.get("profile") if isinstance(req.get("profile"), dict) else None
         self.baselines = req.get("baselines", ["eager", "compile"])
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
         self.worker_env = dict(req.get("worker_env") or {})

@@ -16,6 +16,7 @@ from kbh import judge_compare as cmp
 from kbh import judge_io as jio
 from kbh import judge_perturb as jpert
 from kbh import judge_problem as jp
+from kbh import judge_profile
 from kbh import judge_stats as stats
 from kbh.judge_worker import Worker, WorkerError
 
@@ -153,13 +154,15 @@ class CandidateRun:
         self.error(msg)
 
     # --- the worker's command line ----------------------------------------
-    def argv(self, sanitizer=None, tool=None, scratch=None):
+    def argv(self, sanitizer=None, tool=None, scratch=None, profiler=None):
+        """profiler: the profiler's argv prefix (kbh/judge_profile.py),
+        run inside the same sandbox as a sanitizer is."""
         ctx, scratch = self.ctx, scratch or self.scratch
         if self.kind == "native":
             inner = [ctx.kernelbot, "__worker", "--so", self.c["so"], "--backend", ctx.backend,
                      "--dir", ctx.inputs_dir, "--scratch", scratch, "--device", "0"]
-            if sanitizer:
-                inner.append("--no-lockdown")	# the sanitizer needs its own IPC
+            if sanitizer or profiler:
+                inner.append("--no-lockdown")	# the tool needs its own IPC
             ro = [self.c["so"]]
         else:
             inner = [sys.executable, "-u", ctx.harness_py, "pyworker", "--solution", self.c["path"],
@@ -184,6 +187,9 @@ class CandidateRun:
             inner = [sanitizer, "--tool", tool] + pad + ["--log-file",
                      os.path.join(scratch, "sanitizer-%s.log" % tool),
                      "--error-exitcode", str(SANITIZER_EXIT)] + inner
+        if profiler:
+            inner = list(profiler) + inner
+            ro.append(os.path.dirname(os.path.realpath(profiler[0])))
         timeout = self.budget()
         if not ctx.sandbox:
             # DEVELOPER FALLBACK (KERNELBOT_EVAL_UNSANDBOXED=1): no confinement
@@ -195,7 +201,8 @@ class CandidateRun:
                 # reserves terabytes of shadow), so not a plain RLIMIT_AS.
                 inner += ["--mem-limit", str(ctx.mem_bytes)]
             return inner, env, 0
-        profile = "candidate" if self.kind == "native" and not sanitizer else "compiler"
+        tooled = sanitizer or profiler
+        profile = "candidate" if self.kind == "native" and not tooled else "compiler"
         outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
                  "--ro", ctx.inputs_dir, "--timeout", str(int(timeout) + 5),
                  "--report", self.report]
@@ -206,7 +213,7 @@ class CandidateRun:
         # Always a limit of ours: the sandbox's default (1 GiB) is too small
         # for host copies of GPU-sized tensors, nvcc on torch headers, or a
         # sanitizer's bookkeeping.
-        outer += ["--mem", str(ctx.mem_bytes * (2 if sanitizer else 1))]
+        outer += ["--mem", str(ctx.mem_bytes * (2 if tooled else 1))]
         if ctx.backend == "cuda":
             outer += ["--gpu", str(ctx.req.get("device", 0))]
         for k, v in sorted(env.items()):
@@ -270,6 +277,10 @@ class CandidateRun:
             t3 = time.perf_counter()
             self.sanitize()
             bd["sanitize"] = time.perf_counter() - t3
+        if self.res["status"] == "correct" and self.ctx.profile:
+            t4 = time.perf_counter()
+            self.res["profile"] = judge_profile.run(self)
+            bd["profile"] = time.perf_counter() - t4
         self.res["correct"] = self.res["status"] == "correct"
         bd["total"] = time.perf_counter() - t0
         self.res["eval_s"] = bd["total"]
