@@ -189,6 +189,13 @@ dlpack_find(void)
 		snprintf(dlpack_flag, sizeof(dlpack_flag), "-I%s/include", exe);
 }
 
+const char *
+compile_include_flag(void)
+{
+	pthread_once(&dlpack_once, dlpack_find);
+	return dlpack_flag;
+}
+
 /* The argv of a build; flags (for the key) is the same with placeholders. */
 static int
 build_argv(const struct job *j, const char *src, const char *out, const char **argv,

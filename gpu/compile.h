@@ -63,4 +63,12 @@ void compile_result_free(struct compile_result *r);
 /* The default cache directory: $KERNELBOT_CACHE, else $XDG_CACHE_HOME/kernelbot, else ~/.cache/kernelbot. */
 int compile_default_cache_dir(char **out);
 
+/*
+ * The -I flag that finds <dlpack/dlpack.h> ($KERNELBOT_INCLUDE, else
+ * include/ beside the binary on a host without the system's header), or ""
+ * when the compiler's default search finds it. For builds outside
+ * compile_batch (the evaluator's unsandboxed developer mode).
+ */
+const char *compile_include_flag(void);
+
 #endif

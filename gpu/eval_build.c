@@ -89,8 +89,11 @@ build_one(struct pool *p, size_t i)
 	snprintf(so, sizeof(so), "%s/build%zu.so", p->workdir, i);
 	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", p->workdir);
 	envp[2] = tmp;
+	/* The sandboxed build's flags (gpu/compile.h), so figures compare. */
 	if (b->cuda) {
 		argv[a++] = "nvcc";
+		if (*compile_include_flag())
+			argv[a++] = compile_include_flag();
 		argv[a++] = "-O3";
 		argv[a++] = "-shared";
 		argv[a++] = "-Xcompiler";
@@ -109,7 +112,11 @@ build_one(struct pool *p, size_t i)
 		argv[a++] = "-lcublasLt";
 	} else {
 		argv[a++] = "cc";
-		argv[a++] = "-O2";
+		if (*compile_include_flag())
+			argv[a++] = compile_include_flag();
+		argv[a++] = "-O3";
+		argv[a++] = "-march=native";
+		argv[a++] = "-fno-math-errno";
 		argv[a++] = "-std=gnu17";
 		argv[a++] = "-fPIC";
 		argv[a++] = "-shared";
