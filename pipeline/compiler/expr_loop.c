@@ -83,9 +83,19 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			return NULL;
 		e->var[v].extent = total;
 		e->var[v].coop = 1;
-		buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
-		buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
-		    e->var[v].name, e->var[v].name, total, e->var[v].name);
+		if (e->row_regs && e->row_cache == 2 && total == e->rr_len) {
+			/* the register rows' layout (cg.h), fully unrolled */
+			const char *x = e->var[v].name;
+			buf_printf(&L->head, "#pragma unroll\nfor (int kb_i%d = 0; kb_i%d < %" PRId64 "; kb_i%d++)\n",
+			    v, v, total / ((int64_t)e->rr_team * e->vec), v);
+			buf_printf(&L->head, "#pragma unroll\nfor (int64_t %s = (int64_t)(kb_lane + kb_i%d * %d) * %d, "
+			    "kb_j%d = 0; kb_j%d < %d; kb_j%d++, %s++)", x, v, e->rr_team, e->vec, v, v, e->vec, v, x);
+			snprintf(e->var[v].ridx, sizeof(e->var[v].ridx), "kb_i%d * %d + kb_j%d", v, e->vec, v);
+		} else {
+			buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
+			buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
+			    e->var[v].name, e->var[v].name, total, e->var[v].name);
+		}
 		*first = L;
 		*linvar = v;
 		for (d = an->rank - 1; d >= 0; d--) {
