@@ -182,6 +182,8 @@ struct cg_emit {
 	 * so a thread only ever reads the elements it loaded itself and the
 	 * array stays in registers. */
 	int row_regs;			/* 1: rows go to registers (row_cache 1/2 as above) */
+	int vec_red;			/* CUDA column teams: sums and products may
+					 * carry vector lanes (an accumulator per lane) */
 	int rr_team;			/* threads per team, a compile-time constant */
 	int64_t rr_len;			/* the row length the layout covers */
 	char rr_inner[48];		/* the inner loop's register index of lane kb_j */

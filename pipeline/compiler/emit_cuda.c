@@ -13,7 +13,9 @@
  *           team, so a row is read once per pass and never leaves L1/L2;
  *   column: reductions over a non-contiguous dim into outputs that each
  *           need nothing but those reductions (09_mean_tanh: a mean over
- *           the middle dim): a 32-wide block per 32 adjacent outputs, its
+ *           the middle dim): a 32-wide block per 32 adjacent outputs
+ *           (32 x vec for sums and products, a thread's vec adjacent
+ *           outputs read 16 bytes at a time), its
  *           threadIdx.y rows splitting each reduction, combined through
  *           shared memory in a fixed order (deterministic); adjacent
  *           threads read adjacent addresses and every SM gets work even
@@ -137,11 +139,13 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	cg_map_offset(m, n->rank, n->shape, &off);
 	cgx_aff_print(e, &off, &b);
 	if (v->vec && v->dtype == n->dtype && e->vec_var >= 0 && off.c[e->vec_var] == 1)
-		cg_line(e, S, "kb_store_vec(%s + %s, %s);", c->ptrs[root], buf_cstr(&b), v->name);
+		cg_line(e, S, "%s%s%skb_store_vec(%s + %s, %s);", guard ? "if (" : "", guard ? guard : "",
+		    guard ? ") " : "", c->ptrs[root], buf_cstr(&b), v->name);
 	else if (v->vec || (e->vec_var >= 0 && off.c[e->vec_var]))
 		/* every lane is written, also when the value is the same for all */
-		cg_line(e, S, "KB_LANES %s[%s + kb_j] = %s;", c->ptrs[root], buf_cstr(&b),
-		    cgx_opnd(v, n->dtype, 1, x, sizeof(x)));
+		cg_line(e, S, "%s%s%sKB_LANES %s[%s + kb_j] = %s;%s", guard ? "if (" : "", guard ? guard : "",
+		    guard ? ") { " : "", c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 1, x, sizeof(x)),
+		    guard ? " }" : "");
 	else
 		cg_line(e, S, "%s%s%s%s[%s] = %s;", guard ? "if (" : "", guard ? guard : "", guard ? ") " : "",
 		    c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
@@ -172,7 +176,9 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		return e->error;
 	K->depth = 1;
 	if (mode == CU_COL) {
-		int64_t nb = (nout + 31) / 32;
+		/* with vec lanes each thread owns vec adjacent outputs and
+		 * reads them 16 bytes at a time (sum/prod, cgx_reduce) */
+		int64_t nslot = nout / vec, nb = (nslot + 31) / 32;
 		cg_line(e, K, "const int kb_lane = threadIdx.y, kb_team = blockDim.y;");
 		if (!(O = cg_scope_new(e, K)))
 			return e->error;
@@ -181,9 +187,10 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_printf(&O->head, "for (int64_t kb_ob = blockIdx.x; kb_ob < %" PRId64 "; kb_ob += gridDim.x)", nb);
 		/* the last block's spare columns recompute the last output and store nothing */
 		cg_line(e, O, "const int64_t kb_oc = kb_ob * 32 + threadIdx.x;");
-		cg_line(e, O, "const int64_t kb_o = kb_oc < %" PRId64 " ? kb_oc : %" PRId64 ";", nout, nout - 1);
-		if (q > 0 && split_index(e, O, "kb_o", shape, 0, q, 1, vars) < 0)
+		cg_line(e, O, "const int64_t kb_o = kb_oc < %" PRId64 " ? kb_oc : %" PRId64 ";", nslot, nslot - 1);
+		if (q > 0 && split_index(e, O, "kb_o", shape, 0, q, vec, vars) < 0)
 			return e->error;
+		e->vec_red = vec > 1;
 		cur = O;
 		guard = "kb_lane == 0 && kb_oc == kb_o";
 		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", id, nb,
@@ -408,7 +415,7 @@ emit_group(struct cu *c, int root)
 		block_team = c->s->reduce == SCHED_RED_BLOCK ||
 		    (c->s->reduce == SCHED_RED_AUTO && (k == 0 || ir_numel(q - k, shape + k) >= 1024 ||
 		    e->red_extent >= 2048));
-	vec = mode == CU_THREAD || mode == CU_COL || q == 0 ? 1 : c->s->vec;
+	vec = mode == CU_THREAD || q == 0 ? 1 : c->s->vec;
 	if (!(mode == CU_TEAM && k == q)) {
 		while (vec > 1 && shape[q - 1] % vec)
 			vec >>= 1;

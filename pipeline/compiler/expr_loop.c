@@ -172,11 +172,16 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	struct cg_map am;
 	struct cg_val v;
 	char acc[24], init[128], clause[128], x[256];
-	int fl = ir_dtype_is_float(vt), coop, lin, error, isarg;
+	int fl = ir_dtype_is_float(vt), coop, lin, error, isarg, lanes = 0;
 
 	for (int d = 0; d < m->rank; d++) {
-		if (cgx_aff_vec(e, &m->r[d]))
-			return cg_fail(e, -EAGAIN, "vector lanes through a reduction");
+		if (cgx_aff_vec(e, &m->r[d])) {
+			/* column teams: a sum or product per lane (the lanes are
+			 * kept dims, adjacent outputs read 16 bytes at a time) */
+			if (!e->vec_red || (n->op != CG_RSUM && n->op != CG_RPROD))
+				return cg_fail(e, -EAGAIN, "vector lanes through a reduction");
+			lanes = 1;
+		}
 		P = cgx_aff_scope(e, &m->r[d], P);
 	}
 	P = cgx_deeper(P, cgx_guard_floor(s));
@@ -200,6 +205,8 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	if (isarg) {
 		cg_line(e, P, "%s %sv = %s;", cg_ctype(an->dtype), acc, init);
 		cg_line(e, P, "int64_t %s = 0;", acc);
+	} else if (lanes) {
+		cg_line(e, P, "%s %s[KB_VEC]; KB_LANES %s[kb_j] = %s;", cg_ctype(at), acc, acc, init);
 	} else {
 		cg_line(e, P, "%s %s = %s;", cg_ctype(at), acc, init);
 		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
@@ -246,9 +253,23 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		e->nred--;
 	if (error < 0)
 		return error;
-	cgx_opnd(&v, vt, 0, x, sizeof(x));
-	if (v.vec)
+	cgx_opnd(&v, vt, lanes, x, sizeof(x));
+	if (v.vec && !lanes)
 		return cg_fail(e, -EAGAIN, "vector lanes inside a reduction");
+	if (lanes) {
+		cg_line(e, inner, "KB_LANES %s[kb_j] %s= %s;", acc, n->op == CG_RSUM ? "+" : "*", x);
+		if ((error = close_loops(e, inner, P)) < 0)
+			return error;
+		if (coop)
+			cg_line(e, P, "KB_LANES %s[kb_j] = kb_team_%s(%s[kb_j]);", acc,
+			    n->op == CG_RSUM ? "sum" : "prod", acc);
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "%s", acc);
+		out->scope = P;
+		out->vec = 1;
+		out->dtype = at;
+		return e->error;
+	}
 	switch (n->op) {
 	case CG_RSUM: cg_line(e, inner, "%s += %s;", acc, x); break;
 	case CG_RPROD: cg_line(e, inner, "%s *= %s;", acc, x); break;
