@@ -129,7 +129,7 @@ bench: all $(BUILD)/bench/loadgen
 # host without the build dependencies runs a carried device-bundle/ (see
 # tests/gpu/eval-gpu.sh). Every script runs; any failure fails the target.
 test-gpu:
-	rc=0; for t in eval-gpu compiler-gpu coord-gpu report-gpu llm-gpu; do \
+	rc=0; for t in eval-gpu compiler-gpu coord-gpu report-gpu llm-gpu profile-gpu; do \
 		sh tests/gpu/$$t.sh || rc=1; done; exit $$rc
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).

@@ -22,6 +22,7 @@ int cmd_changes(int argc, char **argv);
 int cmd_publish(int argc, char **argv);
 int cmd_forge(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_judge(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_sandbox_exec(int argc, char **argv);
 int cmd_sandbox_check(int argc, char **argv);
@@ -31,6 +32,7 @@ int cmd_runner(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];
@@ -41,6 +43,11 @@ extern const struct cli_command cli_commands[];
  */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_num(const char *s, double *out);
+
+/* 1 when this binary has `kernelbot sandbox-exec` (eval_opts'
+ * have_sandbox_exec). In bot/main.c, with the table: not for library
+ * code that test binaries link. */
+int cli_has_sandbox_exec(void);
 
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

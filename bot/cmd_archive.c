@@ -21,6 +21,7 @@
 
 #include "bot/cli.h"
 #include "bot/config.h"
+#include "bot/optimize_llm.h"
 #include "bot/store.h"
 #include "common/buf.h"
 #include "common/jsonx.h"
@@ -325,6 +326,34 @@ out:
 	return rc;
 }
 
+static void
+record_call(void *arg, const struct llm_call *c)
+{
+	optimize_llm_record(arg, 0, c);
+}
+
+/* similar, with the config's llm.embeddings (when --config has one) in the score. */
+static int
+similar_with_config(struct store *s, const struct config *cfg,
+    const struct archive_opts *o, const char *problem)
+{
+	struct llm_config lc;
+	struct llm_client cl;
+	char err[512];
+	int set = 0, rc;
+
+	if (cfg && (set = optimize_llm_embedder(cfg, &lc, &cl, record_call, s, err, sizeof(err))) < 0) {
+		fprintf(stderr, "kernelbot archive similar: %s\n", err);
+		return 1;
+	}
+	rc = do_similar(s, o, problem);
+	if (set)
+		archive_set_embedder(NULL);
+	if (cfg && set >= 0)
+		llm_config_free(&lc);
+	return rc;
+}
+
 /* Written to FILE.tmp and renamed: an interrupted export leaves no half file. */
 static int
 do_export(struct store *s, const struct archive_opts *o, const char *file)
@@ -561,7 +590,7 @@ cmd_archive(int argc, char **argv)
 	else if (!strcmp(sub, "search"))
 		rc = do_search(store, &o, argc, argv);
 	else if (!strcmp(sub, "similar"))
-		rc = do_similar(store, &o, argv[0]);
+		rc = similar_with_config(store, cfg, &o, argv[0]);
 	else if (!strcmp(sub, "export"))
 		rc = do_export(store, &o, argv[0]);
 	else if (!strcmp(sub, "import"))

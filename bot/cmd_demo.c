@@ -1,5 +1,6 @@
 /*
  * kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]
+ *                [--problem FILE]...
  *
  * The whole job on the embedded defaults (DESIGN.md section 10), on
  * examples/: a git repository made from examples/repo (first commit), then
@@ -9,7 +10,10 @@
  * webhook secret; `kernelbot serve` started on it; a signed GitHub push
  * webhook for the second commit; a wait for the job in the store; then the
  * path of each pull request's markdown (DIR/forge/prs/SLUG.md) and its
- * speedup table, or the status of a module that got no pull request. serve
+ * speedup table, or the status of a module that got no pull request.
+ * --problem adds a KernelBench-format problem (a development problem, say)
+ * to the pushed commit as models/NAME.py, listed in .kernelbot.yml, so the
+ * same job optimizes it beside the examples' two modules. serve
  * is stopped at the end. Exit 0 when the job is done, 1 when it failed or
  * did not finish in time (serve's log is DIR/serve.log).
  *
@@ -45,14 +49,18 @@
 #define DEMO_REPO "demo/models"
 #define DEMO_GIT_TIMEOUT_MS 60000
 #define DEMO_SMALL_CPUS 4	/* up to this many online CPUs, one OpenMP thread by default */
+#define DEMO_MAX_PROBLEMS 8
 
 static const char demo_usage[] =
     "usage: kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]\n"
+    "                      [--problem FILE]...\n"
     "\n"
     "Builds a sample repository from examples/, starts `kernelbot serve` with the\n"
     "local forge and local runners, sends a signed push webhook for a commit that\n"
     "changes two modules, waits, and prints each pull request's markdown file and\n"
-    "speedup table. DIR (default: a new /tmp/kernelbot-demo.XXXXXX) keeps it all.\n";
+    "speedup table. DIR (default: a new /tmp/kernelbot-demo.XXXXXX) keeps it all.\n"
+    "--problem FILE (repeatable) adds a KernelBench-format problem to the pushed\n"
+    "commit as models/NAME.py (NAME: the file's name without a leading NN_).\n";
 
 struct demo {
 	char dir[PATH_MAX];
@@ -62,6 +70,8 @@ struct demo {
 	char home_env[PATH_MAX + 8];
 	char secret[65];
 	int port;
+	char problems[DEMO_MAX_PROBLEMS][PATH_MAX];
+	int n_problems;
 	/* serve */
 	pthread_t thread;
 	int started;
@@ -164,6 +174,92 @@ git_head(struct demo *d, const char *repo, const char *rev, char out[41])
 	return 0;
 }
 
+static int
+has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/*
+ * models/NAME.py for a --problem FILE: the file's name without a leading
+ * "NN_" (a development problem's number), so it is a Python module name.
+ */
+static int
+problem_name(const char *file, char *name, size_t len)
+{
+	const char *base = strrchr(file, '/'), *p;
+
+	base = base ? base + 1 : file;
+	for (p = base; *p >= '0' && *p <= '9'; p++)
+		;
+	if (p > base && *p == '_')
+		base = p + 1;
+	if (!has_suffix(base, ".py") || strlen(base) <= 3 || strchr(base, '-') ||
+	    (*base >= '0' && *base <= '9'))
+		return -EINVAL;
+	if (snprintf(name, len, "%s", base) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * The --problem files into the pushed tree: copied to models/, and each
+ * listed in .kernelbot.yml's modules (after the last "  - path:" line).
+ */
+static int
+add_problems(struct demo *d, const char *repo)
+{
+	char yml[PATH_MAX + 32], dst[PATH_MAX + 288], name[256];
+	struct buf in = BUF_INIT(1 << 20), b = BUF_INIT(1 << 20);
+	const char *text, *last = NULL, *p, *eol;
+	size_t len;
+	int error = 0;
+
+	if (d->n_problems == 0)
+		return 0;
+	snprintf(yml, sizeof(yml), "%s/.kernelbot.yml", repo);
+	if ((error = buf_read_file(&in, yml)) < 0) {
+		fprintf(stderr, "kernelbot demo: %s: %s\n", yml, strerror(-error));
+		return error;
+	}
+	text = p = buf_cstr(&in);
+	len = in.len;
+	while ((p = strstr(p, "\n  - path: "))) {
+		last = p + 1;
+		p++;
+	}
+	if (!last || !(eol = strchr(last, '\n'))) {
+		fprintf(stderr, "kernelbot demo: %s: no modules list to extend\n", yml);
+		error = -EINVAL;
+		goto out;
+	}
+	if ((error = buf_add(&b, text, (size_t)(eol + 1 - text))) < 0)
+		goto out;
+	for (int i = 0; i < d->n_problems; i++) {
+		problem_name(d->problems[i], name, sizeof(name));
+		snprintf(dst, sizeof(dst), "%s/models/%s", repo, name);
+		if (access(dst, F_OK) == 0) {
+			fprintf(stderr, "kernelbot demo: --problem %s: models/%s exists in the examples\n",
+			    d->problems[i], name);
+			error = -EEXIST;
+			goto out;
+		}
+		const char *cp[] = { "cp", d->problems[i], dst, NULL };
+		if ((error = run(d, d->dir, cp)) < 0)
+			goto out;
+		if ((error = buf_printf(&b, "  - path: models/%s\n", name)) < 0)
+			goto out;
+	}
+	if ((error = buf_add(&b, eol + 1, len - (size_t)(eol + 1 - text))) == 0)
+		error = write_text(yml, buf_cstr(&b), 0644);
+out:
+	buf_free(&in);
+	buf_free(&b);
+	return error;
+}
+
 /* The sample repository: examples/repo committed, then examples/push over it. */
 static int
 make_repo(struct demo *d, char before[41], char after[41])
@@ -186,7 +282,8 @@ make_repo(struct demo *d, char before[41], char after[41])
 	snprintf(src, sizeof(src), "%s/push/.", d->examples);
 	const char *cp2[] = { "cp", "-R", src, repo, NULL };
 	snprintf(msg, sizeof(msg), "%s/push.message", d->examples);
-	if ((error = run(d, d->dir, cp2)) < 0 || (error = git_commit(d, repo, msg)) < 0 ||
+	if ((error = run(d, d->dir, cp2)) < 0 || (error = add_problems(d, repo)) < 0 ||
+	    (error = git_commit(d, repo, msg)) < 0 ||
 	    (error = git_head(d, repo, "HEAD", after)) < 0)
 		return error;
 	return 0;
@@ -476,14 +573,6 @@ print_table(const char *md)
 	fclose(f);
 }
 
-static int
-has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 /* Every PR the local forge wrote, and every status of the pushed commit. */
 static int
 print_results(struct demo *d, const char *after)
@@ -541,6 +630,7 @@ cmd_demo(int argc, char **argv)
 		{ "examples", required_argument, NULL, 'e' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "problem", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -564,6 +654,19 @@ cmd_demo(int argc, char **argv)
 			timeout = strtol(optarg, &end, 10);
 			if (*end || timeout < 10 || timeout > 86400)
 				return cli_usage_error("demo", "--timeout: seconds from 10 to 86400");
+			break;
+		}
+		case 'p': {
+			char name[256];
+
+			if (d.n_problems == DEMO_MAX_PROBLEMS)
+				return cli_usage_error("demo", "--problem: at most %d", DEMO_MAX_PROBLEMS);
+			if (access(optarg, R_OK) < 0 || !realpath(optarg, d.problems[d.n_problems]))
+				return cli_usage_error("demo", "--problem %s: %s", optarg, strerror(errno));
+			if (problem_name(optarg, name, sizeof(name)) < 0)
+				return cli_usage_error("demo", "--problem %s: not a NAME.py or NN_NAME.py "
+				    "file with a Python module name", optarg);
+			d.n_problems++;
 			break;
 		}
 		case 'h':
@@ -605,7 +708,8 @@ cmd_demo(int argc, char **argv)
 	printf("kernelbot demo in %s\n", d.dir);
 	if ((error = make_repo(&d, before, after)) < 0)
 		goto out;
-	printf("repository %s/repo: %.12s -> %.12s (two modules changed)\n", d.dir, before, after);
+	printf("repository %s/repo: %.12s -> %.12s (two modules changed, %d added)\n", d.dir,
+	    before, after, d.n_problems);
 	if ((d.port = free_port()) < 0 || (error = write_config(&d)) < 0) {
 		fprintf(stderr, "kernelbot demo: configuration: %s\n", d.port < 0 ? "no free port" : strerror(-error));
 		goto out;

@@ -4,6 +4,7 @@
  * backend cannot run (no C compiler, or no Python with PyTorch).
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "common/spawn.h"
 #include "gpu/device.h"
 #include "gpu/harness.h"
+#include "gpu/judgesrv.h"
 #include "gpu/sandbox.h"
 
 #define TOOL_PATH "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
@@ -191,6 +193,14 @@ doctor_collect(void)
 			    "fall back to RLIMIT_AS (RLIMIT_DATA for CUDA processes), "
 			    "which do not count shared memory; no pids cgroup");
 	}
+	{
+		char jdir[PATH_MAX];
+
+		if (judgesrv_dir(jdir, sizeof(jdir), err, sizeof(err)) == 0)
+			json_object_set_new(doc, "judge_dir", json_string(jdir));
+		else
+			add_missing(missing, err);	/* evaluations then use one-shot judges */
+	}
 	json_object_set_new(doc, "missing", missing);
 	return doc;
 }
@@ -238,6 +248,9 @@ doctor_print(const json_t *d)
 		printf("sanitizer  %s\n", jsonx_str(t, "path", "?"));
 	if ((t = json_object_get(d, "ncu")) && json_is_object(t))
 		printf("ncu        %s\n", jsonx_str(t, "path", "?"));
+	if (jsonx_str(d, "judge_dir", NULL))
+		printf("judge      servers in %s (kernelbot judge status)\n",
+		    jsonx_str(d, "judge_dir", ""));
 	json_array_foreach(json_object_get(d, "missing"), i, m)
 		printf("missing: %s\n", json_string_value(m));
 }

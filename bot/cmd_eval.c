@@ -20,18 +20,11 @@ static const char eval_usage[] =
     "                      [--trials N] [--timeout SECONDS] [--sanitize]\n"
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
-    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n";
+    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
+    "                      [--no-judge-server]\n";
 
 
 
-static int
-sandbox_exec_built_in(void)
-{
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!strcmp(c->name, "sandbox-exec"))
-			return 1;
-	return 0;
-}
 
 static void
 print_summary(const json_t *results)
@@ -92,6 +85,7 @@ cmd_eval(int argc, char **argv)
 		{ "class", required_argument, NULL, 'c' },
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
+		{ "no-judge-server", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -156,6 +150,9 @@ cmd_eval(int argc, char **argv)
 		case 'F':
 			o.fresh_baselines = 1;
 			break;
+		case 'N':
+			o.judge_server_off = 1;
+			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;
 		}
@@ -167,7 +164,7 @@ cmd_eval(int argc, char **argv)
 	o.problem = argv[optind];
 	o.candidates = (const char *const *)argv + optind + 1;
 	o.n_candidates = (size_t)(argc - optind - 1);
-	o.have_sandbox_exec = sandbox_exec_built_in();
+	o.have_sandbox_exec = cli_has_sandbox_exec();
 	if ((error = eval_run(&o, &results, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot eval: %s\n", err);
 		return error == -EINVAL ? EXIT_USAGE : 1;

@@ -34,6 +34,7 @@ static const char optimize_usage[] =
     "                          [--patience N] [--seed N] [--trials N] [--confirm-trials N]\n"
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
     "                          [--wall-minutes M] [--gpu-minutes M]\n"
+    "                          [--llm-tokens N] [--llm-usd X]\n"
     "                          [--device N] [--class NAME]\n";
 
 struct opt_args {
@@ -98,6 +99,8 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "class", required_argument, NULL, 'c' },
 		{ "wall-minutes", required_argument, NULL, 'W' },
 		{ "gpu-minutes", required_argument, NULL, 'G' },
+		{ "llm-tokens", required_argument, NULL, 'K' },
+		{ "llm-usd", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -200,6 +203,20 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 				a->gpu_s = m * 60;
 			break;
 		}
+		case 'K':
+			if (cli_parse_int(optarg, 1, INT_MAX, &v) < 0)
+				return cli_usage_error("optimize", "--llm-tokens: 1 to %d", INT_MAX);
+			a->eo.budget.tokens = v;
+			break;
+		case 'U': {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (*end || end == optarg || !(d >= 0 && d <= 1e9))
+				return cli_usage_error("optimize", "--llm-usd: dollars, 0 or more");
+			/* 0: stop once anything is spent (a budget of 0 means "no limit"). */
+			a->eo.budget.dollars = d > 0 ? d : 1e-12;
+			break;
+		}
 		case 'h':
 			fputs(optimize_usage, stdout);
 			*done = 1;
@@ -224,14 +241,6 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 	return 0;
 }
 
-static int
-sandbox_exec_built_in(void)
-{
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!strcmp(c->name, "sandbox-exec"))
-			return 1;
-	return 0;
-}
 
 int
 cmd_optimize(int argc, char **argv)
@@ -275,7 +284,7 @@ cmd_optimize(int argc, char **argv)
 		free(gpus);
 		a.eo.backend = ngpu > 0 ? "cuda" : "cpu";
 	}
-	a.eo.have_sandbox_exec = sandbox_exec_built_in();
+	a.eo.have_sandbox_exec = cli_has_sandbox_exec();
 	if (!realpath(argv[optind], root) || stat(root, &st) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s: %s\n", argv[optind], strerror(errno));
 		goto out;

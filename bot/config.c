@@ -40,7 +40,7 @@ static const char *const forge_names[CONFIG_N_FORGES] = { "github", "gitlab", "g
 static const char *const top_keys[] = {
 	"listen", "data_dir", "allow_repos", "log_file", "log_level", "http",
 	"forges", "runners", "sandbox", "llm", "budgets", "schedule", "archive",
-	"python", NULL,
+	"python", "profile", NULL,
 };
 
 /* The intake's keys, then the forge clients' (README.md, "Forges"). */

@@ -9,7 +9,6 @@
 #include "bot/coord_internal.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "gitops/deliver.h"
@@ -48,14 +48,6 @@ coord_nap(struct coord *c, int ms)
 		nanosleep(&ts, NULL);
 		ms -= step;
 	}
-}
-
-int
-coord_job_dir(const char *data_dir, long long job, char *out, size_t len)
-{
-	if ((size_t)snprintf(out, len, "%s/work/job-%lld", data_dir, job) >= len)
-		return -ENAMETOOLONG;
-	return 0;
 }
 
 int
@@ -129,43 +121,31 @@ repo_config(struct gitops_repo *r, const char *sha)
 	return rc;
 }
 
-static int
-rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
-}
-
 /*
  * A finished job's checkout (DIR/src, and a src.tmp left by a crash) is
- * removed; its task-* directories stay, since a delivered
- * module's PR is rebuilt from them.
+ * removed, and DIR with it once empty (task results live in
+ * DATA_DIR/results/, runners' work in DATA_DIR/runners/; a DIR of an
+ * older version still holds task-* results a PR is rebuilt from, and
+ * stays).
  */
-static int
-rmtree(const char *path)
-{
-	struct stat sb;
-
-	if (lstat(path, &sb) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
-}
-
-static void
-remove_checkout(struct coord *c, int64_t job)
+void
+coord_remove_checkout(const char *data_dir, int64_t job)
 {
 	static const char *const names[] = { "src", "src.tmp", NULL };
 	char dir[PATH_MAX], p[PATH_MAX + 16];
+	int rc;
 
-	if (coord_job_dir(c->data_dir, job, dir, sizeof(dir)) < 0)
+	if (coord_job_dir(data_dir, job, dir, sizeof(dir)) < 0)
 		return;
 	for (const char *const *n = names; *n; n++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, *n);
-		if (rmtree(p) < 0)
+		if ((rc = fsx_rmtree(p)) < 0)
 			log_warn("cannot remove a job's checkout", "path=%s err=\"%s\"",
-			    p, strerror(errno));
+			    p, strerror(-rc));
 	}
+	if (rmdir(dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+		log_warn("cannot remove a job's directory", "path=%s err=\"%s\"",
+		    dir, strerror(errno));
 }
 
 /* Check out sha into DIR/src, atomically: a crash leaves src whole or absent. */
@@ -184,7 +164,7 @@ checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/src.tmp", dir);
 	/* A half-written src.tmp of a crashed attempt: start over. */
-	if ((rc = rmtree(tmp)) < 0)
+	if ((rc = fsx_rmtree(tmp)) < 0)
 		return gitops_fail(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
 	if ((rc = gitops_checkout(r, sha, tmp, err, errlen)) < 0)
 		return rc;
@@ -313,7 +293,8 @@ job_start(struct coord *c, struct store_job *j, struct forge *f)
 	}
 	log_info("job tasks created", "job=%lld repo=%s sha=%.12s modules=%zu "
 	    "before_fallback=%d", (long long)j->id, j->repo, j->sha, n, fallback);
-	for (i = 0; i < n; i++) {
+	/* A benchmark answers on the PR; the head's statuses keep their result. */
+	for (i = 0; i < n && strcmp(kind, "benchmark"); i++) {
 		char desc[160];
 
 		snprintf(desc, sizeof(desc), "queued: %s (%zu of %zu modules of "
@@ -401,6 +382,11 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	int rc = 0;
 
 	memset(&pr, 0, sizeof(pr));
+	if (t->kind && !strcmp(t->kind, "benchmark")) {
+		/* Timings of the PR's kernel: an answer on the PR, not a new result. */
+		rc = coord_bench_publish(c, j, t, payload, f);
+		goto out;
+	}
 	if (strcmp(t->state, STORE_TASK_DONE)) {
 		snprintf(desc, sizeof(desc), "%s: %s", !strcmp(t->state,
 		    STORE_TASK_CANCELLED) ? "stopped" : "optimization failed",
@@ -544,7 +530,8 @@ job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
 		done += task_finished(&v[i]);
 	for (size_t i = 0; i < n && !atomic_load(&c->stop); i++) {
 		if (!task_finished(&v[i])) {
-			if (!strcmp(v[i].state, STORE_TASK_RUNNING))
+			if (!strcmp(v[i].state, STORE_TASK_RUNNING) &&
+			    strcmp(v[i].kind, "benchmark"))
 				announce(h, j, &v[i], done, n, f);
 			open++;
 			continue;
@@ -611,7 +598,7 @@ job_advance(struct coord *c, struct coord_held *h)
 		else
 			log_info("job done", "job=%lld repo=%s sha=%.12s",
 			    (long long)j.id, j.repo, j.sha);
-		remove_checkout(c, j.id);
+		coord_remove_checkout(c->data_dir, j.id);
 		released = 1;
 	}
 out:

@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "bot/config.h"
 #include "bot/cron.h"
@@ -43,9 +44,10 @@ struct coord_opts {
 	int max_attempts;	/* a task's runs before it fails; default 3 */
 	int poll_ms;		/* how often idle loops look; default 1000 */
 	int timeout_s;		/* one optimize run; default 7200 */
+	int work_keep_failed_h;	/* hours a failed task's work dir is kept; default 24 */
 	json_t *command;	/* argv run instead of `kernelbot optimize`, or NULL */
 	json_t *optimize_args;	/* more arguments for optimize (array) */
-	json_t *benchmark_args;	/* the arguments of a `benchmark` run (array) */
+	json_t *benchmark_args;	/* more arguments for a benchmark's `kernelbot eval` (array) */
 	struct cron schedules[COORD_MAX_SCHEDULES];
 	size_t n_schedules;
 };
@@ -61,8 +63,9 @@ struct coord_opts {
  *     max_attempts: 3
  *     poll_ms: 1000
  *     timeout_s: 7200
+ *     work_keep_failed_h: 24           (0: removed at the next sweep)
  *     optimize_args: [--budget, small]
- *     benchmark_args: [--generations, "1"]   (the default)
+ *     benchmark_args: [--trials, "10"]  (more for a benchmark's eval)
  *     command: [/path/to/program]      (instead of `kernelbot optimize`)
  *   schedule: "0 3 * * 0"              (or a list of them)
  *
@@ -72,8 +75,41 @@ int coord_opts_load(const struct config *cfg, struct coord_opts *out,
     char *err, size_t errlen);
 void coord_opts_free(struct coord_opts *o);
 
-/* Where a job's files live: DATA_DIR/work/job-N (src/ and task-T/). */
+/*
+ * The files of the coordinator and runners under DATA_DIR:
+ *   work/job-N/src               a job's checkout, shared read-only by
+ *                                the runners running its tasks; removed
+ *                                when the job is done
+ *   runners/NAME/                one runner's own work area, held by one
+ *                                process at a time (the flock of its lock)
+ *   runners/NAME/task-T-A/       the work of task T's attempt A: out/
+ *                                (optimize --out) and tmp/ (TMPDIR);
+ *                                removed once the results are stored, kept
+ *                                work_keep_failed_h hours when it failed
+ *   results/job-N/task-T-A/      the stored results (out/ renamed), which
+ *                                the task's out_dir names and PRs are
+ *                                rebuilt from
+ * Each 0 or -ENAMETOOLONG.
+ */
 int coord_job_dir(const char *data_dir, long long job, char *out, size_t len);
+int coord_runner_dir(const char *data_dir, const char *name, char *out,
+    size_t len);
+int coord_results_dir(const char *data_dir, long long job, long long task,
+    int attempt, char *out, size_t len);
+
+/* 1 when name is fit for a runner (and its directory): [A-Za-z0-9._-], not "." first, at most 64. */
+int coord_runner_name_ok(const char *name);
+
+/*
+ * Remove the work directories under DATA_DIR/runners/ that nothing needs:
+ * those of finished tasks whose results are stored elsewhere, and those
+ * (of failed, stopped or abandoned attempts) last changed more than
+ * keep_h hours before now; never one of a running attempt, nor one that
+ * still holds a done task's results (they could not be moved). *removed gets
+ * how many. 0 or -errno.
+ */
+int coord_work_sweep(struct store *store, const char *data_dir, int keep_h,
+    time_t now, int *removed);
 
 struct coord;
 

@@ -22,6 +22,7 @@
 #define REPLY_MARKER "<!-- kernelbot:reply:%lld -->"
 #define CLOCK_SCHEDULE "schedule_minute"
 #define CLOCK_ARCH_PREFIX "arch_checked:"
+#define CLOCK_SWEEP "work_swept_hour"
 
 static const char help_text[] =
     "kernelbot takes these commands in a pull request comment, from users "
@@ -29,19 +30,46 @@ static const char help_text[] =
     "| command | what it does |\n"
     "| --- | --- |\n"
     "| `/kernelbot optimize PATH [CLASS]` | optimize the module in PATH "
-    "(class CLASS, default `Model`) at the tip of the target branch; the "
-    "result goes to the module's own kernelbot PR |\n"
-    "| `/kernelbot retry` | on a kernelbot PR: optimize its module again |\n"
-    "| `/kernelbot benchmark` | on a kernelbot PR: time its module's kernel "
-    "again and update the tables |\n"
+    "(class CLASS, default `Model`) as it is at this pull request's head "
+    "commit; the result goes to the module's own kernelbot PR |\n"
+    "| `/kernelbot retry` | on a kernelbot PR: optimize its module again, "
+    "at the PR's head commit |\n"
+    "| `/kernelbot benchmark` | on a kernelbot PR: time its kernel again "
+    "against the module at the PR's head (no search) and post the table |\n"
     "| `/kernelbot stop` | on a kernelbot PR: stop the work queued or running "
     "for its module |\n"
     "| `/kernelbot help` | this text |\n\n"
     "Commands on pull requests from forks are not obeyed.";
 
+static int
+is_oid(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n == GITOPS_OID_HEX - 1 && !s[n];
+}
+
+/*
+ * The commit a command on PR pi works on: the PR's head (the forge's
+ * commit id, else the tip of its head branch, which is in this
+ * repository since fork PRs are refused). NULL when the forge said
+ * neither.
+ */
+static const char *
+pr_head(const struct forge_pr_info *pi, char *buf, size_t len)
+{
+	if (pi->head_sha[0])
+		return pi->head_sha;
+	if (!pi->head_ref[0] || (size_t)snprintf(buf, len, "refs/heads/%s",
+	    pi->head_ref) >= len)
+		return NULL;
+	return buf;
+}
+
 int
 coord_queue(struct coord *c, const char *provider, const char *repo,
-    const char *clone_url, const char *branch, const char *trigger,
+    const char *clone_url, const char *branch, const char *rev,
+    const char *trigger,
     json_t *modules, const json_t *extra, int64_t *job,
     char sha_out[GITOPS_OID_HEX], char *err, size_t errlen)
 {
@@ -56,8 +84,17 @@ coord_queue(struct coord *c, const char *provider, const char *repo,
 	if ((rc = coord_forge(c, provider, repo, &f, err, errlen)) < 0 ||
 	    (rc = coord_mirror(c, f, repo, clone_url, &r, err, errlen)) < 0)
 		goto out;
+	if (rev && is_oid(rev) && !gitops_has_commit(r, rev)) {
+		/* A PR head no branch of the mirror reaches (GitHub's refs/pull/N/head). */
+		struct gitops_cred cred = { NULL, NULL };
+
+		if ((rc = forge_git_cred(f, &cred, err, errlen)) < 0 ||
+		    (rc = gitops_fetch_commit(r, clone_url, &cred, rev, err,
+		    errlen)) < 0)
+			goto out;
+	}
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
-	if ((rc = gitops_resolve(r, ref, sha, err, errlen)) < 0)
+	if ((rc = gitops_resolve(r, rev ? rev : ref, sha, err, errlen)) < 0)
 		goto out;
 	json_object_set(p, "modules", modules);
 	json_object_set_new(p, "default_branch", json_string(branch));
@@ -154,8 +191,8 @@ obey(struct coord *c, const struct store_command *cmd,
     const struct forge_pr_info *pi, struct buf *reply)
 {
 	struct store_delivered *d = NULL;
-	char err[1024] = "", sha[GITOPS_OID_HEX] = "";
-	const char *state = "done";
+	char err[1024] = "", sha[GITOPS_OID_HEX] = "", headbuf[300];
+	const char *state = "done", *head = pr_head(pi, headbuf, sizeof(headbuf));
 	char *url = NULL, *args = strdup(cmd->args ? cmd->args : "");
 	size_t n = 0;
 	int64_t job = 0;
@@ -166,6 +203,12 @@ obey(struct coord *c, const struct store_command *cmd,
 	if (!strcmp(cmd->command, "help")) {
 		buf_addstr(reply, help_text);
 		goto out;
+	}
+	if (!head && (!strcmp(cmd->command, "optimize") ||
+	    !strcmp(cmd->command, "retry") || !strcmp(cmd->command, "benchmark"))) {
+		snprintf(err, sizeof(err), "the forge did not say which commit pull "
+		    "request %lld is at", (long long)cmd->pr);
+		goto fail;
 	}
 	if (!strcmp(cmd->command, "optimize")) {
 		char *save = NULL, *path = strtok_r(args, " \t", &save);
@@ -194,8 +237,8 @@ obey(struct coord *c, const struct store_command *cmd,
 		mods = json_pack("[{s:s, s:s}]", "path", path, "class",
 		    cls ? cls : REPOCFG_DEFAULT_CLASS);
 		rc = coord_queue(c, cmd->provider, cmd->repo, url, pi->base_ref[0] ?
-		    pi->base_ref : "main", "command", mods, extra, &job, sha, err,
-		    sizeof(err));
+		    pi->base_ref : "main", head, "command", mods, extra, &job, sha,
+		    err, sizeof(err));
 		json_decref(mods);
 		json_decref(extra);
 		if (rc < 0)
@@ -249,16 +292,21 @@ obey(struct coord *c, const struct store_command *cmd,
 			json_array_append_new(mods, json_pack("{s:s, s:s, s:s}", "path",
 			    d[i].module, "class", d[i].class_name, "arch", d[i].arch));
 		rc = coord_queue(c, d[0].provider, cmd->repo, d[0].clone_url,
-		    d[0].base_branch, bench ? "benchmark" : "retry", mods, extra, &job,
-		    sha, err, sizeof(err));
+		    d[0].base_branch, head, bench ? "benchmark" : "retry", mods, extra,
+		    &job, sha, err, sizeof(err));
 		json_decref(mods);
 		json_decref(extra);
 		if (rc < 0)
 			goto fail;
-		buf_printf(reply, "Queued job %lld: %s `%s` at %.12s for %zu "
-		    "architecture(s); this pull request will be updated.",
-		    (long long)job, bench ? "benchmarking" : "optimizing again",
-		    d[0].module, sha, n);
+		if (bench)
+			buf_printf(reply, "Queued job %lld: benchmarking this pull "
+			    "request's kernel of `%s` at %.12s with `kernelbot eval` "
+			    "(no search) for %zu architecture(s); the timings will be "
+			    "posted here.", (long long)job, d[0].module, sha, n);
+		else
+			buf_printf(reply, "Queued job %lld: optimizing again `%s` at "
+			    "%.12s for %zu architecture(s); this pull request will be "
+			    "updated.", (long long)job, d[0].module, sha, n);
 	}
 	goto out;
 fail:
@@ -350,14 +398,56 @@ coord_commands_tick(struct coord *c)
 	}
 }
 
+/*
+ * The sweep of runners' work directories is queued as a cleanup once an
+ * hour, and at the first look after a start (after a crash, that is when
+ * leftovers are likeliest); its lease makes one coordinator do it.
+ */
+static void
+queue_sweep(struct coord *c, time_t now)
+{
+	int64_t last = 0, hour = (int64_t)now / 3600;
+
+	if (c->swept_at_start && store_clock_get(c->store, CLOCK_SWEEP, &last) == 0 &&
+	    last >= hour)
+		return;
+	if (store_clock_set(c->store, CLOCK_SWEEP, hour) == 0 &&
+	    store_cleanup_add(c->store, "work", NULL) == 0)
+		c->swept_at_start = 1;
+}
+
+static void
+sweep(struct coord *c, const struct store_cleanup *cl)
+{
+	char res[64];
+	int removed = 0, rc;
+
+	rc = coord_work_sweep(c->store, c->data_dir, c->opts.work_keep_failed_h,
+	    time(NULL), &removed);
+	snprintf(res, sizeof(res), "removed %d", removed);
+	if (rc < 0)
+		snprintf(res, sizeof(res), "%s", strerror(-rc));
+	store_cleanup_finish(c->store, cl->id, c->owner, rc < 0 ? "failed" :
+	    "done", res);
+	log_info("work directories swept", "removed=%d keep_failed_h=%d%s%s",
+	    removed, c->opts.work_keep_failed_h, rc < 0 ? " err=" : "",
+	    rc < 0 ? res : "");
+}
+
 void
 coord_cleanups_tick(struct coord *c)
 {
 	struct store_cleanup cl;
 	int rc;
 
+	queue_sweep(c, time(NULL));
 	while (!atomic_load(&c->stop) &&
 	    store_cleanup_claim(c->store, c->owner, c->opts.lease_s, &cl) == 0) {
+		if (cl.kind && !strcmp(cl.kind, "work")) {
+			sweep(c, &cl);
+			store_cleanup_free(&cl);
+			continue;
+		}
 		/* The module keeps its kernels; its next result opens a new PR. */
 		rc = store_delivered_clear_pr(c->store, cl.repo, cl.pr);
 		store_cleanup_finish(c->store, cl.id, c->owner, rc < 0 ? "failed" :
@@ -395,7 +485,7 @@ reoptimize(struct coord *c, const char *trigger, const char *new_arch)
 			    new_arch ? new_arch : d[k].arch));
 		}
 		if (coord_queue(c, d[i].provider, d[i].repo, d[i].clone_url,
-		    d[i].base_branch, trigger, mods, NULL, &job, NULL, err,
+		    d[i].base_branch, NULL, trigger, mods, NULL, &job, NULL, err,
 		    sizeof(err)) < 0)
 			log_warn("cannot queue a re-optimization", "repo=%s err=\"%s\"",
 			    d[i].repo, err);

@@ -29,6 +29,7 @@ struct coord_runner {
 	pthread_t thread;
 	int started;
 	int gpu;		/* -1: a CPU runner */
+	int cpu_index;		/* a CPU runner's number: names HOST-cpu, HOST-cpu1, ... */
 	atomic_int pid;		/* the running runner's pid, 0 when none */
 };
 
@@ -45,6 +46,7 @@ struct coord {
 	atomic_int stop;
 	struct coord_held held[COORD_MAX_JOBS];
 	size_t n_held;
+	int swept_at_start;		/* the work sweep was queued since this start */
 	struct coord_runner *runners;
 	int n_runners;
 };
@@ -59,13 +61,28 @@ int coord_mirror(struct coord *c, struct forge *f, const char *repo,
 
 /*
  * Queue a job for modules (a JSON array of {path, class, arch?,
- * backend?}) of repo at the tip of branch, with trigger and payload
- * extras (pr, kind; may be NULL). *sha_out (may be NULL) gets the commit.
+ * backend?}) of repo at rev (a commit id or a ref; NULL: the tip of
+ * branch), with trigger and payload extras (pr, kind; may be NULL).
+ * branch is the target of the PRs the job's results go to. A commit id
+ * the mirror lacks is fetched by id. *sha_out (may be NULL) gets the
+ * commit.
  */
 int coord_queue(struct coord *c, const char *provider, const char *repo,
-    const char *clone_url, const char *branch, const char *trigger,
+    const char *clone_url, const char *branch, const char *rev,
+    const char *trigger,
     json_t *modules, const json_t *extra, int64_t *job,
     char sha_out[GITOPS_OID_HEX], char *err, size_t errlen);
+
+/* Remove finished job's checkout (and its directory once empty). */
+void coord_remove_checkout(const char *data_dir, int64_t job);
+
+/*
+ * Answer a finished benchmark task t of job j with a comment on the PR
+ * (payload's "pr"): the fresh speedup table and the device, or why it
+ * failed. 0, or -errno to try again later.
+ */
+int coord_bench_publish(struct coord *c, const struct store_job *j,
+    const struct store_task *t, const json_t *payload, struct forge *f);
 
 void coord_commands_tick(struct coord *c);
 void coord_cleanups_tick(struct coord *c);

@@ -95,7 +95,7 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 {
 	static const char *const keys[] = { "local", "coordinator", "lease_s", "max_attempts",
 		"poll_ms", "timeout_s", "optimize_args", "benchmark_args", "command",
-		NULL };
+		"work_keep_failed_h", NULL };
 	const json_t *root = config_tree(cfg);
 	const json_t *r = json_object_get(root, "runners");
 	const json_t *sch = json_object_get(root, "schedule"), *it;
@@ -111,6 +111,7 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 	o->max_attempts = 3;
 	o->poll_ms = 1000;
 	o->timeout_s = 7200;
+	o->work_keep_failed_h = 24;
 	if (r && !json_is_object(r)) {
 		if ((rc = local_key(cfg, r, "runners", &o->local_runners, err,
 		    errlen)) < 0)
@@ -127,8 +128,8 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 				snprintf(path, sizeof(path), "runners.%s", k);
 				return config_error(cfg, err, errlen, path, v,
 				    "unknown key (known: local, coordinator, lease_s, max_attempts, "
-				    "poll_ms, timeout_s, optimize_args, benchmark_args, "
-				    "command)");
+				    "poll_ms, timeout_s, work_keep_failed_h, optimize_args, "
+				    "benchmark_args, command)");
 			}
 		}
 		if ((v = json_object_get(r, "coordinator"))) {
@@ -148,6 +149,9 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 		    &o->poll_ms, err, errlen)) < 0 ||
 		    (rc = int_key(cfg, r, "timeout_s", "runners.timeout_s", 1,
 		    7 * 86400, &o->timeout_s, err, errlen)) < 0 ||
+		    (rc = int_key(cfg, r, "work_keep_failed_h",
+		    "runners.work_keep_failed_h", 0, 24 * 365,
+		    &o->work_keep_failed_h, err, errlen)) < 0 ||
 		    (rc = strv_key(cfg, r, "optimize_args", "runners.optimize_args",
 		    &o->optimize_args, err, errlen)) < 0 ||
 		    (rc = strv_key(cfg, r, "benchmark_args", "runners.benchmark_args",
@@ -161,9 +165,6 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 			goto fail;
 		}
 	}
-	/* A benchmark is a short run: fresh timings of what one generation finds. */
-	if (!o->benchmark_args)
-		o->benchmark_args = json_pack("[s, s]", "--generations", "1");
 	if (sch && !json_is_null(sch)) {
 		json_t *list = json_is_array(sch) ? json_incref((json_t *)sch) :
 		    json_pack("[O]", sch);
@@ -269,7 +270,11 @@ supervise(void *arg)
 	argv[n++] = c->data_dir;
 	if (r->gpu < 0) {
 		argv[n++] = "--cpu";
-		snprintf(name, sizeof(name), "%s-cpu", host);
+		/* Each its own name: the name is its lease owner and work area. */
+		if (r->cpu_index)
+			snprintf(name, sizeof(name), "%s-cpu%d", host, r->cpu_index);
+		else
+			snprintf(name, sizeof(name), "%s-cpu", host);
 	} else {
 		snprintf(gpu, sizeof(gpu), "%d", r->gpu);
 		argv[n++] = "--gpu";
@@ -338,6 +343,7 @@ coord_runners_start(struct coord *c)
 		r->c = c;
 		/* runners: N without GPUs: N CPU runners; with: one per GPU index. */
 		r->gpu = i < ngpu ? gpus[i].index : -1;
+		r->cpu_index = i < ngpu ? 0 : i - ngpu;
 		if ((rc = pthread_create(&r->thread, NULL, supervise, r)) != 0) {
 			free(gpus);
 			return -rc;

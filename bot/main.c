@@ -27,6 +27,8 @@ const struct cli_command cli_commands[] = {
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first, with their tasks" },
 	{ "archive", cmd_archive, "the kernel archive: list, show, search, similar, export, import, add" },
 	{ "eval", cmd_eval, "verify and time candidate kernels against a problem" },
+	{ "judge", cmd_judge, "the judge servers: status, stop" },
+	{ "profile", cmd_profile, "profile a correct CUDA kernel under Nsight Compute (ncu)" },
 	{ "__worker", cmd_worker, "(internal) the evaluator's sandboxed candidate worker" },
 	{ "sandbox-exec", cmd_sandbox_exec, "run a program inside the sandbox (stdio passed through)" },
 	{ "__sandbox-check", cmd_sandbox_check, "(internal) inside the sandbox: what this process can do" },
@@ -88,4 +90,14 @@ main(int argc, char **argv)
 	fprintf(stderr, "kernelbot: '%s' is not a command; see kernelbot --help\n",
 	    argv[i]);
 	return EXIT_USAGE;
+}
+
+/* Here, beside the table: library code (bot/cmd_*.c) links without it. */
+int
+cli_has_sandbox_exec(void)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		if (!strcmp(c->name, "sandbox-exec"))
+			return 1;
+	return 0;
 }

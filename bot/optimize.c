@@ -475,6 +475,8 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 				summary = optimize_error_summary(m, eo.backend, err);
 				goto out;
 			}
+			if (!strcmp(k->name, "llm"))
+				optimize_llm_set_eval(eo.proposers[n], eo.device, eo.have_sandbox_exec);
 			eo.shares[n++] = 1;
 		}
 		p += len + (p[len] == ',');

@@ -30,6 +30,25 @@ int optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
     int64_t job, struct proposer **out, char *err, size_t errlen);
 
 /*
+ * llm.embeddings, when the config has it: lc loaded from cfg, cl a client
+ * over it (rec/rec_arg its record hook), and the archive's embedder set
+ * to llm_embed_hook(cl) (pipeline/archive/archive.h), which the caller
+ * clears (archive_set_embedder(NULL)) before lc and cl go. 1 when set, 0
+ * when the config has no embeddings endpoint (lc is loaded either way;
+ * free it with llm_config_free()), -errno with err on a bad config.
+ */
+int optimize_llm_embedder(const struct config *cfg, struct llm_config *lc,
+    struct llm_client *cl, void (*rec)(void *, const struct llm_call *), void *rec_arg,
+    char *err, size_t errlen);
+
+/*
+ * How the profile hook's evaluations run: the job's CUDA ordinal
+ * (--device; 0 by default) and eval_opts' have_sandbox_exec. p: a
+ * proposer from optimize_llm_new.
+ */
+void optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec);
+
+/*
  * Record one call attempt (the client's record hook's argument) in the
  * store's llm_calls for job (0: none). 0 or -errno (store_llm_call_add).
  */

@@ -362,6 +362,7 @@ struct store_cleanup {
 	int attempts;
 	char *result;
 	int64_t created;
+	char *kind;		/* "pr": a closed PR; "work": sweep the runners' work dirs */
 };
 
 void store_command_free(struct store_command *c);
@@ -372,6 +373,13 @@ int store_command_claim(struct store *s, const char *owner, int lease_s,
     struct store_command *out);
 int store_cleanup_claim(struct store *s, const char *owner, int lease_s,
     struct store_cleanup *out);
+
+/*
+ * Queue a cleanup of kind (not "pr", whose rows the intake makes) unless
+ * one of that kind is pending or running already; *added (may be NULL)
+ * gets 1 or 0.
+ */
+int store_cleanup_add(struct store *s, const char *kind, int *added);
 
 /* Extend the lease; -ESTALE when lost. */
 int store_command_heartbeat(struct store *s, int64_t id, const char *owner,

@@ -24,12 +24,12 @@ static const struct store_col cmd_cols[] = {
 #define N_CMD_COLS (sizeof(cmd_cols) / sizeof(cmd_cols[0]))
 
 #define CLEAN_COLS "id, provider, repo, pr, head_ref, merged, state, attempts," \
-	" result, created"
+	" result, created, kind"
 #define KC(type, field) { STORE_COL_##type, offsetof(struct store_cleanup, field) }
 static const struct store_col clean_cols[] = {
 	KC(I64, id), KC(STR, provider), KC(STR, repo), KC(I64, pr),
 	KC(STR, head_ref), KC(INT, merged), KC(STR, state), KC(INT, attempts),
-	KC(STR, result), KC(I64, created),
+	KC(STR, result), KC(I64, created), KC(STR, kind),
 };
 #define N_CLEAN_COLS (sizeof(clean_cols) / sizeof(clean_cols[0]))
 
@@ -72,6 +72,10 @@ static const char SQL_CLEAN_CLAIM[] =
 static const char SQL_CLEAN_FINISH[] =
     "UPDATE cleanups SET state = ?3, result = ?4, lease_owner = NULL,"
     " lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_CLEAN_ADD[] =
+    "INSERT INTO cleanups (provider, repo, pr, kind, created)"
+    " SELECT '', '', 0, ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM cleanups"
+    " WHERE kind = ?1 AND state IN ('pending', 'running'))";
 static const char SQL_DLV_PUT[] =
     "INSERT INTO delivered (repo, slug, arch, provider, clone_url, base_branch,"
     " module, class, last_sha, pr, out_dir, updated)"
@@ -189,6 +193,26 @@ store_cleanup_claim(struct store *s, const char *owner, int lease_s,
 {
 	return claim(s, SQL_CLEAN_CLAIM, owner, lease_s, clean_cols,
 	    N_CLEAN_COLS, sizeof(*out), out);
+}
+
+int
+store_cleanup_add(struct store *s, const char *kind, int *added)
+{
+	sqlite3_stmt *st;
+	int n = 0, error;
+
+	if (!kind || !strcmp(kind, "pr"))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_CLEAN_ADD, &st)) == 0) {
+		store_bind_text(st, 1, kind);
+		sqlite3_bind_int64(st, 2, store_now(s));
+		error = store_step_changes(s, st, &n);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (error == 0 && added)
+		*added = n;
+	return error;
 }
 
 static int

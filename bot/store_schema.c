@@ -216,6 +216,13 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (repo, slug, arch)"
 	");"
 	"CREATE TABLE coord_clock (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+	/*
+	 * 5: cleanups of other kinds than a closed PR ("pr"): "work", the
+	 * sweep of runners' work directories (bot/coord_files.c), leased like
+	 * the others so one coordinator sweeps at a time and a crash in the
+	 * middle hands it to the next.
+	 */
+	"ALTER TABLE cleanups ADD COLUMN kind TEXT NOT NULL DEFAULT 'pr';",
 };
 
 int

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,4 +76,22 @@ fsx_write_file(const char *path, const void *data, size_t len)
 	if (error)
 		unlink(tmp);
 	return error;
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+int
+fsx_rmtree(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }

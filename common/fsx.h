@@ -19,4 +19,10 @@ int fsx_mkdir_parents(const char *path, mode_t mode);
 /* Replace path with data (mode 0644). 0 or -errno; path untouched on error. */
 int fsx_write_file(const char *path, const void *data, size_t len);
 
+/*
+ * rm -r path without following symbolic links; 0 also when path does
+ * not exist, else -errno of the first failure.
+ */
+int fsx_rmtree(const char *path);
+
 #endif

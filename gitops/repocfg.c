@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,8 +168,8 @@ string_list(struct ctx *x, const json_t *parent, const char *key, json_t **out)
 static int
 parse_budget(struct ctx *x, const json_t *root, json_t *norm)
 {
-	static const char *const keys[] = { "candidates", "gpu_minutes",
-		"llm_usd", NULL };
+	static const char *const keys[] = { "candidates", "wall_minutes",
+		"gpu_minutes", "llm_tokens", "llm_usd", NULL };
 	json_t *b = json_object_get(root, "budget"), *out, *v;
 	int rc;
 
@@ -176,7 +177,8 @@ parse_budget(struct ctx *x, const json_t *root, json_t *norm)
 		return 0;
 	if (!json_is_object(b))
 		return cfg_error(x, member_line(x, root, "budget"), "budget",
-		    "must be a mapping of candidates, gpu_minutes, llm_usd");
+		    "must be a mapping of candidates, wall_minutes, gpu_minutes, "
+		    "llm_tokens, llm_usd");
 	if ((rc = check_keys(x, b, "budget", keys)) < 0)
 		return rc;
 	out = json_object();
@@ -188,13 +190,25 @@ parse_budget(struct ctx *x, const json_t *root, json_t *norm)
 			    "budget.candidates", "must be an integer from 1 to 1000000");
 		json_object_set(out, "candidates", v);
 	}
-	if ((v = json_object_get(b, "gpu_minutes"))) {
+	for (const char *const *k = keys + 1; k < keys + 3; k++) {
+		char key[32];
+
+		if (!(v = json_object_get(b, *k)))
+			continue;
+		snprintf(key, sizeof(key), "budget.%s", *k);
 		if (!json_is_number(v) || !(json_number_value(v) > 0) ||
 		    !isfinite(json_number_value(v)))
-			return cfg_error(x, member_line(x, b, "gpu_minutes"),
-			    "budget.gpu_minutes", "must be a positive number");
-		json_object_set_new(out, "gpu_minutes",
-		    json_real(json_number_value(v)));
+			return cfg_error(x, member_line(x, b, *k), key,
+			    "must be a positive number");
+		json_object_set_new(out, *k, json_real(json_number_value(v)));
+	}
+	if ((v = json_object_get(b, "llm_tokens"))) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > INT_MAX)
+			return cfg_error(x, member_line(x, b, "llm_tokens"),
+			    "budget.llm_tokens", "must be an integer from 1 to %d",
+			    INT_MAX);
+		json_object_set(out, "llm_tokens", v);
 	}
 	if ((v = json_object_get(b, "llm_usd"))) {
 		if (!json_is_number(v) || json_number_value(v) < 0 ||

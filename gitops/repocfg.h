@@ -14,6 +14,7 @@
  *     - glob: "**"                # every module file, at any depth
  *   branch_prefix: kernelbot/       # default kernelbot/
  *   budget: { candidates: 64, gpu_minutes: 30, llm_usd: 5 }
+ *                                   # also wall_minutes, llm_tokens
  *   labels: [performance]
  *   reviewers: [alice]
  *

@@ -18,6 +18,7 @@
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
 #include "gpu/harness.h"
+#include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
 
 #define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
@@ -264,7 +265,7 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
-	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:b, s:I, s:o, s:o}",
+	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:i, s:I, s:o, s:o}",
 	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
 	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
 	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
@@ -282,6 +283,12 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
 		json_object_set_new(req, "spot_sample",
 		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
+	/* A switch back to fixed timing inputs, in case the changes misbehave
+	 * on a host; every result then says so in a failed check. */
+	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
+		json_object_set_new(req, "perturb", json_false());
+	if (o->profile)
+		json_object_set(req, "profile", (json_t *)o->profile);
 	if (o->rounds > 0)
 		json_object_set_new(req, "rounds", json_integer(o->rounds));
 	if (o->reps > 0)
@@ -326,7 +333,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", "baselines", "timing", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", NULL };
 	json_t *v;
 	size_t i;
 
@@ -405,7 +412,56 @@ judge_budget(const struct eval_opts *o, size_t n)
 	long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
 	    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) * (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
 
+	if (o->profile)		/* the profiler's own deadline */
+		per += (long)json_integer_value(json_object_get(o->profile, "timeout_s")) + 30;
+
 	return (long)n * per + JUDGE_SLACK_S;
+}
+
+static int
+env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+static int
+budget_ms(const struct eval_opts *o, const json_t *req)
+{
+	long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
+
+	return (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) * 1000;
+}
+
+/* A judge of its own for this request: started now, after the compiles. */
+static int
+oneshot_call(const struct eval_opts *o, json_t *req, json_t **reply, char *err, size_t errlen)
+{
+	/* The judge reports its own start (interpreter, imports) from this. */
+	json_object_set_new(req, "t_spawn", json_real(wall_s()));
+	return harness_call(req, budget_ms(o, req), reply, err, errlen);
+}
+
+/*
+ * The request to the judge server: the same, but the server's working
+ * directory is not ours, so the problem's path is made absolute.
+ */
+static int
+srv_call(const struct eval_opts *o, struct judgesrv *srv, const json_t *req, json_t **reply,
+    char *why, size_t whylen)
+{
+	char abs[PATH_MAX];
+	json_t *r = json_deep_copy(req);
+	int error;
+
+	if (!r)
+		return -ENOMEM;
+	if (realpath(o->problem, abs))
+		json_object_set_new(r, "problem", json_string(abs));
+	error = judgesrv_call(srv, r, budget_ms(o, r), reply, why, whylen);
+	json_decref(r);
+	return error;
 }
 
 int
@@ -423,6 +479,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
 	struct judge judge = { 0 };
+	struct judgesrv srv;
+	int early = !env_is("KERNELBOT_JUDGE_EARLY", "0"), use_srv = 0, srv_spawned = 0;
+	const char *srv_state = "off";
+	char srv_why[1024] = "";
 
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
@@ -483,9 +543,20 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		goto out;
 	}
 
-	/* The judge starts now and imports PyTorch while the compiles run
-	 * (KERNELBOT_JUDGE_EARLY=0: after them, as one plain harness call). */
-	if (!getenv("KERNELBOT_JUDGE_EARLY") || strcmp(getenv("KERNELBOT_JUDGE_EARLY"), "0")) {
+	/*
+	 * The judge server, when on (the default), is spawned now if absent
+	 * and imports PyTorch while the compiles run; any failure to reach it
+	 * leaves the early-start one-shot judge below (KERNELBOT_JUDGE_EARLY=0:
+	 * that judge starts after the compiles, as one plain harness call).
+	 */
+	if (early && !o->judge_server_off && !env_is("KERNELBOT_JUDGE_SERVER", "0")) {
+		if (judgesrv_open(&srv, backend, o->device, srv_why, sizeof(srv_why)) == 0 &&
+		    judgesrv_ensure(&srv, &srv_spawned, srv_why, sizeof(srv_why)) == 0)
+			use_srv = 1;
+		else
+			srv_state = "fallback";
+	}
+	if (early && !use_srv) {
 		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
 
 		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
@@ -558,7 +629,12 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	if (json_array_size(json_object_get(req, "candidates")) > 0) {
 		t_prepare = clock_mono_s() - t0;
 		t_harness = clock_mono_s();
-		if (judge.started) {
+		if (use_srv) {
+			error = srv_call(o, &srv, req, &reply, srv_why, sizeof(srv_why));
+			srv_state = error == 0 ? (srv_spawned ? "spawned" : "hit") : "fallback";
+			if (error < 0)
+				error = oneshot_call(o, req, &reply, herr, sizeof(herr));
+		} else if (judge.started) {
 			if ((error = judge_post(&judge, req)) < 0) {
 				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
 				    workdir, strerror(-error));
@@ -566,12 +642,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			}
 			error = judge_wait(&judge, &reply, herr, sizeof(herr));
 		} else {
-			long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
-
-			/* The judge reports its own start (interpreter, imports) from this. */
-			json_object_set_new(req, "t_spawn", json_real(wall_s()));
-			error = harness_call(req, (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) *
-			    1000, &reply, herr, sizeof(herr));
+			error = oneshot_call(o, req, &reply, herr, sizeof(herr));
 		}
 		t_harness = clock_mono_s() - t_harness;
 		if (error < 0) {
@@ -584,6 +655,16 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			error = !strcmp(jsonx_str(reply, "error.stage", ""), "load") ? -EINVAL : -EPROTO;
 			goto out;
 		}
+	}
+	/* What became of the judge server, for the GPU runs' breakdown. */
+	if (reply && json_is_object(json_object_get(reply, "timing_breakdown_s"))) {
+		json_t *bd = json_object_get(reply, "timing_breakdown_s");
+
+		json_object_set_new(bd, "judge_server", json_string(srv_state));
+		if (!strcmp(srv_state, "fallback"))
+			json_object_set_new(bd, "judge_server_reason", json_string(srv_why));
+		if (use_srv && srv.pid > 0)
+			json_object_set_new(bd, "judge_server_pid", json_integer(srv.pid));
 	}
 	problem = json_object_get(reply, "problem");
 	fp32 = jsonx_bool(problem, "float32_only", 0);

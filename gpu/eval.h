@@ -7,7 +7,9 @@
  * candidate. The judge keeps eager and torch.compile timings (never expected
  * outputs) in a baseline cache under the compile cache's directory
  * (<cache>/baselines), so a repeat evaluation of a problem skips building
- * torch.compile. docs/evaluation.md describes the protocol and the output.
+ * torch.compile. By default the judge is a server kept running between
+ * evaluations (gpu/judgesrv.h), with a one-shot judge as the fallback.
+ * docs/evaluation.md describes the protocol and the output.
  */
 #ifndef KB_GPU_EVAL_H
 #define KB_GPU_EVAL_H
@@ -30,7 +32,10 @@ struct eval_opts {
 	int device;			/* CUDA ordinal */
 	int trials;
 	int timeout_s;
-	int sanitize;			/* compute-sanitizer memcheck + racecheck */
+	int sanitize;			/* compute-sanitizer memcheck + racecheck on a
+					 * correct CUDA candidate: 0 no; 1 yes (no
+					 * compute-sanitizer: a failed check); 2 where
+					 * the host has it (else a skipped check) */
 	int rounds, reps, warmup;	/* timing; 0 = the judge's defaults */
 	const char *baselines;		/* "eager,compile" (default), "eager", "none" */
 	double atol, rtol;		/* < 0: per-dtype defaults */
@@ -38,10 +43,13 @@ struct eval_opts {
 	int jobs;			/* parallel compiles; 0 = online CPUs */
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
 	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
+	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
+	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
+					 * "timeout_s"}: gpu/profile.h), or NULL */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL }
 
 /*
  * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;

@@ -1,11 +1,13 @@
 #include "gpu/harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -68,7 +70,9 @@ locate(void)
 	char *dir, *cand;
 
 	if (env_py && *env_py) {
-		found_python = strdup(env_py);
+		/* A bare name ("python3") is looked up on PATH, like a shell would. */
+		if (strchr(env_py, '/') || spawn_which(env_py, NULL, &found_python) < 0)
+			found_python = strdup(env_py);
 	} else {
 		if (spawn_which("python3", NULL, &cand) == 0) {
 			if (python_has_torch(cand))
@@ -154,6 +158,13 @@ build_env(const char *script, char **envp, size_t max)
 	return 0;
 }
 
+static void
+free_env(char **envp)
+{
+	for (int i = 0; envp[i]; i++)
+		free(envp[i]);
+}
+
 int
 harness_call(const json_t *request, int timeout_ms, json_t **reply,
     char *err, size_t errlen)
@@ -207,9 +218,136 @@ harness_call(const json_t *request, int timeout_ms, json_t **reply,
 	}
 	*reply = v;
 out:
-	for (int i = 0; envp[i]; i++)
-		free(envp[i]);
+	free_env(envp);
 	buf_free(&req);
 	spawn_result_free(&r);
+	return error;
+}
+
+int
+harness_launch(const char *const *args, int timeout_ms, char *err, size_t errlen)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = { 0 };
+	const char *python, *script, *argv[24];
+	char *envp[16] = { 0 };
+	size_t n = 0;
+	int error;
+
+	if ((error = harness_locate(&python, &script, err, errlen)) < 0)
+		return error;
+	argv[n++] = python;
+	argv[n++] = "-u";
+	argv[n++] = script;
+	for (size_t i = 0; args[i]; i++) {
+		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
+			return -E2BIG;
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	if ((error = build_env(script, envp, 16)) < 0)
+		goto out;
+	o.argv = argv;
+	o.envp = (const char *const *)envp;
+	o.cwd = "/";	/* a server outlives the caller's working directory */
+	o.timeout_ms = timeout_ms;
+	o.err_max = 16u << 10;
+	if ((error = spawn_run(&o, &r)) < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", python, strerror(-error));
+		goto out;
+	}
+	if (r.timed_out) {
+		snprintf(err, errlen, "the harness launcher did not finish within %d ms", timeout_ms);
+		error = -ETIMEDOUT;
+	} else if (r.status != 0) {
+		const char *e = buf_cstr(&r.err);
+		size_t len = strlen(e);
+
+		snprintf(err, errlen, "the harness launcher failed (exit %d)%s%s", r.status,
+		    len ? ": " : "", len > 1000 ? e + len - 1000 : e);
+		error = -EPROTO;
+	}
+out:
+	free_env(envp);
+	spawn_result_free(&r);
+	return error;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * name:size:mtime of every .py file in dir, sorted, appended to b (not
+ * __pycache__: any Python that imports kbh may write there).
+ */
+static int
+dir_stamp(const char *dir, struct buf *b)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *names[512];
+	size_t n = 0;
+	int error = 0;
+
+	if (!d)
+		return 0;	/* no package beside the script: the script alone */
+	while ((e = readdir(d)) && n < sizeof(names) / sizeof(names[0]))
+		if (e->d_name[0] != '.' && strlen(e->d_name) > 3 &&
+		    !strcmp(e->d_name + strlen(e->d_name) - 3, ".py") &&
+		    !(names[n++] = strdup(e->d_name)))
+			error = -ENOMEM;
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		if (error == 0 && names[i] &&
+		    snprintf(p, sizeof(p), "%s/%s", dir, names[i]) < (int)sizeof(p) &&
+		    stat(p, &st) == 0)
+			error = buf_printf(b, "%s:%lld:%lld.%09ld\n", names[i], (long long)st.st_size,
+			    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		free(names[i]);
+	}
+	return error;
+}
+
+int
+harness_identity(char **out, char *err, size_t errlen)
+{
+	struct buf b = BUF_INIT(1u << 20);
+	const char *python, *script, *slash;
+	char *envp[16] = { 0 }, dir[PATH_MAX];
+	int error;
+
+	if ((error = harness_locate(&python, &script, err, errlen)) < 0)
+		return error;
+	if ((error = build_env(script, envp, 16)) < 0 ||
+	    (error = buf_printf(&b, "python=%s\nscript=%s\n", python, script)) < 0)
+		goto out;
+	for (int i = 0; envp[i]; i++)
+		if ((error = buf_printf(&b, "env %s\n", envp[i])) < 0)
+			goto out;
+	slash = strrchr(script, '/');
+	snprintf(dir, sizeof(dir), "%.*s/kbh", (int)(slash - script), script);
+	if ((error = dir_stamp(dir, &b)) < 0)
+		goto out;
+	snprintf(dir, sizeof(dir), "%.*s/kbh/ops", (int)(slash - script), script);
+	if ((error = dir_stamp(dir, &b)) < 0)
+		goto out;
+	{
+		struct stat st;
+		if (stat(script, &st) == 0 && (error = buf_printf(&b, "harness.py:%lld:%lld\n",
+		    (long long)st.st_size, (long long)st.st_mtim.tv_sec)) < 0)
+			goto out;
+	}
+	if (!(*out = strdup(buf_cstr(&b))))
+		error = -ENOMEM;
+out:
+	free_env(envp);
+	buf_free(&b);
 	return error;
 }

@@ -33,4 +33,22 @@ int harness_locate(const char **python, const char **script, char *err,
 int harness_call(const json_t *request, int timeout_ms, json_t **reply,
     char *err, size_t errlen);
 
+/*
+ * Run the harness in one of its own modes (`python -u harness.py ARGS...`)
+ * with the judge's environment (the same as harness_call()'s child gets),
+ * in /, to completion, at most timeout_ms: for a launcher that detaches a judge
+ * server and exits. 0 when it exited 0; -ETIMEDOUT; -EPROTO with its
+ * stderr's tail in err; -ENOENT as harness_locate().
+ */
+int harness_launch(const char *const *args, int timeout_ms, char *err,
+    size_t errlen);
+
+/*
+ * What a judge behaves by besides its request, as text (the caller frees):
+ * the interpreter, the script, every .py file of the harness's kbh/ and
+ * kbh/ops/ (name, size, mtime), and the environment a judge gets. A judge server
+ * serves only callers with the same identity. 0, -ENOENT or -ENOMEM.
+ */
+int harness_identity(char **out, char *err, size_t errlen);
+
 #endif

@@ -1,5 +1,6 @@
 #include "gpu/worker.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -314,37 +315,45 @@ get_outputs(struct worker *w, struct wslot *sl, unsigned char *dst)
 }
 
 /*
- * Write one file per output, back to back in buf, into the scratch under
- * fixed names (prefix, run, output index); their paths appended to files.
+ * Write one file per tensor (specs[0..n-1], back to back in buf) into the
+ * scratch under fixed names (prefix, run, kind 'o' output or 'i' input,
+ * index); their paths appended to files.
  * The files are rewritten in place, never truncated to zero first, so the
  * page cache's pages are reused from one trial to the next instead of
  * being allocated and freed hundreds of MiB at a time.
  */
 static int
-write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
-    const size_t *sizes, const char *prefix, int run, json_t *files)
+write_tensors(struct worker *w, const struct wspec *specs, int n, const unsigned char *buf,
+    const size_t *sizes, const char *prefix, int run, char kind, json_t *files)
 {
 	char path[4096];
 	size_t off = 0;
 	int error, fd;
 
-	for (int i = 0; i < s->nout; i++) {
-		size_t n = sizes ? sizes[i] : s->out[i].nbytes;
+	for (int i = 0; i < n; i++) {
+		size_t nb = sizes ? sizes[i] : specs[i].nbytes;
 
-		snprintf(path, sizeof(path), "%s/%s_r%d_o%d.bin", w->o->scratch, prefix, run, i);
+		snprintf(path, sizeof(path), "%s/%s_r%d_%c%d.bin", w->o->scratch, prefix, run, kind, i);
 		if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0)
 			return -errno;
-		error = wpar_pwrite(fd, buf + off, n);
-		if (error == 0 && ftruncate(fd, (off_t)n) < 0)
+		error = wpar_pwrite(fd, buf + off, nb);
+		if (error == 0 && ftruncate(fd, (off_t)nb) < 0)
 			error = -errno;
 		if (close(fd) < 0 && error == 0)
 			error = -errno;
 		if (error < 0)
 			return error;
 		json_array_append_new(files, json_string(path));
-		off += n;
+		off += nb;
 	}
 	return 0;
+}
+
+static int
+write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
+    const size_t *sizes, const char *prefix, int run, json_t *files)
+{
+	return write_tensors(w, s->out, s->nout, buf, sizes, prefix, run, 'o', files);
 }
 
 /* Where a request's time went in the worker, in ms (the judge reports it). */
@@ -539,10 +548,120 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 	return empty;
 }
 
+/* One judge-chosen input element to set before a timed run. */
+struct pert {
+	unsigned char *dst;	/* the element in the slot's device buffer */
+	unsigned char v[8];
+	int n;			/* its size in bytes */
+};
+
 static int
-cmd_time(struct worker *w, json_t *sets)
+hex_bytes(const char *h, unsigned char *v, int n)
+{
+	if (strlen(h) != (size_t)n * 2)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		unsigned int x;
+
+		if (!isxdigit((unsigned char)h[2 * i]) || !isxdigit((unsigned char)h[2 * i + 1]) ||
+		    sscanf(h + 2 * i, "%2x", &x) != 1)
+			return -EINVAL;
+		v[i] = (unsigned char)x;
+	}
+	return 0;
+}
+
+/*
+ * Parse a time request's "perturb": one list per timed run, each entry
+ * [input index, element index, "hex bytes of the new value"] (the
+ * element's size, little-endian). Resolved to device addresses in p,
+ * run i's entries at p[first[i]] .. p[first[i + 1] - 1]. Absent: none.
+ */
+static int
+parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, struct pert **out,
+    size_t *first, char *err, size_t errlen)
+{
+	struct pert *p = NULL;
+	size_t np = 0, cap = 0, i, j;
+	json_t *run, *e;
+
+	*out = NULL;
+	for (i = 0; i <= n; i++)
+		first[i] = 0;
+	if (!pj)
+		return 0;
+	if (!json_is_array(pj) || json_array_size(pj) != n) {
+		snprintf(err, errlen, "time: perturb holds one list per timed run");
+		return -EINVAL;
+	}
+	json_array_foreach(pj, i, run) {
+		struct wslot *sl = order[i];
+		struct wset *s = &w->sets[sl->set];
+
+		first[i] = np;
+		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_TENSORS) {
+			snprintf(err, errlen, "time: perturb[%zu] is not a list of at most %d entries",
+			    i, WORKER_MAX_TENSORS);
+			goto bad;
+		}
+		json_array_foreach(run, j, e) {
+			json_t *ji = json_array_get(e, 0), *je = json_array_get(e, 1);
+			const char *hx = json_string_value(json_array_get(e, 2));
+			long long in, el;
+			struct wspec *sp;
+
+			if (json_array_size(e) != 3 || !json_is_integer(ji) || !json_is_integer(je) ||
+			    !hx || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
+				snprintf(err, errlen, "time: perturb[%zu][%zu] is not [input, element, hex]",
+				    i, j);
+				goto bad;
+			}
+			sp = &s->in[in];
+			el = json_integer_value(je);
+			if (el < 0 || (size_t)el >= sp->nbytes / (size_t)sp->elsize) {
+				snprintf(err, errlen, "time: perturb[%zu][%zu]: no element %lld in %s",
+				    i, j, el, sp->name);
+				goto bad;
+			}
+			if (np == cap) {
+				struct pert *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
+				if (!q) {
+					snprintf(err, errlen, "time: out of memory");
+					goto bad;
+				}
+				p = q;
+			}
+			p[np].dst = (unsigned char *)sl->in[in] + (size_t)el * (size_t)sp->elsize;
+			p[np].n = sp->elsize;
+			if (sp->elsize > 8 || hex_bytes(hx, p[np].v, sp->elsize) < 0) {
+				snprintf(err, errlen, "time: perturb[%zu][%zu]: the value is not %d bytes "
+				    "in hex", i, j, sp->elsize);
+				goto bad;
+			}
+			np++;
+		}
+	}
+	first[n] = np;
+	*out = p;
+	return 0;
+bad:
+	free(p);
+	return -EINVAL;
+}
+
+/*
+ * Timed runs. Before each, outside the timed region: the outputs
+ * poisoned, the cache flushed, then the judge's perturbations written
+ * into the set's input buffers (one element per input and run, so no
+ * timed call sees inputs it has seen before; docs/evaluation.md), then a
+ * device-wide synchronize. overhead_ms is the sum of those steps.
+ */
+static int
+cmd_time(struct worker *w, json_t *sets, json_t *perturb)
 {
 	struct wslot *order[256];
+	size_t first[257];
+	struct pert *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
 	size_t n = json_array_size(sets), i;
 	double over = 0, t0, e, h;
@@ -565,6 +684,8 @@ cmd_time(struct worker *w, json_t *sets)
 		if (!(order[i] = timing_slot(w, (int)k, 1, err, sizeof(err), &error)))
 			goto out;
 	}
+	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0)
+		goto out;
 	for (i = 0; i < n && krc == 0; i++) {
 		struct wslot *sl = order[i];
 		struct wset *s = &w->sets[sl->set];
@@ -572,7 +693,12 @@ cmd_time(struct worker *w, json_t *sets)
 		t0 = wdev_now_ms();
 		for (int j = 0; j < s->nout && error == 0; j++)
 			error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, 0);
-		if (error < 0 || (error = wdev_flush(w->d)) < 0 || (error = wdev_sync(w->d)) < 0)
+		if (error < 0 || (error = wdev_flush(w->d)) < 0)
+			goto device;
+		for (size_t j = first[i]; j < first[i + 1]; j++)
+			if ((error = wdev_put(w->d, pt[j].dst, pt[j].v, (size_t)pt[j].n)) < 0)
+				goto device;
+		if ((error = wdev_sync(w->d)) < 0)
 			goto device;
 		over += wdev_now_ms() - t0;
 		if ((error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
@@ -590,6 +716,7 @@ device:
 out:
 	if (error < 0)
 		reply_error(w, "time", err);
+	free(pt);
 	json_decref(ev);
 	json_decref(host);
 	return error == -EIO ? DEVICE_FAILED : 0;
@@ -619,23 +746,71 @@ parse_sample(json_t *v, uint64_t *a, uint64_t *b, uint64_t *m)
 }
 
 /*
+ * With m > 0, from tensors back to back in src (specs[0..n-1]) into dst:
+ * each of more than m elements only its m elements at (a + j * b) mod ne,
+ * in that order, the others whole; m = 0 copies nothing (src is what the
+ * caller writes). The sizes written into sizes. With
+ * unw, the output poison left in each (over every element) is appended.
+ */
+static void
+gather(const struct wspec *specs, int n, const unsigned char *src, uint64_t a, uint64_t b,
+    uint64_t m, unsigned char *dst, size_t *sizes, json_t *unw)
+{
+	size_t off = 0, soff = 0;
+
+	for (int i = 0; i < n; i++) {
+		size_t es = (size_t)specs[i].elsize, ne = specs[i].nbytes / es;
+
+		if (unw) {
+			struct wpar_counts c = { 0 };
+			unsigned char pat[8];
+
+			wdev_pattern(specs[i].elsize, 0, pat);
+			wpar_count(src + off, NULL, NULL, specs[i].nbytes, specs[i].elsize, pat, &c);
+			json_array_append_new(unw, json_integer((json_int_t)c.poison));
+		}
+		if (m && m < ne) {
+			/* Back to back in dst: m < ne, so it fits. */
+			uint64_t idx = a % ne, step = b % ne;
+
+			for (uint64_t j = 0; j < m; j++) {
+				memcpy(dst + soff + j * es, src + off + idx * es, es);
+				idx += step;
+				if (idx >= ne)
+					idx -= ne;
+			}
+			sizes[i] = (size_t)m * es;
+		} else {
+			/* Without a sample the caller writes src itself: no copy. */
+			if (m)
+				memcpy(dst + soff, src + off, specs[i].nbytes);
+			sizes[i] = specs[i].nbytes;
+		}
+		soff += sizes[i];
+		off += specs[i].nbytes;
+	}
+}
+
+/*
  * The outputs the last timed run on set k left, for the judge's spot
  * check: all of them, or with "sample" only the sampled elements (the
  * poison count is over all elements either way). The judge picks the
  * sample after the run, so the kernel cannot know which elements count.
+ * With "inputs": n, the first n inputs' current contents too (sampled
+ * alike), as "in_files": the judge compares them with its own copy of
+ * the set as it perturbed it.
  */
 static int
-cmd_dump(struct worker *w, int k, json_t *sample)
+cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
 {
 	struct wslot *sl;
 	struct wset *s;
-	json_t *files = json_array(), *unw = json_array();
+	json_t *files = json_array(), *unw = json_array(), *inf = json_array();
 	struct phases ph = { 0 };
-	size_t sizes[WORKER_MAX_TENSORS];
+	size_t sizes[WORKER_MAX_TENSORS], in_bytes = 0;
 	uint64_t a, b, m;
 	char err[512] = "";
 	int error = 0;
-	size_t off = 0, soff = 0;
 	double t;
 
 	if (k < 0 || k >= w->nsets ||
@@ -651,7 +826,14 @@ cmd_dump(struct worker *w, int k, json_t *sample)
 		goto out;
 	}
 	s = &w->sets[k];
-	if ((error = host_room(w, out_total(s))) < 0)
+	if (n_in < 0 || n_in > s->nin) {
+		snprintf(err, sizeof(err), "dump: inputs is 0 to %d", s->nin);
+		error = -EINVAL;
+		goto out;
+	}
+	for (int i = 0; i < n_in; i++)
+		in_bytes += s->in[i].nbytes;
+	if ((error = host_room(w, out_total(s) > in_bytes ? out_total(s) : in_bytes)) < 0)
 		goto out;
 	t = wdev_now_ms();
 	if ((error = get_outputs(w, sl, w->host[0])) < 0) {
@@ -661,48 +843,46 @@ cmd_dump(struct worker *w, int k, json_t *sample)
 	}
 	ph.d2h = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	for (int i = 0; i < s->nout; i++) {
-		struct wpar_counts c = { 0 };
-		unsigned char pat[8];
-		size_t es = (size_t)s->out[i].elsize, ne = s->out[i].nbytes / es;
-
-		wdev_pattern(s->out[i].elsize, 0, pat);
-		wpar_count(w->host[0] + off, NULL, NULL, s->out[i].nbytes, s->out[i].elsize,
-		    pat, &c);
-		json_array_append_new(unw, json_integer((json_int_t)c.poison));
-		if (m && m < ne) {
-			/* Gathered into host[1], back to back: m < ne, so it fits. */
-			uint64_t idx = a % ne, step = b % ne;
-
-			for (uint64_t j = 0; j < m; j++) {
-				memcpy(w->host[1] + soff + j * es, w->host[0] + off + idx * es, es);
-				idx += step;
-				if (idx >= ne)
-					idx -= ne;
-			}
-			sizes[i] = (size_t)m * es;
-		} else {
-			memcpy(w->host[1] + soff, w->host[0] + off, s->out[i].nbytes);
-			sizes[i] = s->out[i].nbytes;
-		}
-		soff += sizes[i];
-		off += s->out[i].nbytes;
-	}
+	gather(s->out, s->nout, w->host[0], a, b, m, w->host[1], sizes, unw);
 	ph.check = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	if ((error = write_outputs(w, s, m ? w->host[1] : w->host[0], m ? sizes : NULL,
-	    m ? "smp" : "out", 0, files)) < 0) {
+	if ((error = write_outputs(w, s, m ? w->host[1] : w->host[0], sizes, m ? "smp" : "out", 0, files)) < 0) {
 		snprintf(err, sizeof(err), "writing outputs: %s", strerror(-error));
 		goto out;
 	}
 	ph.write = wdev_now_ms() - t;
-	reply(w, json_pack("{s:b, s:O, s:O, s:o}", "ok", 1, "files", files, "unwritten", unw,
-	    "phase_ms", phases_json(&ph)));
+	if (n_in > 0) {
+		size_t off = 0;
+
+		t = wdev_now_ms();
+		for (int i = 0; i < n_in; i++) {
+			if ((error = wdev_get(w->d, w->host[0] + off, sl->in[i], s->in[i].nbytes)) < 0) {
+				snprintf(err, sizeof(err), "%s", wdev_error(w->d));
+				error = -EIO;
+				goto out;
+			}
+			off += s->in[i].nbytes;
+		}
+		ph.d2h += wdev_now_ms() - t;
+		t = wdev_now_ms();
+		gather(s->in, (int)n_in, w->host[0], a, b, m, w->host[1], sizes, NULL);
+		ph.check += wdev_now_ms() - t;
+		t = wdev_now_ms();
+		if ((error = write_tensors(w, s->in, (int)n_in, m ? w->host[1] : w->host[0], sizes,
+		    m ? "smp" : "out", 0, 'i', inf)) < 0) {
+			snprintf(err, sizeof(err), "writing inputs: %s", strerror(-error));
+			goto out;
+		}
+		ph.write += wdev_now_ms() - t;
+	}
+	reply(w, json_pack("{s:b, s:O, s:O, s:O, s:o}", "ok", 1, "files", files, "unwritten", unw,
+	    "in_files", inf, "phase_ms", phases_json(&ph)));
 out:
 	if (error < 0)
 		reply_error(w, "dump", err[0] ? err : strerror(-error));
 	json_decref(files);
 	json_decref(unw);
+	json_decref(inf);
 	return error == -EIO ? DEVICE_FAILED : 0;
 }
 
@@ -763,9 +943,9 @@ serve(struct worker *w)
 		} else if (!strcmp(cmd, "run") && k >= 0 && k < w->nsets) {
 			status = cmd_run(w, k);
 		} else if (!strcmp(cmd, "time")) {
-			status = cmd_time(w, json_object_get(c, "sets"));
+			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"));
 		} else if (!strcmp(cmd, "dump")) {
-			status = cmd_dump(w, k, json_object_get(c, "sample"));
+			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0));
 		} else {
 			reply_error(w, "request", "unknown command or bad set");
 		}

@@ -10,7 +10,10 @@
  * The worker never sees expected outputs: it reads inputs from the
  * judge's read-only directory, allocates and poisons the outputs, calls
  * kernelbot_forward, and writes what the kernel produced into its scratch
- * for the judge to compare.
+ * for the judge to compare. Before each timed run it writes the judge's
+ * chosen input elements ("perturb"), outside the timed region, so no
+ * timed call sees inputs it has seen before; a dump can return the
+ * inputs' state for the judge to compare with its own copy.
  */
 #ifndef KB_GPU_WORKER_H
 #define KB_GPU_WORKER_H

@@ -130,7 +130,7 @@ rebuild_population(struct evo_run *r)
 
 static int
 run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, const char *baselines,
-    json_t **results)
+    int sanitize, json_t **results)
 {
 	struct eval_opts eo = EVAL_OPTS_INIT;
 	evolve_eval_fn fn = r->o->eval ? r->o->eval : eval_run;
@@ -151,6 +151,7 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.baselines = baselines;
 	eo.class_name = r->o->class_name;
 	eo.have_sandbox_exec = r->o->have_sandbox_exec;
+	eo.sanitize = sanitize;
 	if ((error = fn(&eo, results, r->error, sizeof(r->error))) < 0)
 		return error;
 	if (!json_is_array(*results) || json_array_size(*results) != n) {
@@ -318,7 +319,7 @@ generation(struct evo_run *r, int want)
 		}
 	}
 	if ((error = run_eval(r, (const char *const *)paths, (size_t)n, r->o->trials,
-	    r->o->baselines ? r->o->baselines : "eager", &results)) < 0) {
+	    r->o->baselines ? r->o->baselines : "eager", 0, &results)) < 0) {
 		/* candidates/ holds evaluated sources only */
 		for (int i = 0; i < n; i++)
 			unlink(paths[i]);
@@ -419,8 +420,10 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
 		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms, trials);
+		/* DESIGN.md section 6.8: the winner also runs under
+		 * compute-sanitizer where the machine has it (CUDA) */
 		if ((error = run_eval(r, paths, 1, trials,
-		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", &res)) < 0)
+		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", 2, &res)) < 0)
 			return error;
 		if (jsonx_bool(json_array_get(res, 0), "correct", 0) &&
 		    !evo_barring_flag(json_array_get(res, 0))) {

@@ -66,8 +66,9 @@ json_t *evo_history_json(const struct evo_run *r);
 int evo_write_history(const struct evo_run *r);
 /*
  * The first flag of an evaluator result that bars it from the population
- * and from being the best ("below_bandwidth_floor", "side_stream":
- * physically implausible, or work the timer did not see), or NULL. Such a kernel stays in the history, marked excluded: a
+ * and from being the best ("below_bandwidth_floor", "side_stream",
+ * "untimed_work": physically implausible, or work the timer did not see),
+ * or NULL. Such a kernel stays in the history, marked excluded: a
  * search must not climb on an exploit the checks flagged but did not fail.
  */
 const char *evo_barring_flag(const json_t *result);

@@ -74,6 +74,11 @@ evo_candidate_json(const struct evo_run *r, const struct evolve_entry *e)
 		    jsonx_path(e->result, "speedup.eager") : json_null());
 	if (c && evo_barring_flag(e->result))
 		json_object_set_new(c, "excluded", json_string(evo_barring_flag(e->result)));
+	if (c && json_is_object(json_object_get(e->result, "profile_feedback"))) {
+		/* what the LLM proposer's prompts said about it (pipeline/llm) */
+		json_object_set(c, "profile", jsonx_path(e->result, "profile_feedback.text"));
+		json_object_set(c, "profile_source", jsonx_path(e->result, "profile_feedback.source"));
+	}
 	if (c && first)
 		json_object_set_new(c, "error", json_stringn(first,
 		    strlen(first) < EVO_ERR_SHOWN ? strlen(first) : EVO_ERR_SHOWN));
@@ -154,7 +159,8 @@ evo_barring_flag(const json_t *result)
 	 * eager's per-op dispatch dominates (small CPU problems), and the
 	 * report already keeps such a result out of headlines.
 	 */
-	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", NULL };
+	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", "untimed_work",
+	    NULL };
 	const json_t *v;
 	size_t i;
 

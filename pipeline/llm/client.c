@@ -6,6 +6,7 @@
 #include "pipeline/llm/client.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "common/buf.h"
 #include "common/http.h"
 #include "common/jsonx.h"
+#include "common/log.h"
 
 #define ANTHROPIC_VERSION "2023-06-01"
 #define AUTH_MAX (LLM_MAX_KEY + 64)
@@ -461,4 +463,175 @@ llm_reply_free(struct llm_reply *r)
 		return;
 	free(r->text);
 	r->text = NULL;
+}
+
+int
+llm_parse_embedding(const char *body, size_t len, float *vec, size_t dim,
+    int64_t *tokens_in, char *err, size_t errlen)
+{
+	json_t *root = NULL, *data, *e;
+	size_t i;
+	int error = -EPROTO;
+
+	*tokens_in = 0;
+	if (jsonx_parse(body, len, &root, NULL, 0) < 0 || !json_is_object(root)) {
+		snprintf(err, errlen, "the embeddings response is not a JSON object");
+		goto out;
+	}
+	data = json_object_get(root, "data");
+	e = json_is_array(data) && json_array_size(data) > 0 ?
+	    json_object_get(json_array_get(data, 0), "embedding") : NULL;
+	if (!json_is_array(e)) {
+		snprintf(err, errlen, "no data[0].embedding in the embeddings response");
+		goto out;
+	}
+	if (json_array_size(e) != dim) {
+		snprintf(err, errlen, "the embedding has %zu values, llm.embeddings.dim says %zu",
+		    json_array_size(e), dim);
+		goto out;
+	}
+	for (i = 0; i < dim; i++) {
+		json_t *x = json_array_get(e, i);
+
+		if (!json_is_number(x)) {
+			snprintf(err, errlen, "embedding value %zu is not a number", i);
+			goto out;
+		}
+		vec[i] = (float)json_number_value(x);
+	}
+	*tokens_in = jsonx_int(json_object_get(root, "usage"), "prompt_tokens", 0);
+	error = 0;
+out:
+	json_decref(root);
+	return error;
+}
+
+int
+llm_embed(const struct llm_client *cl, const char *text, float *vec,
+    size_t dim, char *err, size_t errlen)
+{
+	const struct llm_model *m = &cl->cfg->embed;
+	struct llm_request rq = { .model = m, .user = text, .stage = "embed" };
+	struct llm_reply rp = { .status = "network" };
+	struct slot s = { 0 };
+	size_t len = strlen(text);
+	json_t *body;
+	int error = -EIO;
+
+	if (!m->model || !cl->cfg->embed_dim) {
+		snprintf(err, errlen, "no llm.embeddings endpoint configured");
+		return -ENOENT;
+	}
+	if (len > LLM_MAX_EMBED_TEXT)
+		len = LLM_MAX_EMBED_TEXT;
+	while (len > 0 && ((unsigned char)text[len] & 0xc0) == 0x80)
+		len--;	/* not inside a UTF-8 sequence */
+	crypto_sha256_hex(text, len, rp.prompt_sha);
+	if (!(body = json_pack("{s:s, s:s%}", "model", m->model, "input", text, len)) ||
+	    !(s.body = json_dumps(body, JSON_COMPACT))) {
+		json_decref(body);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	json_decref(body);
+	snprintf(s.url, sizeof(s.url), "%s/embeddings", m->base_url);
+	if (slot_prepare(&s, &rq, &rp) < 0) {
+		snprintf(err, errlen, "%s", rp.error);
+		free(s.body);
+		return -ENOENT;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &s.start);
+	for (;;) {
+		struct http_request hr = HTTP_REQUEST_INIT;
+		struct http_response res = { 0 };
+		char herr[256] = "", ra[64] = "";
+		int64_t tin = 0;
+		int rc, retry = 0;
+		const char *status;
+
+		hr.method = "POST";
+		hr.url = s.url;
+		hr.headers = s.headers;
+		hr.body = s.body;
+		hr.body_len = strlen(s.body);
+		hr.timeout_ms = (long)m->timeout_s * 1000;
+		hr.max_response = LLM_MAX_RESPONSE;
+		rp.attempts++;
+		rc = http_do(&hr, &res, herr, sizeof(herr));
+		rp.http_status = rc == 0 ? res.status : 0;
+		if (rc == 0 && res.status >= 200 && res.status < 300) {
+			error = llm_parse_embedding(buf_cstr(&res.body), res.body.len, vec, dim,
+			    &tin, rp.error, sizeof(rp.error));
+			status = error == 0 ? "ok" : "malformed";
+		} else if (rc == 0) {
+			status = "http_error";
+			snprintf(rp.error, sizeof(rp.error), "HTTP %ld from %s", res.status, m->model);
+			if ((retry = res.status == 429 || res.status >= 500))
+				http_header(&res, "retry-after", ra, sizeof(ra));
+			error = -EIO;
+		} else {
+			status = rc == -ETIMEDOUT ? "timeout" : "network";
+			snprintf(rp.error, sizeof(rp.error), "%s: %s", m->model, herr);
+			retry = rc != -EINVAL && rc != -EFBIG;
+			error = rc;
+		}
+		http_response_free(&res);
+		record(cl, &rq, &rp, status, rp.http_status, tin, 0, tin * m->price_in / 1e6,
+		    since(&s.start));
+		if (!retry || rp.attempts >= cl->cfg->max_attempts)
+			break;
+		if ((s.wait_ms = llm_retry_wait_ms(cl->cfg->backoff_ms, rp.attempts, ra)) < 0)
+			break;
+		(cl->sleep_ms ? cl->sleep_ms : default_sleep)(cl->sleep_arg, s.wait_ms);
+	}
+	explicit_bzero(s.auth, sizeof(s.auth));
+	free(s.body);
+	if (error < 0)
+		snprintf(err, errlen, "%s", rp.error);
+	return error;
+}
+
+/* The hook's memory of recent vectors: retrieval embeds the same texts again. */
+#define EMBED_CACHE 32
+static struct {
+	char sha[CRYPTO_SHA256_HEX];
+	float *vec;
+	size_t dim;
+} embed_cache[EMBED_CACHE];
+static unsigned embed_next;
+static pthread_mutex_t embed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int
+llm_embed_hook(void *arg, const char *text, float *vec, size_t dim)
+{
+	const struct llm_client *cl = arg;
+	char sha[CRYPTO_SHA256_HEX], err[256];
+	float *keep;
+	int error, i;
+
+	crypto_sha256_hex(text, strlen(text), sha);
+	pthread_mutex_lock(&embed_lock);
+	for (i = 0; i < EMBED_CACHE; i++) {
+		if (embed_cache[i].vec && embed_cache[i].dim == dim && !strcmp(embed_cache[i].sha, sha)) {
+			memcpy(vec, embed_cache[i].vec, dim * sizeof(*vec));
+			pthread_mutex_unlock(&embed_lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&embed_lock);
+	if ((error = llm_embed(cl, text, vec, dim, err, sizeof(err))) < 0) {
+		log_warn("embedding failed; retrieval goes on without embeddings", "error=%s", err);
+		return error;
+	}
+	if (!(keep = malloc(dim * sizeof(*keep))))
+		return 0;
+	memcpy(keep, vec, dim * sizeof(*keep));
+	pthread_mutex_lock(&embed_lock);
+	i = (int)(embed_next++ % EMBED_CACHE);
+	free(embed_cache[i].vec);
+	memcpy(embed_cache[i].sha, sha, sizeof(sha));
+	embed_cache[i].vec = keep;
+	embed_cache[i].dim = dim;
+	pthread_mutex_unlock(&embed_lock);
+	return 0;
 }

@@ -54,10 +54,21 @@ struct llm_model {
 	int timeout_s;		/* per attempt, default LLM_DEFAULT_TIMEOUT_S */
 };
 
+#define LLM_MAX_EMBED_DIM	4096
+#define LLM_MAX_EMBED_TEXT	(32u << 10)	/* bytes of a text sent to be embedded */
+
 /* The `llm` section and the budgets that concern it. */
 struct llm_config {
 	struct llm_model models[LLM_MAX_MODELS];
 	size_t n_models;
+	/*
+	 * llm.embeddings: an OpenAI-compatible embeddings endpoint (POST
+	 * BASE_URL/embeddings) for archive retrieval; embed.model is NULL
+	 * when none is configured. Uses base_url, model, the key, price_in
+	 * and timeout_s of the model entry's fields.
+	 */
+	struct llm_model embed;
+	int embed_dim;		/* llm.embeddings.dim: the vector's length */
 	int max_attempts;	/* llm.max_attempts: tries per request, default 4 */
 	int backoff_ms;		/* llm.backoff_ms: first retry's wait, doubling */
 	int parallel;		/* llm.parallel: requests at once, default 8 */
@@ -136,6 +147,28 @@ int llm_chat_many(const struct llm_client *cl, const struct llm_request *reqs,
     struct llm_reply *replies, size_t n);
 
 void llm_reply_free(struct llm_reply *r);
+
+/*
+ * One embedding of text (cut at LLM_MAX_EMBED_TEXT bytes) from
+ * cfg->embed: dim floats into vec, retried like a chat request, recorded
+ * through the record hook (stage "embed", tokens in, cost from price_in).
+ * 0, or -errno with why in err (no endpoint configured: -ENOENT; a vector
+ * of another length: -EPROTO).
+ */
+int llm_embed(const struct llm_client *cl, const char *text, float *vec,
+    size_t dim, char *err, size_t errlen);
+
+/*
+ * An archive embedder (pipeline/archive/archive.h's embed hook) over
+ * llm_embed(): arg is the struct llm_client, which must outlive its use.
+ * Vectors of the last few texts are kept in memory (by SHA-256), since
+ * retrieval embeds the same neighbours for every prompt of a job.
+ */
+int llm_embed_hook(void *arg, const char *text, float *vec, size_t dim);
+
+/* The vector of an embeddings response body: 0, or -EPROTO with why. */
+int llm_parse_embedding(const char *body, size_t len, float *vec, size_t dim,
+    int64_t *tokens_in, char *err, size_t errlen);
 
 /*
  * The request body (JSON text, caller frees) and the reply's parse, for

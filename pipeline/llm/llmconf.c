@@ -17,7 +17,10 @@ static const char *const model_keys[] = { "provider", "base_url", "model",
 	"api_key_env", "api_key_file", "temperature", "max_tokens", "weight",
 	"price_in", "price_out", "timeout_s", NULL };
 static const char *const llm_keys[] = { "models", "max_attempts", "backoff_ms",
-	"parallel", "proposals", "fix_rounds", "summarize_over", "prompts_dir", NULL };
+	"parallel", "proposals", "fix_rounds", "summarize_over", "prompts_dir",
+	"embeddings", NULL };
+static const char *const embed_keys[] = { "base_url", "model", "api_key_env",
+	"api_key_file", "dim", "price_in", "timeout_s", NULL };
 /* Each budget and its other spelling (kernelbot optimize's first names;
  * docs/optimize.md), in the unit of the second's scale: both accepted,
  * one of the two at most. */
@@ -106,6 +109,35 @@ get_int(const struct config *c, const json_t *o, const char *name,
 	return 0;
 }
 
+/* base_url: the default when absent, http(s) only, no trailing slash. */
+static int
+finish_url(const struct config *c, const json_t *o, const char *pfx,
+    struct llm_model *m, const char *dflt, char *err, size_t errlen)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "%s.base_url", pfx);
+	if (!m->base_url && !(m->base_url = strdup(dflt)))
+		return -ENOMEM;
+	if (strncmp(m->base_url, "http://", 7) && strncmp(m->base_url, "https://", 8))
+		return config_error(c, err, errlen, key, json_object_get(o, "base_url"),
+		    "must start with http:// or https://");
+	if (strlen(m->base_url) > 900)
+		return config_error(c, err, errlen, key, json_object_get(o, "base_url"), "too long");
+	for (size_t n = strlen(m->base_url); n > 0 && m->base_url[n - 1] == '/'; n--)
+		m->base_url[n - 1] = '\0';
+	return 0;
+}
+
+static void
+model_free(struct llm_model *m)
+{
+	free(m->base_url);
+	free(m->model);
+	free(m->key_env);
+	free(m->key_file);
+}
+
 static int
 load_model(const struct config *c, const json_t *o, size_t i,
     struct llm_model *m, char *err, size_t errlen)
@@ -162,19 +194,47 @@ load_model(const struct config *c, const json_t *o, size_t i,
 		return config_error(c, err, errlen, KEY("api_key_file"),
 		    json_object_get(o, "api_key_file"),
 		    "give api_key_env or api_key_file, not both");
-	if (!m->base_url && !(m->base_url = strdup(m->provider == LLM_ANTHROPIC ?
-	    "https://api.anthropic.com" : "https://api.openai.com/v1")))
-		return -ENOMEM;
-	if (strncmp(m->base_url, "http://", 7) && strncmp(m->base_url, "https://", 8))
-		return config_error(c, err, errlen, KEY("base_url"),
-		    json_object_get(o, "base_url"), "must start with http:// or https://");
-	if (strlen(m->base_url) > 900)
-		return config_error(c, err, errlen, KEY("base_url"),
-		    json_object_get(o, "base_url"), "too long");
-	for (size_t n = strlen(m->base_url); n > 0 && m->base_url[n - 1] == '/'; n--)
-		m->base_url[n - 1] = '\0';
 #undef KEY
-	return 0;
+	return finish_url(c, o, pfx, m, m->provider == LLM_ANTHROPIC ?
+	    "https://api.anthropic.com" : "https://api.openai.com/v1", err, errlen);
+}
+
+/* llm.embeddings: always the OpenAI wire format; dim is required. */
+static int
+load_embeddings(const struct config *c, const json_t *o, struct llm_config *lc,
+    char *err, size_t errlen)
+{
+	struct llm_model *m = &lc->embed;
+	long long ll = 0;
+	int error;
+
+	if (!o || json_is_null(o))
+		return 0;
+	if (!json_is_object(o))
+		return config_error(c, err, errlen, "llm.embeddings", o, "must be a mapping");
+	if ((error = known_keys(c, o, embed_keys, "llm.embeddings", err, errlen)) < 0 ||
+	    (error = get_str(c, o, "base_url", "llm.embeddings.base_url", &m->base_url, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "model", "llm.embeddings.model", &m->model, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "api_key_env", "llm.embeddings.api_key_env", &m->key_env, err, errlen)) < 0 ||
+	    (error = get_str(c, o, "api_key_file", "llm.embeddings.api_key_file", &m->key_file, err, errlen)) < 0 ||
+	    (error = get_num(c, o, "price_in", "llm.embeddings.price_in", 0, 1e4, &m->price_in, err, errlen)) < 0 ||
+	    (error = get_int(c, o, "dim", "llm.embeddings.dim", 1, LLM_MAX_EMBED_DIM, &ll, err, errlen)) < 0)
+		return error;
+	m->provider = LLM_OPENAI;
+	lc->embed_dim = (int)ll;
+	ll = 60;
+	if ((error = get_int(c, o, "timeout_s", "llm.embeddings.timeout_s", 1, 3600, &ll, err, errlen)) < 0)
+		return error;
+	m->timeout_s = (int)ll;
+	if (!m->model)
+		return config_error(c, err, errlen, "llm.embeddings.model", o, "missing");
+	if (!lc->embed_dim)
+		return config_error(c, err, errlen, "llm.embeddings.dim", o,
+		    "missing (the length of the endpoint's vectors)");
+	if (m->key_env && m->key_file)
+		return config_error(c, err, errlen, "llm.embeddings.api_key_file",
+		    json_object_get(o, "api_key_file"), "give api_key_env or api_key_file, not both");
+	return finish_url(c, o, "llm.embeddings", m, "https://api.openai.com/v1", err, errlen);
 }
 
 static int
@@ -256,6 +316,8 @@ load(const struct config *c, struct llm_config *lc, char *err, size_t errlen)
 	INT("fix_rounds", 0, 20, fix_rounds)
 	INT("summarize_over", 0, 1000000, summarize_over)
 #undef INT
+	if ((error = load_embeddings(c, json_object_get(l, "embeddings"), lc, err, errlen)) < 0)
+		return error;
 	ms = json_object_get(l, "models");
 	if (!ms || json_is_null(ms))
 		return 0;
@@ -298,13 +360,9 @@ llm_config_load(const struct config *c, struct llm_config *out, char *err,
 void
 llm_config_free(struct llm_config *lc)
 {
-	for (size_t i = 0; i < lc->n_models; i++) {
-		struct llm_model *m = &lc->models[i];
-		free(m->base_url);
-		free(m->model);
-		free(m->key_env);
-		free(m->key_file);
-	}
+	for (size_t i = 0; i < lc->n_models; i++)
+		model_free(&lc->models[i]);
+	model_free(&lc->embed);
 	free(lc->prompts_dir);
 	memset(lc, 0, sizeof(*lc));
 }

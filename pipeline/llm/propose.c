@@ -160,6 +160,22 @@ bytes_moved(const json_t *ir)
 	return total;
 }
 
+/*
+ * What the prompts said about e's performance, kept on its result for
+ * history.json (pipeline/evolve/evolve_json.c copies "profile_feedback"
+ * into the candidate's "profile" and "profile_source"). The result is
+ * the loop's own object, held for the run; the proposer only annotates it.
+ */
+static void
+note_profile(const struct evolve_entry *e, const char *source, const char *text)
+{
+	json_t *r = (json_t *)e->result;
+
+	if (json_is_object(r))
+		json_object_set_new(r, "profile_feedback", json_pack("{s:s, s:s}",
+		    "source", source, "text", text));
+}
+
 /* The profile paragraph for a correct entry: the hook's, or timings and
  * the roofline floor. malloc'd. */
 static char *
@@ -174,8 +190,10 @@ profile_of(struct state *st, const struct evolve_ctx *ctx,
 
 	if (st->o.profile) {
 		char *p = st->o.profile(st->o.profile_arg, ctx, e);
-		if (p)
+		if (p) {
+			note_profile(e, "ncu", p);
 			return p;
+		}
 	}
 	buf_printf(&b, "median %.4g ms", e->ms);
 	if (jsonx_num(e->result, "timings_ms.eager.median", 0) > 0)
@@ -198,6 +216,9 @@ profile_of(struct state *st, const struct evolve_ctx *ctx,
 	buf_addstr(&b, ".");
 	{
 		char *text = buf_detach(&b, NULL);
+
+		if (text)
+			note_profile(e, "timings", text);
 		return text ? text : strdup("");
 	}
 }

@@ -68,7 +68,8 @@ speedup(struct buf *b, const json_t *res, const char *which)
 int
 report_flagged(const struct report_dir *d, char *out, size_t len)
 {
-	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor", NULL };
+	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
+	    "untimed_work", NULL };
 	const json_t *v;
 	size_t i, n = 0;
 

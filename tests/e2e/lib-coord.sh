@@ -38,7 +38,9 @@ coord_commit() {
 
 # coord_config FILE FORGE_YAML [MORE_YAML]: serve on $KB_PORT, data in
 # $TMP/data, GitHub webhooks with $GH_SECRET, forges.github as given (an
-# indented block), one local CPU runner running the stand-in, short leases.
+# indented block), one local CPU runner running the stand-in (the real
+# `kernelbot optimize` when STANDIN is empty), short leases. MORE_YAML
+# follows the runners: keys (indent it to add to them).
 coord_config() {
 	: "${KB_PORT:=$(free_port)}"
 	GH_SECRET="It's a Secret to Everybody"
@@ -53,10 +55,10 @@ forges:
     webhook_secret_file: $TMP/github.secret
 $2
 runners:
-  local: 1
+  local: ${LOCAL_RUNNERS:-1}
   lease_s: ${LEASE_S:-3}
   poll_ms: 100
-  command: [$PY, $STANDIN]
+$([ -n "$STANDIN" ] && printf '  command: [%s, %s]' "$PY" "$STANDIN")
 ${3:-}
 EOC
 }
@@ -151,4 +153,37 @@ def last(method, rx):
     return [x for x in r if m(x, method, rx)][-1]
 print(eval(sys.argv[2]))
 PYEOF
+}
+
+# The fake GitHub's repository path.
+R='/repos/acme/models'
+
+# comment USER BODY: the user's comment on PR 1, made on the fake GitHub
+# (so it can be reacted to), then delivered as a webhook. Sets CID.
+comment() {
+	CID=$(curl -sS -H 'Authorization: Bearer secret-token' -H 'Accept: application/vnd.github+json' \
+	    -H 'X-GitHub-Api-Version: 2022-11-28' -H 'Content-Type: application/json' \
+	    -d "$($PY -c 'import json,sys; print(json.dumps({"body": sys.argv[1]}))' "$2")" \
+	    "$GH_API$R/issues/1/comments" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+	gh_comment 1 "$1" "$CID" "$2"
+}
+
+# bot_comment MARKER: the last body of the bot's comments holding MARKER
+# (waiting up to 60 s for one), e.g. "kernelbot:reply:CID ".
+bot_comment_is_there() {
+	ghq "[x for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and '$1' in (x['body'] or {}).get('body', '')]" | grep -q body
+}
+bot_comment() {
+	wait_for 60 bot_comment_is_there "$1"
+	ghq "[x['body']['body'] for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and '$1' in (x['body'] or {}).get('body', '')][-1]"
+}
+
+# answer CID: the bot's answer to comment CID, once it is there.
+answer() {
+	bot_comment "kernelbot:reply:$1 "
+}
+
+# reactions CID: how many reactions the bot made to comment CID.
+reactions() {
+	ghq "n('POST', '$R/issues/comments/$1/reactions')"
 }

@@ -87,6 +87,32 @@ sys.exit(0 if r["unwritten"] == [0] and all(abs(a - math.tanh(i + 1)) < 1e-6
                                             for a, i in zip(v, (5, 0, 3))) else 1)
 PYEOF
 
+# The judge's perturbations: element 2 of x set to 10.0 before the first
+# timed run, element 5 to -1.0 before the second; they persist, and a
+# dump with "inputs" returns x as changed and the outputs of that state.
+mkdir -p "$tmp/scratch3"
+printf '%s\n' '{"cmd":"time","sets":[0,0],"perturb":[[[0,2,"00002041"]],[[0,5,"000080bf"]]]}' \
+	'{"cmd":"dump","set":0,"inputs":1}' \
+	'{"cmd":"time","sets":[0],"perturb":[[[0,8,"00000000"]]]}' \
+	'{"cmd":"time","sets":[0],"perturb":[[[3,0,"00000000"]]]}' \
+	'{"cmd":"time","sets":[0],"perturb":[[[0,0,"0000"]]]}' \
+	'{"cmd":"time","sets":[0,0],"perturb":[[]]}' \
+	'{"cmd":"time","sets":[0],"perturb":[[[0,0,"zz000000"]]]}' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch3" \
+	--so "$tmp/correct.so" >"$tmp/rp" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rp")" <<'PYEOF' && ok "time with perturb: the changes persist; dump returns x as changed and its outputs" || bad "perturb: $(sed -n 2,3p "$tmp/rp")"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+want = [1.0, 2.0, 10.0, 4.0, 5.0, -1.0, 7.0, 8.0]
+sys.exit(0 if list(x) == want and all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, want)) else 1)
+PYEOF
+for n in 4 5 6 7 8; do
+	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "perturb" in r["error"]' "$(sed -n ${n}p "$tmp/rp")")" = True ] &&
+		ok "malformed perturbation $n refused" || bad "perturbation $n: $(sed -n ${n}p "$tmp/rp")"
+done
+
 printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null
 [ "$(py x 'r["inputs_modified"] == ["x"]' "$(sed -n 2p "$tmp/r2")")" = True ] &&
 	ok "input mutation reported by name" || bad "mutation: $(cat "$tmp/r2")"

@@ -145,4 +145,55 @@ check_eq "an unknown command is a usage error" "$?" 2
 "$KERNELBOT" archive list --config "$TMP/kernelbot.yml" $D >/dev/null 2>&1
 check_eq "--config and --data-dir together is a usage error" "$?" 2
 
+
+# llm.embeddings: the endpoint's cosine joins the score (fakellm's vectors:
+# words hashed into buckets), the key goes in the header only, a 429 is
+# retried, and each call is recorded in llm_calls with stage "embed".
+cat >"$TMP/script.json" <<'EOF'
+[{"provider": "embeddings", "times": 1, "status": 429, "headers": {"Retry-After": "0"}}]
+EOF
+$PY "$KB_ROOT/tests/fakes/fakellm.py" --port-file "$TMP/port" --log "$TMP/llm.log" \
+	--script "$TMP/script.json" --embed-dim 32 2>"$TMP/fake.err" &
+t_bg $!
+wait_for 10 test -s "$TMP/port" || { fail "fake LLM started" "$(cat "$TMP/fake.err")"; t_done; }
+cat >"$TMP/emb.yml" <<EOF
+data_dir: $TMP/data
+llm:
+  backoff_ms: 10
+  embeddings:
+    base_url: http://127.0.0.1:$(cat "$TMP/port")/v1
+    model: fake-embed
+    api_key_env: KB_T6000_EMBED_KEY
+    dim: 32
+EOF
+"$KERNELBOT" archive similar "$FIX/archive/softmax_scaled.py" --ir "$FIX/archive/softmax_scaled.ir.json" \
+	--arch sm_90 -k 6 $D --json >"$TMP/sim0.json" 2>"$TMP/err"
+KB_T6000_EMBED_KEY=sk-embed-t6000 "$KERNELBOT" archive similar "$FIX/archive/softmax_scaled.py" \
+	--ir "$FIX/archive/softmax_scaled.ir.json" --arch sm_90 -k 6 --config "$TMP/emb.yml" --json \
+	>"$TMP/sim1.json" 2>"$TMP/err"
+check_eq "similar with llm.embeddings exits 0" "$?" 0
+check_eq "... the softmax still first" "$(json_get "$TMP/sim1.json" 'd[0]["problem"]')" 02_softmax_rows
+check_eq "... its score gains the embeddings' term" \
+	"$($PY -c 'import json,sys; a=json.load(open(sys.argv[1]))[0]["score"]; b=json.load(open(sys.argv[2]))[0]["score"]; print(b > a)' "$TMP/sim0.json" "$TMP/sim1.json")" True
+check_eq "... the endpoint got the query and each neighbour, after one 429" \
+	"$($PY -c 'import json,sys; L=[json.loads(l) for l in open(sys.argv[1])]; print(L[0]["status"], all(e["path"] == "/v1/embeddings" and not e["violations"] for e in L), len(L) >= 3)' "$TMP/llm.log")" "429 True True"
+check_eq "... the key in the Authorization header" \
+	"$($PY -c 'import json,sys; print(set(json.loads(l)["auth"] for l in open(sys.argv[1])))' "$TMP/llm.log")" "{'Bearer sk-embed-t6000'}"
+check "... and nowhere in the output" sh -c "! grep -q sk-embed-t6000 '$TMP/sim1.json' '$TMP/err'"
+if command -v sqlite3 >/dev/null 2>&1; then
+	check_match "... recorded in llm_calls" \
+		"$(sqlite3 "$TMP/data/kernelbot.db" "SELECT stage || ':' || status FROM llm_calls ORDER BY id LIMIT 2" | tr '\n' ' ')" \
+		"^embed:http_error embed:ok"
+	check "... and not the key" sh -c "! grep -aq sk-embed-t6000 '$TMP/data/kernelbot.db'"
+fi
+sed -i 's/    dim: 32/    dim: 8/' "$TMP/emb.yml"
+KB_T6000_EMBED_KEY=sk-embed-t6000 "$KERNELBOT" archive similar "$FIX/archive/softmax_scaled.py" \
+	--arch sm_90 -k 2 --config "$TMP/emb.yml" --json >"$TMP/sim2.json" 2>"$TMP/err"
+check_eq "a vector of another length: similar still answers" "$?" 0
+check_match "... warning that embeddings were dropped" "$(cat "$TMP/err")" "32 values, llm.embeddings.dim says 8"
+printf 'data_dir: %s\nllm:\n  embeddings: {model: m}\n' "$TMP/data" >"$TMP/bad.yml"
+"$KERNELBOT" archive similar "$FIX/archive/softmax_scaled.py" --config "$TMP/bad.yml" >/dev/null 2>"$TMP/err"
+check_eq "llm.embeddings without dim: exit 1" "$?" 1
+check_match "... saying so" "$(cat "$TMP/err")" "llm.embeddings.dim: missing"
+
 t_done

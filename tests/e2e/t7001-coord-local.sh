@@ -34,7 +34,8 @@ check_eq "the module is remembered as delivered with its PR" \
 check_eq "the runner archived the verified kernel, with its provenance" \
     "$(db "SELECT module, arch, job FROM archive")" "models/fast.py|cpu|1"
 check "the finished job's checkout is removed" test ! -e "$TMP/data/work/job-1/src"
-check "its results stay (the PR is rebuilt from them)" test -s "$TMP/data/work/job-1/task-1-1/models-fast/summary.json"
+check "its results are stored (the PR is rebuilt from them)" test -s "$TMP/data/results/job-1/task-1-1/models-fast/summary.json"
+check_eq "the task's out_dir names them" "$(db 'SELECT out_dir FROM tasks WHERE id = 1')" "$TMP/data/results/job-1/task-1-1"
 out=$("$KERNELBOT" jobs --data-dir "$TMP/data")
 check_match "kernelbot jobs shows the job's tasks" "$out" 'models/fast.py.*done'
 

@@ -55,7 +55,7 @@ print(json.dumps({'action': 'closed', 'number': 1, 'repository': r,
                      'base': {'ref': 'main', 'repo': r}}}))" >"$TMP/closed.json"
 gh_send pull_request "$TMP/closed.json"
 check_eq "the closed PR is recorded" "$HTTP_CODE" 202
-check "the coordinator takes it" wait_sql 15 "SELECT state, result FROM cleanups" "done|merged"
+check "the coordinator takes it" wait_sql 15 "SELECT state, result FROM cleanups WHERE kind = 'pr'" "done|merged"
 check_eq "the module forgets its PR, keeps its kernels" \
     "$(db "SELECT slug, arch, coalesce(pr, 0) FROM delivered")" "models-fast|cpu|0"
 kb_serve_stop

@@ -3,7 +3,8 @@
 # without write permission is refused (a polite comment saying why,
 # nothing queued, no reaction); a command on a PR from a fork is refused;
 # a writer's help, retry, optimize PATH and stop are obeyed, each with a
-# +1 reaction and one answer; stop kills the running work.
+# +1 reaction and one answer; retry and optimize PATH work on the PR's
+# head commit, not the target branch's tip; stop kills the running work.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t7004
 . "$KB_ROOT/tests/e2e/lib-coord.sh"
@@ -16,35 +17,13 @@ cat >"$TMP/script.json" <<'EOS'
                     "repo": {"full_name": "mallory/models"}},
            "base": {"ref": "main", "repo": {"full_name": "acme/models"}}}}]
 EOS
-fake_github --script "$TMP/script.json" || { echo "fake GitHub did not start"; t_done; }
+fake_github --script "$TMP/script.json" --git-dir "$TMP/origin.git" || { echo "fake GitHub did not start"; t_done; }
 coord_config "$TMP/kb.yml" "$(github_forge)"
 kb_serve_start "$TMP/kb.yml" || t_done
-R='/repos/acme/models'
 
 gh_push 0000000000000000000000000000000000000000 "$SHA0"
 wait_sql 60 "SELECT state FROM jobs WHERE id = 1" done
 check_eq "the push made PR 1" "$(ghq "n('POST', '$R/pulls')")" 1
-
-# comment USER BODY: the user's comment on PR 1, made on the fake (so it
-# can be reacted to), then delivered as a webhook. Sets CID.
-comment() {
-	CID=$(curl -sS -H 'Authorization: Bearer secret-token' -H 'Accept: application/vnd.github+json' \
-	    -H 'X-GitHub-Api-Version: 2022-11-28' -H 'Content-Type: application/json' \
-	    -d "$($PY -c 'import json,sys; print(json.dumps({"body": sys.argv[1]}))' "$2")" \
-	    "$GH_API$R/issues/1/comments" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-	gh_comment 1 "$1" "$CID" "$2"
-}
-# answer CID: the bot's answer to comment CID, once it is there.
-has_answer() {
-	ghq "[x for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and 'kernelbot:reply:$1 ' in (x['body'] or {}).get('body', '')]" | grep -q body
-}
-answer() {
-	wait_for 30 has_answer "$1"
-	ghq "[x['body']['body'] for x in r if x['method'] in ('POST', 'PATCH') and 'comments' in x['path'] and 'kernelbot:reply:$1 ' in (x['body'] or {}).get('body', '')][-1]"
-}
-reactions() {
-	ghq "n('POST', '$R/issues/comments/$1/reactions')"
-}
 
 # --- a reader is refused ---
 comment bob "/kernelbot retry"
@@ -69,20 +48,29 @@ check_match "help lists stop" "$a" "/kernelbot stop"
 check_eq "help acknowledged with a reaction" "$(reactions "$CID")" 1
 check_eq "the +1 reaction" "$(ghq "last('POST', '$R/issues/comments/$CID/reactions')['body']['content']")" "+1"
 
-# --- retry: the PR's module again ---
+# --- retry: the PR's module again, at the PR's head ---
+# main moves on without the bot hearing of it: the PR head is what counts.
+printf '# later\n' >>"$TMP/w/models/same.py"
+coord_commit "main moves on"
+SHA1=$SHA
+HEAD1=$(git --git-dir "$TMP/origin.git" rev-parse kernelbot/models-fast)
 comment alice "/kernelbot retry"
 a=$(answer "$CID")
 check_match "retry is queued" "$a" "Queued job 2: optimizing again .models/fast.py."
 wait_sql 60 "SELECT state FROM jobs WHERE id = 2" done
 check_eq "job 2 retried the PR's module" "$(db "SELECT j.trigger, t.module, t.arch FROM jobs j JOIN tasks t ON t.job = j.id WHERE j.id = 2")" "retry|models/fast.py|cpu"
 check_eq "no second PR" "$(ghq "n('POST', '$R/pulls')")" 1
+check_eq "retry ran at the PR's head commit" "$(db "SELECT sha FROM jobs WHERE id = 2")" "$HEAD1"
+check_match "the answer names the PR's head" "$a" "at $(printf %.12s "$HEAD1")"
 
 # --- optimize PATH ---
+HEAD1=$(git --git-dir "$TMP/origin.git" rev-parse kernelbot/models-fast)
 comment alice "/kernelbot optimize models/same.py"
 a=$(answer "$CID")
 check_match "optimize PATH is queued" "$a" "Queued job 3: optimizing .models/same.py."
 wait_sql 60 "SELECT state FROM jobs WHERE id = 3" done
 check_eq "job 3 optimized that module" "$(db "SELECT module FROM tasks WHERE job = 3")" "models/same.py"
+check_eq "optimize PATH ran at the PR's head commit" "$(db "SELECT sha FROM jobs WHERE id = 3")" "$HEAD1"
 comment alice "/kernelbot optimize ../etc/passwd"
 a=$(answer "$CID")
 check_match "a bad path is refused with the usage" "$a" "needs the path of a module file"
@@ -93,7 +81,7 @@ check_match "an unknown command is answered" "$a" "does not know the command .fr
 # --- stop kills the running work ---
 module "$TMP/w/models/fast.py" "# standin: sleep 30"
 coord_commit "slow now"
-gh_push "$SHA0" "$SHA"
+gh_push "$SHA1" "$SHA"
 check "the slow task runs" wait_sql 30 "SELECT state FROM tasks WHERE job = 4" running
 comment alice "/kernelbot stop"
 a=$(answer "$CID")

@@ -10,7 +10,7 @@ t_init t7007
 coord_repo
 rm -f "$TMP/gl.port"
 $PY "$KB_ROOT/tests/fakes/gitlab.py" --port-file "$TMP/gl.port" --log "$TMP/gitlab.log" \
-    --token secret-token --users '{"alice": "write", "rita": "read"}' 2>>"$TMP/gitlab.stderr" &
+    --token secret-token --git-dir "$TMP/origin.git" --users '{"alice": "write", "rita": "read"}' 2>>"$TMP/gitlab.stderr" &
 t_bg $!
 wait_for 10 test -s "$TMP/gl.port" || { echo "fake GitLab did not start"; t_done; }
 GL_API="http://127.0.0.1:$(cat "$TMP/gl.port")/api/v4"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t8000: `kernelbot demo` end to end on the embedded defaults: a sample
 # repository from examples/, serve with the local forge and a local CPU
-# runner, a signed push webhook for the commit that changes two modules.
+# runner, a signed push webhook for the commit that changes two modules
+# and adds a third (--problem: a small copy of development problem 01).
 # Asserts on the local forge: a pull request per changed module that got a
 # faster kernel (at least one), none for the unchanged module, each PR's
 # branch holding the kernel, drop-in module, test, manifest and report, the
@@ -23,7 +24,8 @@ if ! "$KERNELBOT" runner --help >/dev/null 2>&1; then
 fi
 D="$TMP/demo"
 start=$(date +%s)
-"$KERNELBOT" demo --dir "$D" --examples "$KB_ROOT/examples" --timeout 600 >"$TMP/out" 2>"$TMP/err"
+"$KERNELBOT" demo --dir "$D" --examples "$KB_ROOT/examples" --timeout 600 \
+	--problem "$KB_ROOT/tests/fixtures/demo/01_scale_gelu_bias.py" >"$TMP/out" 2>"$TMP/err"
 st=$?
 check_eq "kernelbot demo exits 0" "$st" 0
 if [ "$st" -ne 0 ]; then
@@ -69,4 +71,8 @@ after=$(git -C "$D/repo" rev-parse HEAD)
 check "statuses for the pushed commit" test -s "$D/forge/statuses/$after.json"
 check_match "one per changed module" "$(cat "$D/forge/statuses/$after.json" 2>/dev/null)" "rmsnorm"
 check_match "one per changed module" "$(cat "$D/forge/statuses/$after.json" 2>/dev/null)" "softmax"
+check "--problem: the pushed commit adds models/scale_gelu_bias.py" \
+	sh -c "git -C '$D/repo' show --stat HEAD | grep -q 'models/scale_gelu_bias.py'"
+check "--problem: .kernelbot.yml lists it" grep -q '^  - path: models/scale_gelu_bias.py$' "$D/repo/.kernelbot.yml"
+check_match "--problem: the job optimized it (a status)" "$(cat "$D/forge/statuses/$after.json" 2>/dev/null)" "models-scale-gelu-bias"
 t_done

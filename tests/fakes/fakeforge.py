@@ -18,6 +18,7 @@ A request that matches no route is a violation and gets 404.
 import argparse
 import json
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +109,14 @@ class Fake:
                                                 h.path.split("?")[0], urllib.parse.urlencode(q))
             h.extra_headers["Link"] = '<%s>; rel="next"' % url
         return chunk
+
+    def head_sha(self, ref):
+        """The tip of branch ref in --git-dir, as the forge reports a PR head; None without one."""
+        if not self.args.git_dir:
+            return None
+        r = subprocess.run(["git", "--git-dir", self.args.git_dir, "rev-parse", "--verify", "-q",
+                            "refs/heads/" + ref + "^{commit}"], capture_output=True, text=True)
+        return r.stdout.strip() or None
 
 
 REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
@@ -259,6 +268,7 @@ def main(fake_class):
     ap.add_argument("--page-size", type=int, default=100)
     ap.add_argument("--public-key")
     ap.add_argument("--users", default="{}", help='JSON {"login": "permission"}')
+    ap.add_argument("--git-dir", help="bare repository whose branches PR heads are (head.sha)")
     args = ap.parse_args()
     fake = fake_class(args)
     fake.page_size = args.page_size

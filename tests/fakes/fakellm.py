@@ -4,8 +4,11 @@ request.
 
     fakellm.py --port-file F --log LOG.jsonl --script SCRIPT.json
 
-Routes: POST .../chat/completions (openai) and POST .../v1/messages
-(anthropic). Each request is checked against the API's shape (model,
+Routes: POST .../chat/completions (openai), POST .../v1/messages
+(anthropic) and POST .../embeddings (provider "embeddings", OpenAI's
+format: {"model", "input"}); an embeddings request no rule answers gets
+a deterministic vector of --embed-dim values (words of the input hashed
+into buckets, normalized), so texts sharing words are near. Each request is checked against the API's shape (model,
 messages, max_tokens, temperature; Anthropic's anthropic-version header
 and top-level system) and appended to --log as one JSON line:
 
@@ -42,6 +45,12 @@ def check(provider, body, headers):
     v = []
     if not isinstance(body, dict):
         return ["body is not a JSON object"]
+    if provider == "embeddings":
+        if set(body) != {"model", "input"}:
+            v.append("embeddings fields are %s, want model and input" % sorted(body))
+        if not isinstance(body.get("input"), str) or not body.get("input"):
+            v.append("input must be a non-empty string")
+        return v
     allowed = {"model", "messages", "max_tokens", "temperature"}
     if provider == "anthropic":
         allowed.add("system")
@@ -69,6 +78,8 @@ def check(provider, body, headers):
 
 
 def prompt_of(provider, body):
+    if provider == "embeddings":
+        return body.get("input") if isinstance(body.get("input"), str) else ""
     parts = []
     if provider == "anthropic" and isinstance(body.get("system"), str):
         parts.append(body["system"])
@@ -76,6 +87,18 @@ def prompt_of(provider, body):
         if isinstance(m, dict) and isinstance(m.get("content"), str):
             parts.append(m["content"])
     return "\n".join(parts)
+
+
+def embed(text, dim):
+    """Words hashed into dim buckets (a stable hash), L2-normalized."""
+    v = [0.0] * dim
+    for w in re.findall(r"[A-Za-z_]+", text):
+        h = 0
+        for ch in w.lower().encode():
+            h = (h * 131 + ch) % 1000003
+        v[h % dim] += 1.0
+    n = sum(x * x for x in v) ** 0.5 or 1.0
+    return [x / n for x in v]
 
 
 def make_handler(args, rules, used):
@@ -94,6 +117,8 @@ def make_handler(args, rules, used):
                 provider = "openai"
             elif self.path.endswith("/v1/messages"):
                 provider = "anthropic"
+            elif self.path.endswith("/embeddings"):
+                provider = "embeddings"
             else:
                 provider = None
             try:
@@ -117,6 +142,9 @@ def make_handler(args, rules, used):
                     used[i] += 1
                     rule_i, rule = i, r
                     break
+            if rule is None and provider == "embeddings":
+                rule = {"embedding": embed(body.get("input", "") if isinstance(body, dict) else "",
+                                           args.embed_dim)}
             if rule is None:
                 violations.append("no scripted rule answers this request")
                 rule = {"status": 500, "raw": '{"error": "unscripted"}'}
@@ -134,6 +162,12 @@ def make_handler(args, rules, used):
                 time.sleep(rule["delay_s"])
             if "raw" in rule:
                 out = rule["raw"].encode()
+            elif provider == "embeddings" and status == 200:
+                vec = rule.get("embedding") or embed(prompt, args.embed_dim)
+                out = json.dumps({"object": "list", "model": (body or {}).get("model", ""),
+                                  "data": [{"object": "embedding", "index": 0, "embedding": vec}],
+                                  "usage": {"prompt_tokens": len(prompt) // 4,
+                                            "total_tokens": len(prompt) // 4}}).encode()
             elif status == 200:
                 text = rule.get("reply", "")
                 if "reply_file" in rule:
@@ -174,6 +208,7 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--script")
+    ap.add_argument("--embed-dim", type=int, default=16)
     args = ap.parse_args()
     rules = []
     if args.script:

@@ -115,6 +115,7 @@ class GitHub(GitHubShaped):
                 "state": pr["state"], "html_url": "https://github.test/%s/pull/%d" % (
                     pr["repo"], pr["number"]),
                 "head": {"ref": pr["head"], "label": "x:" + pr["head"],
+                         "sha": self.head_sha(pr["head"]),
                          "repo": {"full_name": pr["repo"]}},
                 "base": {"ref": pr["base"], "repo": {"full_name": pr["repo"]}},
                 "labels": [{"name": n} for n in pr["labels"]],

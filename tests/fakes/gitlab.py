@@ -61,7 +61,7 @@ class GitLab(Fake):
 
     def mr_view(self, mr):
         return {"iid": mr["iid"], "id": mr["iid"] + 500, "title": mr["title"],
-                "source_project_id": 7, "target_project_id": 7, "sha": "0" * 40,
+                "source_project_id": 7, "target_project_id": 7, "sha": self.head_sha(mr["source"]),
                 "description": mr["description"], "state": mr["state"],
                 "source_branch": mr["source"], "target_branch": mr["target"],
                 "labels": mr["labels"], "reviewers": [{"id": i} for i in mr["reviewers"]],

@@ -154,35 +154,102 @@ def test_problem_loader_errors(tmp_path):
 
 class _FakeWorker:
     """Answers "dump" the way the native worker does (gpu/worker.c): the
-    whole outputs, or elements (a + j*b) mod n of each, from `outs`."""
+    whole outputs, or elements (a + j*b) mod n of each, from `outs`, and
+    with "inputs" its inputs likewise. Given a model instead of outs, it
+    applies a "time" request's perturbations to its copy of set 0 and
+    dumps model(inputs), or with stale=True the outputs of the inputs as
+    they were first (a kernel replaying what it kept)."""
 
-    def __init__(self, scratch, outs):
+    def __init__(self, scratch, outs, args=None, model=None, stale=False):
         self.scratch, self.outs, self.reqs = scratch, outs, []
+        self.args = [a.clone() for a in args or []]
+        self.model, self.first, self.stale = model, outs, stale
+        if model is not None:
+            self.first = [model(*self.args)]
+
+    def _pick(self, t, req):
+        flat = t.reshape(-1)
+        if "sample" in req:
+            a, b, m = req["sample"]
+            n = flat.numel()
+            if m < n:
+                flat = flat[[(a % n + j * (b % n)) % n for j in range(m)]]
+        return flat
+
+    def _write(self, ts, req, tag):
+        files = []
+        for i, t in enumerate(ts):
+            path = os.path.join(self.scratch, "smp_%s%d.bin" % (tag, i))
+            jio.write_set(path, [("o", self._pick(t, req))])
+            files.append(path)
+        return files
 
     def request(self, req):
         self.reqs.append(req)
-        files = []
-        for i, o in enumerate(self.outs):
-            flat = o.reshape(-1)
-            if "sample" in req:
-                a, b, m = req["sample"]
-                n = flat.numel()
-                if m < n:
-                    flat = flat[[(a % n + j * (b % n)) % n for j in range(m)]]
-            path = os.path.join(self.scratch, "smp_o%d.bin" % i)
-            jio.write_set(path, [("o", flat)])
-            files.append(path)
-        return {"ok": True, "files": files, "unwritten": [0] * len(self.outs)}
+        if req["cmd"] == "time":
+            for run in req.get("perturb", []):
+                for j, e, hx in run:
+                    self.args[j].view(-1)[e] = jio.from_bytes(
+                        bytes.fromhex(hx), jio.dtype_name(self.args[j]), [1])[0]
+            return {"ok": True}
+        outs = self.outs
+        if self.model is not None:
+            outs = self.first if self.stale else [self.model(*self.args)]
+        return {"ok": True, "files": self._write(outs, req, "o"), "unwritten": [0] * len(outs),
+                "in_files": self._write(self.args[:req.get("inputs", 0)], req, "i")}
 
 
-def _spot_run(tmp_path, outs, expected):
+def _spot_run(tmp_path, outs, expected, args=(), model=None):
     import types
+    from kbh import judge_perturb as jpert
     from kbh import judge_run as jr
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
-                                staging=None,
-                                sets=[{"expected": expected, "specs": jio.out_specs(expected)}])
+                                staging=None, model=model, timing_sets=[0],
+                                sets=[{"expected": expected, "specs": jio.out_specs(expected),
+                                       "args": list(args),
+                                       "in_specs": [{"name": "x%d" % i, "dtype": jio.dtype_name(a),
+                                                     "shape": list(a.shape),
+                                                     "nbytes": jio.nbytes(a)}
+                                                    for i, a in enumerate(args)]}])
     run = jr.CandidateRun(ctx, {"id": 0})
-    return run, _FakeWorker(run.scratch, outs)
+    run.pert = jpert.Perturber(ctx)
+    return run, _FakeWorker(run.scratch, outs, args, model)
+
+
+def _perturbed(tmp_path, stale=False, mutate=False, full=True):
+    """A spot check after three timed runs on set 0, each perturbed."""
+    x = torch.randn(jr_sample() * 2 + 3)
+    model = torch.tanh
+    run, w = _spot_run(tmp_path, None, [model(x)], [x], model)
+    w.stale = stale
+    w.request({"cmd": "time", "sets": [0] * 3, "perturb": run.pert.request([0] * 3)})
+    if mutate:
+        w.args[0].view(-1)[5] += 1
+    run.spot_check(w, 0, 1, full=full)
+    return run, w
+
+
+def jr_sample():
+    from kbh import judge_run as jr
+    return jr.SPOT_SAMPLE
+
+
+def test_spot_check_on_perturbed_inputs_honest(tmp_path):
+    for full in (True, False):
+        run, w = _perturbed(tmp_path, full=full)
+        assert w.reqs[-1]["inputs"] == 1 and run.pert.runs == 3 and run.pert.moved == 1
+
+
+def test_spot_check_catches_a_replayed_output(tmp_path):
+    from kbh import judge_run as jr
+    with pytest.raises(jr.Failed, match="did not match its inputs"):
+        _perturbed(tmp_path, stale=True)
+
+
+def test_spot_check_catches_inputs_changed_in_timing(tmp_path):
+    from kbh import judge_run as jr
+    with pytest.raises(jr.Failed, match="modified its input x0 during timing"):
+        _perturbed(tmp_path, mutate=True)
 
 
 def test_spot_check_sampled_and_full(tmp_path):

@@ -54,7 +54,8 @@ main(void)
 	CHECK_INT("3 attempts", o.max_attempts, 3);
 	CHECK_INT("no schedule", o.n_schedules, 0);
 	CHECK("no command", o.command == NULL);
-	CHECK_INT("benchmark is one generation", json_array_size(o.benchmark_args), 2);
+	CHECK("a benchmark's eval gets no more arguments", o.benchmark_args == NULL);
+	CHECK_INT("failed work kept 24 h", o.work_keep_failed_h, 24);
 	coord_opts_free(&o);
 
 	CHECK_INT("runners: none", load("runners: none\n", &o, err, sizeof(err)), 0);
@@ -65,10 +66,12 @@ main(void)
 	coord_opts_free(&o);
 	CHECK_INT("full section", load("runners:\n  local: 1\n  coordinator: false\n"
 	    "  lease_s: 5\n  max_attempts: 2\n  poll_ms: 100\n  timeout_s: 60\n"
+	    "  work_keep_failed_h: 0\n"
 	    "  optimize_args: [--budget, 8]\n  command: [/bin/true]\n"
 	    "schedule: [\"0 3 * * 0\", \"@daily\"]\n", &o, err, sizeof(err)), 0);
 	CHECK_INT("coordinator off", o.coordinator, 0);
 	CHECK_INT("lease", o.lease_s, 5);
+	CHECK_INT("failed work removed at the next sweep", o.work_keep_failed_h, 0);
 	CHECK_INT("two schedules", o.n_schedules, 2);
 	CHECK_STR("numbers in argument lists become strings",
 	    json_string_value(json_array_get(o.optimize_args, 1)), "8");
@@ -85,6 +88,12 @@ main(void)
 	CHECK("an empty command", refused("runners:\n  command: []\n", "must name a program"));
 	CHECK("optimize_args not a list", refused("runners:\n  optimize_args: --fast\n",
 	    "runners.optimize_args: must be a list"));
+	CHECK("a negative keep time", refused("runners:\n  work_keep_failed_h: -1\n",
+	    "runners.work_keep_failed_h: must be a whole number from 0 to 8760"));
+	CHECK("runner names fit for a directory", coord_runner_name_ok("host-cpu1") &&
+	    coord_runner_name_ok("a.b_c-9") && !coord_runner_name_ok("") &&
+	    !coord_runner_name_ok("../x") && !coord_runner_name_ok(".hidden") &&
+	    !coord_runner_name_ok("a/b") && !coord_runner_name_ok("a b"));
 	CHECK("a bad cron", refused("schedule: \"0 25 * * *\"\n",
 	    "kb.yml:1: schedule: hour: '25' is out of range 0-23"));
 	CHECK("a cron that is not a string", refused("schedule: 5\n", "schedule: must be a cron"));

@@ -116,8 +116,9 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 		if (f->mode == M_WRONG)
 			snprintf(src, sizeof(src), "wrong %d", f->next);
 		else if (f->mode == M_FLAGGED)	/* the faster half is physically implausible */
-			snprintf(src, sizeof(src), n % 2 ? "ms=%d flag=below_bandwidth_floor" :
-			    "ms=%d", n % 2 ? 1 + f->next : 100 + f->next);
+			snprintf(src, sizeof(src), n % 2 ? n % 4 == 1 ? "ms=%d flag=untimed_work" :
+			    "ms=%d flag=below_bandwidth_floor" : "ms=%d",
+			    n % 2 ? 1 + f->next : 100 + f->next);
 		else if (f->mode == M_EMPTY && f->calls == 1 && n == 0)
 			src[0] = '\0';
 		else
@@ -372,7 +373,7 @@ test_flagged(void)
 {
 	struct evolve_budget b = { .candidates = 8 };
 	struct fake f;
-	size_t i, excluded = 0;
+	size_t i, excluded = 0, untimed = 0;
 	json_t *s, *h, *c;
 	int rc;
 
@@ -382,10 +383,14 @@ test_flagged(void)
 	CHECK("the best is an unflagged one (about 100 ms, not 1)",
 	    jsonx_num(s, "best.ms", 0) >= 100);
 	json_array_foreach(json_object_get(h, "candidates"), i, c)
-		if (!strcmp(jsonx_str(c, "excluded", ""), "below_bandwidth_floor") &&
-		    !jsonx_bool(c, "correct", 1))
+		if ((!strcmp(jsonx_str(c, "excluded", ""), "below_bandwidth_floor") ||
+		    !strcmp(jsonx_str(c, "excluded", ""), "untimed_work")) &&
+		    !jsonx_bool(c, "correct", 1)) {
 			excluded++;
+			untimed += !strcmp(jsonx_str(c, "excluded", ""), "untimed_work");
+		}
 	CHECK("the flagged ones are in the history, excluded", excluded == 4);
+	CHECK("untimed_work excluded like below_bandwidth_floor", untimed > 0 && untimed < 4);
 	json_decref(h);
 	json_decref(s);
 }

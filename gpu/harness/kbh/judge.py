@@ -61,13 +61,18 @@ class Context:
         # Elements per output of the spot checks before the last (0: all
         # of them, every time; KERNELBOT_SPOT_SAMPLE in the command).
         self.spot_sample = max(0, int(req.get("spot_sample", SPOT_SAMPLE)))
+        # Fixed timing inputs (KERNELBOT_PERTURB=0): the replay hole reopens.
+        self.perturb = bool(req.get("perturb", True))
         self.timeout_s = float(req.get("timeout_s", 60))
         self.build_timeout_s = float(req.get("build_timeout_s", 900))
         self.atol, self.rtol = req.get("atol"), req.get("rtol")
         self.kernelbot = req.get("kernelbot")
         self.sandbox = bool(req.get("sandbox", True))
         self.workdir = req["workdir"]
-        self.sanitize = bool(req.get("sanitize", False))
+        # 0 no, 1 yes, 2 where compute-sanitizer is installed (eval.h)
+        self.sanitize = int(req.get("sanitize", 0))
+        # {"tool": ncu, "args": [...], "timeout_s": n} (kbh/judge_profile.py)
+        self.profile = req.get("profile") if isinstance(req.get("profile"), dict) else None
         self.baselines = req.get("baselines", ["eager", "compile"])
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
         self.worker_env = dict(req.get("worker_env") or {})
@@ -162,6 +167,7 @@ class Context:
             manifest["sets"].append({"file": fname, "n_args": len(s["args"]), "inputs": entries,
                                      "outputs": jio.out_specs(s["expected"])})
             s["specs"] = manifest["sets"][-1]["outputs"]
+            s["in_specs"] = entries
             s["bytes"] = sum(e["nbytes"] for e in entries) + sum(o["nbytes"] for o in s["specs"])
         jio.write_manifest(self.inputs_dir, manifest)
         # Workers run as another uid (docs/sandbox.md): readable whatever
@@ -195,6 +201,17 @@ class Context:
         if self.cached is None:
             self.measure_baselines(args)
         self.breakdown["baseline_warmup"] = time.perf_counter() - t0
+
+    def overhead_ref_ms(self, sets):
+        """The judge's own measure of what the worker does between timed
+        runs on set k (flush, poison of the outputs), per run, averaged
+        over sets: what explains a timing request's wall clock beside the
+        timed calls (untimed_work). Measured once per set and batch."""
+        ref = self.__dict__.setdefault("_overhead_ref", {})
+        for k in set(sets):
+            if k not in ref:
+                ref[k] = self.timer.overhead_ms(sum(o["nbytes"] for o in self.sets[k]["specs"]))
+        return sum(ref[k] for k in sets) / max(1, len(sets))
 
     def cache_lookup(self, args):
         """Use a cache entry if one matches and eager has not drifted from

@@ -6,6 +6,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -13,6 +14,9 @@ import torch
 
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
+from kbh import judge_perturb as jpert
+from kbh import judge_problem as jp
+from kbh import judge_profile
 from kbh import judge_stats as stats
 from kbh.judge_worker import Worker, WorkerError
 
@@ -25,6 +29,7 @@ SPOT_CHECKS = 3
 # output's size); the last one compares every element.
 SPOT_SAMPLE = 1 << 16
 SANITIZER_EXIT = 86
+SANITIZER_PADDING = 4096	# bytes of memcheck's guard after every allocation
 SUSPICIOUS_SPEEDUP = 10.0
 # A side stream shows as host time the events did not see; launch and sync
 # overhead is tens of microseconds, hence the additive slack.
@@ -36,7 +41,70 @@ SIDE_STREAM_SLACK_MS = 0.05
 EAGER_CACHED_DIV = 3
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
 ADAPTIVE_WALL_FACTOR = 2
+# untimed_work: a timing request's wall clock (the judge's, less the round
+# trip) above this many times what its timed runs and the reference cost
+# of the flushes, poisons and perturbations explain, plus a slack per run,
+# in a majority of rounds. Generous: only work done outside the timed
+# calls (a thread's or a stream's, precomputing) gets near it.
+UNTIMED_FACTOR = 4.0
+UNTIMED_SLACK_MS = 2.0
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
+
+
+_SANITIZER_OPTS = {}
+
+
+def sanitizer_has_padding(tool_path):
+    """Whether this compute-sanitizer knows --padding (asked once per path)."""
+    if tool_path not in _SANITIZER_OPTS:
+        try:
+            out = subprocess.run([tool_path, "--help"], capture_output=True, text=True,
+                                 timeout=30, errors="replace").stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _SANITIZER_OPTS[tool_path] = "--padding" in out
+    return _SANITIZER_OPTS[tool_path]
+
+
+def _bits(t):
+    """A tensor's elements as integers of their size: compared bit for bit
+    (NaN equal to itself, -0.0 not equal to 0.0)."""
+    flat = t.detach().contiguous().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    return flat.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()])
+
+
+def sample_specs(tensors, specs, a, b, m):
+    """The indices (a + j*b) mod n, j < m, of each tensor of n > m
+    elements (None for the others: whole), and the specs of what the
+    worker sends for them (the dump's "sample" rule)."""
+    idx, out = [], []
+    for t, spec in zip(tensors, specs):
+        n = max(1, t.numel())
+        if n > m:
+            j = torch.arange(m, dtype=torch.int64, device=t.device)
+            idx.append((a % n + j * (b % n)) % n)
+            out.append(dict(spec, shape=[m], nbytes=m * t.element_size()))
+        else:
+            idx.append(None)
+            out.append(spec)
+    return idx, out
+
+
+def untimed_work(seen_ms, host_ms, overhead_ref_ms):
+    """Why a timing request's wall clock (seen_ms, the judge's, less the
+    round trip) is too long for its timed runs (host_ms, the worker's host
+    clock around each call) and the reference cost of what runs between
+    them (overhead_ref_ms per run: flush, poison, perturbation, measured by
+    the judge), or None. Only work outside the timed calls explains it."""
+    n = len(host_ms)
+    explained = sum(host_ms) + n * overhead_ref_ms
+    if seen_ms > UNTIMED_FACTOR * explained + n * UNTIMED_SLACK_MS:
+        return ("the judge observed %.4g ms for %d timed runs of %.4g ms and %.4g ms of flushes, "
+                "poisons and perturbations: work outside the timed calls?"
+                % (seen_ms, n, sum(host_ms), n * overhead_ref_ms))
+    return None
 
 
 class Failed(Exception):
@@ -86,13 +154,15 @@ class CandidateRun:
         self.error(msg)
 
     # --- the worker's command line ----------------------------------------
-    def argv(self, sanitizer=None, tool=None, scratch=None):
+    def argv(self, sanitizer=None, tool=None, scratch=None, profiler=None):
+        """profiler: the profiler's argv prefix (kbh/judge_profile.py),
+        run inside the same sandbox as a sanitizer is."""
         ctx, scratch = self.ctx, scratch or self.scratch
         if self.kind == "native":
             inner = [ctx.kernelbot, "__worker", "--so", self.c["so"], "--backend", ctx.backend,
                      "--dir", ctx.inputs_dir, "--scratch", scratch, "--device", "0"]
-            if sanitizer:
-                inner.append("--no-lockdown")	# the sanitizer needs its own IPC
+            if sanitizer or profiler:
+                inner.append("--no-lockdown")	# the tool needs its own IPC
             ro = [self.c["so"]]
         else:
             inner = [sys.executable, "-u", ctx.harness_py, "pyworker", "--solution", self.c["path"],
@@ -108,9 +178,18 @@ class CandidateRun:
                         "CUDA_HOME": "/usr/local/cuda", "PYTHONDONTWRITEBYTECODE": "1",
                         "MAX_JOBS": str(os.cpu_count() or 4)})
         if sanitizer:
-            inner = [sanitizer, "--tool", tool, "--log-file",
+            pad = []
+            if tool == "memcheck" and sanitizer_has_padding(sanitizer):
+                # Small allocations sit next to each other: without a gap
+                # after each, a read past the end of one input lands in
+                # the next and memcheck sees a valid address.
+                pad = ["--padding", str(SANITIZER_PADDING)]
+            inner = [sanitizer, "--tool", tool] + pad + ["--log-file",
                      os.path.join(scratch, "sanitizer-%s.log" % tool),
                      "--error-exitcode", str(SANITIZER_EXIT)] + inner
+        if profiler:
+            inner = list(profiler) + inner
+            ro.append(os.path.dirname(os.path.realpath(profiler[0])))
         timeout = self.budget()
         if not ctx.sandbox:
             # DEVELOPER FALLBACK (KERNELBOT_EVAL_UNSANDBOXED=1): no confinement
@@ -122,7 +201,8 @@ class CandidateRun:
                 # reserves terabytes of shadow), so not a plain RLIMIT_AS.
                 inner += ["--mem-limit", str(ctx.mem_bytes)]
             return inner, env, 0
-        profile = "candidate" if self.kind == "native" and not sanitizer else "compiler"
+        tooled = sanitizer or profiler
+        profile = "candidate" if self.kind == "native" and not tooled else "compiler"
         outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
                  "--ro", ctx.inputs_dir, "--timeout", str(int(timeout) + 5),
                  "--report", self.report]
@@ -133,7 +213,7 @@ class CandidateRun:
         # Always a limit of ours: the sandbox's default (1 GiB) is too small
         # for host copies of GPU-sized tensors, nvcc on torch headers, or a
         # sanitizer's bookkeeping.
-        outer += ["--mem", str(ctx.mem_bytes * (2 if sanitizer else 1))]
+        outer += ["--mem", str(ctx.mem_bytes * (2 if tooled else 1))]
         if ctx.backend == "cuda":
             outer += ["--gpu", str(ctx.req.get("device", 0))]
         for k, v in sorted(env.items()):
@@ -197,6 +277,10 @@ class CandidateRun:
             t3 = time.perf_counter()
             self.sanitize()
             bd["sanitize"] = time.perf_counter() - t3
+        if self.res["status"] == "correct" and self.ctx.profile:
+            t4 = time.perf_counter()
+            self.res["profile"] = judge_profile.run(self)
+            bd["profile"] = time.perf_counter() - t4
         self.res["correct"] = self.res["status"] == "correct"
         bd["total"] = time.perf_counter() - t0
         self.res["eval_s"] = bd["total"]
@@ -334,14 +418,15 @@ class CandidateRun:
         S = ctx.timing_sets
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
-        side_notes = []
+        side_notes, untimed_notes = [], []
+        self.pert = jpert.Perturber(ctx)
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
         if ctx.warmup:
             # Warm-up times are not judged: first calls may load modules
             # (and the worker loads its timing sets on first use).
             t0 = time.perf_counter()
-            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [])
+            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [], [])
             self.add_time("timing_warmup", t0)
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
@@ -363,7 +448,7 @@ class CandidateRun:
             for who in order:
                 if who == "cand":
                     t0 = time.perf_counter()
-                    cand_rounds.append(self.timed(w, rot, side_notes))
+                    cand_rounds.append(self.timed(w, rot, side_notes, untimed_notes))
                     self.add_time("timing_candidate", t0)
                     if r in spots:
                         t0 = time.perf_counter()
@@ -424,7 +509,16 @@ class CandidateRun:
         self.check("spot_checks", True, "outputs of %d timed runs compared: %d in full, %d on %d "
                    "elements per output drawn after the run" % (len(spots), sn["full"], sn["sampled"],
                                                                getattr(ctx, "spot_sample", SPOT_SAMPLE)))
+        self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
+                   (self.pert.runs > 0 or self.pert.plain == 0),
+                   self.pert.summary())
         # A majority of rounds, not one: a loaded host can stall one request.
+        if 2 * len(untimed_notes) > len(cand_rounds):
+            self.flag("untimed_work")
+            self.check("no_untimed_work", False, "; ".join(untimed_notes[:3]))
+        else:
+            self.check("no_untimed_work", True, "the timing requests' wall clock is explained by "
+                       "the timed runs, flushes, poisons and perturbations")
         if 2 * len(side_notes) > len(cand_rounds):
             self.flag("side_stream")
             self.check("timing_consistent", False, "; ".join(side_notes[:3]))
@@ -442,8 +536,9 @@ class CandidateRun:
             if not ok:
                 self.flag("below_bandwidth_floor")
 
-    def timed(self, w, sets, side_notes):
-        r = w.request({"cmd": "time", "sets": sets, "reps": len(sets)})
+    def timed(self, w, sets, side_notes, untimed_notes):
+        r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
+                       "perturb": self.pert.request(sets)})
         ev, host = r.get("ev_ms"), r.get("host_ms")
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
@@ -464,24 +559,35 @@ class CandidateRun:
                          % (seen * 1e3, accounted * 1e3))
         if notes:
             side_notes.append("; ".join(notes))
+        why = untimed_work(seen * 1e3, host, self.ctx.overhead_ref_ms(sets))
+        if why:
+            untimed_notes.append(why)
         return ev
 
     def spot_check(self, w, k, rnd, full=True):
         """Compare the outputs of the last timed run on set k: all of
         them, or (full=False) ctx.spot_sample (SPOT_SAMPLE) elements of
         each, at positions the judge draws from the system's RNG only now,
-        after the run."""
+        after the run. Expected: the outputs of the set in the state the
+        judge's perturbations left it in; the worker's input buffers must
+        hold that state too (the same elements)."""
         s = self.ctx.sets[k]
         req = {"cmd": "dump", "set": k}
         specs, idx = s["specs"], None
-        n_el = [max(1, e.numel()) for e in s["expected"]]
+        changed = self.pert.changed(k)
+        args = self.pert.args(k) if changed else s["args"]
+        in_specs = s["in_specs"][:len(args)]
+        if changed:
+            req["inputs"] = len(in_specs)
+        n_el = [max(1, e.numel()) for e in s["expected"]] + [max(1, a.numel()) for a in args]
         m = getattr(self.ctx, "spot_sample", SPOT_SAMPLE)
+        in_idx = [None] * len(in_specs)
         if not full and m and any(n > m for n in n_el):
             rng = random.SystemRandom()
-            # One draw for all outputs; the stride is made coprime with
-            # each output's size below, per output, by the worker's
-            # arithmetic mod n (a stride sharing a factor with n would
-            # visit one residue class only).
+            # One draw for all outputs (and inputs); the stride is made
+            # coprime with each one's size below, per tensor, by the
+            # worker's arithmetic mod n (a stride sharing a factor with n
+            # would visit one residue class only).
             a = rng.randrange(1 << 40)
             for _ in range(1000):
                 b = rng.randrange(1, 1 << 40)
@@ -490,18 +596,8 @@ class CandidateRun:
             else:
                 return self.spot_check(w, k, rnd, full=True)
             req["sample"] = [a, b, m]
-            idx, specs = [], []
-            for e, spec in zip(s["expected"], s["specs"]):
-                n = max(1, e.numel())
-                if n > m:
-                    dev = e.device
-                    j = torch.arange(m, dtype=torch.int64, device=dev)
-                    idx.append((a % n + j * (b % n)) % n)
-                    specs.append(dict(spec, shape=[m],
-                                      nbytes=m * e.element_size()))
-                else:
-                    idx.append(None)
-                    specs.append(spec)
+            idx, specs = sample_specs(s["expected"], s["specs"], a, b, m)
+            in_idx, in_specs = sample_specs(args, in_specs, a, b, m)
         r = w.request(req)
         self.phases(r, "spot_checks_worker")
         outs = self.read_outs(r.get("files"), specs)
@@ -509,7 +605,30 @@ class CandidateRun:
             if n:
                 raise Failed("mismatch", "timing round %d: %d elements of out%d were not written by "
                              "the timed run" % (rnd, n, j))
-        for j, (got, exp) in enumerate(zip(outs, s["expected"])):
+        if changed:
+            ins = self.read_outs(r.get("in_files"), in_specs)
+            for j, (got, want) in enumerate(zip(ins, args)):
+                want = want.reshape(-1) if in_idx[j] is None else want.reshape(-1)[in_idx[j]]
+                if got.dtype != want.dtype or not torch.equal(_bits(got), _bits(want)):
+                    self.check("spot_checks", False, "timing round %d" % rnd)
+                    raise Failed("mismatch", "timing round %d: the candidate modified its input %s "
+                                 "during timing (it differs from the judge's copy of the set)"
+                                 % (rnd, s["in_specs"][j]["name"]))
+            with torch.no_grad():
+                try:
+                    expected = [o.detach() for o in jp.as_outputs(self.ctx.model(*args))]
+                except Exception as e:
+                    raise Failed("runtime_error", "the reference failed on the perturbed timing "
+                                 "inputs: %s: %s" % (type(e).__name__, e))
+            # Whether the changes moved the expected outputs at all: where
+            # they did not (outputs insensitive to single elements), a
+            # replayed output would pass this spot check.
+            self.pert.spots += 1
+            self.pert.moved += any(cmp.compare("out", e, o, self.ctx.atol, self.ctx.rtol)[0]
+                                   for e, o in zip(expected, s["expected"]))
+        else:
+            expected = s["expected"]
+        for j, (got, exp) in enumerate(zip(outs, expected)):
             name = "out%d" % j
             if idx is not None and idx[j] is not None:
                 exp = exp.reshape(-1)[idx[j]]
@@ -517,6 +636,10 @@ class CandidateRun:
             bad, _ = cmp.compare(name, got, exp, self.ctx.atol, self.ctx.rtol)
             if bad:
                 self.check("spot_checks", False, "timing round %d" % rnd)
+                if changed:
+                    raise Failed("mismatch", "output of a timed run (round %d) did not match its "
+                                 "inputs (changed by the judge before the run: a replayed or "
+                                 "precomputed output?): %s" % (rnd, bad))
                 raise Failed("mismatch", "output of a timed run (round %d): %s" % (rnd, bad))
         self.spot_n = getattr(self, "spot_n", {"full": 0, "sampled": 0})
         self.spot_n["sampled" if idx is not None else "full"] += 1
@@ -529,8 +652,13 @@ class CandidateRun:
                                        "detail": "compute-sanitizer applies to the cuda backend only"})
             return
         if not tool_path:
-            self.check("sanitize", False, "compute-sanitizer not found (set KERNELBOT_COMPUTE_SANITIZER)")
+            if self.ctx.sanitize == 2:
+                self.res["checks"].append({"name": "sanitize", "passed": True, "skipped": True,
+                                           "detail": "compute-sanitizer is not installed here"})
+            else:
+                self.check("sanitize", False, "compute-sanitizer not found (set KERNELBOT_COMPUTE_SANITIZER)")
             return
+        found = []
         for tool in ("memcheck", "racecheck"):
             scratch = self.scratch + "-" + tool
             os.makedirs(scratch, exist_ok=True)
@@ -551,8 +679,18 @@ class CandidateRun:
                 ok = st == 0
                 self.check("sanitize:%s" % tool, ok, log.strip()[-1500:] or "exit status %s" % st)
             except WorkerError as e:
+                ok = False
+                log = e.message
                 self.check("sanitize:%s" % tool, False, e.message)
             finally:
                 if w is not None:
                     w.close()
                 shutil.rmtree(scratch, ignore_errors=True)
+            if not ok:
+                found.append("compute-sanitizer %s: %s" % (tool, (log or "").strip()[-1200:]))
+        # A kernel with an out-of-bounds access or a race is not correct,
+        # however right its outputs happened to be.
+        if found:
+            self.res["status"] = "runtime_error"
+            for f in found:
+                self.error(f)

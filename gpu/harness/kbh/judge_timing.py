@@ -41,6 +41,28 @@ class Timer:
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)
 
+    def overhead_ms(self, out_bytes, reps=5):
+        """What the worker does between two timed runs, done here: the
+        flush and a poison of out_bytes (single-threaded on the CPU, like
+        the worker's), then a device-wide synchronize; the median of reps,
+        in ms."""
+        poison = torch.empty(max(1, out_bytes), dtype=torch.uint8, device=self.device)
+        got = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            if self.cuda:
+                self.flush()
+                poison.fill_(0xFF)
+                torch.cuda.synchronize(self.device)
+            else:
+                self.flushes += 1
+                self.flush_buf.numpy().fill(self.flushes & 0xFF)
+                poison.numpy().fill(0xFF)
+            got.append((time.perf_counter() - t0) * 1e3)
+        del poison
+        got.sort()
+        return got[len(got) // 2]
+
     def time(self, fn, args_list):
         """Run fn(*args) once per args in args_list, flushing before each;
         per-run (event_ms, host_ms)."""

@@ -167,15 +167,30 @@ class PyWorker:
         return {"ok": True, "rc": rc, "files": files, "unwritten": unw,
                 "changed_after_return": late, "inputs_modified": mod}
 
-    def cmd_time(self, sets):
+    def perturb(self, k, args, changes):
+        """Write the judge's [input, element, hex] changes into set k's
+        inputs (the native worker's "perturb", docs/evaluation.md)."""
+        specs = self.sets[k]["inputs"]
+        for j, e, hx in changes:
+            j, e = int(j), int(e)
+            if not 0 <= j < len(args) or not 0 <= e < args[j].numel():
+                raise ValueError("perturb: no element %d of input %d" % (e, j))
+            v = self.jio.from_bytes(bytes.fromhex(hx), specs[j]["dtype"], [1])
+            args[j].view(-1)[e] = v[0].to(args[j].device)
+
+    def cmd_time(self, sets, perturb=None):
         torch = self.torch
         ev, host, over = [], [], 0.0
-        for k in sets:
+        if perturb is not None and len(perturb) != len(sets):
+            raise ValueError("time: perturb holds one list per timed run")
+        for i, k in enumerate(sets):
             args, _ = self.slot(k)
             t0 = time.perf_counter()
             self.poison_allocator(k, 0)
             self.flushes += 1
             self.flush_buf.fill_(self.flushes & 0xFF)
+            if perturb:
+                self.perturb(k, args, perturb[i])
             if self.cuda:
                 torch.cuda.synchronize()
             t1 = time.perf_counter()
@@ -196,7 +211,7 @@ class PyWorker:
             host.append(h)
         return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3}
 
-    def cmd_dump(self, k, tag, sample=None):
+    def cmd_dump(self, k, tag, sample=None, n_in=0):
         """The last timed run's outputs; with sample [a, b, m] only the m
         elements (a + j*b) mod n of each output of n > m elements (the
         native worker's rule, docs/evaluation.md)."""
@@ -204,18 +219,23 @@ class PyWorker:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
         outs = self.last[k]
         unw = self.unwritten(outs, 0)
+        ins = self.slot(k)[0][:int(n_in)]
         if sample is not None:
             a, b, m = (int(x) for x in sample)
-            picked = []
-            for o in outs:
-                flat = o.detach().contiguous().reshape(-1)
-                n = flat.numel()
-                if 0 < m < n:
-                    j = self.torch.arange(m, dtype=self.torch.int64, device=flat.device)
-                    flat = flat[(a % n + j * (b % n)) % n]
-                picked.append(flat)
-            outs = picked
-        return {"ok": True, "files": self.write(outs, tag, 0), "unwritten": unw}
+            outs, ins = self.sample(outs, a, b, m), self.sample(ins, a, b, m)
+        return {"ok": True, "files": self.write(outs, tag, 0), "unwritten": unw,
+                "in_files": self.write(ins, tag + "_in", 0)}
+
+    def sample(self, ts, a, b, m):
+        picked = []
+        for o in ts:
+            flat = o.detach().contiguous().reshape(-1)
+            n = flat.numel()
+            if 0 < m < n:
+                j = self.torch.arange(m, dtype=self.torch.int64, device=flat.device)
+                flat = flat[(a % n + j * (b % n)) % n]
+            picked.append(flat)
+        return picked
 
 
 def _tag(c):
@@ -254,9 +274,9 @@ def main(argv):
             elif cmd == "run":
                 r = w.cmd_run(int(c["set"]), _tag(c))
             elif cmd == "time":
-                r = w.cmd_time([int(k) for k in c["sets"]])
+                r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"))
             elif cmd == "dump":
-                r = w.cmd_dump(int(c["set"]), _tag(c), c.get("sample"))
+                r = w.cmd_dump(int(c["set"]), _tag(c), c.get("sample"), c.get("inputs", 0))
             else:
                 r = {"ok": False, "stage": "request", "error": "unknown command"}
         except Exception as e:
