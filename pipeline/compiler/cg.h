@@ -151,6 +151,8 @@ struct cg_emit {
 					 * 2 derived from one */
 		int64_t rowstride;	/* CUDA: a team kernel's inner variable, its
 					 * stride in the row's linear index; else 0 */
+		char ridx[48];		/* CUDA row_regs: a team loop variable's
+					 * element in the thread's register row; "" */
 	} var[CG_NV];
 	int ntemps;
 	struct cg_scope *all;		/* every scope, for freeing */
@@ -173,6 +175,18 @@ struct cg_emit {
 	int64_t row_len;		/* the inner loop's row length; 0 when none */
 	int row_nvars;			/* its variables of extent > 1 */
 	int64_t rc_bytes;		/* shared memory bytes per team used */
+	/* schedule row_regs: the same rows kept in registers instead. Every
+	 * team loop over rr_len elements walks the thread's part of the row
+	 * in one layout, element (kb_lane + i * rr_team) * vec + j at
+	 * register i * vec + j, fully unrolled (compile-time trip counts),
+	 * so a thread only ever reads the elements it loaded itself and the
+	 * array stays in registers. */
+	int row_regs;			/* 1: rows go to registers (row_cache 1/2 as above) */
+	int vec_red;			/* CUDA column teams: sums and products may
+					 * carry vector lanes (an accumulator per lane) */
+	int rr_team;			/* threads per team, a compile-time constant */
+	int64_t rr_len;			/* the row length the layout covers */
+	char rr_inner[48];		/* the inner loop's register index of lane kb_j */
 	int nrc;
 	struct {
 		int leaf;

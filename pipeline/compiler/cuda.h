@@ -18,6 +18,9 @@ struct cu {
 	int nconv;		/* convolutions so far */
 	int cublas, cudnn;	/* libraries the host code uses */
 	int scratch;		/* the host code calls kb_scratch */
+	int block;		/* threads per block of the group being emitted */
+	int rr;			/* its team kernel keeps rows in registers (row_regs) */
+	int64_t rr_len;		/* of that length */
 };
 
 /* One line of host code (indented once). */

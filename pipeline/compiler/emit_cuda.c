@@ -13,7 +13,9 @@
  *           team, so a row is read once per pass and never leaves L1/L2;
  *   column: reductions over a non-contiguous dim into outputs that each
  *           need nothing but those reductions (09_mean_tanh: a mean over
- *           the middle dim): a 32-wide block per 32 adjacent outputs, its
+ *           the middle dim): a 32-wide block per 32 adjacent outputs
+ *           (32 x vec for sums and products, a thread's vec adjacent
+ *           outputs read 16 bytes at a time), its
  *           threadIdx.y rows splitting each reduction, combined through
  *           shared memory in a fixed order (deterministic); adjacent
  *           threads read adjacent addresses and every SM gets work even
@@ -38,6 +40,10 @@ enum cu_mode { CU_FLAT, CU_TEAM, CU_THREAD, CU_COL };
 /* Shared memory a block's row cache may take: two blocks still fit an SM
  * of Hopper (227 KiB), so one can load while the other computes. */
 #define KB_ROW_CACHE_BYTES (96 * 1024)
+
+/* Bytes of rows a thread may keep in registers (row_regs): 32 floats,
+ * half that at 1024 threads, where a thread has 64 registers in all. */
+#define KB_ROW_REGS_BYTES 128
 
 void
 cu_hline(struct cu *c, const char *fmt, ...)
@@ -133,11 +139,13 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	cg_map_offset(m, n->rank, n->shape, &off);
 	cgx_aff_print(e, &off, &b);
 	if (v->vec && v->dtype == n->dtype && e->vec_var >= 0 && off.c[e->vec_var] == 1)
-		cg_line(e, S, "kb_store_vec(%s + %s, %s);", c->ptrs[root], buf_cstr(&b), v->name);
+		cg_line(e, S, "%s%s%skb_store_vec(%s + %s, %s);", guard ? "if (" : "", guard ? guard : "",
+		    guard ? ") " : "", c->ptrs[root], buf_cstr(&b), v->name);
 	else if (v->vec || (e->vec_var >= 0 && off.c[e->vec_var]))
 		/* every lane is written, also when the value is the same for all */
-		cg_line(e, S, "KB_LANES %s[%s + kb_j] = %s;", c->ptrs[root], buf_cstr(&b),
-		    cgx_opnd(v, n->dtype, 1, x, sizeof(x)));
+		cg_line(e, S, "%s%s%sKB_LANES %s[%s + kb_j] = %s;%s", guard ? "if (" : "", guard ? guard : "",
+		    guard ? ") { " : "", c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 1, x, sizeof(x)),
+		    guard ? " }" : "");
 	else
 		cg_line(e, S, "%s%s%s%s[%s] = %s;", guard ? "if (" : "", guard ? guard : "", guard ? ") " : "",
 		    c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
@@ -168,7 +176,9 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		return e->error;
 	K->depth = 1;
 	if (mode == CU_COL) {
-		int64_t nb = (nout + 31) / 32;
+		/* with vec lanes each thread owns vec adjacent outputs and
+		 * reads them 16 bytes at a time (sum/prod, cgx_reduce) */
+		int64_t nslot = nout / vec, nb = (nslot + 31) / 32;
 		cg_line(e, K, "const int kb_lane = threadIdx.y, kb_team = blockDim.y;");
 		if (!(O = cg_scope_new(e, K)))
 			return e->error;
@@ -177,13 +187,14 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_printf(&O->head, "for (int64_t kb_ob = blockIdx.x; kb_ob < %" PRId64 "; kb_ob += gridDim.x)", nb);
 		/* the last block's spare columns recompute the last output and store nothing */
 		cg_line(e, O, "const int64_t kb_oc = kb_ob * 32 + threadIdx.x;");
-		cg_line(e, O, "const int64_t kb_o = kb_oc < %" PRId64 " ? kb_oc : %" PRId64 ";", nout, nout - 1);
-		if (q > 0 && split_index(e, O, "kb_o", shape, 0, q, 1, vars) < 0)
+		cg_line(e, O, "const int64_t kb_o = kb_oc < %" PRId64 " ? kb_oc : %" PRId64 ";", nslot, nslot - 1);
+		if (q > 0 && split_index(e, O, "kb_o", shape, 0, q, vec, vars) < 0)
 			return e->error;
+		e->vec_red = vec > 1;
 		cur = O;
 		guard = "kb_lane == 0 && kb_oc == kb_o";
 		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", id, nb,
-		    c->s->block / 32);
+		    c->block / 32);
 	} else if (mode != CU_TEAM) {
 		int64_t ns = ir_numel(q, shape) / vec;
 		if (!(cur = cg_scope_new(e, K)))
@@ -194,13 +205,14 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		if (q > 0 && split_index(e, cur, "kb_i", shape, 0, q, vec, vars) < 0)
 			return e->error;
 		O = cur;
-		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, ns, c->s->block,
-		    c->s->block);
+		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, ns, c->block,
+		    c->block);
 	} else {
 		if (block_team)
 			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = blockDim.x;");
 		else
 			cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
+		cg_line(e, K, "(void)kb_team;	/* unused when every loop is in registers */");
 		if (!(O = cg_scope_new(e, K)))
 			return e->error;
 		O->uniform = 1;
@@ -214,13 +226,26 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		if (k > 0 && split_index(e, O, "kb_o", shape, 0, k, 1, vars) < 0)
 			return e->error;
 		cur = O;
+		if (rc_pass && c->rr) {
+			e->row_regs = 1;
+			e->rr_team = block_team ? c->block : 32;
+			e->rr_len = c->rr_len;
+		}
 		if (k < q) {
 			if (!(I = cg_scope_new(e, O)))
 				return e->error;
 			I->uniform = 0;
 			I->level = q;
-			buf_printf(&I->head, "for (int64_t kb_n = kb_lane; kb_n < %" PRId64 "; kb_n += kb_team)",
-			    nin / vec);
+			if (rc_pass == 2 && e->row_regs) {
+				/* the register rows' layout (cg.h), fully unrolled */
+				buf_printf(&I->head, "#pragma unroll\nfor (int64_t kb_ni = 0, kb_n = kb_lane; kb_ni < %"
+				    PRId64 "; kb_ni++, kb_n += %d)", nin / vec / e->rr_team, e->rr_team);
+				snprintf(e->rr_inner, sizeof(e->rr_inner), vec > 1 ? "kb_ni * %d + kb_j" : "kb_ni",
+				    vec);
+			} else {
+				buf_printf(&I->head, "for (int64_t kb_n = kb_lane; kb_n < %" PRId64 "; kb_n += kb_team)",
+				    nin / vec);
+			}
 			snprintf(lin, sizeof(lin), "kb_n");
 			if (split_index(e, I, lin, shape, k, q, vec, vars) < 0)
 				return e->error;
@@ -240,7 +265,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 				e->rc[r].filled = 0;
 		}
 		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, nout,
-		    block_team ? 1 : c->s->block / 32, c->s->block);
+		    block_team ? 1 : c->block / 32, c->block);
 	}
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
@@ -251,7 +276,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		guard = "kb_lane == 0";
 	if ((error = store(c, cur, root, &m, &v, guard)) < 0)
 		return error;
-	if (e->row_cache == 2 && e->nrc > 0) {
+	if (e->row_cache == 2 && e->nrc > 0 && !e->row_regs) {
 		/* cached rows are read across lanes by the inner loop, and the
 		 * next row overwrites them: a barrier before and after it */
 		if (I) {
@@ -264,7 +289,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	}
 	if (I && (error = cg_scope_close(e, I)) < 0)
 		return error;
-	if (e->row_cache == 2 && e->nrc > 0) {
+	if (e->row_cache == 2 && e->nrc > 0 && !e->row_regs) {
 		if (I)
 			cg_line(e, O, "KB_ROW_SYNC();");
 		cg_line(e, K, "extern __shared__ __align__(16) unsigned char kb_smem[];");
@@ -273,13 +298,13 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		for (int r = 0; r < e->nrc; r++)
 			cg_line(e, K, "%s *kb_row%d = (%s *)(kb_team_smem + %" PRId64 ");",
 			    cg_ctype(e->rc[r].dtype), r, cg_ctype(e->rc[r].dtype), e->rc[r].off);
-		smem = e->rc_bytes * (block_team ? 1 : c->s->block / 32);
+		smem = e->rc_bytes * (block_team ? 1 : c->block / 32);
 	}
 	if ((error = cg_scope_close(e, O)) < 0)
 		return error;
 	kernel_params(c, root, &sig, &args);
 	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, mode == CU_COL ? 2 : block_team);
-	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->s->block, id,
+	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->block, id,
 	    buf_cstr(&sig));
 	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
 	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n\n");
@@ -308,7 +333,8 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 }
 
 /* group_kernel, with the row cache's dry pass first when the schedule
- * asks for it and the kernel is a team kernel. */
+ * asks for it (row_regs where emit_group found the row fits registers,
+ * else row_cache) and the kernel is a team kernel. */
 static int
 team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
     int block_team, int vec, struct buf *launch)
@@ -318,7 +344,7 @@ team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mo
 	int nk = c->nk, error, n = 0;
 	int64_t budget;
 
-	if (!c->s->row_cache || mode != CU_TEAM || k == 0)
+	if ((!c->s->row_cache && !c->rr) || mode != CU_TEAM || k == 0)
 		return group_kernel(c, root, q, shape, mode, k, block_team, vec, 0, launch);
 	if ((error = group_kernel(c, root, q, shape, mode, k, block_team, vec, 1, launch)) < 0)
 		return error;
@@ -327,7 +353,25 @@ team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mo
 	c->nk = nk;
 	/* keep rows read more than once, one of them by a team loop (which
 	 * covers the row), in order, within the budget */
-	budget = block_team ? KB_ROW_CACHE_BYTES : KB_ROW_CACHE_BYTES / (c->s->block / 32);
+	budget = block_team ? KB_ROW_CACHE_BYTES : KB_ROW_CACHE_BYTES / (c->block / 32);
+	if (c->rr) {
+		/* registers: rows of the layout's length read more than once
+		 * (every read is the thread's own part), within a thread's
+		 * register budget (64 registers a thread at 1024 threads) */
+		int team = block_team ? c->block : 32;
+		budget = c->block >= 1024 ? KB_ROW_REGS_BYTES / 2 : KB_ROW_REGS_BYTES;
+		e->rc_bytes = 0;
+		for (int r = 0; r < e->nrc; r++) {
+			int64_t bytes = e->rc[r].len / team * cg_dtype_size(e->rc[r].dtype);
+			if (e->rc[r].uses < 2 || e->rc[r].len != c->rr_len || e->rc_bytes + bytes > budget)
+				continue;
+			e->rc[n] = e->rc[r];
+			e->rc_bytes += bytes;
+			n++;
+		}
+		e->nrc = n;
+		return group_kernel(c, root, q, shape, mode, k, block_team, vec, 2, launch);
+	}
 	e->rc_bytes = 0;
 	for (int r = 0; r < e->nrc; r++) {
 		int64_t pad = (e->rc[r].len * cg_dtype_size(e->rc[r].dtype) + 15) / 16 * 16;
@@ -371,15 +415,32 @@ emit_group(struct cu *c, int root)
 		block_team = c->s->reduce == SCHED_RED_BLOCK ||
 		    (c->s->reduce == SCHED_RED_AUTO && (k == 0 || ir_numel(q - k, shape + k) >= 1024 ||
 		    e->red_extent >= 2048));
-	vec = mode == CU_THREAD || mode == CU_COL || q == 0 ? 1 : c->s->vec;
-	if (mode == CU_TEAM && k == q) {
-		/* no inner loop: only the row cache's copies can be wide */
-		if (!c->s->row_cache)
-			vec = 1;
-	} else {
+	vec = mode == CU_THREAD || q == 0 ? 1 : c->s->vec;
+	if (!(mode == CU_TEAM && k == q)) {
 		while (vec > 1 && shape[q - 1] % vec)
 			vec >>= 1;
 	}
+	c->block = c->s->block;
+	c->rr = 0;
+	if (mode == CU_TEAM && k > 0 && c->s->row_regs) {
+		/* rows in registers when a thread's part is at most 32
+		 * elements: a block team grows (to 1024 threads) until it is
+		 * at most 16, and the layout has no tail */
+		int64_t L = k < q ? ir_numel(q - k, shape + k) : e->red_extent;
+		int tb = c->s->block, team;
+		if (block_team)
+			while (tb < 1024 && L / tb > 16)
+				tb *= 2;
+		team = block_team ? tb : 32;
+		if (L > 0 && L % ((int64_t)team * vec) == 0 && L / team <= 32) {
+			c->rr = 1;
+			c->rr_len = L;
+			c->block = tb;
+		}
+	}
+	/* no inner loop: only the row cache's copies can be wide */
+	if (mode == CU_TEAM && k == q && !c->s->row_cache && !c->rr)
+		vec = 1;
 	error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
 	if (error == -EAGAIN && vec > 1) {
 		/* vector lanes met an index computation: scalar lanes */

@@ -120,6 +120,11 @@ cg_emit_reset_vars(struct cg_emit *e)
 	e->rc_scope = NULL;
 	e->row_len = 0;
 	e->row_nvars = 0;
+	e->row_regs = 0;
+	e->vec_red = 0;
+	e->rr_team = 0;
+	e->rr_len = 0;
+	e->rr_inner[0] = '\0';
 }
 
 struct cg_scope *
@@ -207,6 +212,7 @@ cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix)
 	e->var[v].extent = 0;
 	e->var[v].coop = 0;
 	e->var[v].rowstride = 0;
+	e->var[v].ridx[0] = '\0';
 	return v;
 }
 
@@ -466,6 +472,57 @@ aligned(const struct cg_emit *e, const struct cg_aff *off)
  * variables of the team-uniform scope). So a softmax or a norm reads
  * global memory once. 1 when handled here.
  */
+/*
+ * Row k of the row cache in registers (schedule row_regs): a thread's
+ * part of the row, loaded at its first use by a fully unrolled loop (16
+ * bytes at a time where the kernel's buffers and the row's start allow)
+ * into an array every team loop of the row indexes with compile-time
+ * constants (cg.h: the layout). Nothing is shared between threads, so no
+ * barrier. A read that is not in a loop of that layout is left to global
+ * memory (0).
+ */
+static int
+row_in_regs(struct cg_emit *e, struct cg_scope *at, int id, int k, int coopv, int vec,
+    struct cg_val *out)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	const char *T = cg_ctype(n->dtype), *idx;
+	int w = e->vec, team = e->rr_team, vw = w;
+	int64_t npt = e->rc[k].len / team;
+	struct buf b = BUF_INIT(EXPR_MAX);
+
+	idx = coopv >= 0 ? e->var[coopv].ridx : e->rr_inner;
+	if (!idx[0] || (coopv < 0 && w > 1 && !vec))
+		return 0;
+	if (!e->rc[k].filled) {
+		if (!(cg_dtype_size(n->dtype) * w == 8 || cg_dtype_size(n->dtype) * w == 16) ||
+		    e->rc[k].outer.k % w)
+			vw = 1;
+		for (int v = 0; v < e->nvars; v++)
+			if (e->rc[k].outer.c[v] % w)
+				vw = 1;
+		cgx_aff_print(e, &e->rc[k].outer, &b);
+		cg_line(e, e->rc_scope, "%s kb_row%d[%" PRId64 "];", T, k, npt);
+		cg_line(e, e->rc_scope, "#pragma unroll");
+		cg_line(e, e->rc_scope, "for (int kb_c = 0; kb_c < %" PRId64 "; kb_c++)", npt / w);
+		if (vw > 1)
+			cg_line(e, e->rc_scope, "\tkb_load_part<%s, %d>(kb_row%d, kb_c * %d, %s + %s + "
+			    "(int64_t)(kb_lane + kb_c * %d) * %d);", T, w, k, w, e->bufname[id], buf_cstr(&b),
+			    team, w);
+		else
+			cg_line(e, e->rc_scope, "\tKB_LANES kb_row%d[kb_c * KB_VEC + kb_j] = %s[%s + "
+			    "(int64_t)(kb_lane + kb_c * %d) * KB_VEC + kb_j];", k, e->bufname[id], buf_cstr(&b),
+			    team);
+		buf_reset(&b);
+		e->rc[k].filled = 1;
+	}
+	buf_printf(&b, "kb_row%d[%s]", k, idx);
+	cgx_temp(e, at, n->dtype, coopv < 0 && vec, buf_cstr(&b), out);
+	buf_free(&b);
+	e->used[id] = 1;
+	return 1;
+}
+
 static int
 row_cached(struct cg_emit *e, struct cg_scope *at, int id, const struct cg_aff *off,
     struct cg_val *out)
@@ -523,6 +580,8 @@ row_cached(struct cg_emit *e, struct cg_scope *at, int id, const struct cg_aff *
 	}
 	if (k == e->nrc || e->rc[k].len != len)
 		return 0;
+	if (e->row_regs)
+		return row_in_regs(e, at, id, k, coopv, vec, out);
 	if (!e->rc[k].filled) {
 		int w = e->vec, vw = 1;
 		/* 8- or 16-byte copies in the kernel whose buffers the host

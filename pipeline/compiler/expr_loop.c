@@ -83,9 +83,19 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			return NULL;
 		e->var[v].extent = total;
 		e->var[v].coop = 1;
-		buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
-		buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
-		    e->var[v].name, e->var[v].name, total, e->var[v].name);
+		if (e->row_regs && e->row_cache == 2 && total == e->rr_len) {
+			/* the register rows' layout (cg.h), fully unrolled */
+			const char *x = e->var[v].name;
+			buf_printf(&L->head, "#pragma unroll\nfor (int kb_i%d = 0; kb_i%d < %" PRId64 "; kb_i%d++)\n",
+			    v, v, total / ((int64_t)e->rr_team * e->vec), v);
+			buf_printf(&L->head, "#pragma unroll\nfor (int64_t %s = (int64_t)(kb_lane + kb_i%d * %d) * %d, "
+			    "kb_j%d = 0; kb_j%d < %d; kb_j%d++, %s++)", x, v, e->rr_team, e->vec, v, v, e->vec, v, x);
+			snprintf(e->var[v].ridx, sizeof(e->var[v].ridx), "kb_i%d * %d + kb_j%d", v, e->vec, v);
+		} else {
+			buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
+			buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
+			    e->var[v].name, e->var[v].name, total, e->var[v].name);
+		}
 		*first = L;
 		*linvar = v;
 		for (d = an->rank - 1; d >= 0; d--) {
@@ -162,11 +172,16 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	struct cg_map am;
 	struct cg_val v;
 	char acc[24], init[128], clause[128], x[256];
-	int fl = ir_dtype_is_float(vt), coop, lin, error, isarg;
+	int fl = ir_dtype_is_float(vt), coop, lin, error, isarg, lanes = 0;
 
 	for (int d = 0; d < m->rank; d++) {
-		if (cgx_aff_vec(e, &m->r[d]))
-			return cg_fail(e, -EAGAIN, "vector lanes through a reduction");
+		if (cgx_aff_vec(e, &m->r[d])) {
+			/* column teams: a sum or product per lane (the lanes are
+			 * kept dims, adjacent outputs read 16 bytes at a time) */
+			if (!e->vec_red || (n->op != CG_RSUM && n->op != CG_RPROD))
+				return cg_fail(e, -EAGAIN, "vector lanes through a reduction");
+			lanes = 1;
+		}
 		P = cgx_aff_scope(e, &m->r[d], P);
 	}
 	P = cgx_deeper(P, cgx_guard_floor(s));
@@ -190,6 +205,8 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	if (isarg) {
 		cg_line(e, P, "%s %sv = %s;", cg_ctype(an->dtype), acc, init);
 		cg_line(e, P, "int64_t %s = 0;", acc);
+	} else if (lanes) {
+		cg_line(e, P, "%s %s[KB_VEC]; KB_LANES %s[kb_j] = %s;", cg_ctype(at), acc, acc, init);
 	} else {
 		cg_line(e, P, "%s %s = %s;", cg_ctype(at), acc, init);
 		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
@@ -236,9 +253,23 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		e->nred--;
 	if (error < 0)
 		return error;
-	cgx_opnd(&v, vt, 0, x, sizeof(x));
-	if (v.vec)
+	cgx_opnd(&v, vt, lanes, x, sizeof(x));
+	if (v.vec && !lanes)
 		return cg_fail(e, -EAGAIN, "vector lanes inside a reduction");
+	if (lanes) {
+		cg_line(e, inner, "KB_LANES %s[kb_j] %s= %s;", acc, n->op == CG_RSUM ? "+" : "*", x);
+		if ((error = close_loops(e, inner, P)) < 0)
+			return error;
+		if (coop)
+			cg_line(e, P, "KB_LANES %s[kb_j] = kb_team_%s(%s[kb_j]);", acc,
+			    n->op == CG_RSUM ? "sum" : "prod", acc);
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "%s", acc);
+		out->scope = P;
+		out->vec = 1;
+		out->dtype = at;
+		return e->error;
+	}
 	switch (n->op) {
 	case CG_RSUM: cg_line(e, inner, "%s += %s;", acc, x); break;
 	case CG_RPROD: cg_line(e, inner, "%s *= %s;", acc, x); break;

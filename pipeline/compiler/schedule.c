@@ -23,6 +23,9 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	 * until one has, so a first candidate is the path that has; the
 	 * search turns them on and the evaluator judges the result */
 	s->row_cache = 0;
+	/* one global read of a row, like torch.compile's persistent
+	 * reductions: the default where it applies */
+	s->row_regs = 1;
 	s->tf32 = 0;
 	s->gemm_algo = 0;
 	s->conv_algo = -1;
@@ -56,7 +59,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	static const int vecs[] = { 1, 2, 4 };
 	static const int tiles[] = { 16, 32, 64, 128, 256 };
 
-	switch (pick(rng, 9)) {
+	switch (pick(rng, 10)) {
 	case 0: s->block = blocks[pick(rng, 5)]; break;
 	case 1: s->vec = vecs[pick(rng, 3)]; break;
 	case 2: s->unroll = 1 + pick(rng, 8); break;
@@ -65,6 +68,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	case 5: s->gemm_algo = pick(rng, 8); s->conv_algo = pick(rng, 9) - 1; break;
 	case 6: s->cpu_tile = tiles[pick(rng, 5)]; break;
 	case 7: s->attn = !s->attn; break;
+	case 8: s->row_regs = !s->row_regs; break;
 	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
 	}
 }
@@ -80,6 +84,7 @@ schedule_crossover(struct schedule *c, const struct schedule *a, const struct sc
 	X(unroll);
 	X(reduce);
 	X(row_cache);
+	X(row_regs);
 	X(tf32);
 	X(gemm_algo);
 	X(conv_algo);
@@ -97,10 +102,10 @@ schedule_to_json(const struct schedule *s)
 	char cuts[32];
 
 	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:b, s:i, s:i, s:i, s:b, s:s}",
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:b, s:b, s:i, s:i, s:i, s:b, s:s}",
 	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
 	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
-	    "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
+	    "row_regs", s->row_regs, "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
 	    "cpu_tile", s->cpu_tile, "attn", s->attn, "cuts", cuts);
 }
 
@@ -127,7 +132,7 @@ int
 schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen)
 {
 	static const char *const known[] = { "backend", "block", "vec", "unroll", "reduce",
-		"row_cache", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "attn", "cuts", NULL };
+		"row_cache", "row_regs", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "attn", "cuts", NULL };
 	struct schedule t = *s;
 	const char *k, *str;
 	json_t *v;
@@ -157,6 +162,7 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "vec", 1, 4, &t.vec, err, errlen) < 0 ||
 	    get_int(j, "unroll", 1, 8, &t.unroll, err, errlen) < 0 ||
 	    get_int(j, "row_cache", 0, 1, &t.row_cache, err, errlen) < 0 ||
+	    get_int(j, "row_regs", 0, 1, &t.row_regs, err, errlen) < 0 ||
 	    get_int(j, "tf32", 0, 1, &t.tf32, err, errlen) < 0 ||
 	    get_int(j, "gemm_algo", 0, 7, &t.gemm_algo, err, errlen) < 0 ||
 	    get_int(j, "conv_algo", -1, 7, &t.conv_algo, err, errlen) < 0 ||
@@ -194,8 +200,8 @@ schedule_describe(const struct schedule *s, struct buf *b)
 {
 	if (s->backend == SCHED_CPU)
 		return buf_printf(b, "cpu_tile=%d cuts=%" PRIx64, s->cpu_tile, s->cuts);
-	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d cuts=%" PRIx64,
-	    s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache, s->tf32,
+	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d cuts=%" PRIx64,
+	    s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache, s->row_regs, s->tf32,
 	    s->gemm_algo, s->conv_algo, s->attn, s->cuts);
 }
 
@@ -204,6 +210,7 @@ schedule_cmp(const struct schedule *a, const struct schedule *b)
 {
 	return a->backend != b->backend || a->block != b->block || a->vec != b->vec ||
 	    a->unroll != b->unroll || a->reduce != b->reduce || a->row_cache != b->row_cache ||
+	    a->row_regs != b->row_regs ||
 	    a->tf32 != b->tf32 || a->gemm_algo != b->gemm_algo || a->conv_algo != b->conv_algo ||
 	    a->cpu_tile != b->cpu_tile || a->attn != b->attn || a->cuts != b->cuts;
 }

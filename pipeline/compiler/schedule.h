@@ -38,6 +38,9 @@ struct schedule {
 	int unroll;		/* independent iterations per thread: 1..8 */
 	enum schedule_reduce reduce;
 	int row_cache;		/* CUDA: keep a reduced row in shared memory: 0/1 */
+	int row_regs;		/* CUDA: keep a team kernel's row in registers when it fits
+				 * (<= 32 elements a thread; the team grows to 1024 threads
+				 * to make it fit): 0/1, before row_cache */
 	int tf32;		/* TF32 tensor cores in GEMM/conv (only if the tolerance allows) */
 	int gemm_algo;		/* cuBLASLt heuristic rank: 0..7 */
 	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */

@@ -136,8 +136,14 @@ build_queue(struct pc_state *st, uint64_t *rng)
 		q[n] = d;
 		q[n++].reduce = (enum schedule_reduce)r;
 	}
+	/* the three ways a team kernel holds its row: registers (default
+	 * where it fits), shared memory (row_regs wins where both apply,
+	 * so it goes off), global memory */
 	q[n] = d;
+	q[n].row_regs = 0;
 	q[n++].row_cache = !d.row_cache;
+	q[n] = d;
+	q[n++].row_regs = !d.row_regs;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;
