@@ -346,19 +346,6 @@ cu_conv(struct cu *c, int root)
 
 #define KB_SCAN_REGS 32	/* a scan segment this long stays in registers */
 
-/* An inclusive scan of x across the warp's lanes (kb_wl), by shuffles. */
-static void
-warp_scan(struct cg_emit *e, struct cg_scope *O, const char *T, const char *x, const char *op,
-    const char *ind)
-{
-	cg_line(e, O, "#pragma unroll");
-	cg_line(e, O, "%sfor (int kb_s = 1; kb_s < 32; kb_s <<= 1) {", ind);
-	cg_line(e, O, "%s\t%s kb_t = __shfl_up_sync(0xffffffffu, %s, kb_s);", ind, T, x);
-	cg_line(e, O, "%s\tif (kb_wl >= kb_s)", ind);
-	cg_line(e, O, "%s\t\t%s %s= kb_t;", ind, x, op);
-	cg_line(e, O, "%s}", ind);
-}
-
 int
 cu_scan(struct cu *c, int root)
 {
@@ -469,44 +456,17 @@ cu_scan(struct cu *c, int root)
 	cg_line(e, P1, "kb_acc %s= %s;", mul ? "*" : "+", cgx_opnd(&v, n->dtype, 0, x, sizeof(x)));
 	if ((error = cg_scope_close(e, P1)) < 0)
 		return error;
-	if (cg_dtype_size(n->dtype) >= 4) {
-		/* exclusive prefix of the segment totals: a shuffle scan in each
-		 * warp, the warps' totals scanned by the first warp (kb_part
-		 * [32..64) holds their inclusive prefix), in a fixed order; two
-		 * barriers instead of two per step */
-		const char *op = mul ? "*" : "+";
-		cg_line(e, O, "{");
-		cg_line(e, O, "\tconst int kb_wl = threadIdx.x & 31, kb_wi = threadIdx.x >> 5;");
-		cg_line(e, O, "\t%s kb_x = kb_acc, kb_y, kb_ex;", T);
-		warp_scan(e, O, T, "kb_x", op, "\t");
-		cg_line(e, O, "\tkb_ex = __shfl_up_sync(0xffffffffu, kb_x, 1);");
-		cg_line(e, O, "\tif (kb_wl == 0)");
-		cg_line(e, O, "\t\tkb_ex = %s;", init);
-		cg_line(e, O, "\tif (kb_wl == 31)");
-		cg_line(e, O, "\t\tkb_part[kb_wi] = kb_x;");
-		cg_line(e, O, "\t__syncthreads();");
-		cg_line(e, O, "\tif (kb_wi == 0) {");
-		cg_line(e, O, "\t\tkb_y = kb_wl < (int)(blockDim.x >> 5) ? kb_part[kb_wl] : %s;", init);
-		warp_scan(e, O, T, "kb_y", op, "\t\t");
-		cg_line(e, O, "\t\tkb_part[32 + kb_wl] = kb_y;");
-		cg_line(e, O, "\t}");
-		cg_line(e, O, "\t__syncthreads();");
-		cg_line(e, O, "\tkb_acc = kb_wi ? kb_part[31 + kb_wi] %s kb_ex : kb_ex;", op);
-		cg_line(e, O, "\t__syncthreads();");
-		cg_line(e, O, "}");
-	} else {
-		/* exclusive prefix of the segment totals (Hillis-Steele in shared memory) */
-		cg_line(e, O, "kb_part[threadIdx.x] = kb_acc;");
-		cg_line(e, O, "__syncthreads();");
-		cg_line(e, O, "for (int kb_s = 1; kb_s < blockDim.x; kb_s <<= 1) {");
-		cg_line(e, O, "\t%s kb_t = threadIdx.x >= kb_s ? kb_part[threadIdx.x - kb_s] : %s;", T, init);
-		cg_line(e, O, "\t__syncthreads();");
-		cg_line(e, O, "\tkb_part[threadIdx.x] %s= kb_t;", mul ? "*" : "+");
-		cg_line(e, O, "\t__syncthreads();");
-		cg_line(e, O, "}");
-		cg_line(e, O, "kb_acc = threadIdx.x ? kb_part[threadIdx.x - 1] : %s;", init);
-		cg_line(e, O, "__syncthreads();");
-	}
+	/* exclusive prefix of the segment totals (Hillis-Steele in shared memory) */
+	cg_line(e, O, "kb_part[threadIdx.x] = kb_acc;");
+	cg_line(e, O, "__syncthreads();");
+	cg_line(e, O, "for (int kb_s = 1; kb_s < blockDim.x; kb_s <<= 1) {");
+	cg_line(e, O, "\t%s kb_t = threadIdx.x >= kb_s ? kb_part[threadIdx.x - kb_s] : %s;", T, init);
+	cg_line(e, O, "\t__syncthreads();");
+	cg_line(e, O, "\tkb_part[threadIdx.x] %s= kb_t;", mul ? "*" : "+");
+	cg_line(e, O, "\t__syncthreads();");
+	cg_line(e, O, "}");
+	cg_line(e, O, "kb_acc = threadIdx.x ? kb_part[threadIdx.x - 1] : %s;", init);
+	cg_line(e, O, "__syncthreads();");
 	/* pass 2: rescan the segment from its prefix, writing */
 	if (!(P2 = cg_scope_new(e, O)) || (vars[dim] = cg_var_new(e, P2, "i")) < 0)
 		return e->error;

@@ -387,10 +387,6 @@ test_cuda_paths(void)
 		  "conv_algo ranks the heuristic's answers" },
 		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
 		  NULL, "and loads it 16 bytes at a time" },
-		{ "14_cumsum", NULL, "float kb_t = __shfl_up_sync(0xffffffffu, kb_x, kb_s);", "kb_s < blockDim.x",
-		  "segment totals are scanned by warp shuffles, then the warps' totals by one warp" },
-		{ "14_cumsum", NULL, "kb_acc = kb_wi ? kb_part[31 + kb_wi] + kb_ex : kb_ex;", NULL,
-		  "a thread's prefix is the warps before it plus its exclusive prefix in its warp" },
 	};
 	char path[4200], err[256], label[200];
 
