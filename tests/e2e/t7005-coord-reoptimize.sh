@@ -20,7 +20,7 @@ kb_serve_stop
 coord_config "$TMP/kb.yml" "$(local_forge)" 'schedule: "* * * * *"'
 kb_serve_start "$TMP/kb.yml" || t_done
 check "the schedule fired" wait_sql 30 "SELECT count(*) FROM jobs WHERE trigger = 'schedule'" 1
-wait_sql 60 "SELECT state FROM jobs WHERE trigger = 'schedule'" done
+check "the scheduled job is done" wait_sql 120 "SELECT state FROM jobs WHERE trigger = 'schedule'" done
 check_eq "it re-optimized the delivered module for its arch" \
     "$(db "SELECT t.module, t.arch, t.state FROM tasks t JOIN jobs j ON j.id = t.job WHERE j.trigger = 'schedule'")" \
     "models/fast.py|cpu|done"
