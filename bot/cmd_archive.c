@@ -338,7 +338,7 @@ similar_with_config(struct store *s, const struct config *cfg,
     const struct archive_opts *o, const char *problem)
 {
 	struct llm_config lc;
-	struct llm_client cl;
+	struct llm_client cl = { 0 };
 	char err[512];
 	int set = 0, rc;
 
