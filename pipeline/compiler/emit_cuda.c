@@ -425,11 +425,12 @@ emit_group(struct cu *c, int root)
 	if (mode == CU_TEAM && k > 0 && c->s->row_regs) {
 		/* rows in registers when a thread's part is at most 32
 		 * elements: a block team grows (to 1024 threads) until it is
-		 * at most 16, and the layout has no tail */
+		 * at most 16 (row_regs 2: 32, so fewer threads hold a row and
+		 * more blocks share an SM), and the layout has no tail */
 		int64_t L = k < q ? ir_numel(q - k, shape + k) : e->red_extent;
-		int tb = c->s->block, team;
+		int tb = c->s->block, team, part = c->s->row_regs == 2 ? 32 : 16;
 		if (block_team)
-			while (tb < 1024 && L / tb > 16)
+			while (tb < 1024 && L / tb > part)
 				tb *= 2;
 		team = block_team ? tb : 32;
 		if (L > 0 && L % ((int64_t)team * vec) == 0 && L / team <= 32) {

@@ -70,7 +70,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	case 5: s->gemm_algo = pick(rng, 8); s->conv_algo = pick(rng, 9) - 1; break;
 	case 6: s->cpu_tile = tiles[pick(rng, 5)]; break;
 	case 7: s->attn = !s->attn; break;
-	case 8: s->row_regs = !s->row_regs; break;
+	case 8: s->row_regs = (s->row_regs + 1 + pick(rng, 2)) % 3; break;
 	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
 	}
 }
@@ -104,7 +104,7 @@ schedule_to_json(const struct schedule *s)
 	char cuts[32];
 
 	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:b, s:b, s:i, s:i, s:i, s:b, s:s}",
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:b, s:i, s:i, s:i, s:b, s:s}",
 	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
 	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
 	    "row_regs", s->row_regs, "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
@@ -118,7 +118,7 @@ get_int(const json_t *j, const char *k, int lo, int hi, int *out, char *err, siz
 
 	if (!v)
 		return 0;
-	if (json_is_boolean(v) && lo == 0 && hi == 1) {
+	if (json_is_boolean(v) && lo == 0 && hi >= 1) {
 		*out = json_is_true(v);
 		return 0;
 	}
@@ -164,7 +164,7 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "vec", 1, 4, &t.vec, err, errlen) < 0 ||
 	    get_int(j, "unroll", 1, 8, &t.unroll, err, errlen) < 0 ||
 	    get_int(j, "row_cache", 0, 1, &t.row_cache, err, errlen) < 0 ||
-	    get_int(j, "row_regs", 0, 1, &t.row_regs, err, errlen) < 0 ||
+	    get_int(j, "row_regs", 0, 2, &t.row_regs, err, errlen) < 0 ||
 	    get_int(j, "tf32", 0, 1, &t.tf32, err, errlen) < 0 ||
 	    get_int(j, "gemm_algo", 0, 7, &t.gemm_algo, err, errlen) < 0 ||
 	    get_int(j, "conv_algo", -1, 7, &t.conv_algo, err, errlen) < 0 ||

@@ -39,8 +39,10 @@ struct schedule {
 	enum schedule_reduce reduce;
 	int row_cache;		/* CUDA: keep a reduced row in shared memory: 0/1 */
 	int row_regs;		/* CUDA: keep a team kernel's row in registers when it fits
-				 * (<= 32 elements a thread; the team grows to 1024 threads
-				 * to make it fit): 0/1, before row_cache */
+				 * (<= 32 elements a thread): 0 no; 1 a block team grows
+				 * (to 1024 threads) until a thread holds <= 16; 2 until
+				 * <= 32 (half the threads, more blocks an SM). Before
+				 * row_cache */
 	int tf32;		/* TF32 tensor cores in GEMM/conv (only if the tolerance allows) */
 	int gemm_algo;		/* cuBLASLt heuristic rank: 0..7 */
 	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */

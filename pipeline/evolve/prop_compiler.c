@@ -144,6 +144,8 @@ build_queue(struct pc_state *st, uint64_t *rng)
 	q[n++].row_cache = !d.row_cache;
 	q[n] = d;
 	q[n++].row_regs = !d.row_regs;
+	q[n] = d;
+	q[n++].row_regs = d.row_regs == 2 ? 1 : 2;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;

@@ -150,6 +150,17 @@ test_schedule(void)
 	bad = json_loads("{\"reduce\": \"grid\"}", 0, NULL);
 	CHECK_INT("unknown reduce strategy", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
 	json_decref(bad);
+	bad = json_loads("{\"row_regs\": 2}", 0, NULL);
+	CHECK_INT("row_regs 2 (32 floats a thread)", schedule_from_json(&a, bad, err, sizeof(err)), 0);
+	CHECK_INT("... is kept", a.row_regs, 2);
+	json_decref(bad);
+	bad = json_loads("{\"row_regs\": false}", 0, NULL);
+	CHECK_INT("row_regs still takes a boolean", schedule_from_json(&a, bad, err, sizeof(err)), 0);
+	CHECK_INT("... false is 0", a.row_regs, 0);
+	json_decref(bad);
+	bad = json_loads("{\"row_regs\": 3}", 0, NULL);
+	CHECK_INT("row_regs 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
 }
 
 static int
@@ -367,6 +378,10 @@ test_cuda_paths(void)
 		  NULL, "the kernel for unaligned buffers loads the same layout one float at a time" },
 		{ "02_softmax_rows", "{\"row_regs\": false, \"row_cache\": true}", "kb_smem", "kb_load_part<",
 		  "row_cache is still selectable with row_regs off" },
+		{ "02_softmax_rows", "{\"row_regs\": 2}", "kb_k0<<<kb_grid(4096, 1), 512, 0, st>>>", "1024, 0, st>>>",
+		  "row_regs 2 stops the team at 512 threads of 32 floats" },
+		{ "02_softmax_rows", "{\"row_regs\": 2}", "float kb_row0[32];", "kb_smem",
+		  "and each thread keeps 32 floats of the row in registers" },
 		{ "03_layernorm", NULL, "kb_load_part<float, 4>(kb_row0, kb_c * 4, in0 + 4096 * x0 + (int64_t)(kb_lane + kb_c * 256) * 4);",
 		  "in0[4096 * x0 + r", "a layer norm's row of 4096 in registers with 256 threads" },
 		{ "04_rmsnorm_residual", NULL, "float kb_row1[16];", "kb_smem",
