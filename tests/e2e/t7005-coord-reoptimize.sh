@@ -9,6 +9,7 @@
 t_init t7005
 . "$KB_ROOT/tests/e2e/lib-coord.sh"
 coord_repo
+export STANDIN_MS_FILE="$TMP/standin.ms"
 coord_config "$TMP/kb.yml" "$(local_forge)"
 kb_serve_start "$TMP/kb.yml" || t_done
 gh_push 0000000000000000000000000000000000000000 "$SHA0"
@@ -17,6 +18,11 @@ check_eq "the push delivered one module" "$(db 'SELECT slug, arch FROM delivered
 check_eq "no schedule: no schedule clock" "$(db "SELECT count(*) FROM coord_clock WHERE name = 'schedule_minute'")" 0
 kb_serve_stop
 
+# The re-run finds a faster kernel (the stand-in's median, 0.5 ms so far),
+# so the PR has something new to say: without a change in results, an
+# identical re-run would leave it "unchanged" (or not, when the manifest's
+# created_at second differs): the forge skips identical updates.
+echo 0.4 >"$TMP/standin.ms"
 coord_config "$TMP/kb.yml" "$(local_forge)" 'schedule: "* * * * *"'
 kb_serve_start "$TMP/kb.yml" || t_done
 check "the schedule fired" wait_sql 30 "SELECT count(*) FROM jobs WHERE trigger = 'schedule'" 1
@@ -27,7 +33,7 @@ check_eq "it re-optimized the delivered module for its arch" \
 check_eq "the not-faster module has no kernels, so it was left alone" \
     "$(db "SELECT count(*) FROM tasks t JOIN jobs j ON j.id = t.job WHERE j.trigger = 'schedule' AND t.module = 'models/same.py'")" 0
 check_eq "still one PR, updated in place with the new run" \
-    "$($PY -c "import json; d=json.load(open('$TMP/forge/prs/models-fast.json')); print(d['number'], d['updates'])")" "1 1"
+    "$($PY -c "import json; d=json.load(open('$TMP/forge/prs/models-fast.json')); print(d['number'], d['updates'], '2.50x' in d['body'])")" "1 1 True"
 check_eq "no second PR" "$(ls "$TMP/forge/prs/" | grep -c '\.json$')" 1
 check_eq "the minute it fired in is recorded" \
     "$(db "SELECT value > 0 FROM coord_clock WHERE name = 'schedule_minute'")" 1
