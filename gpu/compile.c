@@ -189,13 +189,6 @@ dlpack_find(void)
 		snprintf(dlpack_flag, sizeof(dlpack_flag), "-I%s/include", exe);
 }
 
-const char *
-compile_include_flag(void)
-{
-	pthread_once(&dlpack_once, dlpack_find);
-	return dlpack_flag;
-}
-
 /* The argv of a build; flags (for the key) is the same with placeholders. */
 static int
 build_argv(const struct job *j, const char *src, const char *out, const char **argv,
@@ -239,6 +232,20 @@ build_argv(const struct job *j, const char *src, const char *out, const char **a
 	}
 	argv[n] = NULL;
 	return n < max ? 0 : -E2BIG;
+}
+
+int
+compile_argv(enum compile_backend b, const char *arch, const char *src, const char *out,
+    const char **argv, size_t max, char *arch_buf, size_t arch_len, char *err, size_t errlen)
+{
+	struct compile_req req = { src, b, arch, 0 };
+	struct job j = { .req = &req, .tc = toolchain_get(b) };
+
+	if (j.tc->error < 0) {
+		snprintf(err, errlen, "%s", j.tc->why);
+		return j.tc->error;
+	}
+	return build_argv(&j, src, out, argv, max, arch_buf, arch_len);
 }
 
 static int

@@ -64,11 +64,13 @@ void compile_result_free(struct compile_result *r);
 int compile_default_cache_dir(char **out);
 
 /*
- * The -I flag that finds <dlpack/dlpack.h> ($KERNELBOT_INCLUDE, else
- * include/ beside the binary on a host without the system's header), or ""
- * when the compiler's default search finds it. For builds outside
- * compile_batch (the evaluator's unsandboxed developer mode).
+ * The compiler's argv for one build of src into out, with exactly the
+ * flags compile_batch uses (above), for builds outside it (the
+ * evaluator's unsandboxed developer mode). arch: "sm_90" on CUDA, NULL on
+ * the CPU; arch_buf holds the -arch flag. 0, or -errno with why in err
+ * when the toolchain is unusable.
  */
-const char *compile_include_flag(void);
+int compile_argv(enum compile_backend b, const char *arch, const char *src, const char *out,
+    const char **argv, size_t max, char *arch_buf, size_t arch_len, char *err, size_t errlen);
 
 #endif

@@ -80,53 +80,28 @@ build_one(struct pool *p, size_t i)
 	const char *envp[] = { "PATH=/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin",
 		"LANG=C", NULL, NULL };
 	const char *argv[24];
-	char so[4096], tmp[4200], archflag[64];
+	char so[4096], tmp[4200], archflag[64], err[256];
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_result r = { 0 };
 	struct buf log = BUF_INIT(EVAL_BUILD_LOG_MAX);
-	int a = 0, error;
+	int error;
 
 	snprintf(so, sizeof(so), "%s/build%zu.so", p->workdir, i);
 	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", p->workdir);
 	envp[2] = tmp;
-	/* The sandboxed build's flags (gpu/compile.h), so figures compare. */
-	if (b->cuda) {
-		argv[a++] = "nvcc";
-		if (*compile_include_flag())
-			argv[a++] = compile_include_flag();
-		argv[a++] = "-O3";
-		argv[a++] = "-shared";
-		argv[a++] = "-Xcompiler";
-		argv[a++] = "-fPIC";
-		if (p->arch) {
-			snprintf(archflag, sizeof(archflag), "-arch=%s", p->arch);
-			argv[a++] = archflag;
-		}
-		argv[a++] = "-o";
-		argv[a++] = so;
-		argv[a++] = b->source;
-		argv[a++] = "-L/usr/local/cuda/lib64";
-		argv[a++] = "-Xlinker";
-		argv[a++] = "-rpath=/usr/local/cuda/lib64";
-		argv[a++] = "-lcublas";
-		argv[a++] = "-lcublasLt";
-	} else {
-		argv[a++] = "cc";
-		if (*compile_include_flag())
-			argv[a++] = compile_include_flag();
-		argv[a++] = "-O3";
-		argv[a++] = "-march=native";
-		argv[a++] = "-fno-math-errno";
-		argv[a++] = "-std=gnu17";
-		argv[a++] = "-fPIC";
-		argv[a++] = "-shared";
-		argv[a++] = "-fopenmp";
-		argv[a++] = "-o";
-		argv[a++] = so;
-		argv[a++] = b->source;
-		argv[a++] = "-lm";
+	/* The sandboxed build's compiler and flags (gpu/compile.h), so figures compare. */
+	if (b->cuda && !p->arch) {
+		b->status = -EINVAL;
+		b->log = strdup("no CUDA architecture to build for");
+		return;
 	}
-	argv[a] = NULL;
+	if ((error = compile_argv(b->cuda ? COMPILE_CUDA : COMPILE_CPU, b->cuda ? p->arch : NULL,
+	    b->source, so, argv, sizeof(argv) / sizeof(argv[0]), archflag, sizeof(archflag),
+	    err, sizeof(err))) < 0) {
+		b->status = error;
+		b->log = strdup(err);
+		return;
+	}
 	o.argv = argv;
 	o.envp = envp;
 	o.search_path = 1;
