@@ -281,11 +281,15 @@ record(const struct llm_client *cl, const struct llm_request *rq,
 	cl->record(cl->record_arg, &c);
 }
 
-/* Judge one attempt's outcome; 1 when it should be tried again. */
+/*
+ * Judge one attempt's outcome; 1 when it should be tried again. A 2xx
+ * body is a chat answer (into rp->text), or with vec an embedding of dim
+ * values (llm_embed).
+ */
 static int
 settle(const struct llm_client *cl, const struct llm_request *rq,
     struct slot *s, struct llm_reply *rp, int rc, const char *rcerr,
-    struct http_response *res, double latency)
+    struct http_response *res, double latency, float *vec, size_t dim)
 {
 	const struct llm_model *m = rq->model;
 	char ra[64] = "";
@@ -298,7 +302,9 @@ settle(const struct llm_client *cl, const struct llm_request *rq,
 	if (rc == 0 && res->status >= 200 && res->status < 300) {
 		char *text = NULL;
 
-		if (llm_parse_answer(m->provider, buf_cstr(&res->body), res->body.len,
+		if (vec ? llm_parse_embedding(buf_cstr(&res->body), res->body.len, vec, dim,
+		    &tin, rp->error, sizeof(rp->error)) == 0 :
+		    llm_parse_answer(m->provider, buf_cstr(&res->body), res->body.len,
 		    &text, &tin, &tout, rp->error, sizeof(rp->error)) == 0) {
 			status = "ok";
 			rp->text = text;
@@ -430,7 +436,7 @@ llm_chat_many(const struct llm_client *cl, const struct llm_request *reqs,
 			double lat = since(&round_t0);
 
 			if (settle(cl, &reqs[i], &slots[i], &replies[i], rcs[j],
-			    errs + j * errlen, &res[j], lat)) {
+			    errs + j * errlen, &res[j], lat, NULL, 0)) {
 				if (slots[i].wait_ms > wait)
 					wait = slots[i].wait_ms;
 				idx[next++] = i;
@@ -516,7 +522,7 @@ llm_embed(const struct llm_client *cl, const char *text, float *vec,
 	struct slot s = { 0 };
 	size_t len = strlen(text);
 	json_t *body;
-	int error = -EIO;
+	int error;
 
 	if (!m->model || !cl->cfg->embed_dim) {
 		snprintf(err, errlen, "no llm.embeddings endpoint configured");
@@ -544,10 +550,8 @@ llm_embed(const struct llm_client *cl, const char *text, float *vec,
 	for (;;) {
 		struct http_request hr = HTTP_REQUEST_INIT;
 		struct http_response res = { 0 };
-		char herr[256] = "", ra[64] = "";
-		int64_t tin = 0;
-		int rc, retry = 0;
-		const char *status;
+		char herr[256] = "";
+		int rc, retry;
 
 		hr.method = "POST";
 		hr.url = s.url;
@@ -558,32 +562,14 @@ llm_embed(const struct llm_client *cl, const char *text, float *vec,
 		hr.max_response = LLM_MAX_RESPONSE;
 		rp.attempts++;
 		rc = http_do(&hr, &res, herr, sizeof(herr));
-		rp.http_status = rc == 0 ? res.status : 0;
-		if (rc == 0 && res.status >= 200 && res.status < 300) {
-			error = llm_parse_embedding(buf_cstr(&res.body), res.body.len, vec, dim,
-			    &tin, rp.error, sizeof(rp.error));
-			status = error == 0 ? "ok" : "malformed";
-		} else if (rc == 0) {
-			status = "http_error";
-			snprintf(rp.error, sizeof(rp.error), "HTTP %ld from %s", res.status, m->model);
-			if ((retry = res.status == 429 || res.status >= 500))
-				http_header(&res, "retry-after", ra, sizeof(ra));
-			error = -EIO;
-		} else {
-			status = rc == -ETIMEDOUT ? "timeout" : "network";
-			snprintf(rp.error, sizeof(rp.error), "%s: %s", m->model, herr);
-			retry = rc != -EINVAL && rc != -EFBIG;
-			error = rc;
-		}
+		retry = settle(cl, &rq, &s, &rp, rc, herr, &res, since(&s.start), vec, dim);
 		http_response_free(&res);
-		record(cl, &rq, &rp, status, rp.http_status, tin, 0, tin * m->price_in / 1e6,
-		    since(&s.start));
-		if (!retry || rp.attempts >= cl->cfg->max_attempts)
-			break;
-		if ((s.wait_ms = llm_retry_wait_ms(cl->cfg->backoff_ms, rp.attempts, ra)) < 0)
+		if (!retry)
 			break;
 		(cl->sleep_ms ? cl->sleep_ms : default_sleep)(cl->sleep_arg, s.wait_ms);
 	}
+	error = !strcmp(rp.status, "ok") ? 0 : !strcmp(rp.status, "malformed") ? -EPROTO :
+	    !strcmp(rp.status, "timeout") ? -ETIMEDOUT : -EIO;
 	explicit_bzero(s.auth, sizeof(s.auth));
 	free(s.body);
 	if (error < 0)
