@@ -26,11 +26,19 @@ sed -i 's/^  local: 1$/  local: auto/' "$TMP/kb.yml"
 kb_serve_start "$TMP/kb.yml" || t_done
 gh_push 0000000000000000000000000000000000000000 "$SHA0"
 check_eq "push accepted" "$HTTP_CODE" 202
+# say why, and stop: nothing after this can pass without the job
+diagnose() {
+	echo "# $1; the client said: $(cat "$TMP/.curl.err" 2>/dev/null)"
+	echo "# serve.log (last 40 lines):"
+	tail -n 40 "$TMP/serve.log" | sed 's/^/#   /'
+}
+[ "$HTTP_CODE" = 202 ] || { diagnose "push not accepted"; t_done; }
 job_state() {
 	"$KERNELBOT" jobs --data-dir "$TMP/data" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])'
 }
 job_done() { [ "$(job_state)" = done ]; }
 check "the job is done" wait_for 120 job_done
+job_done || diagnose "job not done: $(job_state 2>&1)"
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 | tr -d ' .')
 arch=$("$KERNELBOT" jobs --data-dir "$TMP/data" --json | $PY -c 'import json,sys; print(" ".join(sorted(set(t["arch"] or "" for t in json.load(sys.stdin)[0]["tasks"]))))')
 check_eq "the tasks ran on the GPU's architecture" "$arch" "sm_$cc"
