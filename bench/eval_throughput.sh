@@ -121,8 +121,10 @@ print("  the worker's trials (mean s): load %.3f, device %.3f, copies off the de
       % (mean("trials_worker_load"), mean("trials_worker_device"), mean("trials_worker_d2h"),
          mean("trials_worker_check"), mean("trials_worker_write"),
          sum(mean("spot_checks_worker_" + k) for k in ("d2h", "check", "write"))))
-print("  once per batch (s): %s" % json.dumps({k: round(v, 3) for k, v in shared.items()}))
-print("  the command (s): %s; baselines: %s" % (json.dumps({k: round(v, 3) for k, v in command.items()}),
+def rounded(d):  # figures rounded; words (judge_server: hit, spawned...) as they are
+    return json.dumps({k: round(v, 3) if isinstance(v, (int, float)) else v for k, v in d.items()})
+print("  once per batch (s): %s" % rounded(shared))
+print("  the command (s): %s; baselines: %s" % (rounded(command),
       json.dumps(next((r.get("baselines") for r in res if r.get("baselines")), None))))
 bad = [(r["candidate"].rsplit("/", 1)[-1], r["status"], r["errors"][:1]) for r in res if not r["correct"]]
 if bad:
