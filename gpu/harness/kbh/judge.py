@@ -26,8 +26,8 @@ from kbh.judge_run import CandidateRun, SPOT_SAMPLE
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 MAX_TIMING_SETS = 3
-ADAPTIVE_MAX_FACTOR = 3
-PRECISION = 0.005
+ADAPTIVE_MAX_FACTOR = 6
+PRECISION = 0.0025
 
 
 def _err(stage, message):

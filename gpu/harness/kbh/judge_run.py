@@ -40,7 +40,7 @@ SIDE_STREAM_SLACK_MS = 0.05
 # eager speedup's interval, a third of the cost.
 EAGER_CACHED_DIV = 3
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
-ADAPTIVE_WALL_FACTOR = 2
+ADAPTIVE_WALL_FACTOR = 4
 # untimed_work: a timing request's wall clock (the judge's, less the round
 # trip) above this many times what its timed runs and the reference cost
 # of the flushes, poisons and perturbations explain, plus a slack per run,
