@@ -6,7 +6,9 @@
  * Coverage is the canonical ops of docs/graph-ir.md that have a kernel
  * meaning; anything else is refused with "unsupported: OP (why)", never
  * compiled to something that might be wrong. Generated kernels check the
- * shapes they were built for and return 2 for others.
+ * shapes they were built for and return 2 for others; an IR with
+ * variant_graphs gets a version per distinct input-shape set, dispatched
+ * on the shapes at entry.
  */
 #ifndef KB_PIPELINE_COMPILER_COMPILER_H
 #define KB_PIPELINE_COMPILER_COMPILER_H

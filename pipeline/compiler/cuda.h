@@ -6,12 +6,14 @@
 #define KB_PIPELINE_COMPILER_CUDA_H
 
 #include "pipeline/compiler/cg.h"
+#include "pipeline/compiler/emit.h"
 
 struct cu {
 	struct cg_emit e;
 	struct cg *g;
 	const struct schedule *s;
 	const char **ptrs;
+	const char *prefix;	/* of the version's kernels and statics (emit.h) */
 	struct buf *kern;	/* __global__ kernels */
 	struct buf *host;	/* kernelbot_forward's body */
 	int nk;			/* kernels so far */
@@ -26,9 +28,11 @@ struct cu {
 /* One line of host code (indented once). */
 void cu_hline(struct cu *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The per-device state (scratch pool, library handles) the host code
- * uses: kb_scratch(), kb_cublas(), kb_cudnn(). */
-void cu_lib_prelude(const struct cu *c, struct buf *out);
+/* The per-device state (scratch pool, library handles) the versions'
+ * host code uses: kb_scratch(), kb_cublas(), kb_cudnn(). */
+void cu_lib_prelude(const struct emit_src *src, struct buf *out);
+/* The fused attention kernel (a template), emitted once for all versions. */
+extern const char cu_attn_kernel[];
 /* cuBLAS strided-batched GEMM for a CG_GEMM node. */
 int cu_gemm(struct cu *c, int root);
 /* cuDNN forward convolution for a CG_CONV node. */

@@ -29,7 +29,7 @@
 
 #include "pipeline/compiler/cuda.h"
 
-static const char attn_kernel[] =
+const char cu_attn_kernel[] =
 "/* fused attention (pipeline/compiler/cuda_attn.c): a block per 64 query\n"
 " * rows of one (batch, head), online softmax over 64-key tiles, fp32 */\n"
 "#define KB_AT_B 64\n"
@@ -321,7 +321,6 @@ cu_attention(struct cu *c)
 	/* floats: Q and K transposed, V, P */
 	smem = (int64_t)sizeof(float) * (2 * d * 68 + 64 * (d + 4) + 64 * 68);
 	snprintf(cbuf, sizeof(cbuf), "(float)%.17g", a.mode ? a.c : 1.0);
-	buf_addstr(c->kern, attn_kernel);
 	cu_hline(c, "/* softmax(q k^T%s%s%s) v as one fused attention kernel */",
 	    a.mode == 1 ? " / " : a.mode == 2 ? " * " : "", a.mode ? cbuf : "", a.mask >= 0 ? " + mask" : "");
 	cu_hline(c, "if (cudaFuncSetAttribute(kb_attn<%d, %d>, cudaFuncAttributeMaxDynamicSharedMemorySize, %"

@@ -428,25 +428,25 @@ emit_conv_cpu(struct cg_emit *e, struct cg_scope *F, int root)
 }
 
 int
-emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen)
+emit_cpu(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 {
+	struct cg *g = v->g;
 	struct cg_emit e;
 	struct cg_scope *F = NULL;
 	char (*names)[24] = calloc((size_t)g->n, sizeof(*names));
 	const char **ptrs = calloc((size_t)g->n, sizeof(*ptrs));
-	int error = -ENOMEM;
+	struct buf *out = &src->fns;
+	int error = -ENOMEM, one = !strcmp(v->fn, "kernelbot_forward");
 
-	cg_emit_init(&e, g, s, CG_CPU, ptrs);
+	cg_emit_init(&e, g, &v->s, CG_CPU, ptrs);
 	if (!names || !ptrs)
 		goto out;
 	emit_buffer_names(g, names, ptrs);
-	emit_header(g, s, "cpu", out);
-	buf_addstr(out, emit_c_prelude);
-	buf_addstr(out, emit_check_fn);
-	buf_addstr(out, "\nint kernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
-	    "    int n_outputs, void *stream);\n\n"
-	    "int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
-	    "    int n_outputs, void *stream)\n{\n");
+	if (one)
+		buf_addstr(out, "\nint kernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
+		    "    int n_outputs, void *stream);\n");
+	buf_printf(out, "\n%s\n%s(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
+	    "    int n_outputs, void *stream)\n{\n", one ? "int" : "static int", v->fn);
 	if (!(F = cg_scope_new(&e, NULL)))
 		goto out;
 	F->depth = 1;
@@ -456,26 +456,19 @@ emit_cpu(struct cg *g, const struct schedule *s, struct buf *out, char *err, siz
 	cg_line(&e, F, "\treturn 1;");
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		struct buf sh = BUF_INIT(1024);
-		int code, bits;
+		struct buf b = BUF_INIT(4096);
 		if (n->op != CG_INPUT && n->output < 0)
 			continue;
-		emit_dl_dtype(n->dtype, &code, &bits);
-		emit_shape_literal(n->rank, n->shape, &sh);
-		if (n->op == CG_INPUT)
-			cg_line(&e, F, "if (kb_check(&inputs[%d], %d, %d, %d, (const int64_t[])%s))", (int)n->i[0],
-			    code, bits, n->rank, buf_cstr(&sh));
-		else
-			cg_line(&e, F, "if (kb_check(&outputs[%d], %d, %d, %d, (const int64_t[])%s))", n->output,
-			    code, bits, n->rank, buf_cstr(&sh));
+		buf_addstr(&b, "if (");
+		emit_tensor_check(g, i, &b);
+		buf_addstr(&b, ")");
+		cg_line(&e, F, "%s", buf_cstr(&b));
 		cg_line(&e, F, "\treturn 2;");
-		cg_line(&e, F, "%s%s *restrict %s = (%s%s *)((%schar *)%s[%d].data + %s[%d].byte_offset);",
-		    n->op == CG_INPUT ? "const " : "", cg_ctype(n->dtype), ptrs[i],
-		    n->op == CG_INPUT ? "const " : "", cg_ctype(n->dtype), n->op == CG_INPUT ? "const " : "",
-		    n->op == CG_INPUT ? "inputs" : "outputs", n->op == CG_INPUT ? (int)n->i[0] : n->output,
-		    n->op == CG_INPUT ? "inputs" : "outputs", n->op == CG_INPUT ? (int)n->i[0] : n->output);
+		buf_reset(&b);
+		emit_tensor_pointer(g, i, ptrs[i], "restrict ", &b);
+		cg_line(&e, F, "%s", buf_cstr(&b));
 		cg_line(&e, F, "(void)%s;", ptrs[i]);
-		buf_free(&sh);
+		buf_free(&b);
 	}
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];

@@ -193,7 +193,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		e->vec_red = vec > 1;
 		cur = O;
 		guard = "kb_lane == 0 && kb_oc == kb_o";
-		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", id, nb,
+		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", c->prefix, id, nb,
 		    c->block / 32);
 	} else if (mode != CU_TEAM) {
 		int64_t ns = ir_numel(q, shape) / vec;
@@ -205,7 +205,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		if (q > 0 && split_index(e, cur, "kb_i", shape, 0, q, vec, vars) < 0)
 			return e->error;
 		O = cur;
-		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, ns, c->block,
+		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, ns, c->block,
 		    c->block);
 	} else {
 		if (block_team)
@@ -264,7 +264,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 			for (int r = 0; r < e->nrc; r++)
 				e->rc[r].filled = 0;
 		}
-		buf_printf(launch, "kb_k%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", id, nout,
+		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, nout,
 		    block_team ? 1 : c->block / 32, c->block);
 	}
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
@@ -304,7 +304,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		return error;
 	kernel_params(c, root, &sig, &args);
 	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, mode == CU_COL ? 2 : block_team);
-	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->block, id,
+	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\n%sk%d(%s)\n{\n", c->block, c->prefix, id,
 	    buf_cstr(&sig));
 	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
 	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n\n");
@@ -317,8 +317,8 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		if (!p)
 			return cg_fail(e, -EINVAL, "internal: launch text");
 		if (smem > 48 * 1024)
-			buf_printf(&l, "{ if (cudaFuncSetAttribute(kb_k%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
-			    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", id, smem);
+			buf_printf(&l, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
+			    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
 		buf_add(&l, base, (size_t)(p - base));
 		buf_printf(&l, ", %" PRId64 ", st>>>%s%s", smem, p + strlen(", 0, st>>>"), smem > 48 * 1024 ? " }" : "");
 		buf_reset(launch);
@@ -482,9 +482,11 @@ out:
 
 
 int
-emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, size_t errlen)
+emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 {
-	struct buf kern = BUF_INIT((8u << 20)), host = BUF_INIT((8u << 20));
+	struct cg *g = v->g;
+	const struct schedule *s = &v->s;
+	struct buf host = BUF_INIT((8u << 20));
 	char (*names)[24] = calloc((size_t)g->n, sizeof(*names));
 	const char **ptrs = calloc((size_t)g->n, sizeof(*ptrs));
 	struct cu c;
@@ -495,7 +497,8 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 	c.g = g;
 	c.s = s;
 	c.ptrs = ptrs;
-	c.kern = &kern;
+	c.prefix = v->prefix;
+	c.kern = &src->kern;
 	c.host = &host;
 	if (!names || !ptrs || c.e.error)
 		goto out;
@@ -530,21 +533,17 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 	cu_hline(&c, "\treturn 1;");
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		struct buf sh = BUF_INIT(1024);
-		int code, bits, in = n->op == CG_INPUT;
-		if (!in && n->output < 0)
+		struct buf b = BUF_INIT(4096);
+		if (n->op != CG_INPUT && n->output < 0)
 			continue;
-		emit_dl_dtype(n->dtype, &code, &bits);
-		emit_shape_literal(n->rank, n->shape, &sh);
-		cu_hline(&c, "if (kb_check(&%s[%d], %d, %d, %d, (const int64_t[])%s))", in ? "inputs" : "outputs",
-		    in ? (int)n->i[0] : n->output, code, bits, n->rank, buf_cstr(&sh));
+		emit_tensor_check(g, i, &b);
+		cu_hline(&c, "if (%s)", buf_cstr(&b));
 		cu_hline(&c, "\treturn 2;");
-		cu_hline(&c, "%s%s *%s = (%s%s *)((%schar *)%s[%d].data + %s[%d].byte_offset);",
-		    in ? "const " : "", cg_ctype(n->dtype), ptrs[i], in ? "const " : "", cg_ctype(n->dtype),
-		    in ? "const " : "", in ? "inputs" : "outputs", in ? (int)n->i[0] : n->output,
-		    in ? "inputs" : "outputs", in ? (int)n->i[0] : n->output);
+		buf_reset(&b);
+		emit_tensor_pointer(g, i, ptrs[i], "", &b);
+		cu_hline(&c, "%s", buf_cstr(&b));
 		cu_hline(&c, "(void)%s;", ptrs[i]);
-		buf_free(&sh);
+		buf_free(&b);
 	}
 	if ((fused = cu_attention(&c)) < 0) {
 		error = fused;
@@ -573,7 +572,7 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 			continue;
 		emit_group_summary(g, i, &b);
 		cu_hline(&c, "/* %s -> %s */", buf_cstr(&b), ptrs[i]);
-		buf_printf(&kern, "/* %s -> %s */\n", buf_cstr(&b), ptrs[i]);
+		buf_printf(c.kern, "/* %s -> %s */\n", buf_cstr(&b), ptrs[i]);
 		buf_free(&b);
 		if (n->op == CG_GEMM)
 			error = cu_gemm(&c, i);
@@ -591,34 +590,33 @@ emit_cuda(struct cg *g, const struct schedule *s, struct buf *out, char *err, si
 		snprintf(err, errlen, "%s", c.e.err);
 		goto out;
 	}
-	emit_header(g, s, "cuda", out);
-	buf_addstr(out, emit_cuda_prelude);
-	buf_addstr(out, emit_check_fn);
-	cu_lib_prelude(&c, out);
-	/* GetLastError, not Peek: it clears what it reports, so one failed
-	 * launch does not fail every later call of a long-lived process */
-	buf_addstr(out, "\nstatic inline int kb_launch_error(void)\n{\n\treturn cudaGetLastError() != cudaSuccess ? 4 : 0;\n}\n\n");
-	buf_add(out, kern.data ? kern.data : "", kern.len);
-	buf_addstr(out, "extern \"C\" int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
-	    "    int n_outputs, void *stream)\n{\n");
-	buf_add(out, host.data, host.len);
-	buf_addstr(out, "out:\n");
+	if (!strcmp(v->fn, "kernelbot_forward"))
+		buf_addstr(&src->fns, "extern \"C\" int\nkernelbot_forward(const DLTensor *inputs, int n_inputs, "
+		    "DLTensor *outputs,\n    int n_outputs, void *stream)\n{\n");
+	else
+		buf_printf(&src->fns, "\nstatic int\n%s(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
+		    "    int n_outputs, void *stream)\n{\n", v->fn);
+	buf_add(&src->fns, host.data, host.len);
+	buf_addstr(&src->fns, "out:\n");
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
-			buf_printf(out, "\tif (%s)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i]);
+			buf_printf(&src->fns, "\tif (%s)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i]);
 	}
-	if (buf_addstr(out, "\treturn rc;\n}\n") < 0) {
+	if (buf_addstr(&src->fns, "\treturn rc;\n}\n") < 0) {
 		error = -ENOBUFS;
 		snprintf(err, errlen, "generated source too large");
 		goto out;
 	}
+	src->scratch |= c.scratch;
+	src->cublas |= c.cublas;
+	src->cudnn |= c.cudnn;
+	src->attn |= fused;
 	error = 0;
 out:
 	if (error == -ENOMEM && !err[0])
 		snprintf(err, errlen, "out of memory");
 	cg_emit_fini(&c.e);
-	buf_free(&kern);
 	buf_free(&host);
 	free(names);
 	free(ptrs);

@@ -101,8 +101,8 @@ check_refs(const struct ir_graph *g, int upto, const json_t *v)
 	return 0;
 }
 
-int
-ir_load(json_t *json, struct ir_graph **out, char *err, size_t errlen)
+static int
+load_graph(json_t *json, struct ir_graph **out, char *err, size_t errlen)
 {
 	struct ir_graph *g = NULL;
 	json_t *inputs, *nodes, *outputs, *e;
@@ -213,11 +213,90 @@ out:
 	return error;
 }
 
+int
+ir_same_inputs(const struct ir_graph *a, const struct ir_graph *b)
+{
+	if (a->n_inputs != b->n_inputs)
+		return 0;
+	for (int i = 0; i < a->n_inputs; i++) {
+		const struct ir_value *x = &a->v[i], *y = &b->v[i];
+		if (x->dtype != y->dtype || x->rank != y->rank ||
+		    memcmp(x->shape, y->shape, (size_t)x->rank * sizeof(x->shape[0])))
+			return 0;
+	}
+	return 1;
+}
+
+/* A variant graph is called through the traced graph's ABI. */
+static int
+check_variant(const struct ir_graph *g, const struct ir_graph *v, size_t i, char *err,
+    size_t errlen)
+{
+	if (v->n_inputs != g->n_inputs || v->n_outputs != g->n_outputs) {
+		snprintf(err, errlen, "variant_graphs[%zu]: %d inputs and %d outputs, the traced "
+		    "graph has %d and %d", i, v->n_inputs, v->n_outputs, g->n_inputs, g->n_outputs);
+		return -EINVAL;
+	}
+	for (int k = 0; k < g->n_inputs; k++)
+		if (strcmp(v->v[k].name, g->v[k].name) || strcmp(v->v[k].role, g->v[k].role)) {
+			snprintf(err, errlen, "variant_graphs[%zu]: input %d is %s (%s), the traced "
+			    "graph's is %s (%s)", i, k, v->v[k].name, v->v[k].role, g->v[k].name,
+			    g->v[k].role);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int
+ir_load(json_t *json, struct ir_graph **out, char *err, size_t errlen)
+{
+	struct ir_graph *g = NULL;
+	json_t *vg = json_object_get(json, "variant_graphs"), *e;
+	size_t i;
+	int error;
+
+	if ((error = load_graph(json, &g, err, errlen)) < 0)
+		return error;
+	if (vg && !json_is_array(vg)) {
+		snprintf(err, errlen, "variant_graphs is not an array");
+		error = -EINVAL;
+		goto out;
+	}
+	if (json_array_size(vg) > IR_MAX_VARIANTS) {
+		snprintf(err, errlen, "the IR has %zu variant graphs (limit %d)",
+		    json_array_size(vg), IR_MAX_VARIANTS);
+		error = -E2BIG;
+		goto out;
+	}
+	if (json_array_size(vg) && !(g->variants = calloc(json_array_size(vg), sizeof(*g->variants)))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach(vg, i, e) {
+		char sub[256];
+		if ((error = load_graph(e, &g->variants[i], sub, sizeof(sub))) < 0) {
+			snprintf(err, errlen, "variant_graphs[%zu]: %s", i, sub);
+			goto out;
+		}
+		g->n_variants++;
+		if ((error = check_variant(g, g->variants[i], i, err, errlen)) < 0)
+			goto out;
+	}
+	*out = g;
+	g = NULL;
+out:
+	ir_free(g);
+	return error;
+}
+
 void
 ir_free(struct ir_graph *g)
 {
 	if (!g)
 		return;
+	for (int i = 0; i < g->n_variants; i++)
+		ir_free(g->variants[i]);
+	free(g->variants);
 	json_decref(g->json);
 	free(g->v);
 	free(g);

@@ -19,6 +19,7 @@
 #define IR_MAX_VALUES	4096	/* inputs + nodes of one problem */
 #define IR_MAX_OUTPUTS	64
 #define IR_MAX_DIM	(INT64_C(1) << 40)
+#define IR_MAX_VARIANTS	32	/* variant_graphs of one problem */
 
 enum ir_dtype {
 	IR_DT_NONE,
@@ -55,16 +56,25 @@ struct ir_graph {
 	struct ir_value *v;
 	int n_outputs;
 	int outputs[IR_MAX_OUTPUTS];	/* value indexes */
+	int n_variants;
+	struct ir_graph **variants;	/* "variant_graphs": the graph traced at each
+					 * declared shape variant, in order; same ABI
+					 * inputs and outputs, other shapes */
 };
 
 /*
- * Check and index an IR document (the "ir" object of a trace reply). The
- * graph takes its own reference to json. 0 and *out (free with ir_free),
- * -EINVAL with a sentence in err, -E2BIG past a limit, -ENOMEM.
+ * Check and index an IR document (the "ir" object of a trace reply), and
+ * its variant_graphs, whose inputs (names, roles, order) and number of
+ * outputs must be the traced graph's. The graph takes its own reference
+ * to json. 0 and *out (free with ir_free), -EINVAL with a sentence in err,
+ * -E2BIG past a limit, -ENOMEM.
  */
 int ir_load(json_t *json, struct ir_graph **out, char *err, size_t errlen);
 
 void ir_free(struct ir_graph *g);
+
+/* 1 when a and b take inputs of the same shapes and dtypes. */
+int ir_same_inputs(const struct ir_graph *a, const struct ir_graph *b);
 
 /* The value index of name, or -1. */
 int ir_find(const struct ir_graph *g, const char *name);

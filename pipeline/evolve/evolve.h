@@ -176,8 +176,9 @@ int evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t 
  * schedule_default and a few diverse schedules in generation 0, then
  * mutations and crossovers of the population's schedules; origin
  * {"schedule": {...}}. A schedule or a source already tried is never
- * proposed again. An op the compiler refuses, or shape variants its
- * shape-specialized kernels cannot take, is -ENOTSUP with "unsupported:
+ * proposed again. Declared shape variants get a kernel version each
+ * (the IR's variant_graphs). An op the compiler refuses, or a variant
+ * with no graph traced at its shapes, is -ENOTSUP with "unsupported:
  * ..." from propose(). 0 or -ENOMEM.
  */
 int prop_compiler_new(const char *backend, struct proposer **out);

@@ -281,31 +281,59 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 	return -ENOENT;
 }
 
+/* 1 when graph x was traced at the inputs of variant v (a list of
+ * {"name", "shape", "dtype"}). */
+static int
+traced_at(const struct ir_graph *x, const json_t *v, const char **differs)
+{
+	const json_t *t;
+	size_t j;
+
+	json_array_foreach(v, j, t) {
+		const char *name = jsonx_str(t, "name", "");
+		int id = ir_find(x, name), rank;
+		int64_t shape[IR_MAX_RANK];
+		const json_t *sh = json_object_get(t, "shape"), *d;
+		size_t k;
+
+		*differs = name;
+		if (id < 0 || id >= x->n_inputs || !json_is_array(sh) ||
+		    (rank = (int)json_array_size(sh)) != x->v[id].rank ||
+		    ir_dtype_parse(jsonx_str(t, "dtype", "")) != x->v[id].dtype)
+			return 0;
+		json_array_foreach(sh, k, d)
+			shape[k] = json_integer_value(d);
+		if (memcmp(shape, x->v[id].shape, (size_t)rank * sizeof(shape[0])))
+			return 0;
+	}
+	return 1;
+}
+
 /*
- * The compiler builds kernels for the traced shapes only (they return 2
- * for others), so a problem whose get_input_variants() gives other shapes
- * can get no correct compiler kernel: say so instead of evaluating
- * candidates that must fail. 0, or -ENOTSUP with the first differing input.
+ * The compiler builds a version of the kernel per graph it has, traced
+ * at the traced shapes and at each of variant_graphs (others return 2),
+ * so a declared variant without a graph traced at its inputs (an IR from
+ * before variant_graphs, or a variant that did not trace) can get no
+ * correct compiler kernel: say so instead of evaluating candidates that
+ * must fail. 0, or -ENOTSUP naming the first such variant.
  */
 static int
-check_variants(const json_t *ir, char *err, size_t errlen)
+check_variants(const json_t *ir, const struct ir_graph *g, char *err, size_t errlen)
 {
-	json_t *variants = json_object_get(ir, "variants"), *v, *t, *in;
-	size_t i, j, k;
+	const json_t *v;
+	size_t i;
 
-	json_array_foreach(variants, i, v) {
-		json_array_foreach(v, j, t) {
-			const char *name = json_string_value(json_object_get(t, "name"));
-			json_array_foreach(json_object_get(ir, "inputs"), k, in) {
-				if (!name || strcmp(name, jsonx_str(in, "name", "")))
-					continue;
-				if (!json_equal(json_object_get(in, "shape"), json_object_get(t, "shape"))) {
-					snprintf(err, errlen, "unsupported: shape variants (input %s of "
-					    "variant %zu has another shape; the graph compiler builds "
-					    "kernels for the traced shapes only)", name, i);
-					return -ENOTSUP;
-				}
-			}
+	json_array_foreach(json_object_get(ir, "variants"), i, v) {
+		const char *differs = "?", *other, *why = jsonx_str(ir, "variant_graphs_error", NULL);
+		int ok = traced_at(g, v, &differs);
+
+		for (int k = 0; k < g->n_variants && !ok; k++)
+			ok = traced_at(g->variants[k], v, &other);
+		if (!ok) {
+			snprintf(err, errlen, "unsupported: shape variants (input %s of variant %zu has "
+			    "another shape and the IR has no graph traced at it%s%s)", differs, i,
+			    why ? ": " : "; trace the problem again", why ? why : "");
+			return -ENOTSUP;
 		}
 	}
 	return 0;
@@ -325,10 +353,13 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 			    ctx->ir_error ? ctx->ir_error : "the module has no graph IR");
 			return -ENOTSUP;
 		}
-		if ((error = check_variants(ctx->ir, err, errlen)) < 0)
-			return error;
 		if ((error = ir_load((json_t *)ctx->ir, &st->g, err, errlen)) < 0)
 			return error;
+		if ((error = check_variants(ctx->ir, st->g, err, errlen)) < 0) {
+			ir_free(st->g);
+			st->g = NULL;
+			return error;
+		}
 	}
 	if (!st->seeded && (error = build_queue(st, ctx->rng)) < 0)
 		return error;

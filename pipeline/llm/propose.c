@@ -267,8 +267,14 @@ static json_t *
 base_vars(struct state *st, const struct evolve_ctx *ctx, int examples)
 {
 	int cpu = !strcmp(ctx->backend, "cpu");
-	json_t *v = json_object();
-	char *ir = ctx->ir ? json_dumps(ctx->ir, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+	json_t *v = json_object(), *shown = ctx->ir ? json_copy((json_t *)ctx->ir) : NULL;
+	char *ir;
+
+	/* variant_graphs repeat the graph once per shape variant for the
+	 * compiler; the prompt has the variants' shapes in "variants" */
+	json_object_del(shown, "variant_graphs");
+	ir = shown ? json_dumps(shown, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+	json_decref(shown);
 
 	json_object_set_new(v, "backend", json_string(ctx->backend));
 	json_object_set_new(v, "lang", json_string(cpu ? "c" : "cuda"));

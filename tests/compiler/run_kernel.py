@@ -3,8 +3,10 @@
 process checks all ~100 fixture kernels, where `kernelbot eval` costs a
 judge per problem (tests/compiler/check_cpu.sh uses the real evaluator).
 Compile kernel.c as the evaluator does, call kernelbot_forward on the
-problem's inputs through ctypes/DLPack structs, compare with the module's
-forward.
+problem's inputs through ctypes/DLPack structs (and every set of its
+get_input_variants()), compare with the module's forward. A problem's
+get_unmatched_inputs(), when defined, gives shapes the kernel was not
+built for: it must return 2 with a message on stderr and write nothing.
 
 usage: run_kernel.py PROBLEM.py KERNEL.c [PROBLEM.py KERNEL.c ...]
                      [--seed N] [--trials N] [--time]
@@ -170,6 +172,50 @@ def one(a, build, so):
     return r
 
 
+def input_sets(mod, trials, seed):
+    """(label, inputs): the main inputs once per trial, then every declared
+    shape variant once: a kernel must be right on each."""
+    for trial in range(trials):
+        torch.manual_seed(seed * 1000 + trial + 1)
+        yield "trial %d" % trial, mod.get_inputs()
+    if hasattr(mod, "get_input_variants"):
+        torch.manual_seed(seed * 1000 + 999)
+        for i, v in enumerate(mod.get_input_variants()):
+            yield "input variant %d" % (i + 1), v
+
+
+def refuses(fwd, model, mod, a):
+    """A problem's get_unmatched_inputs(): shapes the kernel was not built
+    for. It must return 2, say why on stderr, and write no output."""
+    inputs = mod.get_unmatched_inputs()
+    with torch.no_grad():
+        ref = model(*inputs)
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    ins = [t.contiguous() for t in abi_inputs(model, inputs, a.kernel, a.problem)]
+    outs = [poison(r) for r in refs]
+    keep = []
+    din = (DLTensor * max(len(ins), 1))(*[dl(t, keep) for t in ins])
+    dout = (DLTensor * len(outs))(*[dl(t, keep) for t in outs])
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            rc = fwd(din, len(ins), dout, len(outs), None)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        said = f.read().decode(errors="replace")
+    if rc != 2 or "match none" not in said:
+        print("FAIL unmatched shapes: kernel returned %d, stderr %r" % (rc, said[:300]))
+        return 1
+    if not all(torch.equal(o, poison(r)) or torch.isnan(o).all() for o, r in zip(outs, refs)):
+        print("FAIL unmatched shapes: the kernel wrote an output")
+        return 1
+    return 0
+
+
 def check(a, so):
     lib = ctypes.CDLL(so)
     fwd = lib.kernelbot_forward
@@ -180,9 +226,8 @@ def check(a, so):
     torch.manual_seed(a.seed)
     model = mod.Model(*mod.get_init_inputs()).eval()
     worst = ""
-    for trial in range(a.trials):
-        torch.manual_seed(a.seed * 1000 + trial + 1)
-        inputs = mod.get_inputs()
+    timed = None
+    for trial, inputs in input_sets(mod, a.trials, a.seed):
         with torch.no_grad():
             ref = model(*inputs)
         refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
@@ -195,12 +240,12 @@ def check(a, so):
             dout = (DLTensor * len(outs))(*[dl(t, keep) for t in outs])
             rc = fwd(din, len(ins), dout, len(outs), None)
             if rc:
-                print("FAIL kernel returned %d" % rc)
+                print("FAIL kernel returned %d on %s" % (rc, trial))
                 return 1
             for i, (o, rf) in enumerate(zip(outs, refs)):
                 ok, msg = compare(o, rf)
                 if not ok:
-                    print("FAIL output %d trial %d run %d: %s" % (i, trial, run, msg))
+                    print("FAIL output %d %s run %d: %s" % (i, trial, run, msg))
                     return 1
                 worst = msg
         for t, s in zip(ins, saved):
@@ -208,8 +253,12 @@ def check(a, so):
                                                torch.equal(torch.isnan(t), torch.isnan(s))):
                 print("FAIL the kernel modified an input")
                 return 1
+        timed = timed or (inputs, ins, refs)
+    if hasattr(mod, "get_unmatched_inputs") and refuses(fwd, model, mod, a) != 0:
+        return 1
     line = "ok " + worst
     if a.time:
+        inputs, ins, refs = timed
         outs = [poison(r) for r in refs]
         keep = []
         din = (DLTensor * max(len(ins), 1))(*[dl(t, keep) for t in ins])

@@ -2,7 +2,8 @@
 # t5000: kernelbot optimize on the CPU backend, through the real evaluator:
 # every file of the --out layout, the --json keys, the history's parents,
 # best/result.json correct, REPORT.md's table and chart; a problem that
-# does not trace is "unsupported"; a repository directory gets one folder
+# does not trace is "unsupported"; one with shape variants gets a kernel
+# version per variant; a repository directory gets one folder
 # per module; usage errors exit 2.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t5000
@@ -89,12 +90,15 @@ check_eq "status unsupported with the compiler's message" \
 	"$(json_get "$TMP/hs.json" '(d["status"], d["error"], d["candidates_evaluated"])')" \
 	"('unsupported', 'unsupported: dtype float16 (input x)', 0)"
 
-# --- shape variants the compiler's shape-specialized kernels cannot take --
-"$KERNELBOT" optimize "$FIX/eval/scale_bias.py" $FAST --out "$TMP/sv" --json >"$TMP/sv.json" 2>/dev/null
-check_eq "shape variants: exit 1" "$?" 1
-check_eq "unsupported up front, nothing evaluated" \
-	"$(json_get "$TMP/sv.json" '(d["status"], d["error"].startswith("unsupported: shape variants (input x of variant"), d["candidates_evaluated"])')" \
-	"('unsupported', True, 0)"
+# --- shape variants: a kernel version per input-shape set ------------------
+"$KERNELBOT" optimize "$FIX/eval/scale_bias.py" --budget 2 $FAST --out "$TMP/sv" --json >"$TMP/sv.json" 2>/dev/null
+check_eq "shape variants: exit 0" "$?" 0
+check_eq "a correct best kernel" "$(json_get "$TMP/sv/best/result.json" 'd["correct"]')" True
+check_eq "the evaluator checked it on both declared variants" \
+	"$(json_get "$TMP/sv/best/result.json" '[c["detail"] for c in d["checks"] if c["name"] == "variants" and c["passed"]]')" \
+	"['2 declared shape variants checked']"
+check_eq "three versions (64, 7 and 129 rows) behind one entry" \
+	"$(grep -cE '^kb_v[0-9]+_forward\(' "$TMP/sv/best/kernel.c") $(grep -c '^kernelbot_forward(' "$TMP/sv/best/kernel.c")" "3 1"
 
 # --- a second run into the same DIR replaces the first; human output --------
 # (the budget comes from --config's budgets section this time)

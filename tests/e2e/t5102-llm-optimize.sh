@@ -48,6 +48,8 @@ check_eq "1: three candidates, the budget's stop" \
 check_eq "1: compile error, variant mismatch, correct; fixes of their parents" \
 	"$(json_get "$OUT/history.json" '[(c["proposer"], c["op"], c["status"], (c["parents"] or [-1])[0]) for c in d["candidates"]]')" \
 	"[('llm', 'seed', 'compile_error', -1), ('llm', 'fix', 'mismatch', 0), ('llm', 'fix', 'correct', 1)]"
+check_eq "1: the prompt's IR has the variants' shapes, not their graphs" \
+	"$(prompts "$TMP/one.log" '("variant_graphs" in p[0], "\"variants\"" in p[0])')" "(False, True)"
 check_eq "1: the scripted fix is best/kernel.c" "$(head -n 1 "$OUT/best/kernel.c")" "/* fixed: every row of every shape */"
 check_eq "1: its confirmation is correct" "$(json_get "$OUT/best/result.json" 'd["correct"]')" True
 check_eq "1: tokens and dollars in the summary" \
@@ -82,9 +84,8 @@ EOF
 fakellm three "$TMP/three.json"
 config "$TMP/three.yml"
 OUT3="$TMP/out3"
-# the compiler's kernels are shape-specialized: one shape, no variants
-sed '/^def get_input_variants/,/^$/d' "$P" >"$TMP/one_shape.py"
-"$KERNELBOT" optimize "$TMP/one_shape.py" --proposer both --config "$TMP/three.yml" --per-generation 2 --generations 2 \
+# with the problem's shape variants: the compiler's seed holds a version each
+"$KERNELBOT" optimize "$P" --proposer both --config "$TMP/three.yml" --per-generation 2 --generations 2 \
 	$FAST --out "$OUT3" >/dev/null 2>"$TMP/three.err"
 check_eq "3: generation 0 is the compiler's, then the LLM rewrites its best" \
 	"$(json_get "$OUT3/history.json" '[(c["generation"], c["proposer"], c["op"]) for c in d["candidates"] if c["proposer"] == "llm" or c["generation"] == 0]')" \
@@ -96,6 +97,9 @@ check_eq "3: one rewrite, its prompt holding the compiler's kernel" \
 	"$(prompts "$TMP/three.log" '(sum("# Task: a faster" in x for x in p), "# Task: a faster" in p[0], open(sys.argv[1].replace("three.log", "out3/candidates/0000.c")).read() in p[0])')" \
 	"(1, True, True)"
 check_eq "3: stopped by --generations" "$(json_get "$OUT3/summary.json" 'd["stop_reason"]')" "budget:generations"
+check_eq "3: the compiler's seed has a version per input-shape set, and is correct" \
+	"$(grep -cE '^kb_v[0-9]+_forward\(' "$OUT3/candidates/0000.c") $(json_get "$OUT3/history.json" 'd["candidates"][0]["status"]')" \
+	"3 correct"
 
 # ---- 4. budgets: tokens (budgets.tokens), dollars (budgets.llm_usd) ----
 cat >"$TMP/four.json" <<EOF

@@ -149,6 +149,38 @@ def test_variants(write_problem):
         [{"name": "x", "shape": [1, 16], "dtype": "float32"}],
         [{"name": "x", "shape": [9, 32], "dtype": "float32"}],
     ]
+    # the graph traced at each variant, for the compiler's versions
+    graphs = r["ir"]["variant_graphs"]
+    assert [g["inputs"] for g in graphs] == [[dict(v[0], role="input")] for v in r["ir"]["variants"]]
+    assert [[n["shape"] for n in g["nodes"]] for g in graphs] == [[[4, 16]], [[1, 16]], [[9, 32]]]
+    assert [g["outputs"][0]["shape"] for g in graphs] == [[4, 16], [1, 16], [9, 32]]
+    assert "variant_graphs_error" not in r["ir"]
+
+
+def test_variant_that_does_not_trace(write_problem):
+    """A variant the forward cannot take leaves variant_graphs out, with
+    the reason; the traced graph itself is fine."""
+    path = write_problem('''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return x.view(4, 16).relu()
+
+        def get_inputs():
+            return [torch.randn(64)]
+
+        def get_input_variants():
+            return [[torch.randn(32)]]
+
+        def get_init_inputs():
+            return []
+    ''')
+    r = trace(path)
+    assert r["ok"], r
+    assert "variant_graphs" not in r["ir"]
+    assert r["ir"]["variant_graphs_error"].startswith("input variant 1: ")
 
 
 def test_source_sha256(write_problem):

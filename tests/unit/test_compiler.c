@@ -66,6 +66,14 @@ test_ir_refusals(void)
 		" \"nodes\": [], \"outputs\": [{\"name\": \"x\"}]}",
 		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"},"
 		" {\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"}], \"nodes\": [], \"outputs\": [{\"name\": \"x\"}]}",
+		/* a variant graph must be called like the traced one: same inputs */
+		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"}],"
+		" \"nodes\": [], \"outputs\": [{\"name\": \"x\"}], \"variant_graphs\": [{\"ir_version\": 1,"
+		" \"inputs\": [{\"name\": \"y\", \"role\": \"input\", \"shape\": [3], \"dtype\": \"float32\"}],"
+		" \"nodes\": [], \"outputs\": [{\"name\": \"y\"}]}]}",
+		"{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [2], \"dtype\": \"float32\"}],"
+		" \"nodes\": [], \"outputs\": [{\"name\": \"x\"}], \"variant_graphs\": [{\"ir_version\": 1,"
+		" \"inputs\": [], \"nodes\": [], \"outputs\": []}]}",
 	};
 	char err[256];
 
@@ -214,7 +222,8 @@ test_cuda_compiles(const char *dir)
 {
 	static const char *const problems[] = { "02_softmax_rows", "08_conv2d_batchnorm_silu",
 		"09_mean_tanh", "11_causal_attention", "13_cross_entropy", "14_cumsum",
-		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", "conv_chain", NULL };
+		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", "conv_chain",
+		"shape_variants", NULL };
 	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
 	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
 	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
@@ -473,7 +482,7 @@ main(void)
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
 		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
-		"attention_tiles", "conv_chain", NULL,
+		"attention_tiles", "conv_chain", "shape_variants", NULL,
 	};
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
 		"HOME=/tmp", NULL };

@@ -493,8 +493,13 @@ test_prop_compiler(void)
 	p->free(p);
 	json_decref(ir);
 
-	/* shape variants: the compiler's kernels are for the traced shapes */
+	/* shape variants: a version per graph traced at a variant's shapes;
+	 * without one (an IR from before variant_graphs) nothing can serve it */
 	{
+		const char *vg = "[{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
+		    "\"shape\": [9], \"dtype\": \"float32\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
+		    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [9], \"dtype\": \"float32\"}], "
+		    "\"outputs\": [{\"name\": \"y\", \"shape\": [9], \"dtype\": \"float32\"}]}]";
 		const char *var = "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", "
 		    "\"shape\": [4], \"dtype\": \"float32\"}], \"nodes\": [{\"name\": \"y\", \"op\": \"relu\", "
 		    "\"args\": [{\"ref\": \"x\"}], \"kwargs\": {}, \"shape\": [4], \"dtype\": \"float32\"}], "
@@ -507,6 +512,18 @@ test_prop_compiler(void)
 		CHECK("naming the input and the variant",
 		    strstr(err, "unsupported: shape variants (input x of variant 1") == err);
 		p->free(p);
+		json_object_set_new(ir, "variant_graphs", json_loads(vg, 0, NULL));
+		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+		memset(out, 0, sizeof(out));
+		n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+		CHECK_INT("with a graph traced at the variant: a candidate", n, 1);
+		CHECK("holding a version for each shape and a dispatcher", n == 1 &&
+		    strstr(out[0].source, "kb_v1_forward") && !strstr(out[0].source, "kb_v2_forward") &&
+		    strstr(out[0].source, "(const int64_t[]){9}") && strstr(out[0].source, "kb_v1_match"));
+		for (int i = 0; i < n; i++)
+			evolve_candidate_clear(&out[i]);
+		p->free(p);
+		json_object_del(ir, "variant_graphs");
 		json_array_remove(json_object_get(ir, "variants"), 1);
 		CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
 		memset(out, 0, sizeof(out));

@@ -45,6 +45,27 @@ def trace_problem(prob, model, inputs):
                              prob.source_sha256, spec_vals)
 
 
+# What a variant graph keeps of its trace: the rest is the traced graph's.
+VARIANT_KEYS = ("ir_version", "inputs", "nodes", "outputs", "specialized")
+
+
+def variant_graphs(ir, prob, model, variants):
+    """ir["variant_graphs"][i]: the graph traced at variants[i]'s inputs
+    (node shapes differ), so the graph compiler can build a version of the
+    kernel per shape set. A variant that does not trace leaves them all
+    out, with the reason in ir["variant_graphs_error"]: the problem still
+    traces, only the compiler cannot serve its variants."""
+    graphs = []
+    for i, v in enumerate(variants):
+        try:
+            g = trace_problem(prob, model, v)
+        except HarnessError as e:
+            ir["variant_graphs_error"] = "input variant %d: %s" % (i + 1, e.message)
+            return
+        graphs.append({k: g[k] for k in VARIANT_KEYS if k in g})
+    ir["variant_graphs"] = graphs
+
+
 def run(req):
     r = check_fields(req, FIELDS)
     if r["verify"] not in VERIFY_MODES:
@@ -70,6 +91,7 @@ def run(req):
                 raise HarnessError("inputs", "get_input_variants() gives %d tensors where get_inputs() "
                                              "gives %d" % (len(ts), len(tensor_names)))
             ir["variants"].append([tensor_desc(n, x) for n, x in zip(tensor_names, ts)])
+        variant_graphs(ir, prob, model, variants)
     timing["trace"] = time.monotonic() - t
 
     t = time.monotonic()
