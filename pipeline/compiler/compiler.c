@@ -25,7 +25,7 @@ compiler_emit(const struct ir_graph *ir, const struct schedule *s,
 
 	err[0] = '\0';
 	sc.backend = backend;
-	if ((error = cg_lower(ir, &g, err, errlen)) < 0)
+	if ((error = cg_lower(ir, &sc, &g, err, errlen)) < 0)
 		goto out;
 	cg_plan(g, &sc);
 	if (backend == SCHED_CUDA)
