@@ -532,7 +532,10 @@ cg_lower(const struct ir_graph *ir, const struct schedule *s, struct cg **out, c
 			LW_UNSUP(&L, "unsupported: dtype %s (%s)", ir_dtype_name(v->dtype), v->op);
 			break;
 		}
-		id = lw_node(&L, v, i);
+		if (L.fold_src && L.fold_src[i] >= 0)
+			id = L.node_of[L.fold_src[i]];	/* bn_fold: lowered with its layer */
+		else
+			id = lw_node(&L, v, i);
 		if (L.error)
 			break;
 		L.node_of[i] = id;
@@ -585,7 +588,7 @@ out:
 	free(L.tuple);
 	free(L.uses);
 	free(L.user);
-	free(L.folded);
+	free(L.fold_src);
 	return error;
 }
 

@@ -21,11 +21,12 @@ struct lower {
 	const struct ir_value *cur;
 	int error;
 	/* bn_fold only (else NULL): IR value -> references to it (outputs
-	 * count), the last node making one, and whether it is a batch_norm
-	 * that its input's lowering has already applied */
+	 * count), the last node making one, and the IR value whose lowering
+	 * has already applied it (a batch_norm or bias add folded into the
+	 * layer before it), else -1 */
 	int *uses;
 	int *user;
-	unsigned char *folded;
+	int *fold_src;
 };
 
 /* An eval-mode batch_norm to fold into the layer being lowered. */
@@ -82,6 +83,9 @@ int lw_fold_prepare(struct lower *L);
  * only by an eval-mode batch_norm over its dim 1 that can fold into it
  * (the batch_norm then lowers to the layer's result); else 0. */
 int lw_bn_find(struct lower *L, int w, struct lw_bn *bn);
+/* The same for a 2-D matmul read only by an add of a bias per output
+ * channel (*bias, a node [F]) that the batch_norm reads. */
+int lw_bn_find_bias(struct lower *L, int w, struct lw_bn *bn, int *bias);
 /* The weight w scaled per output channel (its dim dim), materialized. */
 int lw_bn_weight(struct lower *L, const struct lw_bn *bn, int w, int dim);
 /* The folded bias from the layer's bias term b (-2: none), materialized. */

@@ -1,7 +1,8 @@
 /*
  * bn_fold: an eval-mode batch_norm whose input is read by nothing else
- * and comes straight from a convolution or a linear layer (linear, addmm)
- * is folded into that layer:
+ * and comes straight from a convolution or a linear layer (linear, addmm,
+ * a 2-D matmul with or without a bias add after it) is folded into that
+ * layer:
  *
  *	s  = gamma / sqrt(running_var + eps)	per output channel
  *	w' = w * s				along the output channel
@@ -54,8 +55,10 @@ lw_fold_prepare(struct lower *L)
 	size_t n = (size_t)ir->n_values;
 
 	if (!(L->uses = calloc(n, sizeof(int))) || !(L->user = calloc(n, sizeof(int))) ||
-	    !(L->folded = calloc(n, 1)))
+	    !(L->fold_src = calloc(n, sizeof(int))))
 		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		L->fold_src[i] = -1;
 	for (int i = ir->n_inputs; i < ir->n_values; i++) {
 		count_refs(L, ir->v[i].args, i);
 		count_refs(L, ir->v[i].kwargs, i);
@@ -89,33 +92,47 @@ channel_param(struct lower *L, const struct ir_value *v, int k, int before, int6
 	return n->rank == 1 && n->shape[0] == C && n->dtype == dt ? L->node_of[p] : -1;
 }
 
-int
-lw_bn_find(struct lower *L, int w, struct lw_bn *bn)
+/* The IR node that is the only reader of value v, when it is an op, else -1. */
+static int
+only_reader(const struct lower *L, int v, const char *op)
 {
-	const struct ir_value *cur = L->cur, *v;
-	int i = (int)(cur - L->ir->v), j, mean, var, gamma;
-	const json_t *a;
+	int j = L->user[v];
+
+	return L->uses[v] == 1 && j > v && !strcmp(L->ir->v[j].op, op) ? j : -1;
+}
+
+static int
+ref_index(const struct lower *L, const json_t *a)
+{
+	return lw_is_ref(a) ? ir_find(L->ir, json_string_value(json_object_get(a, "ref"))) : -1;
+}
+
+/* 1 and *bn when the only reader of IR value v (the layer's output, or its
+ * bias add) is an eval-mode batch_norm over dim 1 of the layer's output
+ * that folds into the layer's weight w; the batch_norm is then lowered as
+ * the layer. */
+static int
+bn_after(struct lower *L, int v, int w, struct lw_bn *bn)
+{
+	const struct ir_value *cur = L->cur, *b;
+	int i = (int)(cur - L->ir->v), j = only_reader(L, v, "batch_norm"), mean, var, gamma;
 	enum ir_dtype dt = cur->dtype;
 	double eps = 1e-5;
 
-	if (!L->folded || w < 0 || L->uses[i] != 1 || (j = L->user[i]) <= i)
+	if (j < 0 || w < 0 || ref_index(L, json_array_get(L->ir->v[j].args, 0)) != v)
 		return 0;
-	v = &L->ir->v[j];
-	a = json_array_get(v->args, 0);
-	if (strcmp(v->op, "batch_norm") || !lw_is_ref(a) ||
-	    ir_find(L->ir, json_string_value(json_object_get(a, "ref"))) != i)
-		return 0;
-	if (cur->rank < 2 || !ir_dtype_is_float(dt) || v->dtype != dt || lw_N(L, w)->dtype != dt)
+	b = &L->ir->v[j];
+	if (cur->rank < 2 || !ir_dtype_is_float(dt) || b->dtype != dt || lw_N(L, w)->dtype != dt)
 		return 0;
 	/* both running statistics: inference normalization (else the
 	 * batch's own statistics, which depend on the layer's output) */
-	mean = channel_param(L, v, 1, i, cur->shape[1], dt, 0);
-	var = channel_param(L, v, 2, i, cur->shape[1], dt, 0);
-	gamma = channel_param(L, v, 3, i, cur->shape[1], dt, 1);
-	bn->beta = channel_param(L, v, 4, i, cur->shape[1], dt, 1);
+	mean = channel_param(L, b, 1, i, cur->shape[1], dt, 0);
+	var = channel_param(L, b, 2, i, cur->shape[1], dt, 0);
+	gamma = channel_param(L, b, 3, i, cur->shape[1], dt, 1);
+	bn->beta = channel_param(L, b, 4, i, cur->shape[1], dt, 1);
 	if (mean < 0 || var < 0 || gamma == -1 || bn->beta == -1)
 		return 0;
-	if (v->kwargs && lw_num(json_object_get(v->kwargs, "eps"), &eps) < 0)
+	if (b->kwargs && lw_num(json_object_get(b->kwargs, "eps"), &eps) < 0)
 		eps = 1e-5;
 	bn->mean = mean;
 	bn->scale = lw_unary(L, CG_RSQRT, lw_binary(L, CG_ADD, var, lw_cst(L, eps, dt)));
@@ -123,7 +140,39 @@ lw_bn_find(struct lower *L, int w, struct lw_bn *bn)
 		bn->scale = lw_binary(L, CG_MUL, bn->scale, gamma);
 	if (bn->scale < 0)
 		return 0;
-	L->folded[j] = 1;
+	L->fold_src[j] = i;
+	return 1;
+}
+
+int
+lw_bn_find(struct lower *L, int w, struct lw_bn *bn)
+{
+	return L->fold_src && bn_after(L, (int)(L->cur - L->ir->v), w, bn);
+}
+
+int
+lw_bn_find_bias(struct lower *L, int w, struct lw_bn *bn, int *bias)
+{
+	const struct ir_value *cur = L->cur, *add;
+	int i = (int)(cur - L->ir->v), k, a0, a1, b;
+	double alpha = 1;
+
+	if (!L->fold_src || (k = only_reader(L, i, "add")) < 0)
+		return 0;
+	add = &L->ir->v[k];
+	a0 = ref_index(L, json_array_get(add->args, 0));
+	a1 = ref_index(L, json_array_get(add->args, 1));
+	if (json_array_size(add->args) != 2 || (a0 == i) == (a1 == i) || add->rank != cur->rank ||
+	    memcmp(add->shape, cur->shape, sizeof(int64_t) * (size_t)cur->rank))
+		return 0;
+	if (add->kwargs && lw_num(json_object_get(add->kwargs, "alpha"), &alpha) == 0 && alpha != 1)
+		return 0;
+	/* a bias per output channel (the last dim of [N, F]) */
+	b = channel_param(L, add, a0 == i ? 1 : 0, i, cur->shape[cur->rank - 1], cur->dtype, 0);
+	if (b < 0 || !bn_after(L, k, w, bn))
+		return 0;
+	L->fold_src[k] = i;
+	*bias = b;
 	return 1;
 }
 

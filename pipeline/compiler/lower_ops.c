@@ -331,9 +331,6 @@ lower_batch_norm(struct lower *L)
 
 	if (x < 0)
 		return -1;
-	/* bn_fold: the convolution or linear layer before it applied it */
-	if (L->folded && L->folded[L->cur - L->ir->v])
-		return x;
 	r = lw_N(L, x)->rank;
 	dt = lw_N(L, x)->dtype;
 	if (r < 2)
@@ -441,6 +438,23 @@ lower_linear(struct lower *L)
 		y = matmul(L, x, lw_N(L, w)->rank == 2 ? lw_transpose(L, w, 0, 1) : w, 1.0);
 	}
 	return b >= 0 ? lw_binary(L, CG_ADD, y, b) : y;
+}
+
+/* a @ w; with bn_fold, a 2-D one followed by a batch norm (and maybe a
+ * bias add before it) takes them into w and one bias. */
+static int
+lower_matmul(struct lower *L)
+{
+	int a = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), b = -2;
+	struct lw_bn bn;
+	int fold = L->cur->rank == 2 && w >= 0 && lw_N(L, w)->rank == 2 &&
+	    (lw_bn_find_bias(L, w, &bn, &b) || lw_bn_find(L, w, &bn));
+
+	if (!fold)
+		return matmul(L, a, w, 1.0);
+	w = lw_bn_weight(L, &bn, w, 1);
+	b = lw_bn_bias(L, &bn, b);
+	return lw_binary(L, CG_ADD, matmul(L, a, w, 1.0), b);
 }
 
 /* beta * c + alpha * a @ w (a and w 2-D, so the output is [N, F]). */
@@ -577,7 +591,9 @@ lw_node(struct lower *L, const struct ir_value *v, int i)
 		return lower_batch_norm(L);
 	if (!strcmp(op, "linear"))
 		return lower_linear(L);
-	if (!strcmp(op, "matmul") || !strcmp(op, "bmm"))
+	if (!strcmp(op, "matmul"))
+		return lower_matmul(L);
+	if (!strcmp(op, "bmm"))
 		return matmul(L, lw_ref(L, lw_arg(L, 0)), lw_ref(L, lw_arg(L, 1)), 1.0);
 	if (!strcmp(op, "addmm"))
 		return lower_addmm(L);

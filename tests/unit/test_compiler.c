@@ -344,9 +344,14 @@ test_cpu_codegen(void)
 		}
 		CHECK("conv2d, conv1d, linear and addmm take the batch norm into their weights", all);
 		CHECK("bn_fold off keeps the weights as they are", none);
+		CHECK("so does matmul, with its bias add or without one",
+		    src && strstr(src, "add tanh -> output {5, 9} (tanh)") &&
+		    strstr(src, "add -> output {5, 9} (matmul_1)"));
 		CHECK("a layer whose output is also read elsewhere keeps its own",
 		    src && strstr(src, "[library] gemm -> scratch {5, 9} (linear_1)") &&
 		    strstr(src, "sub add rsqrt mul mul add add -> output {5, 9} (add)"));
+		CHECK("and so does a matmul with a bias that is not per output channel",
+		    src && strstr(src, "[library] gemm -> scratch {5, 9} (matmul_2)"));
 		free(src);
 		free(src2);
 		src = src2 = NULL;
