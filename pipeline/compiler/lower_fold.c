@@ -98,7 +98,10 @@ only_reader(const struct lower *L, int v, const char *op)
 {
 	int j = L->user[v];
 
-	return L->uses[v] == 1 && j > v && !strcmp(L->ir->v[j].op, op) ? j : -1;
+	/* readers come after what they read: j <= v is no reader at all */
+	if (L->uses[v] != 1 || j <= v)
+		return -1;
+	return strcmp(L->ir->v[j].op, op) ? -1 : j;
 }
 
 static int
