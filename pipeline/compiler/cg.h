@@ -84,6 +84,8 @@ struct cg_node {
 	const char *name;	/* the IR value it stands for, or NULL */
 	int output;		/* ABI output number, or -1 */
 	int materialize;	/* a kernel of its own writes it to memory */
+	int keep;		/* always materialized (a fold step's result, read
+				 * by a library call or by every element of its epilogue) */
 	int uses;
 };
 
@@ -99,11 +101,13 @@ struct cg {
 };
 
 /*
- * Lower an IR graph. 0 and *out (free with cg_free); -ENOTSUP with
- * "unsupported: OP (why)" in err for an op or form not handled; -EINVAL for
- * an IR that contradicts itself; -E2BIG, -ENOMEM.
+ * Lower an IR graph, with the rewrites the schedule chooses (bn_fold). 0
+ * and *out (free with cg_free); -ENOTSUP with "unsupported: OP (why)" in
+ * err for an op or form not handled; -EINVAL for an IR that contradicts
+ * itself; -E2BIG, -ENOMEM.
  */
-int cg_lower(const struct ir_graph *ir, struct cg **out, char *err, size_t errlen);
+int cg_lower(const struct ir_graph *ir, const struct schedule *s, struct cg **out, char *err,
+    size_t errlen);
 void cg_free(struct cg *g);
 
 /* Mark the nodes that get their own kernel (outputs, library ops, and

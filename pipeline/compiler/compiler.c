@@ -51,9 +51,16 @@ versions(const struct ir_graph *ir, const struct ir_graph **gs, int *from, char 
 }
 
 static int
-emit_one(struct emit_version *v, struct emit_src *src, enum schedule_backend backend, char *err,
-    size_t errlen)
+emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src,
+    enum schedule_backend backend, char *err, size_t errlen)
 {
+	int error;
+
+	/* lowered under v->s: some choices (bn_fold) change the graph */
+	cg_free(v->g);
+	v->g = NULL;
+	if ((error = cg_lower(ir, &v->s, &v->g, err, errlen)) < 0)
+		return error;
 	cg_plan(v->g, &v->s);
 	if (backend == SCHED_CUDA)
 		return emit_cuda(v, src, err, errlen);
@@ -82,9 +89,7 @@ compiler_emit(const struct ir_graph *ir, const struct schedule *s,
 		v[i].s.backend = backend;
 		snprintf(v[i].prefix, sizeof(v[i].prefix), nv == 1 ? "kb_" : "kb_v%d_", i);
 		snprintf(v[i].fn, sizeof(v[i].fn), nv == 1 ? "kernelbot_forward" : "kb_v%d_forward", i);
-		if ((error = cg_lower(gs[i], &v[i].g, err, errlen)) < 0)
-			goto fail;
-		error = emit_one(&v[i], &src, backend, err, errlen);
+		error = emit_one(&v[i], gs[i], &src, backend, err, errlen);
 		schedule_default(&d, gs[i], backend);
 		if (error < 0 && i > 0 && error != -ENOTSUP && error != -EINVAL && error != -ENOMEM &&
 		    schedule_cmp(&v[i].s, &d)) {
@@ -95,9 +100,8 @@ compiler_emit(const struct ir_graph *ir, const struct schedule *s,
 			err[0] = '\0';
 			v[i].s = d;
 			v[i].fallback = 1;
-			error = emit_one(&v[i], &src, backend, err, errlen);
+			error = emit_one(&v[i], gs[i], &src, backend, err, errlen);
 		}
-fail:
 		if (error < 0) {
 			if (i > 0) {
 				size_t n = strlen(err);

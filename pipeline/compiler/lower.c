@@ -486,7 +486,8 @@ lw_dimmask(struct lower *L, int rank)
 
 
 int
-cg_lower(const struct ir_graph *ir, struct cg **out, char *err, size_t errlen)
+cg_lower(const struct ir_graph *ir, const struct schedule *s, struct cg **out, char *err,
+    size_t errlen)
 {
 	struct lower L;
 	struct cg *g;
@@ -504,6 +505,10 @@ cg_lower(const struct ir_graph *ir, struct cg **out, char *err, size_t errlen)
 	g->ir = ir;
 	L.g = g;
 	L.ir = ir;
+	if (s->bn_fold && lw_fold_prepare(&L) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	for (int i = 0; i < ir->n_values; i++) {
 		const struct ir_value *v = &ir->v[i];
 		int id;
@@ -527,7 +532,10 @@ cg_lower(const struct ir_graph *ir, struct cg **out, char *err, size_t errlen)
 			LW_UNSUP(&L, "unsupported: dtype %s (%s)", ir_dtype_name(v->dtype), v->op);
 			break;
 		}
-		id = lw_node(&L, v, i);
+		if (L.fold_src && L.fold_src[i] >= 0)
+			id = L.node_of[L.fold_src[i]];	/* bn_fold: lowered with its layer */
+		else
+			id = lw_node(&L, v, i);
 		if (L.error)
 			break;
 		L.node_of[i] = id;
@@ -578,6 +586,9 @@ out:
 	cg_free(g);
 	free(L.node_of);
 	free(L.tuple);
+	free(L.uses);
+	free(L.user);
+	free(L.fold_src);
 	return error;
 }
 

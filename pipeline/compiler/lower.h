@@ -20,6 +20,19 @@ struct lower {
 	int (*tuple)[LW_TUPLE_MAX];	/* IR value -> element nodes */
 	const struct ir_value *cur;
 	int error;
+	/* bn_fold only (else NULL): IR value -> references to it (outputs
+	 * count), the last node making one, and the IR value whose lowering
+	 * has already applied it (a batch_norm or bias add folded into the
+	 * layer before it), else -1 */
+	int *uses;
+	int *user;
+	int *fold_src;
+};
+
+/* An eval-mode batch_norm to fold into the layer being lowered. */
+struct lw_bn {
+	int mean, beta;		/* nodes [C]; beta -2 when absent */
+	int scale;		/* gamma / sqrt(var + eps), [C] */
 };
 
 #define LW_UNSUP(L, ...) lw_lfail((L), -ENOTSUP, __VA_ARGS__)
@@ -62,6 +75,21 @@ uint32_t lw_dimmask(struct lower *L, int rank);
 /* Lower IR value index i (a node); its result node, or -1 for tuples
  * (their elements go to L->tuple[i]) and errors. */
 int lw_node(struct lower *L, const struct ir_value *v, int i);
+
+/* bn_fold (lower_fold.c). Count the references to each IR value; 0 or
+ * -ENOMEM. */
+int lw_fold_prepare(struct lower *L);
+/* 1 and *bn when the layer being lowered (L->cur, weight node w) is read
+ * only by an eval-mode batch_norm over its dim 1 that can fold into it
+ * (the batch_norm then lowers to the layer's result); else 0. */
+int lw_bn_find(struct lower *L, int w, struct lw_bn *bn);
+/* The same for a 2-D matmul read only by an add of a bias per output
+ * channel (*bias, a node [F]) that the batch_norm reads. */
+int lw_bn_find_bias(struct lower *L, int w, struct lw_bn *bn, int *bias);
+/* The weight w scaled per output channel (its dim dim), materialized. */
+int lw_bn_weight(struct lower *L, const struct lw_bn *bn, int w, int dim);
+/* The folded bias from the layer's bias term b (-2: none), materialized. */
+int lw_bn_bias(struct lower *L, const struct lw_bn *bn, int b);
 
 /* The neural-network and shape ops (lower_nn.c); same contract. */
 int lw_nn(struct lower *L, const struct ir_value *v, int i);

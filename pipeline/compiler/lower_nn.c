@@ -13,10 +13,11 @@
 static int
 lower_conv(struct lower *L, int nsp)
 {
-	int x = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), id;
+	int x = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), id, b = -2, fold;
 	const json_t *jb = lw_arg(L, 2);
 	int64_t st[2], pd[2], dl[2];
 	struct cg_node *n;
+	struct lw_bn bn;
 
 	if (x < 0 || w < 0)
 		return -1;
@@ -29,6 +30,8 @@ lower_conv(struct lower *L, int nsp)
 		return LW_UNSUP(L, "unsupported: %s on an unbatched input", L->cur->op), -1;
 	if (!ir_dtype_is_float(lw_N(L, x)->dtype))
 		return LW_UNSUP(L, "unsupported: %s on integers", L->cur->op), -1;
+	if ((fold = lw_bn_find(L, w, &bn)))
+		w = lw_bn_weight(L, &bn, w, 0);
 	id = lw_nnew(L, CG_CONV, L->cur->dtype, L->cur->rank, L->cur->shape, x, w, -1);
 	if (id < 0)
 		return -1;
@@ -40,9 +43,12 @@ lower_conv(struct lower *L, int nsp)
 		n->i[CG_CONV_PAD + j] = pd[j];
 		n->i[CG_CONV_DIL + j] = dl[j];
 	}
-	if (!json_is_null(jb) && jb) {
+	if (!json_is_null(jb) && jb && (b = lw_ref(L, jb)) < 0)
+		return -1;
+	if (fold)
+		b = lw_bn_bias(L, &bn, b);
+	if (b != -2) {
 		int64_t shape[CG_MAX_RANK];
-		int b = lw_ref(L, jb);
 		if (b < 0)
 			return -1;
 		shape[0] = lw_N(L, b)->shape[0];

@@ -412,9 +412,17 @@ lower_linear(struct lower *L)
 	int x = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), b = opt_ref(L, 2), y;
 	int64_t s2[2];
 	struct cg_node *n;
+	struct lw_bn bn;
+	int fold;
 
 	if (x < 0 || w < 0 || b == -1)
 		return -1;
+	/* a batch_norm's channels are dim 1: the features only of [N, F] */
+	fold = L->cur->rank == 2 && lw_N(L, w)->rank == 2 && lw_bn_find(L, w, &bn);
+	if (fold) {
+		w = lw_bn_weight(L, &bn, w, 0);
+		b = lw_bn_bias(L, &bn, b);
+	}
 	n = lw_N(L, x);
 	if (n->rank > 2) {
 		/* fold the leading dims into M: one GEMM, not a batch of them */
@@ -430,6 +438,47 @@ lower_linear(struct lower *L)
 		y = matmul(L, x, lw_N(L, w)->rank == 2 ? lw_transpose(L, w, 0, 1) : w, 1.0);
 	}
 	return b >= 0 ? lw_binary(L, CG_ADD, y, b) : y;
+}
+
+/* a @ w; with bn_fold, a 2-D one followed by a batch norm (and maybe a
+ * bias add before it) takes them into w and one bias. */
+static int
+lower_matmul(struct lower *L)
+{
+	int a = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), b = -2;
+	struct lw_bn bn;
+	int fold = L->cur->rank == 2 && w >= 0 && lw_N(L, w)->rank == 2 &&
+	    (lw_bn_find_bias(L, w, &bn, &b) || lw_bn_find(L, w, &bn));
+
+	if (!fold)
+		return matmul(L, a, w, 1.0);
+	w = lw_bn_weight(L, &bn, w, 1);
+	b = lw_bn_bias(L, &bn, b);
+	return lw_binary(L, CG_ADD, matmul(L, a, w, 1.0), b);
+}
+
+/* beta * c + alpha * a @ w (a and w 2-D, so the output is [N, F]). */
+static int
+lower_addmm(struct lower *L)
+{
+	double beta = lw_kwnum(L, "beta", 1), alpha = lw_kwnum(L, "alpha", 1);
+	int a = lw_ref(L, lw_arg(L, 1)), w = lw_ref(L, lw_arg(L, 2)), y, c = -2;
+	struct lw_bn bn;
+	int fold = w >= 0 && lw_N(L, w)->rank == 2 && lw_bn_find(L, w, &bn);
+
+	if (fold)
+		w = lw_bn_weight(L, &bn, w, 1);
+	y = matmul(L, a, w, alpha);
+	if (y < 0)
+		return -1;
+	if (beta != 0) {
+		c = lw_operand(L, lw_arg(L, 0), y);
+		if (beta != 1)
+			c = lw_binary(L, CG_MUL, c, lw_cst(L, beta, lw_N(L, y)->dtype));
+	}
+	if (fold)
+		c = lw_bn_bias(L, &bn, c);
+	return c == -2 ? y : lw_binary(L, CG_ADD, c, y);
 }
 
 int
@@ -542,17 +591,11 @@ lw_node(struct lower *L, const struct ir_value *v, int i)
 		return lower_batch_norm(L);
 	if (!strcmp(op, "linear"))
 		return lower_linear(L);
-	if (!strcmp(op, "matmul") || !strcmp(op, "bmm"))
+	if (!strcmp(op, "matmul"))
+		return lower_matmul(L);
+	if (!strcmp(op, "bmm"))
 		return matmul(L, lw_ref(L, lw_arg(L, 0)), lw_ref(L, lw_arg(L, 1)), 1.0);
-	if (!strcmp(op, "addmm")) {
-		double beta = lw_kwnum(L, "beta", 1), alpha = lw_kwnum(L, "alpha", 1);
-		int y = matmul(L, lw_ref(L, lw_arg(L, 1)), lw_ref(L, lw_arg(L, 2)), alpha), c;
-		if (beta == 0 || y < 0)
-			return y;
-		c = lw_operand(L, lw_arg(L, 0), y);
-		if (beta != 1)
-			c = lw_binary(L, CG_MUL, c, lw_cst(L, beta, lw_N(L, y)->dtype));
-		return lw_binary(L, CG_ADD, c, y);
-	}
+	if (!strcmp(op, "addmm"))
+		return lower_addmm(L);
 	return lw_nn(L, v, i);
 }

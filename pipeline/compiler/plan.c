@@ -65,7 +65,7 @@ cg_plan(struct cg *g, const struct schedule *s)
 	int cand = 0;
 
 	for (int i = 0; i < g->n; i++)
-		g->nodes[i].materialize = g->nodes[i].output >= 0;
+		g->nodes[i].materialize = g->nodes[i].output >= 0 || g->nodes[i].keep;
 	for (int i = 0; i < g->n; i++) {
 		struct cg_node *n = &g->nodes[i];
 		int leaf;

@@ -33,6 +33,12 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	s->conv_algo = -1;
 	s->cpu_tile = 64;
 	s->attn = 0;
+	/* the fold trades per-element work in the epilogue (three
+	 * per-channel parameters and an rsqrt an element) for a pass over
+	 * the weights: a win on the CPU; on CUDA the epilogue is memory
+	 * bound and the fold is two more launches, so it is off there until
+	 * a GPU run has timed it */
+	s->bn_fold = backend == SCHED_CPU;
 	s->cuts = 0;
 }
 
@@ -61,7 +67,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	static const int vecs[] = { 1, 2, 4 };
 	static const int tiles[] = { 16, 32, 64, 128, 256 };
 
-	switch (pick(rng, 10)) {
+	switch (pick(rng, 11)) {
 	case 0: s->block = blocks[pick(rng, 5)]; break;
 	case 1: s->vec = vecs[pick(rng, 3)]; break;
 	case 2: s->unroll = 1 + pick(rng, 8); break;
@@ -71,6 +77,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	case 6: s->cpu_tile = tiles[pick(rng, 5)]; break;
 	case 7: s->attn = !s->attn; break;
 	case 8: s->row_regs = (s->row_regs + 1 + pick(rng, 2)) % 3; break;
+	case 9: s->bn_fold = !s->bn_fold; break;
 	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
 	}
 }
@@ -92,6 +99,7 @@ schedule_crossover(struct schedule *c, const struct schedule *a, const struct sc
 	X(conv_algo);
 	X(cpu_tile);
 	X(attn);
+	X(bn_fold);
 #undef X
 	/* cuts bit by bit: boundaries are independent choices */
 	uint64_t mask = schedule_rand(rng);
@@ -104,11 +112,11 @@ schedule_to_json(const struct schedule *s)
 	char cuts[32];
 
 	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:b, s:i, s:i, s:i, s:b, s:s}",
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:b, s:i, s:i, s:i, s:b, s:b, s:s}",
 	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
 	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
 	    "row_regs", s->row_regs, "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
-	    "cpu_tile", s->cpu_tile, "attn", s->attn, "cuts", cuts);
+	    "cpu_tile", s->cpu_tile, "attn", s->attn, "bn_fold", s->bn_fold, "cuts", cuts);
 }
 
 static int
@@ -134,7 +142,8 @@ int
 schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen)
 {
 	static const char *const known[] = { "backend", "block", "vec", "unroll", "reduce",
-		"row_cache", "row_regs", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "attn", "cuts", NULL };
+		"row_cache", "row_regs", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "attn", "bn_fold",
+		"cuts", NULL };
 	struct schedule t = *s;
 	const char *k, *str;
 	json_t *v;
@@ -169,7 +178,8 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "gemm_algo", 0, 7, &t.gemm_algo, err, errlen) < 0 ||
 	    get_int(j, "conv_algo", -1, 7, &t.conv_algo, err, errlen) < 0 ||
 	    get_int(j, "cpu_tile", 8, 256, &t.cpu_tile, err, errlen) < 0 ||
-	    get_int(j, "attn", 0, 1, &t.attn, err, errlen) < 0)
+	    get_int(j, "attn", 0, 1, &t.attn, err, errlen) < 0 ||
+	    get_int(j, "bn_fold", 0, 1, &t.bn_fold, err, errlen) < 0)
 		return -EINVAL;
 	if ((t.block & (t.block - 1)) || t.vec == 3) {
 		snprintf(err, errlen, "schedule: block and vec must be powers of two");
@@ -201,10 +211,10 @@ int
 schedule_describe(const struct schedule *s, struct buf *b)
 {
 	if (s->backend == SCHED_CPU)
-		return buf_printf(b, "cpu_tile=%d cuts=%" PRIx64, s->cpu_tile, s->cuts);
-	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d cuts=%" PRIx64,
+		return buf_printf(b, "cpu_tile=%d bn_fold=%d cuts=%" PRIx64, s->cpu_tile, s->bn_fold, s->cuts);
+	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d bn_fold=%d cuts=%" PRIx64,
 	    s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache, s->row_regs, s->tf32,
-	    s->gemm_algo, s->conv_algo, s->attn, s->cuts);
+	    s->gemm_algo, s->conv_algo, s->attn, s->bn_fold, s->cuts);
 }
 
 int
@@ -214,5 +224,6 @@ schedule_cmp(const struct schedule *a, const struct schedule *b)
 	    a->unroll != b->unroll || a->reduce != b->reduce || a->row_cache != b->row_cache ||
 	    a->row_regs != b->row_regs ||
 	    a->tf32 != b->tf32 || a->gemm_algo != b->gemm_algo || a->conv_algo != b->conv_algo ||
-	    a->cpu_tile != b->cpu_tile || a->attn != b->attn || a->cuts != b->cuts;
+	    a->cpu_tile != b->cpu_tile || a->attn != b->attn || a->bn_fold != b->bn_fold ||
+	    a->cuts != b->cuts;
 }

@@ -48,6 +48,9 @@ struct schedule {
 	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */
 	int cpu_tile;		/* CPU GEMM block edge: 16..256 */
 	int attn;		/* CUDA: softmax(q k^T / c + mask) v as one fused kernel: 0/1 */
+	int bn_fold;		/* eval-mode batch_norm right after a conv or linear is
+				 * folded into its weight and bias (a fold step per call,
+				 * then the library call and a bias epilogue): 0/1 */
 	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
 };
 

@@ -146,6 +146,9 @@ build_queue(struct pc_state *st, uint64_t *rng)
 	q[n++].row_regs = !d.row_regs;
 	q[n] = d;
 	q[n++].row_regs = d.row_regs == 2 ? 1 : 2;
+	/* an eval batch norm folded into its layer's weights, or applied after it */
+	q[n] = d;
+	q[n++].bn_fold = !d.bn_fold;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;

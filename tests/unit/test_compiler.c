@@ -182,11 +182,17 @@ write_file(const char *path, const char *text)
 	return fclose(f);
 }
 
-/* Compile fixture NAME for the CPU into dir; 1 when a pair was added. */
+enum { PAIR_DEFAULT, PAIR_CUTS, PAIR_NOFOLD };
+
+/* Compile fixture NAME for the CPU into dir, under the default schedule,
+ * with every fusion boundary cut, or with bn_fold turned off; 1 when a
+ * pair was added. */
 static int
-add_pair(const char *dir, const char *kind, const char *problem, int cut, char *name, char *kpath,
-    char *ppath)
+add_pair(const char *dir, const char *kind, const char *problem, int variant, char *name,
+    char *kpath, char *ppath)
 {
+	static const char *const suffix[] = { "", "+cuts", "+nofold" };
+	int cut = variant == PAIR_CUTS;
 	struct schedule s;
 	json_t *j = fixture(problem);
 	char *src = NULL, label[160], err[1024];
@@ -195,7 +201,10 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 	schedule_default(&s, NULL, SCHED_CPU);
 	s.cuts = cut ? ~UINT64_C(0) : 0;
 	s.cpu_tile = cut ? 16 : 64;
-	snprintf(label, sizeof(label), "%.64s compiles for the CPU%s", problem, cut ? " (all fusion cuts)" : "");
+	if (variant == PAIR_NOFOLD)
+		s.bn_fold = 0;
+	snprintf(label, sizeof(label), "%.64s compiles for the CPU%s", problem,
+	    cut ? " (all fusion cuts)" : variant == PAIR_NOFOLD ? " (bn_fold off)" : "");
 	ok = CHECK(label, j && compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)) == 0);
 	json_decref(j);
 	if (!ok) {
@@ -203,7 +212,7 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 		return 0;
 	}
 	CHECK("the source has the ABI entry point", strstr(src, "\nkernelbot_forward(") != NULL);
-	snprintf(name, 64, "%.50s%s", problem, cut ? "+cuts" : "");
+	snprintf(name, 64, "%.50s%s", problem, suffix[variant]);
 	snprintf(kpath, 4200, "%s/%s.c", dir, name);
 	/* The op fixtures are the harness's own; only the shrunk problems are ours. */
 	snprintf(ppath, 4200, "%s/tests/fixtures/%s%s/%s.py", root,
@@ -215,8 +224,9 @@ add_pair(const char *dir, const char *kind, const char *problem, int cut, char *
 
 /* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
  * kernel per CUDA code path (flat, warp, block and column teams, thread per
- * output, cuBLAS, cuDNN, scans, gathers, argmax), so the check stays
- * cheap; tests/compiler/check_cuda.sh compiles every fixture. */
+ * output, cuBLAS, cuDNN, scans, gathers, argmax, batch norms folded into
+ * cuDNN and cuBLAS calls), so the check stays cheap;
+ * tests/compiler/check_cuda.sh compiles every fixture. */
 static void
 test_cuda_compiles(const char *dir)
 {
@@ -225,6 +235,8 @@ test_cuda_compiles(const char *dir)
 		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", "conv_chain",
 		"shape_variants", NULL };
 	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
+	/* bn_fold is off by default on CUDA: these get it turned on */
+	static const char *const folds[] = { "bn_fold", NULL };
 	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
 	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
 	char paths[40][4200], err[1024];
@@ -245,19 +257,22 @@ test_cuda_compiles(const char *dir)
 	argv[argc++] = "-I/usr/include";
 	argv[argc++] = "-odir";
 	argv[argc++] = dir;
-	for (int k = 0; k < 2; k++) {
-		const char *const *list = k ? ops : problems;
+	for (int k = 0; k < 3; k++) {
+		const char *const *list = k == 2 ? folds : k ? ops : problems;
+		struct schedule sc;
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		sc.bn_fold = k == 2;
 		for (int i = 0; list[i] && n < 40; i++) {
 			json_t *j = fixture(list[i]);
 			char *src = NULL, label[160];
-			snprintf(label, sizeof(label), "%.64s compiles for CUDA", list[i]);
-			if (!CHECK(label, j && compile_json(j, SCHED_CUDA, NULL, &src, err, sizeof(err)) == 0)) {
+			snprintf(label, sizeof(label), "%.64s compiles for CUDA%s", list[i], k == 2 ? " (bn_fold)" : "");
+			if (!CHECK(label, j && compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) == 0)) {
 				printf("     %s\n", err);
 				json_decref(j);
 				continue;
 			}
 			json_decref(j);
-			snprintf(paths[n], sizeof(paths[n]), "%s/%s.cu", dir, list[i]);
+			snprintf(paths[n], sizeof(paths[n]), "%s/%s%s.cu", dir, list[i], k == 2 ? "+fold" : "");
 			if (write_file(paths[n], src) == 0 && argc < 62)
 				argv[argc++] = paths[n++];
 			free(src);
@@ -319,6 +334,36 @@ test_cpu_codegen(void)
 		CHECK_INT("float32 conv2d is im2col + GEMM (definition and a call)", calls, 2);
 		free(src);
 		src = NULL;
+		json_decref(j);
+	}
+	if ((j = fixture("bn_fold"))) {
+		/* the fold step's kernels: each layer's weight scaled per output channel */
+		static const char *const folded[] = { "add rsqrt mul mul -> scratch {6, 2, 3, 3}",
+			"add rsqrt mul -> scratch {5, 3, 3}", "add rsqrt mul mul -> scratch {9, 7}",
+			"add rsqrt mul mul -> scratch {7, 9}", NULL };
+		int all = 1, none = 1;
+		schedule_default(&s, NULL, SCHED_CPU);
+		CHECK_INT("bn_fold is on by default on the CPU", s.bn_fold, 1);
+		CHECK_INT("batch norms after layers compile", compile_json(j, SCHED_CPU, &s, &src, err, sizeof(err)), 0);
+		s.bn_fold = 0;
+		CHECK_INT("and without the fold", compile_json(j, SCHED_CPU, &s, &src2, err, sizeof(err)), 0);
+		for (int i = 0; folded[i]; i++) {
+			all &= src && strstr(src, folded[i]) != NULL;
+			none &= src2 && !strstr(src2, folded[i]);
+		}
+		CHECK("conv2d, conv1d, linear and addmm take the batch norm into their weights", all);
+		CHECK("bn_fold off keeps the weights as they are", none);
+		CHECK("so does matmul, with its bias add or without one",
+		    src && strstr(src, "add tanh -> output {5, 9} (tanh)") &&
+		    strstr(src, "add -> output {5, 9} (matmul_1)"));
+		CHECK("a layer whose output is also read elsewhere keeps its own",
+		    src && strstr(src, "[library] gemm -> scratch {5, 9} (linear_1)") &&
+		    strstr(src, "sub add rsqrt mul mul add add -> output {5, 9} (add)"));
+		CHECK("and so does a matmul with a bias that is not per output channel",
+		    src && strstr(src, "[library] gemm -> scratch {5, 9} (matmul_2)"));
+		free(src);
+		free(src2);
+		src = src2 = NULL;
 		json_decref(j);
 	}
 	if ((j = fixture("05_linear_gelu"))) {
@@ -407,6 +452,13 @@ test_cuda_paths(void)
 		{ "14_cumsum", NULL, "kb_v[kb_j] = ", NULL, "cumsum keeps its segment in registers" },
 		{ "07_conv2d_relu_bias", NULL, "cudnnFindConvolutionForwardAlgorithmEx(", NULL,
 		  "the default convolution measures its algorithm once" },
+		{ "08_conv2d_batchnorm_silu", "{\"bn_fold\": true}",
+		  "add rsqrt mul mul -> scratch {128, 128, 3, 3}", NULL,
+		  "bn_fold scales the convolution's weights per output channel, on every call" },
+		{ "08_conv2d_batchnorm_silu", "{\"bn_fold\": true}", "add silu -> output {16, 128, 64, 64}", NULL,
+		  "and the convolution's epilogue adds the folded bias before the SiLU" },
+		{ "08_conv2d_batchnorm_silu", NULL, "mul add silu -> output {16, 128, 64, 64}", "-> scratch {128, 128, 3, 3}",
+		  "without it (the CUDA default) the epilogue normalizes" },
 		{ "07_conv2d_relu_bias", "{\"conv_algo\": 2}", "kb_conv_pick(perf, found, 2, (size_t)-1)", "cudnnFind",
 		  "conv_algo ranks the heuristic's answers" },
 		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
@@ -446,7 +498,7 @@ test_cuda_schedules(void)
 {
 	static const char *const names[] = { "02_softmax_rows", "03_layernorm", "09_mean_tanh",
 		"11_causal_attention", "13_cross_entropy", "14_cumsum", "15_linear_groupnorm_swish",
-		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", NULL };
+		"16_maxpool_relu_scale", "reduce_paths", "attention_tiles", "bn_fold", NULL };
 	uint64_t rng = 7;
 	int ok = 1;
 	char err[256];
@@ -482,8 +534,9 @@ main(void)
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
 		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
-		"attention_tiles", "conv_chain", "shape_variants", NULL,
+		"attention_tiles", "conv_chain", "shape_variants", "bn_fold", NULL,
 	};
+	static const char *const folds[] = { "08_conv2d_batchnorm_silu", "bn_fold", NULL };
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
 		"HOME=/tmp", NULL };
 	char dir[] = "/tmp/kbcompXXXXXX", names[MAX_PAIRS][64], kpath[MAX_PAIRS][4200],
@@ -511,8 +564,12 @@ main(void)
 	for (int i = 0; problems[i]; i++) {
 		/* each problem under the default schedule and with every cut */
 		for (int cut = 0; cut < 2; cut++)
-			n += add_pair(dir, "problems", problems[i], cut, names[n], kpath[n], ppath[n]);
+			n += add_pair(dir, "problems", problems[i], cut ? PAIR_CUTS : PAIR_DEFAULT, names[n],
+			    kpath[n], ppath[n]);
 	}
+	/* and the problems with an eval batch_norm without its fold */
+	for (int i = 0; folds[i]; i++)
+		n += add_pair(dir, "problems", folds[i], PAIR_NOFOLD, names[n], kpath[n], ppath[n]);
 	/* one problem per canonical op (the harness's op fixtures) */
 	if ((dp = opendir(opsdir))) {
 		struct dirent *de;
@@ -522,7 +579,7 @@ main(void)
 			if (len < 4 || len >= sizeof(name) || strcmp(de->d_name + len - 3, ".py"))
 				continue;
 			snprintf(name, sizeof(name), "%.*s", (int)(len - 3), de->d_name);
-			n += add_pair(dir, "ops", name, 0, names[n], kpath[n], ppath[n]);
+			n += add_pair(dir, "ops", name, PAIR_DEFAULT, names[n], kpath[n], ppath[n]);
 		}
 		closedir(dp);
 	}

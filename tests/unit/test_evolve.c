@@ -597,13 +597,21 @@ test_prop_compiler(void)
 	ctx.backend = "cuda";
 	ctx.budget = &budget;
 	ctx.spent = &spent;
+	rng = 99;	/* its own draws, whatever the cases above took */
 	ctx.rng = &rng;
 	ctx.ir = ir;
 	spent.generations = 0;
 	memset(out, 0, sizeof(out));
 	n = p->propose(p, &ctx, out, 8, err, sizeof(err));
-	CHECK_INT("cuda: a full generation of different codes", n, 8);
+	/* more different codes than the CPU's five (random draws past the
+	 * neighbours mostly repeat a code, so not always all eight) */
+	CHECK("cuda: more different codes than on the CPU", n > 5 && n <= 8);
 	CHECK("cuda sources", n > 0 && strstr(out[0].source, "__global__") != NULL);
+	distinct = 1;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < i; k++)
+			distinct &= strcmp(out[i].source, out[k].source) != 0;
+	CHECK("cuda: no two with the same code", distinct);
 	for (int i = 0; i < n; i++)
 		evolve_candidate_clear(&out[i]);
 	p->free(p);
