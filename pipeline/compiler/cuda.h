@@ -21,6 +21,7 @@ struct cu {
 	int block;		/* threads per block of the group being emitted */
 	int rr;			/* its team kernel keeps rows in registers (row_regs) */
 	int64_t rr_len;		/* of that length */
+	int split;		/* blocks of a cluster that share a row (row_split), 1 */
 };
 
 /* One line of host code (indented once). */

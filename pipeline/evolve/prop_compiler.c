@@ -146,6 +146,16 @@ build_queue(struct pc_state *st, uint64_t *rng)
 	q[n++].row_regs = !d.row_regs;
 	q[n] = d;
 	q[n++].row_regs = d.row_regs == 2 ? 1 : 2;
+	/* a row over a cluster of 2 or 4 blocks, cache hints, the one-pass scan */
+	for (int r = 1; r <= 4; r *= 2)
+		if (r != d.row_split) {
+			q[n] = d;
+			q[n++].row_split = r;
+		}
+	q[n] = d;
+	q[n++].stream = !d.stream;
+	q[n] = d;
+	q[n++].scan = !d.scan;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;
