@@ -41,12 +41,17 @@ else
 	cat >"$sched" <<'EOF'
 default {}
 regs2 {"row_regs": 2}
+mb2 {"min_blocks": 2}
+mb4 {"min_blocks": 4}
 split2 {"row_split": 2}
 split4 {"row_split": 4}
 regs2+split2 {"row_regs": 2, "row_split": 2}
 stream {"stream": 1}
 split2+stream {"row_split": 2, "stream": 1}
 split4+stream {"row_split": 4, "stream": 1}
+mb2+stream {"min_blocks": 2, "stream": 1}
+mb4+stream {"min_blocks": 4, "stream": 1}
+split2+mb4+stream {"row_split": 2, "min_blocks": 4, "stream": 1}
 regs2+stream {"row_regs": 2, "stream": 1}
 block1024 {"block": 1024}
 scan {"scan": 1}

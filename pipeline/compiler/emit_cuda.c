@@ -351,7 +351,12 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	buf_printf(c->kern, "__global__ void ");
 	if (cl)
 		buf_printf(c->kern, "__cluster_dims__(%d, 1, 1) ", c->split);
-	buf_printf(c->kern, "__launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->block, id, buf_cstr(&sig));
+	if (mode == CU_TEAM && c->s->min_blocks > 1 && 2048 / c->block >= 2)
+		/* registers capped so that this many blocks fit an SM */
+		buf_printf(c->kern, "__launch_bounds__(%d, %d)\nkb_k%d(%s)\n{\n", c->block,
+		    c->s->min_blocks < 2048 / c->block ? c->s->min_blocks : 2048 / c->block, id, buf_cstr(&sig));
+	else
+		buf_printf(c->kern, "__launch_bounds__(%d)\nkb_k%d(%s)\n{\n", c->block, id, buf_cstr(&sig));
 	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
 	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n");
 	if (cl)

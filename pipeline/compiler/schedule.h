@@ -48,6 +48,11 @@ struct schedule {
 				 * part and they exchange partial reductions through
 				 * distributed shared memory, so a long row needs fewer
 				 * threads a block and more blocks fit an SM */
+	int min_blocks;		/* CUDA team kernels: blocks an SM must hold at once
+				 * (__launch_bounds__' second argument, capped at 2048
+				 * threads an SM): 0 no hint, 2 or 4; registers a
+				 * thread are capped to fit, so one block's loads
+				 * overlap another's reductions */
 	int stream;		/* CUDA: register rows loaded and outputs stored with
 				 * evict-first cache hints (__ldcs/__stcs): 0/1 */
 	int scan;		/* CUDA scans: 0 a segment per thread; 1 one pass of

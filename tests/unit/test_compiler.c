@@ -162,8 +162,8 @@ test_schedule(void)
 	CHECK_INT("row_regs 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
 	json_decref(bad);
 	schedule_default(&a, NULL, SCHED_CUDA);
-	CHECK("by default a row is one block's, plain loads, the segment scan",
-	    a.row_split == 1 && a.stream == 0 && a.scan == 0);
+	CHECK("by default a row is one block's, no occupancy hint, plain loads, the segment scan",
+	    a.row_split == 1 && a.min_blocks == 0 && a.stream == 0 && a.scan == 0);
 	bad = json_loads("{\"row_split\": 4, \"stream\": true, \"scan\": 1}", 0, NULL);
 	CHECK_INT("row_split 4, stream and scan are read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
 	CHECK("... and kept", a.row_split == 4 && a.stream == 1 && a.scan == 1);
@@ -178,6 +178,13 @@ test_schedule(void)
 	json_decref(bad);
 	bad = json_loads("{\"row_split\": 8}", 0, NULL);
 	CHECK_INT("row_split 8 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"min_blocks\": 3}", 0, NULL);
+	CHECK_INT("min_blocks 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"min_blocks\": 2}", 0, NULL);
+	CHECK_INT("min_blocks 2 is read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
+	CHECK_INT("... and kept", a.min_blocks, 2);
 	json_decref(bad);
 	bad = json_loads("{\"row_split\": true}", 0, NULL);
 	CHECK_INT("row_split is not a boolean", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
@@ -249,7 +256,7 @@ test_cuda_compiles(const char *dir)
 		const char *ir, *sched;
 	} variants[] = {
 		{ "02_softmax_rows", "{\"row_split\": 4, \"stream\": 1}" },
-		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2}" },
+		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2, \"min_blocks\": 4}" },
 		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}" },
@@ -498,6 +505,14 @@ test_cuda_paths(void)
 		  "__cluster_dims__", "a split whose layout has a tail is halved down to one block" },
 		{ "03_layernorm", "{\"row_split\": 2, \"row_regs\": false}", "KB_BLOCK_TEAM 1", "__cluster_dims__",
 		  "row_split needs rows in registers" },
+		{ "02_softmax_rows", "{\"min_blocks\": 2}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		  "min_blocks 2: two blocks of 1024 an SM, registers capped to fit" },
+		{ "02_softmax_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		  "min_blocks 4 is capped at 2048 threads an SM" },
+		{ "10_logsumexp_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(512, 4)\nkb_k0(", NULL,
+		  "four blocks of 512" },
+		{ "01_scale_gelu_bias", "{\"min_blocks\": 4}", "__launch_bounds__(256)\n", "__launch_bounds__(256, ",
+		  "min_blocks is for team kernels only" },
 		{ "02_softmax_rows", "{\"stream\": 1}", "kb_load_part_cs<float, 4>(kb_row0, kb_c * 4, in0 + 16384 * x0", NULL,
 		  "stream loads a register row evict-first" },
 		{ "02_softmax_rows", "{\"stream\": 1}", "kb_store_vec_cs(out0 + 16384 * x0 + x1, t29);", NULL,
