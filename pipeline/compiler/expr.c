@@ -740,8 +740,21 @@ cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, str
 			at = cgx_deeper(at, a[i].scope);
 			vec |= a[i].vec;
 		}
-		if ((error = cgx_pw_text(e, n, a, na, vec, text, sizeof(text))) < 0)
+		if (e->backend == CG_CUDA && e->sched->rcp && n->op == CG_DIV &&
+		    ir_dtype_is_float(n->dtype) && a[1].scope && !a[1].vec && a[0].scope &&
+		    a[0].scope->depth > a[1].scope->depth) {
+			/* a divisor fixed for the loop the quotient is in (a
+			 * softmax's sum): its reciprocal once, a multiply per
+			 * element (1 ulp from the division) */
+			struct cg_val r;
+			char one[64], x[256], y[256];
+			cgx_literal(1, n->dtype, one, sizeof(one));
+			snprintf(text, sizeof(text), "%s / %s", one, cgx_opnd(&a[1], n->dtype, 0, y, sizeof(y)));
+			cgx_temp(e, a[1].scope, n->dtype, 0, text, &r);
+			snprintf(text, sizeof(text), "%s * %s", cgx_opnd(&a[0], n->dtype, vec, x, sizeof(x)), r.name);
+		} else if ((error = cgx_pw_text(e, n, a, na, vec, text, sizeof(text))) < 0) {
 			return error;
+		}
 		cgx_temp(e, at ? at : cgx_outermost(s), n->dtype, vec, text, out);
 		error = e->error;
 	} else if (n->op == CG_VIEW) {

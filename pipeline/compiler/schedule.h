@@ -53,6 +53,8 @@ struct schedule {
 				 * threads an SM): 0 no hint, 2 or 4; registers a
 				 * thread are capped to fit, so one block's loads
 				 * overlap another's reductions */
+	int rcp;		/* CUDA: a float division by a value fixed for the
+				 * quotient's loop multiplies by its reciprocal: 0/1 */
 	int stream;		/* CUDA: register rows loaded and outputs stored with
 				 * evict-first cache hints (__ldcs/__stcs): 0/1 */
 	int scan;		/* CUDA scans: 0 a segment per thread; 1 one pass of

@@ -146,7 +146,8 @@ build_queue(struct pc_state *st, uint64_t *rng)
 	q[n++].row_regs = !d.row_regs;
 	q[n] = d;
 	q[n++].row_regs = d.row_regs == 2 ? 1 : 2;
-	/* a row over a cluster of 2 or 4 blocks, blocks an SM, cache hints, the one-pass scan */
+	/* a row over a cluster of 2 or 4 blocks, blocks an SM, reciprocals,
+	 * cache hints, the one-pass scan */
 	for (int r = 1; r <= 4; r *= 2)
 		if (r != d.row_split) {
 			q[n] = d;
@@ -157,6 +158,8 @@ build_queue(struct pc_state *st, uint64_t *rng)
 			q[n] = d;
 			q[n++].min_blocks = m;
 		}
+	q[n] = d;
+	q[n++].rcp = !d.rcp;
 	q[n] = d;
 	q[n++].stream = !d.stream;
 	q[n] = d;

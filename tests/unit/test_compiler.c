@@ -162,8 +162,8 @@ test_schedule(void)
 	CHECK_INT("row_regs 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
 	json_decref(bad);
 	schedule_default(&a, NULL, SCHED_CUDA);
-	CHECK("by default a row is one block's, no occupancy hint, plain loads, the segment scan",
-	    a.row_split == 1 && a.min_blocks == 0 && a.stream == 0 && a.scan == 0);
+	CHECK("by default a row is one block's, no occupancy hint, divisions, plain loads, the segment scan",
+	    a.row_split == 1 && a.min_blocks == 0 && a.rcp == 0 && a.stream == 0 && a.scan == 0);
 	bad = json_loads("{\"row_split\": 4, \"stream\": true, \"scan\": 1}", 0, NULL);
 	CHECK_INT("row_split 4, stream and scan are read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
 	CHECK("... and kept", a.row_split == 4 && a.stream == 1 && a.scan == 1);
@@ -255,7 +255,7 @@ test_cuda_compiles(const char *dir)
 	static const struct {
 		const char *ir, *sched;
 	} variants[] = {
-		{ "02_softmax_rows", "{\"row_split\": 4, \"stream\": 1}" },
+		{ "02_softmax_rows", "{\"row_split\": 4, \"stream\": 1, \"rcp\": 1}" },
 		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2, \"min_blocks\": 4}" },
 		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
@@ -513,6 +513,12 @@ test_cuda_paths(void)
 		  "four blocks of 512" },
 		{ "01_scale_gelu_bias", "{\"min_blocks\": 4}", "__launch_bounds__(256)\n", "__launch_bounds__(256, ",
 		  "min_blocks is for team kernels only" },
+		{ "02_softmax_rows", "{\"rcp\": 1}", "float t31 = 1.0f / a27;\n", NULL,
+		  "rcp: a softmax's sum is inverted once a row" },
+		{ "02_softmax_rows", "{\"rcp\": 1}", "KB_LANES t32[kb_j] = t26[kb_j] * t31;", NULL,
+		  "and each element multiplied by it" },
+		{ "02_softmax_rows", NULL, "KB_LANES t29[kb_j] = t24[kb_j] / a25;", "1.0f / a",
+		  "by default it is divided" },
 		{ "02_softmax_rows", "{\"stream\": 1}", "kb_load_part_cs<float, 4>(kb_row0, kb_c * 4, in0 + 16384 * x0", NULL,
 		  "stream loads a register row evict-first" },
 		{ "02_softmax_rows", "{\"stream\": 1}", "kb_store_vec_cs(out0 + 16384 * x0 + x1, t29);", NULL,
