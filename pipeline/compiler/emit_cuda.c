@@ -351,8 +351,9 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	buf_printf(c->kern, "__global__ void ");
 	if (cl)
 		buf_printf(c->kern, "__cluster_dims__(%d, 1, 1) ", c->split);
-	if (mode == CU_TEAM && c->s->min_blocks > 1 && 2048 / c->block >= 2)
-		/* registers capped so that this many blocks fit an SM */
+	if (mode == CU_TEAM && k > 0 && c->s->min_blocks > 1 && 2048 / c->block >= 2)
+		/* registers capped so that this many blocks fit an SM (not
+		 * for a whole-tensor reduction's one block) */
 		buf_printf(c->kern, "__launch_bounds__(%d, %d)\nkb_k%d(%s)\n{\n", c->block,
 		    c->s->min_blocks < 2048 / c->block ? c->s->min_blocks : 2048 / c->block, id, buf_cstr(&sig));
 	else
