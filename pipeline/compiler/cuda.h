@@ -23,6 +23,7 @@ struct cu {
 	int block;		/* threads per block of the group being emitted */
 	int rr;			/* its team kernel keeps rows in registers (row_regs) */
 	int64_t rr_len;		/* of that length */
+	int split;		/* blocks of a cluster that share a row (row_split), 1 */
 };
 
 /* One line of host code (indented once). */
@@ -43,6 +44,9 @@ int cu_conv(struct cu *c, int root);
 int cu_attention(struct cu *c);
 /* A block per row scan (cumsum/cumprod). */
 int cu_scan(struct cu *c, int root);
+/* The one-pass scan of schedule scan 1 (cuda_scan.c): 1 when emitted, 0
+ * when it does not apply (cu_scan's path runs). */
+int cu_scan_chunks(struct cu *c, int root);
 
 /* 0 when a GEMM operand can be handed to cuBLAS as it is (unit stride in
  * one of its matrix dims, batch dims collapsible to one stride). */

@@ -365,6 +365,8 @@ cu_scan(struct cu *c, int root)
 	char x[256], init[64], text[256];
 	int q = 0;
 
+	if (cu_scan_chunks(c, root))
+		return 0;
 	cg_emit_reset_vars(e);
 	memset(e->used, 0, (size_t)c->g->n);
 	e->root = root;

@@ -136,19 +136,25 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	struct buf b = BUF_INIT(EXPR_MAX);
 	char x[256];
 
+	/* an output is written once and not read back: evict-first when
+	 * the schedule asks (a scratch buffer is read by the next kernel) */
+	int cs = c->s->stream && n->output >= 0;
+
 	cg_map_offset(m, n->rank, n->shape, &off);
 	cgx_aff_print(e, &off, &b);
 	if (v->vec && v->dtype == n->dtype && e->vec_var >= 0 && off.c[e->vec_var] == 1)
-		cg_line(e, S, "%s%s%skb_store_vec(%s + %s, %s);", guard ? "if (" : "", guard ? guard : "",
-		    guard ? ") " : "", c->ptrs[root], buf_cstr(&b), v->name);
+		cg_line(e, S, "%s%s%skb_store_vec%s(%s + %s, %s);", guard ? "if (" : "", guard ? guard : "",
+		    guard ? ") " : "", cs ? "_cs" : "", c->ptrs[root], buf_cstr(&b), v->name);
 	else if (v->vec || (e->vec_var >= 0 && off.c[e->vec_var]))
 		/* every lane is written, also when the value is the same for all */
-		cg_line(e, S, "%s%s%sKB_LANES %s[%s + kb_j] = %s;%s", guard ? "if (" : "", guard ? guard : "",
+		cg_line(e, S, cs ? "%s%s%sKB_LANES kb_stcs(&%s[%s + kb_j], %s);%s" :
+		    "%s%s%sKB_LANES %s[%s + kb_j] = %s;%s", guard ? "if (" : "", guard ? guard : "",
 		    guard ? ") { " : "", c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 1, x, sizeof(x)),
 		    guard ? " }" : "");
 	else
-		cg_line(e, S, "%s%s%s%s[%s] = %s;", guard ? "if (" : "", guard ? guard : "", guard ? ") " : "",
-		    c->ptrs[root], buf_cstr(&b), cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
+		cg_line(e, S, cs ? "%s%s%skb_stcs(&%s[%s], %s);" : "%s%s%s%s[%s] = %s;", guard ? "if (" : "",
+		    guard ? guard : "", guard ? ") " : "", c->ptrs[root], buf_cstr(&b),
+		    cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
 	buf_free(&b);
 	return e->error;
 }
@@ -167,6 +173,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	struct buf sig = BUF_INIT(4096), args = BUF_INIT(4096);
 	char lin[64];
 	const char *guard = NULL;
+	int cl = mode == CU_TEAM && block_team && c->split > 1;	/* a cluster team */
 
 	cg_emit_reset_vars(e);
 	memset(e->used, 0, (size_t)c->g->n);
@@ -208,16 +215,26 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, ns, c->block,
 		    c->block);
 	} else {
-		if (block_team)
+		if (block_team && c->split > 1) {
+			/* the cluster's blocks are one team: lanes across them,
+			 * a row per cluster (cluster ranks are blockIdx.x % split) */
+			cg_line(e, K, "const int kb_lane = (int)cooperative_groups::this_cluster().block_rank() * "
+			    "blockDim.x + threadIdx.x, kb_team = blockDim.x * %d;", c->split);
+			cg_line(e, K, "unsigned kb_ph = 0;	/* kb_team_t<3>'s slot */");
+		} else if (block_team) {
 			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = blockDim.x;");
-		else
+		} else {
 			cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
+		}
 		cg_line(e, K, "(void)kb_team;	/* unused when every loop is in registers */");
 		if (!(O = cg_scope_new(e, K)))
 			return e->error;
 		O->uniform = 1;
 		O->level = k;
-		if (block_team)
+		if (block_team && c->split > 1)
+			buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x / %d; kb_o < %" PRId64 "; kb_o += gridDim.x / %d)",
+			    c->split, nout, c->split);
+		else if (block_team)
 			buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x; kb_o < %" PRId64 "; kb_o += gridDim.x)",
 			    nout);
 		else
@@ -228,7 +245,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		cur = O;
 		if (rc_pass && c->rr) {
 			e->row_regs = 1;
-			e->rr_team = block_team ? c->block : 32;
+			e->rr_team = block_team ? c->block * c->split : 32;
 			e->rr_len = c->rr_len;
 		}
 		if (k < q) {
@@ -264,8 +281,30 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 			for (int r = 0; r < e->nrc; r++)
 				e->rc[r].filled = 0;
 		}
-		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, nout,
-		    block_team ? 1 : c->block / 32, c->block);
+		if (rc_pass == 2 && e->row_regs) {
+			/* every register row whose base is the row loop's own
+			 * index is loaded first, before any other load (a gather's
+			 * chain) and the first reduction, so its latency overlaps
+			 * theirs */
+			for (int r = 0; r < e->nrc; r++) {
+				int top = 1;
+				for (int iv = 0; iv < e->nvars; iv++) {
+					int mine = 0;
+					for (int d = 0; d < k; d++)
+						mine |= vars[d] == iv;
+					if (e->rc[r].outer.c[iv] && !mine)
+						top = 0;
+				}
+				if (top)
+					cgx_row_fill(e, r);
+			}
+		}
+		if (block_team && c->split > 1)
+			buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", 1) * %d, %d, 0, st>>>", c->prefix, id, nout,
+			    c->split, c->block);
+		else
+			buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, nout,
+			    block_team ? 1 : c->block / 32, c->block);
 	}
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
@@ -302,12 +341,30 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	}
 	if ((error = cg_scope_close(e, O)) < 0)
 		return error;
+	if (cl)
+		cg_line(e, K, "cooperative_groups::this_cluster().sync();	/* kb_team_t<3>: slots stay readable */");
 	kernel_params(c, root, &sig, &args);
-	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec, mode == CU_COL ? 2 : block_team);
-	buf_printf(c->kern, "__global__ void __launch_bounds__(%d)\n%sk%d(%s)\n{\n", c->block, c->prefix, id,
-	    buf_cstr(&sig));
+	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec,
+	    mode == CU_COL ? 2 : cl ? 3 : block_team);
+	if (cl)
+		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH , kb_ph\n");
+	buf_printf(c->kern, "__global__ void ");
+	if (cl)
+		buf_printf(c->kern, "__cluster_dims__(%d, 1, 1) ", c->split);
+	if (mode == CU_TEAM && k > 0 && c->s->min_blocks > 1 && 2048 / c->block >= 2)
+		/* registers capped so that this many blocks fit an SM (not
+		 * for a whole-tensor reduction's one block) */
+		buf_printf(c->kern, "__launch_bounds__(%d, %d)\n%sk%d(%s)\n{\n", c->block,
+		    c->s->min_blocks < 2048 / c->block ? c->s->min_blocks : 2048 / c->block, c->prefix, id,
+		    buf_cstr(&sig));
+	else
+		buf_printf(c->kern, "__launch_bounds__(%d)\n%sk%d(%s)\n{\n", c->block, c->prefix, id,
+		    buf_cstr(&sig));
 	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
-	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n\n");
+	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n");
+	if (cl)
+		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH\n");
+	buf_printf(c->kern, "\n");
 	buf_printf(launch, "(%s);", buf_cstr(&args));
 	if (smem > 0) {
 		/* the launch's dynamic shared memory; past 48 KiB a kernel must
@@ -358,7 +415,7 @@ team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mo
 		/* registers: rows of the layout's length read more than once
 		 * (every read is the thread's own part), within a thread's
 		 * register budget (64 registers a thread at 1024 threads) */
-		int team = block_team ? c->block : 32;
+		int team = block_team ? c->block * c->split : 32;
 		budget = c->block >= 1024 ? KB_ROW_REGS_BYTES / 2 : KB_ROW_REGS_BYTES;
 		e->rc_bytes = 0;
 		for (int r = 0; r < e->nrc; r++) {
@@ -422,21 +479,33 @@ emit_group(struct cu *c, int root)
 	}
 	c->block = c->s->block;
 	c->rr = 0;
+	c->split = 1;
+	if (mode == CU_TEAM && k == 0)
+		/* one block does all the work: as many loads in flight as a
+		 * block can have */
+		c->block = 1024;
 	if (mode == CU_TEAM && k > 0 && c->s->row_regs) {
 		/* rows in registers when a thread's part is at most 32
 		 * elements: a block team grows (to 1024 threads) until it is
 		 * at most 16 (row_regs 2: 32, so fewer threads hold a row and
-		 * more blocks share an SM), and the layout has no tail */
+		 * more blocks share an SM), and the layout has no tail. With
+		 * row_split the team is that many blocks of a cluster, each
+		 * with its part; a split whose layout has a tail is halved. */
 		int64_t L = k < q ? ir_numel(q - k, shape + k) : e->red_extent;
-		int tb = c->s->block, team, part = c->s->row_regs == 2 ? 32 : 16;
-		if (block_team)
-			while (tb < 1024 && L / tb > part)
-				tb *= 2;
-		team = block_team ? tb : 32;
-		if (L > 0 && L % ((int64_t)team * vec) == 0 && L / team <= 32) {
-			c->rr = 1;
-			c->rr_len = L;
-			c->block = tb;
+		int part = c->s->row_regs == 2 ? 32 : 16;
+		for (int split = block_team ? c->s->row_split : 1; split >= 1 && !c->rr; split /= 2) {
+			int tb = c->s->block;
+			int64_t team;
+			if (block_team)
+				while (tb < 1024 && L / ((int64_t)tb * split) > part)
+					tb *= 2;
+			team = block_team ? (int64_t)tb * split : 32;
+			if (L > 0 && L % (team * vec) == 0 && L / team <= 32) {
+				c->rr = 1;
+				c->rr_len = L;
+				c->block = tb;
+				c->split = split;
+			}
 		}
 	}
 	/* no inner loop: only the row cache's copies can be wide */

@@ -481,41 +481,68 @@ aligned(const struct cg_emit *e, const struct cg_aff *off)
  * barrier. A read that is not in a loop of that layout is left to global
  * memory (0).
  */
+/* The fill of register row k: a thread's part, 16 bytes at a time where
+ * the kernel's buffers (KB_VEC) and the row's start allow, streaming
+ * (evict-first: the row is read from memory once) when the schedule says
+ * so. */
+void
+cgx_row_fill(struct cg_emit *e, int k)
+{
+	const struct cg_node *n = &e->g->nodes[e->rc[k].leaf];
+	const char *T = cg_ctype(n->dtype), *cs = e->sched->stream ? "_cs" : "";
+	int w = e->vec, team = e->rr_team, vw = w;
+	int64_t npt = e->rc[k].len / team;
+	struct buf b = BUF_INIT(EXPR_MAX);
+
+	if (!(cg_dtype_size(n->dtype) * w == 8 || cg_dtype_size(n->dtype) * w == 16) ||
+	    e->rc[k].outer.k % w)
+		vw = 1;
+	for (int v = 0; v < e->nvars; v++)
+		if (e->rc[k].outer.c[v] % w)
+			vw = 1;
+	cgx_aff_print(e, &e->rc[k].outer, &b);
+	cg_line(e, e->rc_scope, "%s kb_row%d[%" PRId64 "];", T, k, npt);
+	cg_line(e, e->rc_scope, "#pragma unroll");
+	cg_line(e, e->rc_scope, "for (int kb_c = 0; kb_c < %" PRId64 "; kb_c++)", npt / w);
+	if (vw > 1)
+		cg_line(e, e->rc_scope, "\tkb_load_part%s<%s, %d>(kb_row%d, kb_c * %d, %s + %s + "
+		    "(int64_t)(kb_lane + kb_c * %d) * %d);", cs, T, w, k, w, e->bufname[e->rc[k].leaf],
+		    buf_cstr(&b), team, w);
+	else if (e->sched->stream)
+		cg_line(e, e->rc_scope, "\tKB_LANES kb_row%d[kb_c * KB_VEC + kb_j] = kb_ldcs(%s + %s + "
+		    "(int64_t)(kb_lane + kb_c * %d) * KB_VEC + kb_j);", k, e->bufname[e->rc[k].leaf],
+		    buf_cstr(&b), team);
+	else
+		cg_line(e, e->rc_scope, "\tKB_LANES kb_row%d[kb_c * KB_VEC + kb_j] = %s[%s + "
+		    "(int64_t)(kb_lane + kb_c * %d) * KB_VEC + kb_j];", k, e->bufname[e->rc[k].leaf],
+		    buf_cstr(&b), team);
+	buf_free(&b);
+	e->rc[k].filled = 1;
+	e->used[e->rc[k].leaf] = 1;
+}
+
+/*
+ * Row k of the row cache in registers (schedule row_regs): a thread's
+ * part of the row, loaded by cgx_row_fill (at the top of the row's loop
+ * when group_kernel could put it there, else at its first use) into an
+ * array every team loop of the row indexes with compile-time constants
+ * (cg.h: the layout). Nothing is shared between threads, so no barrier.
+ * A read that is not in a loop of that layout is left to global memory
+ * (0).
+ */
 static int
 row_in_regs(struct cg_emit *e, struct cg_scope *at, int id, int k, int coopv, int vec,
     struct cg_val *out)
 {
 	const struct cg_node *n = &e->g->nodes[id];
-	const char *T = cg_ctype(n->dtype), *idx;
-	int w = e->vec, team = e->rr_team, vw = w;
-	int64_t npt = e->rc[k].len / team;
+	const char *idx;
 	struct buf b = BUF_INIT(EXPR_MAX);
 
 	idx = coopv >= 0 ? e->var[coopv].ridx : e->rr_inner;
-	if (!idx[0] || (coopv < 0 && w > 1 && !vec))
+	if (!idx[0] || (coopv < 0 && e->vec > 1 && !vec))
 		return 0;
-	if (!e->rc[k].filled) {
-		if (!(cg_dtype_size(n->dtype) * w == 8 || cg_dtype_size(n->dtype) * w == 16) ||
-		    e->rc[k].outer.k % w)
-			vw = 1;
-		for (int v = 0; v < e->nvars; v++)
-			if (e->rc[k].outer.c[v] % w)
-				vw = 1;
-		cgx_aff_print(e, &e->rc[k].outer, &b);
-		cg_line(e, e->rc_scope, "%s kb_row%d[%" PRId64 "];", T, k, npt);
-		cg_line(e, e->rc_scope, "#pragma unroll");
-		cg_line(e, e->rc_scope, "for (int kb_c = 0; kb_c < %" PRId64 "; kb_c++)", npt / w);
-		if (vw > 1)
-			cg_line(e, e->rc_scope, "\tkb_load_part<%s, %d>(kb_row%d, kb_c * %d, %s + %s + "
-			    "(int64_t)(kb_lane + kb_c * %d) * %d);", T, w, k, w, e->bufname[id], buf_cstr(&b),
-			    team, w);
-		else
-			cg_line(e, e->rc_scope, "\tKB_LANES kb_row%d[kb_c * KB_VEC + kb_j] = %s[%s + "
-			    "(int64_t)(kb_lane + kb_c * %d) * KB_VEC + kb_j];", k, e->bufname[id], buf_cstr(&b),
-			    team);
-		buf_reset(&b);
-		e->rc[k].filled = 1;
-	}
+	if (!e->rc[k].filled)
+		cgx_row_fill(e, k);
 	buf_printf(&b, "kb_row%d[%s]", k, idx);
 	cgx_temp(e, at, n->dtype, coopv < 0 && vec, buf_cstr(&b), out);
 	buf_free(&b);
@@ -713,8 +740,21 @@ cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, str
 			at = cgx_deeper(at, a[i].scope);
 			vec |= a[i].vec;
 		}
-		if ((error = cgx_pw_text(e, n, a, na, vec, text, sizeof(text))) < 0)
+		if (e->backend == CG_CUDA && e->sched->rcp && n->op == CG_DIV &&
+		    ir_dtype_is_float(n->dtype) && a[1].scope && !a[1].vec && a[0].scope &&
+		    a[0].scope->depth > a[1].scope->depth) {
+			/* a divisor fixed for the loop the quotient is in (a
+			 * softmax's sum): its reciprocal once, a multiply per
+			 * element (1 ulp from the division) */
+			struct cg_val r;
+			char one[64], x[256], y[256];
+			cgx_literal(1, n->dtype, one, sizeof(one));
+			snprintf(text, sizeof(text), "%s / %s", one, cgx_opnd(&a[1], n->dtype, 0, y, sizeof(y)));
+			cgx_temp(e, a[1].scope, n->dtype, 0, text, &r);
+			snprintf(text, sizeof(text), "%s * %s", cgx_opnd(&a[0], n->dtype, vec, x, sizeof(x)), r.name);
+		} else if ((error = cgx_pw_text(e, n, a, na, vec, text, sizeof(text))) < 0) {
 			return error;
+		}
 		cgx_temp(e, at ? at : cgx_outermost(s), n->dtype, vec, text, out);
 		error = e->error;
 	} else if (n->op == CG_VIEW) {

@@ -24,6 +24,9 @@ int cgx_index_var(struct cg_emit *e, struct cg_scope *s, const char *expr);
 void cgx_literal(double x, enum ir_dtype dt, char *dst, size_t len);
 const char *cgx_opnd(const struct cg_val *v, enum ir_dtype ct, int vec, char *dst, size_t len);
 void cgx_bcast_map(const struct cg_node *a, const struct cg_map *m, struct cg_map *out);
+/* Load register row k (e->rc[k], schedule row_regs) into kb_row<k> in
+ * the team-uniform scope, once. */
+void cgx_row_fill(struct cg_emit *e, int k);
 int cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off,
     struct cg_val *out);
 

@@ -303,20 +303,20 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	}
 	if ((error = close_loops(e, inner, P)) < 0)
 		return error;
+	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
 	if (coop) {
+		/* a float max or min carries its NaN into the team's combine
+		 * (kb_op_nmax), one reduction instead of a second for the flag */
 		switch (n->op) {
 		case CG_RSUM: cg_line(e, P, "%s = kb_team_sum(%s);", acc, acc); break;
 		case CG_RPROD: cg_line(e, P, "%s = kb_team_prod(%s);", acc, acc); break;
-		case CG_RMAX: cg_line(e, P, "%s = kb_team_max(%s);", acc, acc); break;
-		case CG_RMIN: cg_line(e, P, "%s = kb_team_min(%s);", acc, acc); break;
+		case CG_RMAX: cg_line(e, P, "%s = kb_team_%smax(%s);", acc, fl ? "n" : "", acc); break;
+		case CG_RMIN: cg_line(e, P, "%s = kb_team_%smin(%s);", acc, fl ? "n" : "", acc); break;
 		case CG_RARGMAX: cg_line(e, P, "kb_team_argmax(&%sv, &%s);", acc, acc); break;
 		default: cg_line(e, P, "kb_team_argmin(&%sv, &%s);", acc, acc); break;
 		}
-		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
-			cg_line(e, P, "%sn = kb_team_or(%sn);", acc, acc);
 	}
-	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
-		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", acc);
 	out->scope = P;

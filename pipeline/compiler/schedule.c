@@ -28,6 +28,13 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	 * 1.45x to 1.9x faster than the old path on the H200,
 	 * docs/BENCHMARKS.md) */
 	s->row_regs = 1;
+	/* row_split, min_blocks, rcp, stream and scan 1: no GPU has
+	 * timed them yet */
+	s->row_split = 1;
+	s->min_blocks = 0;
+	s->rcp = 0;
+	s->stream = 0;
+	s->scan = 0;
 	s->tf32 = 0;
 	s->gemm_algo = 0;
 	s->conv_algo = -1;
@@ -66,8 +73,9 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	static const int blocks[] = { 64, 128, 256, 512, 1024 };
 	static const int vecs[] = { 1, 2, 4 };
 	static const int tiles[] = { 16, 32, 64, 128, 256 };
+	static const int splits[] = { 1, 2, 4 };
 
-	switch (pick(rng, 11)) {
+	switch (pick(rng, 16)) {
 	case 0: s->block = blocks[pick(rng, 5)]; break;
 	case 1: s->vec = vecs[pick(rng, 3)]; break;
 	case 2: s->unroll = 1 + pick(rng, 8); break;
@@ -77,7 +85,12 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	case 6: s->cpu_tile = tiles[pick(rng, 5)]; break;
 	case 7: s->attn = !s->attn; break;
 	case 8: s->row_regs = (s->row_regs + 1 + pick(rng, 2)) % 3; break;
-	case 9: s->bn_fold = !s->bn_fold; break;
+	case 9: s->row_split = splits[pick(rng, 3)]; break;
+	case 10: s->stream = !s->stream; break;
+	case 11: s->scan = !s->scan; break;
+	case 12: s->min_blocks = (int)(pick(rng, 3)) * 2; break;
+	case 13: s->rcp = !s->rcp; break;
+	case 14: s->bn_fold = !s->bn_fold; break;
 	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
 	}
 }
@@ -94,6 +107,11 @@ schedule_crossover(struct schedule *c, const struct schedule *a, const struct sc
 	X(reduce);
 	X(row_cache);
 	X(row_regs);
+	X(row_split);
+	X(min_blocks);
+	X(rcp);
+	X(stream);
+	X(scan);
 	X(tf32);
 	X(gemm_algo);
 	X(conv_algo);
@@ -112,11 +130,13 @@ schedule_to_json(const struct schedule *s)
 	char cuts[32];
 
 	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:b, s:i, s:i, s:i, s:b, s:b, s:s}",
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:i, s:i, s:i, s:b, s:b, s:s}",
 	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
 	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
-	    "row_regs", s->row_regs, "tf32", s->tf32, "gemm_algo", s->gemm_algo, "conv_algo", s->conv_algo,
-	    "cpu_tile", s->cpu_tile, "attn", s->attn, "bn_fold", s->bn_fold, "cuts", cuts);
+	    "row_regs", s->row_regs, "row_split", s->row_split, "min_blocks", s->min_blocks, "rcp", s->rcp,
+	    "stream", s->stream, "scan", s->scan, "tf32", s->tf32, "gemm_algo", s->gemm_algo,
+	    "conv_algo", s->conv_algo, "cpu_tile", s->cpu_tile, "attn", s->attn, "bn_fold", s->bn_fold,
+	    "cuts", cuts);
 }
 
 static int
@@ -142,8 +162,8 @@ int
 schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen)
 {
 	static const char *const known[] = { "backend", "block", "vec", "unroll", "reduce",
-		"row_cache", "row_regs", "tf32", "gemm_algo", "conv_algo", "cpu_tile", "attn", "bn_fold",
-		"cuts", NULL };
+		"row_cache", "row_regs", "row_split", "min_blocks", "rcp", "stream", "scan", "tf32",
+		"gemm_algo", "conv_algo", "cpu_tile", "attn", "bn_fold", "cuts", NULL };
 	struct schedule t = *s;
 	const char *k, *str;
 	json_t *v;
@@ -174,6 +194,11 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "unroll", 1, 8, &t.unroll, err, errlen) < 0 ||
 	    get_int(j, "row_cache", 0, 1, &t.row_cache, err, errlen) < 0 ||
 	    get_int(j, "row_regs", 0, 2, &t.row_regs, err, errlen) < 0 ||
+	    get_int(j, "row_split", 1, 4, &t.row_split, err, errlen) < 0 ||
+	    get_int(j, "min_blocks", 0, 4, &t.min_blocks, err, errlen) < 0 ||
+	    get_int(j, "rcp", 0, 1, &t.rcp, err, errlen) < 0 ||
+	    get_int(j, "stream", 0, 1, &t.stream, err, errlen) < 0 ||
+	    get_int(j, "scan", 0, 1, &t.scan, err, errlen) < 0 ||
 	    get_int(j, "tf32", 0, 1, &t.tf32, err, errlen) < 0 ||
 	    get_int(j, "gemm_algo", 0, 7, &t.gemm_algo, err, errlen) < 0 ||
 	    get_int(j, "conv_algo", -1, 7, &t.conv_algo, err, errlen) < 0 ||
@@ -181,8 +206,8 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "attn", 0, 1, &t.attn, err, errlen) < 0 ||
 	    get_int(j, "bn_fold", 0, 1, &t.bn_fold, err, errlen) < 0)
 		return -EINVAL;
-	if ((t.block & (t.block - 1)) || t.vec == 3) {
-		snprintf(err, errlen, "schedule: block and vec must be powers of two");
+	if ((t.block & (t.block - 1)) || t.vec == 3 || t.row_split == 3 || t.min_blocks == 3) {
+		snprintf(err, errlen, "schedule: block, vec, row_split and min_blocks must be powers of two (min_blocks: or 0)");
 		return -EINVAL;
 	}
 	if ((v = json_object_get(j, "reduce"))) {
@@ -212,8 +237,10 @@ schedule_describe(const struct schedule *s, struct buf *b)
 {
 	if (s->backend == SCHED_CPU)
 		return buf_printf(b, "cpu_tile=%d bn_fold=%d cuts=%" PRIx64, s->cpu_tile, s->bn_fold, s->cuts);
-	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d bn_fold=%d cuts=%" PRIx64,
-	    s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache, s->row_regs, s->tf32,
+	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d row_split=%d "
+	    "min_blocks=%d rcp=%d stream=%d scan=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d bn_fold=%d "
+	    "cuts=%" PRIx64, s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache,
+	    s->row_regs, s->row_split, s->min_blocks, s->rcp, s->stream, s->scan, s->tf32,
 	    s->gemm_algo, s->conv_algo, s->attn, s->bn_fold, s->cuts);
 }
 
@@ -222,7 +249,9 @@ schedule_cmp(const struct schedule *a, const struct schedule *b)
 {
 	return a->backend != b->backend || a->block != b->block || a->vec != b->vec ||
 	    a->unroll != b->unroll || a->reduce != b->reduce || a->row_cache != b->row_cache ||
-	    a->row_regs != b->row_regs ||
+	    a->row_regs != b->row_regs || a->row_split != b->row_split || a->min_blocks != b->min_blocks ||
+	    a->rcp != b->rcp || a->stream != b->stream ||
+	    a->scan != b->scan ||
 	    a->tf32 != b->tf32 || a->gemm_algo != b->gemm_algo || a->conv_algo != b->conv_algo ||
 	    a->cpu_tile != b->cpu_tile || a->attn != b->attn || a->bn_fold != b->bn_fold ||
 	    a->cuts != b->cuts;

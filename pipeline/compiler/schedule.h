@@ -43,6 +43,23 @@ struct schedule {
 				 * (to 1024 threads) until a thread holds <= 16; 2 until
 				 * <= 32 (half the threads, more blocks an SM). Before
 				 * row_cache */
+	int row_split;		/* CUDA: blocks of a thread-block cluster (sm_90) that
+				 * share a register-held row: 1, 2 or 4. Each holds a
+				 * part and they exchange partial reductions through
+				 * distributed shared memory, so a long row needs fewer
+				 * threads a block and more blocks fit an SM */
+	int min_blocks;		/* CUDA team kernels: blocks an SM must hold at once
+				 * (__launch_bounds__' second argument, capped at 2048
+				 * threads an SM): 0 no hint, 2 or 4; registers a
+				 * thread are capped to fit, so one block's loads
+				 * overlap another's reductions */
+	int rcp;		/* CUDA: a float division by a value fixed for the
+				 * quotient's loop multiplies by its reciprocal: 0/1 */
+	int stream;		/* CUDA: register rows loaded and outputs stored with
+				 * evict-first cache hints (__ldcs/__stcs): 0/1 */
+	int scan;		/* CUDA scans: 0 a segment per thread; 1 one pass of
+				 * 16-byte chunks with warp-shuffle scans and one
+				 * barrier per row */
 	int tf32;		/* TF32 tensor cores in GEMM/conv (only if the tolerance allows) */
 	int gemm_algo;		/* cuBLASLt heuristic rank: 0..7 */
 	int conv_algo;		/* cuDNN algorithm: -1 heuristic, else 0..7 */

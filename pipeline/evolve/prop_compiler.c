@@ -149,6 +149,24 @@ build_queue(struct pc_state *st, uint64_t *rng)
 	/* an eval batch norm folded into its layer's weights, or applied after it */
 	q[n] = d;
 	q[n++].bn_fold = !d.bn_fold;
+	/* a row over a cluster of 2 or 4 blocks, blocks an SM, reciprocals,
+	 * cache hints, the one-pass scan */
+	for (int r = 1; r <= 4; r *= 2)
+		if (r != d.row_split) {
+			q[n] = d;
+			q[n++].row_split = r;
+		}
+	for (int m = 0; m <= 4; m += 2)
+		if (m != d.min_blocks) {
+			q[n] = d;
+			q[n++].min_blocks = m;
+		}
+	q[n] = d;
+	q[n++].rcp = !d.rcp;
+	q[n] = d;
+	q[n++].stream = !d.stream;
+	q[n] = d;
+	q[n++].scan = !d.scan;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;

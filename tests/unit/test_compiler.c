@@ -169,6 +169,40 @@ test_schedule(void)
 	bad = json_loads("{\"row_regs\": 3}", 0, NULL);
 	CHECK_INT("row_regs 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
 	json_decref(bad);
+	schedule_default(&a, NULL, SCHED_CUDA);
+	CHECK("by default a row is one block's, no occupancy hint, divisions, plain loads, the segment scan",
+	    a.row_split == 1 && a.min_blocks == 0 && a.rcp == 0 && a.stream == 0 && a.scan == 0);
+	bad = json_loads("{\"row_split\": 4, \"stream\": true, \"scan\": 1}", 0, NULL);
+	CHECK_INT("row_split 4, stream and scan are read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
+	CHECK("... and kept", a.row_split == 4 && a.stream == 1 && a.scan == 1);
+	json_decref(bad);
+	j = schedule_to_json(&a);
+	schedule_default(&b, NULL, SCHED_CUDA);
+	CHECK("... and round-trip through JSON", j && schedule_from_json(&b, j, err, sizeof(err)) == 0 &&
+	    schedule_cmp(&a, &b) == 0);
+	json_decref(j);
+	bad = json_loads("{\"row_split\": 3}", 0, NULL);
+	CHECK_INT("row_split 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"row_split\": 8}", 0, NULL);
+	CHECK_INT("row_split 8 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"min_blocks\": 3}", 0, NULL);
+	CHECK_INT("min_blocks 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	bad = json_loads("{\"min_blocks\": 2}", 0, NULL);
+	CHECK_INT("min_blocks 2 is read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
+	CHECK_INT("... and kept", a.min_blocks, 2);
+	json_decref(bad);
+	bad = json_loads("{\"row_split\": true}", 0, NULL);
+	CHECK_INT("row_split is not a boolean", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
+	json_decref(bad);
+	b = a;
+	b.scan = !a.scan;
+	CHECK("scan tells schedules apart", schedule_cmp(&a, &b) != 0);
+	b = a;
+	b.row_split = 2;
+	CHECK("and row_split", schedule_cmp(&a, &b) != 0);
 }
 
 static int
@@ -225,7 +259,8 @@ add_pair(const char *dir, const char *kind, const char *problem, int variant, ch
 /* CUDA sources compile with nvcc (no GPU needed), in one nvcc run: one
  * kernel per CUDA code path (flat, warp, block and column teams, thread per
  * output, cuBLAS, cuDNN, scans, gathers, argmax, batch norms folded into
- * cuDNN and cuBLAS calls), so the check stays cheap;
+ * cuDNN and cuBLAS calls, and the schedule's off-by-default paths: cluster
+ * rows, cache hints, the one-pass scan), so the check stays cheap;
  * tests/compiler/check_cuda.sh compiles every fixture. */
 static void
 test_cuda_compiles(const char *dir)
@@ -237,6 +272,20 @@ test_cuda_compiles(const char *dir)
 	static const char *const ops[] = { "argmax_argmin", "cat_stack", NULL };
 	/* bn_fold is off by default on CUDA: these get it turned on */
 	static const char *const folds[] = { "bn_fold", NULL };
+	static const struct {
+		const char *ir, *sched;
+	} choices[] = {
+		{ "02_softmax_rows", "{\"row_split\": 4, \"stream\": 1, \"rcp\": 1}" },
+		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2, \"min_blocks\": 4}" },
+		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
+		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
+		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}" },
+		{ "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [8, 4096], \"dtype\": \"float32\"}],"
+		  " \"nodes\": [{\"name\": \"a\", \"op\": \"argmax\", \"args\": [{\"ref\": \"x\"}], \"kwargs\": {\"dim\": 1, \"keepdim\": false},"
+		  " \"shape\": [8], \"dtype\": \"int64\"}],"
+		  " \"outputs\": [{\"name\": \"a\", \"shape\": [8], \"dtype\": \"int64\"}]}", "{\"row_split\": 4}" },
+		{ NULL, NULL },
+	};
 	static const char nvcc[] = "/usr/local/cuda/bin/nvcc";
 	const char *argv[64], *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL };
 	char paths[40][4200], err[1024];
@@ -277,6 +326,37 @@ test_cuda_compiles(const char *dir)
 				argv[argc++] = paths[n++];
 			free(src);
 		}
+	}
+	/* the schedule choices the default does not take, where they apply
+	 * (full-size rows; an argmax so that the cluster team's arg is built) */
+	for (int i = 0; choices[i].ir && n < 40; i++) {
+		struct schedule sc;
+		json_t *j = NULL, *sj = json_loads(choices[i].sched, 0, NULL);
+		char *src = NULL, label[200], path[4200];
+		int ok;
+		if (choices[i].ir[0] == '{') {
+			j = json_loads(choices[i].ir, 0, NULL);
+		} else {
+			snprintf(path, sizeof(path), "%s/bench/ir/%s.json", root, choices[i].ir);
+			if (jsonx_load_file(path, 64u << 20, &j, err, sizeof(err)) < 0)
+				j = NULL;
+		}
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		ok = j && sj && schedule_from_json(&sc, sj, err, sizeof(err)) == 0 &&
+		    compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) == 0;
+		snprintf(label, sizeof(label), "%.40s compiles for CUDA under %.100s",
+		    choices[i].ir[0] == '{' ? "argmax over rows of 4096" : choices[i].ir, choices[i].sched);
+		json_decref(j);
+		json_decref(sj);
+		if (!CHECK(label, ok)) {
+			printf("     %s\n", err);
+			free(src);
+			continue;
+		}
+		snprintf(paths[n], sizeof(paths[n]), "%s/variant%d.cu", dir, i);
+		if (write_file(paths[n], src) == 0 && argc < 62)
+			argv[argc++] = paths[n++];
+		free(src);
 	}
 	argv[argc] = NULL;
 	o.argv = argv;
@@ -462,7 +542,63 @@ test_cuda_paths(void)
 		{ "07_conv2d_relu_bias", "{\"conv_algo\": 2}", "kb_conv_pick(perf, found, 2, (size_t)-1)", "cudnnFind",
 		  "conv_algo ranks the heuristic's answers" },
 		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
-		  NULL, "and loads it 16 bytes at a time" },
+		  "one pass", "and loads it 16 bytes at a time" },
+		{ "02_softmax_rows", NULL, "if (a21n) a21 = NAN;\n\t\ta21 = kb_team_nmax(a21);", "n = kb_team_or(",
+		  "a row's max carries its NaN flag in the one team reduction" },
+		{ "13_cross_entropy", NULL, "(int64_t)(kb_lane + kb_c * 256) * 4);\n\t\tint64_t t30 = in1[x0];", NULL,
+		  "the logits' row is loaded before the target's gather chain" },
+		{ "13_cross_entropy", NULL, "kb_k2<<<kb_grid(1, 1), 1024, 0, st>>>", NULL,
+		  "the mean over the batch, one block, has 1024 threads" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256)", NULL,
+		  "row_split 4: a row over a cluster of 4 blocks of 256 threads" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "kb_k0<<<kb_grid(4096, 1) * 4, 256, 0, st>>>", "1024, 0, st>>>",
+		  "a cluster per row" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "(int64_t)(kb_lane + kb_c * 1024) * 4);", NULL,
+		  "the register layout spans the cluster's 1024 lanes" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "#define KB_BLOCK_TEAM 3\n#undef KB_TEAM_PH\n#define KB_TEAM_PH , kb_ph\n", NULL,
+		  "whose reductions go through the cluster team with its slot counter" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "cooperative_groups::this_cluster().sync();\t/*", NULL,
+		  "and the kernel waits for the cluster before it ends" },
+		{ "10_logsumexp_rows", "{\"row_split\": 2}", "kb_k0<<<kb_grid(8192, 1) * 2, 256, 0, st>>>", NULL,
+		  "row_split 2 on a row of 8192" },
+		{ "13_cross_entropy", "{\"row_split\": 4, \"block\": 1024}", "kb_k0<<<kb_grid(16384, 1), 1024, 0, st>>>",
+		  "__cluster_dims__", "a split whose layout has a tail is halved down to one block" },
+		{ "03_layernorm", "{\"row_split\": 2, \"row_regs\": false}", "KB_BLOCK_TEAM 1", "__cluster_dims__",
+		  "row_split needs rows in registers" },
+		{ "02_softmax_rows", "{\"min_blocks\": 2}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		  "min_blocks 2: two blocks of 1024 an SM, registers capped to fit" },
+		{ "02_softmax_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		  "min_blocks 4 is capped at 2048 threads an SM" },
+		{ "10_logsumexp_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(512, 4)\nkb_k0(", NULL,
+		  "four blocks of 512" },
+		{ "01_scale_gelu_bias", "{\"min_blocks\": 4}", "__launch_bounds__(256)\n", "__launch_bounds__(256, ",
+		  "min_blocks is for team kernels only" },
+		{ "13_cross_entropy", "{\"min_blocks\": 2}", "__launch_bounds__(1024)\nkb_k2(", NULL,
+		  "and not for a whole-tensor reduction's one block" },
+		{ "13_cross_entropy", "{\"min_blocks\": 2}", "__launch_bounds__(256, 2)\nkb_k0(", NULL,
+		  "while its rows' kernel gets it" },
+		{ "02_softmax_rows", "{\"rcp\": 1}", "float t31 = 1.0f / a27;\n", NULL,
+		  "rcp: a softmax's sum is inverted once a row" },
+		{ "02_softmax_rows", "{\"rcp\": 1}", "KB_LANES t32[kb_j] = t26[kb_j] * t31;", NULL,
+		  "and each element multiplied by it" },
+		{ "02_softmax_rows", NULL, "KB_LANES t29[kb_j] = t24[kb_j] / a25;", "1.0f / a",
+		  "by default it is divided" },
+		{ "02_softmax_rows", "{\"stream\": 1}", "kb_load_part_cs<float, 4>(kb_row0, kb_c * 4, in0 + 16384 * x0", NULL,
+		  "stream loads a register row evict-first" },
+		{ "02_softmax_rows", "{\"stream\": 1}", "kb_store_vec_cs(out0 + 16384 * x0 + x1, t29);", NULL,
+		  "and stores the output evict-first" },
+		{ "02_softmax_rows", "{\"stream\": 1}", "kb_row0[kb_c * KB_VEC + kb_j] = kb_ldcs(in0 + ", NULL,
+		  "also one float at a time in the kernel for unaligned buffers" },
+		{ "13_cross_entropy", "{\"stream\": 1}", "if (kb_lane == 0) s15[x0] = ", "kb_stcs(&s15",
+		  "but not a scratch buffer the next kernel reads" },
+		{ "14_cumsum", "{\"scan\": 1}", "cumsum along dim 1: one pass, a block per row, 4 16-byte chunks a thread", "kb_part[",
+		  "scan 1: a row of 4096 as 4 chunks of 16 bytes a thread" },
+		{ "14_cumsum", "{\"scan\": 1}", "kb_k0<<<kb_grid(16384, 1), 256, 0, st>>>(in0, out0);", NULL,
+		  "a block of 256 per row" },
+		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}", "8 16-byte chunks a thread", NULL,
+		  "a small block grows until a thread holds at most 8 chunks" },
+		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}", "kb_store_vec_cs(kb_dst + 1024 * kb_c, kb_v[kb_c]);", NULL,
+		  "and with stream it stores evict-first" },
 	};
 	char path[4200], err[256], label[200];
 
