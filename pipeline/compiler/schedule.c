@@ -24,17 +24,19 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	 * them on and the evaluator judges the result */
 	s->row_cache = 0;
 	/* one global read of a row, like torch.compile's persistent
-	 * reductions: the default where it applies (judged correct and
-	 * 1.45x to 1.9x faster than the old path on the H200,
+	 * reductions, with up to 32 floats of it a thread (row_regs 2), and
+	 * cumsum in one pass (scan): judged correct and faster than the
+	 * alternatives on the H200 wherever they change the kernel (02 and 10
+	 * 0.205/0.087 ms -> 0.141/0.076, 14 0.201 -> 0.141; bench/rowperf.sh,
 	 * docs/BENCHMARKS.md) */
-	s->row_regs = 1;
-	/* row_split, min_blocks, rcp, stream and scan 1: no GPU has
-	 * timed them yet */
+	s->row_regs = 2;
+	s->scan = 1;
+	/* row_split, min_blocks, rcp and stream: timed on the H200 and no
+	 * better on every problem they change, so choices for the search */
 	s->row_split = 1;
 	s->min_blocks = 0;
 	s->rcp = 0;
 	s->stream = 0;
-	s->scan = 0;
 	s->tf32 = 0;
 	s->gemm_algo = 0;
 	s->conv_algo = -1;

@@ -170,11 +170,11 @@ test_schedule(void)
 	CHECK_INT("row_regs 3 is refused", schedule_from_json(&a, bad, err, sizeof(err)), -EINVAL);
 	json_decref(bad);
 	schedule_default(&a, NULL, SCHED_CUDA);
-	CHECK("by default a row is one block's, no occupancy hint, divisions, plain loads, the segment scan",
-	    a.row_split == 1 && a.min_blocks == 0 && a.rcp == 0 && a.stream == 0 && a.scan == 0);
-	bad = json_loads("{\"row_split\": 4, \"stream\": true, \"scan\": 1}", 0, NULL);
+	CHECK("by default a row is one block's, 32 floats a thread, no occupancy hint, divisions, plain loads, the one-pass scan",
+	    a.row_split == 1 && a.row_regs == 2 && a.min_blocks == 0 && a.rcp == 0 && a.stream == 0 && a.scan == 1);
+	bad = json_loads("{\"row_split\": 4, \"stream\": true, \"scan\": 0}", 0, NULL);
 	CHECK_INT("row_split 4, stream and scan are read", schedule_from_json(&a, bad, err, sizeof(err)), 0);
-	CHECK("... and kept", a.row_split == 4 && a.stream == 1 && a.scan == 1);
+	CHECK("... and kept", a.row_split == 4 && a.stream == 1 && a.scan == 0);
 	json_decref(bad);
 	j = schedule_to_json(&a);
 	schedule_default(&b, NULL, SCHED_CUDA);
@@ -498,30 +498,35 @@ test_cuda_paths(void)
 		  "a 64 KiB row opts in to the shared memory" },
 		{ "02_softmax_rows", "{\"row_regs\": false}", "kb_load_vec(", "kb_row0",
 		  "with row_regs and row_cache off rows are read from global memory" },
-		{ "02_softmax_rows", NULL,
+		{ "02_softmax_rows", "{\"row_regs\": 1}",
 		  "kb_load_part<float, 4>(kb_row0, kb_c * 4, in0 + 16384 * x0 + (int64_t)(kb_lane + kb_c * 1024) * 4);",
-		  "kb_smem", "by default a 16384 row goes to registers, 16 floats a thread of 1024, 16 bytes at a time" },
+		  "kb_smem", "row_regs 1: a 16384 row goes to registers, 16 floats a thread of 1024, 16 bytes at a time" },
 		{ "02_softmax_rows", NULL, "float t22 = kb_row0[kb_i2 * 4 + kb_j2];", "in0[16384 * x0 + r",
 		  "and the max and sum passes read those registers, not global memory" },
 		{ "02_softmax_rows", NULL, "KB_LANES t20[kb_j] = kb_row0[kb_ni * 4 + kb_j];", NULL,
 		  "and so does the normalize-and-write loop" },
-		{ "02_softmax_rows", NULL, "kb_k0<<<kb_grid(4096, 1), 1024, 0, st>>>", NULL,
+		{ "02_softmax_rows", "{\"row_regs\": 1}", "kb_k0<<<kb_grid(4096, 1), 1024, 0, st>>>", NULL,
 		  "the team grows to 1024 threads so that the row fits" },
-		{ "02_softmax_rows", NULL,
+		{ "02_softmax_rows", "{\"row_regs\": 1}",
 		  "KB_LANES kb_row0[kb_c * KB_VEC + kb_j] = in0[16384 * x0 + (int64_t)(kb_lane + kb_c * 1024) * KB_VEC + kb_j];",
 		  NULL, "the kernel for unaligned buffers loads the same layout one float at a time" },
 		{ "02_softmax_rows", "{\"row_regs\": false, \"row_cache\": true}", "kb_smem", "kb_load_part<",
 		  "row_cache is still selectable with row_regs off" },
-		{ "02_softmax_rows", "{\"row_regs\": 2}", "kb_k0<<<kb_grid(4096, 1), 512, 0, st>>>", "1024, 0, st>>>",
-		  "row_regs 2 stops the team at 512 threads of 32 floats" },
-		{ "02_softmax_rows", "{\"row_regs\": 2}", "float kb_row0[32];", "kb_smem",
+		{ "02_softmax_rows", NULL, "kb_k0<<<kb_grid(4096, 1), 512, 0, st>>>", "1024, 0, st>>>",
+		  "by default (row_regs 2) the team stops at 512 threads of 32 floats" },
+		{ "02_softmax_rows", NULL, "float kb_row0[32];", "kb_smem",
 		  "and each thread keeps 32 floats of the row in registers" },
+		{ "02_softmax_rows", NULL,
+		  "KB_LANES kb_row0[kb_c * KB_VEC + kb_j] = in0[16384 * x0 + (int64_t)(kb_lane + kb_c * 512) * KB_VEC + kb_j];",
+		  NULL, "the kernel for unaligned buffers loads that layout one float at a time" },
 		{ "03_layernorm", NULL, "kb_load_part<float, 4>(kb_row0, kb_c * 4, in0 + 4096 * x0 + (int64_t)(kb_lane + kb_c * 256) * 4);",
 		  "in0[4096 * x0 + r", "a layer norm's row of 4096 in registers with 256 threads" },
 		{ "04_rmsnorm_residual", NULL, "float kb_row1[16];", "kb_smem",
 		  "both rows of the residual add in registers" },
-		{ "10_logsumexp_rows", NULL, "kb_k0<<<kb_grid(8192, 1), 512, 0, st>>>", NULL,
-		  "a row of 8192 gets 512 threads of 16" },
+		{ "10_logsumexp_rows", "{\"row_regs\": 1}", "kb_k0<<<kb_grid(8192, 1), 512, 0, st>>>", NULL,
+		  "row_regs 1: a row of 8192 gets 512 threads of 16" },
+		{ "10_logsumexp_rows", NULL, "kb_k0<<<kb_grid(8192, 1), 256, 0, st>>>", NULL,
+		  "by default 256 threads of 32" },
 		{ "13_cross_entropy", NULL, "float t35 = kb_row0[kb_i2 * 4 + kb_j2];", NULL,
 		  "the loss's max and sum read the logits' row from registers" },
 		{ "03_layernorm", "{\"row_cache\": true, \"row_regs\": false}", "kb_row0", NULL, "row_cache caches a layer norm's row" },
@@ -529,7 +534,7 @@ test_cuda_paths(void)
 		  "GEMM scratch is pooled and the math mode untouched" },
 		{ "05_linear_gelu", "{\"tf32\": true}", "CUBLAS_TF32_TENSOR_OP_MATH", NULL,
 		  "tf32=true asks cuBLAS for TF32" },
-		{ "14_cumsum", NULL, "kb_v[kb_j] = ", NULL, "cumsum keeps its segment in registers" },
+		{ "14_cumsum", "{\"scan\": 0}", "kb_v[kb_j] = ", NULL, "scan 0: cumsum keeps its segment in registers" },
 		{ "07_conv2d_relu_bias", NULL, "cudnnFindConvolutionForwardAlgorithmEx(", NULL,
 		  "the default convolution measures its algorithm once" },
 		{ "08_conv2d_batchnorm_silu", "{\"bn_fold\": true}",
@@ -541,7 +546,7 @@ test_cuda_paths(void)
 		  "without it (the CUDA default) the epilogue normalizes" },
 		{ "07_conv2d_relu_bias", "{\"conv_algo\": 2}", "kb_conv_pick(perf, found, 2, (size_t)-1)", "cudnnFind",
 		  "conv_algo ranks the heuristic's answers" },
-		{ "14_cumsum", NULL, "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
+		{ "14_cumsum", "{\"scan\": 0}", "kb_vec_t<float, 4> kb_w = *reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 0 + 4096 * x0 + kb_lo + 4 * kb_q);",
 		  "one pass", "and loads it 16 bytes at a time" },
 		{ "02_softmax_rows", NULL, "if (a21n) a21 = NAN;\n\t\ta21 = kb_team_nmax(a21);", "n = kb_team_or(",
 		  "a row's max carries its NaN flag in the one team reduction" },
@@ -565,11 +570,11 @@ test_cuda_paths(void)
 		  "__cluster_dims__", "a split whose layout has a tail is halved down to one block" },
 		{ "03_layernorm", "{\"row_split\": 2, \"row_regs\": false}", "KB_BLOCK_TEAM 1", "__cluster_dims__",
 		  "row_split needs rows in registers" },
-		{ "02_softmax_rows", "{\"min_blocks\": 2}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		{ "02_softmax_rows", "{\"min_blocks\": 2, \"row_regs\": 1}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
 		  "min_blocks 2: two blocks of 1024 an SM, registers capped to fit" },
-		{ "02_softmax_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
+		{ "02_softmax_rows", "{\"min_blocks\": 4, \"row_regs\": 1}", "__global__ void __launch_bounds__(1024, 2)\nkb_k0(", NULL,
 		  "min_blocks 4 is capped at 2048 threads an SM" },
-		{ "10_logsumexp_rows", "{\"min_blocks\": 4}", "__global__ void __launch_bounds__(512, 4)\nkb_k0(", NULL,
+		{ "10_logsumexp_rows", "{\"min_blocks\": 4, \"row_regs\": 1}", "__global__ void __launch_bounds__(512, 4)\nkb_k0(", NULL,
 		  "four blocks of 512" },
 		{ "01_scale_gelu_bias", "{\"min_blocks\": 4}", "__launch_bounds__(256)\n", "__launch_bounds__(256, ",
 		  "min_blocks is for team kernels only" },
