@@ -415,6 +415,7 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		return error;
 	for (size_t i = 0; i < r->n_pop && i < EVO_CONFIRM_TRIES; i++) {
 		const struct evolve_entry *e = r->pop[i];
+		const char *why;
 		json_t *res = NULL;
 
 		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
@@ -432,9 +433,12 @@ confirm(struct evo_run *r, json_t **result, int *which)
 			json_decref(res);
 			return 1;
 		}
-		progress(r, "candidate %d failed its confirmation (%s)", e->id,
+		/* with the evaluator's first error (a sanitizer's report, a
+		 * trial's mismatch): the log is where a user looks for why */
+		why = json_string_value(json_array_get(json_object_get(json_array_get(res, 0), "errors"), 0));
+		progress(r, "candidate %d failed its confirmation (%s)%s%.300s", e->id,
 		    evo_barring_flag(json_array_get(res, 0)) ? evo_barring_flag(json_array_get(res, 0)) :
-		    jsonx_str(json_array_get(res, 0), "status", "?"));
+		    jsonx_str(json_array_get(res, 0), "status", "?"), why ? ": " : "", why ? why : "");
 		json_decref(res);
 	}
 	unlink(file);

@@ -27,6 +27,17 @@ expect "$tmp/one.json" correct.c 'r["errors"] == []' "no errors"
 expect "$tmp/adaptive.json" correct.c 'r["timing"]["adaptive"] is True and 10 <= r["timing"]["rounds"] <= 60 and r["timings_ms"]["candidate"]["runs"] == 2 * r["timing"]["rounds"]' "adaptive timing: 10 to 60 rounds, all reported"
 expect "$tmp/one.json" correct.c 'r["timing"] == dict(r["timing"], rounds=3, reps=5, adaptive=False, max_rounds=3)' "--rounds 3: fixed, not adaptive"
 
+# A correct kernel far slower than eager (the same work 200 times) is timed
+# for two rounds, not --rounds 3 or the adaptive ten, and still judged
+# correct with its last spot check in full.
+sed -e 's|for (int64_t r = 0; r < rows; r++)|for (volatile int k = 0; k < 200; k++) for (int64_t r = 0; r < rows; r++)|' \
+	"$C" >"$tmp/slow.c"
+"$KERNELBOT" eval "$P" "$tmp/slow.c" $FAST --json >"$tmp/slow.json" 2>"$tmp/err" ||
+	bad "slow kernel: not judged correct: $(cat "$tmp/err")"
+expect "$tmp/slow.json" slow.c 'r["status"] == "correct" and r["timing"]["rounds"] == 2 and r["timings_ms"]["candidate"]["runs"] == 10 and "slower than eager after 2 rounds" in r["timing"]["stopped"]' "a kernel over 10x slower than eager stops after 2 rounds, saying so"
+expect "$tmp/slow.json" slow.c '" in full" in str(r["checks"]) and "compared: 0 in full" not in str(r["checks"]) and r["speedup"]["eager"] < 0.1' "... with a full spot check and its speedup"
+expect "$tmp/one.json" correct.c '"stopped" not in r["timing"]' "a kernel near eager's time is timed in full"
+
 # Spot checks before the last on a sample, through the real worker (the
 # sample made smaller than this problem's outputs), and the judge started
 # the plain way, after the compiles.

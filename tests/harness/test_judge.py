@@ -75,6 +75,16 @@ def test_speedup_interval_brackets_point():
     assert 1.8 < point < 2.1 and ci[0] <= point <= ci[1]
 
 
+def test_slowdown_of_a_hopeless_candidate():
+    assert stats.slowdown([], []) is None
+    assert stats.slowdown([[1.0]], [[]]) is None
+    base = [[0.2, 0.2], [0.2, 0.2]]
+    assert stats.slowdown(base, [[800.0, 780.0], [790.0, 800.0]]) > 1000
+    assert abs(stats.slowdown(base, [[0.1, 0.1], [0.1, 0.1]]) - 0.5) < 1e-9
+    # only rounds both sides have count
+    assert abs(stats.slowdown(base, [[0.4, 0.4]]) - 2.0) < 1e-9
+
+
 def test_speedup_resists_one_disturbed_round():
     base = [[1.0] * 5, [1.0] * 5]
     cand = [[0.5] * 5, [50.0, 0.5, 0.5, 0.5, 0.5]]

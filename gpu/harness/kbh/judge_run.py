@@ -41,6 +41,13 @@ SIDE_STREAM_SLACK_MS = 0.05
 EAGER_CACHED_DIV = 3
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
 ADAPTIVE_WALL_FACTOR = 4
+# A candidate this many times slower than eager over its first
+# SLOW_MIN_ROUNDS rounds stops being timed there: no search keeps it, and
+# a schedule that turns a 0.1 ms row into 800 ms would otherwise hold the
+# GPU for minutes of rounds (timing.stopped says so; the last full spot
+# check still runs).
+SLOW_FACTOR = 10.0
+SLOW_MIN_ROUNDS = 2
 # untimed_work: a timing request's wall clock (the judge's, less the round
 # trip) above this many times what its timed runs and the reference cost
 # of the flushes, poisons and perturbations explain, plus a slack per run,
@@ -431,8 +438,16 @@ class CandidateRun:
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         t_rounds, floor_s, precision = time.perf_counter(), None, None
-        r = 0
+        r, full_spot, stopped, rot = 0, False, None, []
         while True:
+            slow = stats.slowdown(eager_rounds, cand_rounds) if r >= SLOW_MIN_ROUNDS else None
+            if slow is not None and slow > SLOW_FACTOR:
+                stopped = "%.3gx slower than eager after %d rounds" % (slow, r)
+                if not full_spot and rot:
+                    t0 = time.perf_counter()
+                    self.spot_check(w, rot[-1], r - 1, full=True)
+                    self.add_time("spot_checks", t0)
+                break
             if r >= ctx.rounds:
                 # Past the floor (adaptive timing only): stop once the
                 # median is precise enough, at the cap, or when the extra
@@ -452,6 +467,7 @@ class CandidateRun:
                     self.add_time("timing_candidate", t0)
                     if r in spots:
                         t0 = time.perf_counter()
+                        full_spot = full_spot or r == max(spots)
                         self.spot_check(w, rot[-1], r, full=r == max(spots))
                         self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
@@ -469,6 +485,8 @@ class CandidateRun:
                               "max_rounds": ctx.max_rounds, "target_precision": ctx.precision,
                               "median_precision": precision if precision is not None else
                               stats.median_precision(cand_rounds, seed)}
+        if stopped:
+            self.res["timing"]["stopped"] = stopped
         for x in eager_rounds:
             ctx.eager_all.extend(x)
         for x in comp_rounds:

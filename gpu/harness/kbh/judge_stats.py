@@ -53,6 +53,17 @@ def speedup(base_rounds, cand_rounds, seed):
     return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]
 
 
+def slowdown(base_rounds, cand_rounds):
+    """median(candidate samples) / median(baseline samples) over the
+    rounds both have: how many times slower than the baseline the
+    candidate is so far; None before both have a sample."""
+    pairs = [(b, c) for b, c in zip(base_rounds, cand_rounds) if b and c]
+    if not pairs:
+        return None
+    b = statistics.median([x for bs, _ in pairs for x in bs])
+    return statistics.median([x for _, cs in pairs for x in cs]) / b if b > 0 else None
+
+
 def drift(fresh, cached_rounds):
     """median(fresh samples) / median(cached samples): 1.0 when the machine
     times eager as it did when the cache entry was made; None if empty."""
