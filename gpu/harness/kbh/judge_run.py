@@ -54,6 +54,7 @@ SLOW_MIN_ROUNDS = 2
 # in a majority of rounds. Generous: only work done outside the timed
 # calls (a thread's or a stream's, precomputing) gets near it.
 UNTIMED_FACTOR = 4.0
+SANDBOX_CPU_MAX_S = 7 * 24 * 3600	# sandbox-exec's largest --cpu
 UNTIMED_SLACK_MS = 2.0
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
@@ -221,6 +222,13 @@ class CandidateRun:
         # for host copies of GPU-sized tensors, nvcc on torch headers, or a
         # sanitizer's bookkeeping.
         outer += ["--mem", str(ctx.mem_bytes * (2 if tooled else 1))]
+        if tooled:
+            # A sanitizer analyses on every core: its CPU time runs many
+            # times its wall time, and the sandbox's default RLIMIT_CPU
+            # (600 s) ended racecheck of a cuBLAS GEMM on 16 cores with
+            # SIGXCPU (exit 24) long before the deadline. The deadline
+            # still bounds the run.
+            outer += ["--cpu", str(min(SANDBOX_CPU_MAX_S, (int(timeout) + 5) * (os.cpu_count() or 1)))]
         if ctx.backend == "cuda":
             outer += ["--gpu", str(ctx.req.get("device", 0))]
         for k, v in sorted(env.items()):
@@ -698,8 +706,14 @@ class CandidateRun:
                 self.check("sanitize:%s" % tool, ok, log.strip()[-1500:] or "exit status %s" % st)
             except WorkerError as e:
                 ok = False
-                log = e.message
-                self.check("sanitize:%s" % tool, False, e.message)
+                # the tool's own log says what it saw before the worker died
+                try:
+                    with open(os.path.join(scratch, "sanitizer-%s.log" % tool), errors="replace") as f:
+                        seen = f.read()[-1000:].strip()
+                except OSError:
+                    seen = ""
+                log = e.message + ("; %s log: %s" % (tool, seen) if seen else "")
+                self.check("sanitize:%s" % tool, False, log)
             finally:
                 if w is not None:
                     w.close()
