@@ -131,7 +131,12 @@ ok = True
 c, o = by.get("correct.cu"), by.get("oob_read.cu")
 good = c is not None and c["status"] == "correct" and checks(c) == {"sanitize:memcheck": True, "sanitize:racecheck": True}
 bad = o is not None and o["status"] == "runtime_error" and checks(o).get("sanitize:memcheck") is False
-print("sanitize: correct.cu %s %s: %s" % (c and c["status"], c and checks(c), "ok" if good else "FAILS"))
+def san_s(r):
+    j = (r.get("timing_breakdown_s") or {}).get("judge") or {}
+    return {k: j[k] for k in ("sanitize_memcheck", "sanitize_racecheck") if k in j}
+good = good and set(san_s(c)) == {"sanitize_memcheck", "sanitize_racecheck"}
+print("sanitize: correct.cu %s %s %s: %s" % (c and c["status"], c and checks(c), c and san_s(c),
+                                             "ok" if good else "FAILS"))
 print("sanitize: oob_read.cu %s %s: %s" % (o and o["status"], o and checks(o), "ok" if bad else "EXPLOIT PASSES"))
 if not bad and o is not None:
     print("    errors: %s" % "; ".join(e[:300] for e in o["errors"][:2]))

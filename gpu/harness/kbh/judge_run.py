@@ -292,6 +292,7 @@ class CandidateRun:
             t3 = time.perf_counter()
             self.sanitize()
             bd["sanitize"] = time.perf_counter() - t3
+            bd.update(getattr(self, "sanitize_s", {}))
         if self.res["status"] == "correct" and self.ctx.profile:
             t4 = time.perf_counter()
             self.res["profile"] = judge_profile.run(self)
@@ -684,8 +685,9 @@ class CandidateRun:
             else:
                 self.check("sanitize", False, "compute-sanitizer not found (set KERNELBOT_COMPUTE_SANITIZER)")
             return
-        found = []
+        found, self.sanitize_s = [], {}
         for tool in ("memcheck", "racecheck"):
+            t0 = time.perf_counter()
             scratch = self.scratch + "-" + tool
             os.makedirs(scratch, exist_ok=True)
             w = None
@@ -718,6 +720,7 @@ class CandidateRun:
                 if w is not None:
                     w.close()
                 shutil.rmtree(scratch, ignore_errors=True)
+                self.sanitize_s["sanitize_" + tool] = round(time.perf_counter() - t0, 6)
             if not ok:
                 found.append("compute-sanitizer %s: %s" % (tool, (log or "").strip()[-1200:]))
         # A kernel with an out-of-bounds access or a race is not correct,
