@@ -194,6 +194,7 @@ device-bundle: all
 		'export LD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"' \
 		'exec "$$d/kernelbot" "$$@"' > device-bundle/run
 	chmod +x device-bundle/run
+	(git describe --always --dirty 2>/dev/null || echo unknown) > device-bundle/COMMIT
 	@echo "device-bundle: $$(ls device-bundle/lib | wc -l) libraries; run device-bundle/run CMD"
 
 clean:

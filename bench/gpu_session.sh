@@ -57,7 +57,9 @@ step_cmd() {
 	esac
 }
 
-echo "gpu-session: $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(date -u +%FT%TZ)" \
+# the bundle's commit (make device-bundle writes it): the tree's git, if
+# the copy has one, need not be what the binary was built from
+echo "gpu-session: bundle $(cat device-bundle/COMMIT 2>/dev/null || echo '?') $(date -u +%FT%TZ)" \
 	"$(nvidia-smi -L 2>/dev/null | head -n 1)" | tee -a "$summary"
 for s in ${STEPS:-eval compiler coord report llm profile}; do
 	left=$((deadline - $(date +%s)))
