@@ -20,6 +20,7 @@
 #
 # Results: one JSON per run and summary.txt under $OUT (the device tool's
 # output folder) or bench/results/. Env: KERNELBOT, KERNELBOT_PROBLEMS,
+# ONLY (problem names to run, default both),
 # N_NATIVE (16), N_INLINE (2), REPEAT (5), BUDGET_S (480), BACKEND (cuda;
 # cpu is a dry run of this script on a host without a GPU: the
 # bench/kernels/*.c twins on copies of the problems shrunk to a few
@@ -216,6 +217,8 @@ PYEOF
 
 for spec in 01_scale_gelu_bias:gelu 02_softmax_rows:softmax; do
 	p=${spec%%:*} m=${spec#*:}
+	# ONLY=02_softmax_rows: one problem's half of the benchmark
+	case " ${ONLY:-$p} " in *" $p "*) ;; *) continue ;; esac
 	case $what in native|all) native "$p" ;; esac
 	# Right after native 01, whose batch stored the baselines it reuses.
 	if [ "$p" = 01_scale_gelu_bias ] && { [ "$what" = repeat ] || [ "$what" = all ]; }; then
