@@ -415,8 +415,8 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		return error;
 	for (size_t i = 0; i < r->n_pop && i < EVO_CONFIRM_TRIES; i++) {
 		const struct evolve_entry *e = r->pop[i];
-		const char *why;
-		json_t *res = NULL;
+		const char *why, *flag;
+		json_t *res = NULL, *r0;
 
 		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
@@ -426,19 +426,19 @@ confirm(struct evo_run *r, json_t **result, int *which)
 		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", 2, &res)) < 0)
 			return error;
-		if (jsonx_bool(json_array_get(res, 0), "correct", 0) &&
-		    !evo_barring_flag(json_array_get(res, 0))) {
-			*result = json_incref(json_array_get(res, 0));
+		r0 = json_array_get(res, 0);
+		flag = evo_barring_flag(r0);
+		if (jsonx_bool(r0, "correct", 0) && !flag) {
+			*result = json_incref(r0);
 			*which = e->id;
 			json_decref(res);
 			return 1;
 		}
 		/* with the evaluator's first error (a sanitizer's report, a
 		 * trial's mismatch): the log is where a user looks for why */
-		why = json_string_value(json_array_get(json_object_get(json_array_get(res, 0), "errors"), 0));
+		why = json_string_value(json_array_get(json_object_get(r0, "errors"), 0));
 		progress(r, "candidate %d failed its confirmation (%s)%s%.300s", e->id,
-		    evo_barring_flag(json_array_get(res, 0)) ? evo_barring_flag(json_array_get(res, 0)) :
-		    jsonx_str(json_array_get(res, 0), "status", "?"), why ? ": " : "", why ? why : "");
+		    flag ? flag : jsonx_str(r0, "status", "?"), why ? ": " : "", why ? why : "");
 		json_decref(res);
 	}
 	unlink(file);

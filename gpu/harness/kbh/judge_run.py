@@ -30,6 +30,7 @@ SPOT_CHECKS = 3
 SPOT_SAMPLE = 1 << 16
 SANITIZER_EXIT = 86
 SANITIZER_PADDING = 4096	# bytes of memcheck's guard after every allocation
+SANDBOX_CPU_MAX_S = 7 * 24 * 3600	# sandbox-exec's largest --cpu
 SUSPICIOUS_SPEEDUP = 10.0
 # A side stream shows as host time the events did not see; launch and sync
 # overhead is tens of microseconds, hence the additive slack.
@@ -54,12 +55,20 @@ SLOW_MIN_ROUNDS = 2
 # in a majority of rounds. Generous: only work done outside the timed
 # calls (a thread's or a stream's, precomputing) gets near it.
 UNTIMED_FACTOR = 4.0
-SANDBOX_CPU_MAX_S = 7 * 24 * 3600	# sandbox-exec's largest --cpu
 UNTIMED_SLACK_MS = 2.0
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
 _SANITIZER_OPTS = {}
+
+
+def _tail(path, n):
+    """The last n characters of a text file, "" when it cannot be read."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
 
 
 def sanitizer_has_padding(tool_path):
@@ -290,9 +299,8 @@ class CandidateRun:
             self.sandbox_checks()
         if self.res["status"] == "correct" and self.ctx.sanitize:
             t3 = time.perf_counter()
-            self.sanitize()
+            bd.update(self.sanitize())
             bd["sanitize"] = time.perf_counter() - t3
-            bd.update(getattr(self, "sanitize_s", {}))
         if self.res["status"] == "correct" and self.ctx.profile:
             t4 = time.perf_counter()
             self.res["profile"] = judge_profile.run(self)
@@ -447,12 +455,12 @@ class CandidateRun:
         spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         t_rounds, floor_s, precision = time.perf_counter(), None, None
-        r, full_spot, stopped, rot = 0, False, None, []
+        r, stopped, rot = 0, None, []
         while True:
             slow = stats.slowdown(eager_rounds, cand_rounds) if r >= SLOW_MIN_ROUNDS else None
             if slow is not None and slow > SLOW_FACTOR:
                 stopped = "%.3gx slower than eager after %d rounds" % (slow, r)
-                if not full_spot and rot:
+                if max(spots) >= r and rot:	# the full one's round was not reached
                     t0 = time.perf_counter()
                     self.spot_check(w, rot[-1], r - 1, full=True)
                     self.add_time("spot_checks", t0)
@@ -476,7 +484,6 @@ class CandidateRun:
                     self.add_time("timing_candidate", t0)
                     if r in spots:
                         t0 = time.perf_counter()
-                        full_spot = full_spot or r == max(spots)
                         self.spot_check(w, rot[-1], r, full=r == max(spots))
                         self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
@@ -672,20 +679,22 @@ class CandidateRun:
         self.spot_n["sampled" if idx is not None else "full"] += 1
 
     def sanitize(self):
+        """memcheck and racecheck on set 0, each in its own sandboxed
+        worker; returns each tool's seconds for the breakdown."""
         tool_path = os.environ.get("KERNELBOT_COMPUTE_SANITIZER") or shutil.which(
             "compute-sanitizer", path="/usr/local/cuda/bin:/usr/bin:/bin")
         if self.ctx.backend != "cuda":
             self.res["checks"].append({"name": "sanitize", "passed": True, "skipped": True,
                                        "detail": "compute-sanitizer applies to the cuda backend only"})
-            return
+            return {}
         if not tool_path:
             if self.ctx.sanitize == 2:
                 self.res["checks"].append({"name": "sanitize", "passed": True, "skipped": True,
                                            "detail": "compute-sanitizer is not installed here"})
             else:
                 self.check("sanitize", False, "compute-sanitizer not found (set KERNELBOT_COMPUTE_SANITIZER)")
-            return
-        found, self.sanitize_s = [], {}
+            return {}
+        found, took = [], {}
         for tool in ("memcheck", "racecheck"):
             t0 = time.perf_counter()
             scratch = self.scratch + "-" + tool
@@ -698,29 +707,20 @@ class CandidateRun:
                 w.request({"cmd": "run", "set": 0, "tag": "san"}, timeout=self.ctx.timeout_s * 20)
                 st = w.close()
                 w = None
-                log = ""
-                try:
-                    with open(os.path.join(scratch, "sanitizer-%s.log" % tool), errors="replace") as f:
-                        log = f.read()[-3000:]
-                except OSError:
-                    pass
+                log = _tail(os.path.join(scratch, "sanitizer-%s.log" % tool), 3000)
                 ok = st == 0
                 self.check("sanitize:%s" % tool, ok, log.strip()[-1500:] or "exit status %s" % st)
             except WorkerError as e:
                 ok = False
                 # the tool's own log says what it saw before the worker died
-                try:
-                    with open(os.path.join(scratch, "sanitizer-%s.log" % tool), errors="replace") as f:
-                        seen = f.read()[-1000:].strip()
-                except OSError:
-                    seen = ""
+                seen = _tail(os.path.join(scratch, "sanitizer-%s.log" % tool), 1000).strip()
                 log = e.message + ("; %s log: %s" % (tool, seen) if seen else "")
                 self.check("sanitize:%s" % tool, False, log)
             finally:
                 if w is not None:
                     w.close()
                 shutil.rmtree(scratch, ignore_errors=True)
-                self.sanitize_s["sanitize_" + tool] = round(time.perf_counter() - t0, 6)
+                took["sanitize_" + tool] = round(time.perf_counter() - t0, 6)
             if not ok:
                 found.append("compute-sanitizer %s: %s" % (tool, (log or "").strip()[-1200:]))
         # A kernel with an out-of-bounds access or a race is not correct,
@@ -729,3 +729,4 @@ class CandidateRun:
             self.res["status"] = "runtime_error"
             for f in found:
                 self.error(f)
+        return took

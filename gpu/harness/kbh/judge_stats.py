@@ -31,24 +31,31 @@ def summary(samples):
             "p90": quantile(samples, 0.9), "runs": len(samples)}
 
 
+def _pairs(num_rounds, den_rounds):
+    """The rounds both sides have samples in, as (num, den) pairs."""
+    return [(n, d) for n, d in zip(num_rounds, den_rounds) if n and d]
+
+
+def _ratio(pairs):
+    """median of the pooled first samples / median of the pooled second
+    ones, or None when the second median is not positive."""
+    d = statistics.median([x for _, ds in pairs for x in ds])
+    return statistics.median([x for ns, _ in pairs for x in ns]) / d if d > 0 else None
+
+
 def speedup(base_rounds, cand_rounds, seed):
     """(point, [lo, hi]) from paired per-round sample lists, or (None, None).
     The statistic is median(baseline samples) / median(candidate samples)
     over the rounds taken: pooled samples keep one disturbed round from
     moving it the way a median of a few round medians would."""
-    pairs = [(b, c) for b, c in zip(base_rounds, cand_rounds) if b and c]
+    pairs = _pairs(base_rounds, cand_rounds)
     if not pairs:
         return None, None
-
-    def ratio(rounds):
-        c = statistics.median([x for _, cs in rounds for x in cs])
-        return statistics.median([x for bs, _ in rounds for x in bs]) / c if c > 0 else None
-
-    point = ratio(pairs)
+    point = _ratio(pairs)
     if point is None:
         return None, None
     rng = random.Random(seed)
-    ratios = [ratio([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(BOOTSTRAP)]
+    ratios = [_ratio([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(BOOTSTRAP)]
     ratios = [x for x in ratios if x is not None]
     return point, [quantile(ratios, 0.025), quantile(ratios, 0.975)]
 
@@ -57,11 +64,8 @@ def slowdown(base_rounds, cand_rounds):
     """median(candidate samples) / median(baseline samples) over the
     rounds both have: how many times slower than the baseline the
     candidate is so far; None before both have a sample."""
-    pairs = [(b, c) for b, c in zip(base_rounds, cand_rounds) if b and c]
-    if not pairs:
-        return None
-    b = statistics.median([x for bs, _ in pairs for x in bs])
-    return statistics.median([x for _, cs in pairs for x in cs]) / b if b > 0 else None
+    pairs = _pairs(cand_rounds, base_rounds)
+    return _ratio(pairs) if pairs else None
 
 
 def drift(fresh, cached_rounds):
