@@ -233,6 +233,30 @@ device_id(const struct gpu_device *g)
 	    "driver", driver);
 }
 
+/*
+ * Whether a native candidate's source may bring device code the judge
+ * cannot list from its shared object (kbh/judge_sanitize.py): a module
+ * loaded from bytes or NVRTC, or symbols and driver entry points looked
+ * up by name. Unreadable sources count as doing so.
+ */
+static int
+loads_code(const char *path)
+{
+	json_t *checks = json_array(), *flags = json_array(), *v;
+	size_t i;
+	int yes = 0;
+
+	if (!checks || !flags || srccheck_file(path, 0, checks, flags) < 0)
+		yes = 1;
+	json_array_foreach(flags, i, v)
+		if (!strcmp(json_string_value(v), "runtime_code_loading") ||
+		    !strcmp(json_string_value(v), "timer_tampering"))
+			yes = 1;
+	json_decref(checks);
+	json_decref(flags);
+	return yes;
+}
+
 static json_t *
 build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
     const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu)
@@ -250,9 +274,16 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		if (c->kind == KIND_PY)
 			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
 			    "kind", "kernelbench", "path", realpath(c->path, abs) ? abs : c->path));
-		else
-			json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
-			    "kind", "native", "so", c->build.so_path));
+		else {
+			json_t *n = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)i,
+			    "kind", "native", "so", c->build.so_path);
+
+			/* Kernels it may load or look up at run time are not in
+			 * its shared object's list: racecheck all of them. */
+			if (loads_code(c->path))
+				json_object_set_new(n, "racecheck", json_string("all"));
+			json_array_append_new(list, n);
+		}
 	}
 	/*
 	 * The CPU kernel's OpenMP team the same size as eager PyTorch's in the

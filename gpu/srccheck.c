@@ -8,7 +8,7 @@
 
 #include "common/buf.h"
 
-enum cat { SIDE_STREAM, DEVICE_SYNC, THREADS, TAMPER, IO, PRECISION, CACHING, N_CAT };
+enum cat { SIDE_STREAM, DEVICE_SYNC, THREADS, TAMPER, LOADING, IO, PRECISION, CACHING, N_CAT };
 
 static const struct {
 	const char *name, *flag, *why;
@@ -17,6 +17,8 @@ static const struct {
 	{ "device_sync", "device_sync", "the ABI forbids device-wide synchronization" },
 	{ "threads", "threads", "threads or processes may work after the call returns" },
 	{ "timer_tampering", "timer_tampering", "timers, symbol lookup or hooks into the harness" },
+	{ "runtime_code_loading", "runtime_code_loading",
+	    "device code built or loaded at run time escapes review and the sanitizer's kernel list" },
 	{ "file_or_network_access", "file_or_network_access", "files, sockets or the environment" },
 	{ "precision_downgrade", "precision_downgrade", "reduced precision on an fp32 problem" },
 	{ "result_caching", "result_caching", "state kept between calls may return stale results" },
@@ -42,6 +44,9 @@ static const struct rule {
 	    "constructor|\\batexit[[:space:]]*\\(|\\bsignal[[:space:]]*\\(|sigaction|setitimer|\\bptrace\\b" },
 	{ TAMPER, 4, "time\\.perf_counter|sys\\._getframe|inspect\\.|gc\\.get_objects|"
 	    "sys\\.modules|builtins" },
+	{ LOADING, 3, "cuModuleLoad|cuLibraryLoad|cudaLibraryLoad|cuLink(Create|Add|Complete)|"
+	    "\\bnvrtc[A-Z]|nvJitLink|cuGetProcAddress|cudaGetDriverEntryPoint" },
+	{ LOADING, 4, "RawKernel|RawModule|cuModuleLoad|\\bnvrtc|load_cubin" },
 	{ IO, 3, "\\bf?open(at)?[[:space:]]*\\(|\\bsocket[[:space:]]*\\(|\\bconnect[[:space:]]*\\(|"
 	    "\\bgetenv[[:space:]]*\\(|\\benviron\\b|/etc/|/tmp/|/home/|/root/" },
 	{ IO, 4, "\\bopen[[:space:]]*\\(|os\\.environ|getenv|socket|urllib|requests\\.|/etc/|/home/" },

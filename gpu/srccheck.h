@@ -21,9 +21,9 @@ enum srccheck_lang { SRCCHECK_C, SRCCHECK_CUDA, SRCCHECK_PY };
  * Scan text. Appends to `checks` one {"name": "static:<category>",
  * "passed", "detail"} per category, and to `flags` (no duplicates) the
  * flag of each category with findings: side_stream, device_sync, threads,
- * timer_tampering, file_or_network_access, result_caching, and
- * precision_downgrade when fp32_problem. 0, -ENOMEM, or -EFBIG for text
- * over SRCCHECK_MAX_BYTES.
+ * timer_tampering, runtime_code_loading, file_or_network_access,
+ * result_caching, and precision_downgrade when fp32_problem. 0, -ENOMEM,
+ * or -EFBIG for text over SRCCHECK_MAX_BYTES.
  */
 int srccheck_text(const char *text, size_t len, enum srccheck_lang lang,
     int fp32_problem, json_t *checks, json_t *flags);

@@ -111,10 +111,12 @@ PYEOF
 
 # compute-sanitizer (--sanitize): the correct kernel passes memcheck and
 # racecheck; one with an out-of-bounds read that faults nowhere and gives
-# right outputs is not correct.
+# right outputs is not correct, nor one with a shared-memory race and
+# right outputs. racecheck runs on the candidate's own kernels, listed from
+# its shared object: the details must name them.
 P_SMALL="$ROOT/tests/fixtures/eval/scale_bias.py"
 cd "$tmp/c"
-"$KERNELBOT" eval "$P_SMALL" correct.cu oob_read.cu --backend cuda --json --trials 2 --sanitize \
+"$KERNELBOT" eval "$P_SMALL" correct.cu oob_read.cu race.cu --backend cuda --json --trials 2 --sanitize \
 	--timeout "$TIMEOUT" >"$tmp/san.json" 2>"$tmp/san.err"
 st=$?
 cd "$ROOT"
@@ -128,19 +130,28 @@ by = {r["candidate"].rsplit("/", 1)[-1]: r for r in res}
 def checks(r):
     return {c["name"]: c["passed"] for c in r["checks"] if c["name"].startswith("sanitize")}
 ok = True
-c, o = by.get("correct.cu"), by.get("oob_read.cu")
+c, o, rc = by.get("correct.cu"), by.get("oob_read.cu"), by.get("race.cu")
+def detail(r, name):
+    return next((x["detail"] for x in r["checks"] if x["name"] == name), "") if r else ""
 good = c is not None and c["status"] == "correct" and checks(c) == {"sanitize:memcheck": True, "sanitize:racecheck": True}
+good = good and "own kernels (scale_bias)" in detail(c, "sanitize:racecheck")
 bad = o is not None and o["status"] == "runtime_error" and checks(o).get("sanitize:memcheck") is False
+race = (rc is not None and rc["status"] == "runtime_error" and checks(rc).get("sanitize:racecheck") is False
+        and "own kernels (scale_bias_shared)" in detail(rc, "sanitize:racecheck"))
 def san_s(r):
     j = (r.get("timing_breakdown_s") or {}).get("judge") or {}
     return {k: j[k] for k in ("sanitize_memcheck", "sanitize_racecheck") if k in j}
 good = good and set(san_s(c)) == {"sanitize_memcheck", "sanitize_racecheck"}
 print("sanitize: correct.cu %s %s %s: %s" % (c and c["status"], c and checks(c), c and san_s(c),
                                              "ok" if good else "FAILS"))
+print("    racecheck: %s" % detail(c, "sanitize:racecheck")[:200])
 print("sanitize: oob_read.cu %s %s: %s" % (o and o["status"], o and checks(o), "ok" if bad else "EXPLOIT PASSES"))
 if not bad and o is not None:
     print("    errors: %s" % "; ".join(e[:300] for e in o["errors"][:2]))
-sys.exit(0 if good and bad else 1)
+print("sanitize: race.cu %s %s %s: %s" % (rc and rc["status"], rc and checks(rc), rc and san_s(rc),
+                                          "ok" if race else "EXPLOIT PASSES"))
+print("    racecheck: %s" % detail(rc, "sanitize:racecheck")[:300])
+sys.exit(0 if good and bad and race else 1)
 PYEOF
 
 # The development problem end to end: a correct native kernel for

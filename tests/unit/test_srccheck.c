@@ -47,7 +47,7 @@ main(void)
 
 	scan("int kernelbot_forward(void) { return 0; }\n", SRCCHECK_CUDA, 1, &c, &f);
 	CHECK_INT("clean source: no flags", json_array_size(f), 0);
-	CHECK_INT("clean source: 7 checks", json_array_size(c), 7);
+	CHECK_INT("clean source: 8 checks", json_array_size(c), 8);
 	CHECK_INT("clean source: side_stream passes", check_passed(c, "static:side_stream"), 1);
 	json_decref(c);
 	json_decref(f);
@@ -66,6 +66,26 @@ main(void)
 	CHECK_INT("failed check recorded", check_passed(c, "static:side_stream"), 0);
 	CHECK("detail names the line",
 	    strstr(json_string_value(json_object_get(json_array_get(c, 0), "detail")), "line 1") != NULL);
+	json_decref(c);
+	json_decref(f);
+
+	/* a kernel loaded from bytes escapes the sanitizer's list of the
+	 * candidate's own kernels (kbh/judge_sanitize.py) */
+	scan("CUmodule m; cuModuleLoadData(&m, image);\n", SRCCHECK_CUDA, 1, &c, &f);
+	CHECK("module loading flagged", has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
+	scan("void *fn; cudaGetDriverEntryPoint(\"cuModuleLoadData\", &fn, 0, 0);\n",
+	    SRCCHECK_CUDA, 1, &c, &f);
+	CHECK("a driver entry point looked up is flagged", has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
+	scan("nvrtcCreateProgram(&p, src, \"k.cu\", 0, 0, 0);\n", SRCCHECK_C, 1, &c, &f);
+	CHECK("NVRTC flagged", has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
+	scan("k = cupy.RawKernel(src, 'k')\n", SRCCHECK_PY, 1, &c, &f);
+	CHECK("CuPy's RawKernel flagged", has_flag(f, "runtime_code_loading"));
 	json_decref(c);
 	json_decref(f);
 

@@ -17,6 +17,7 @@ from kbh import judge_io as jio
 from kbh import judge_perturb as jpert
 from kbh import judge_problem as jp
 from kbh import judge_profile
+from kbh import judge_sanitize as jsan
 from kbh import judge_stats as stats
 from kbh.judge_worker import Worker, WorkerError
 
@@ -59,8 +60,6 @@ UNTIMED_SLACK_MS = 2.0
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
-_SANITIZER_OPTS = {}
-
 
 def _tail(path, n):
     """The last n characters of a text file, "" when it cannot be read."""
@@ -69,18 +68,6 @@ def _tail(path, n):
             return f.read()[-n:]
     except OSError:
         return ""
-
-
-def sanitizer_has_padding(tool_path):
-    """Whether this compute-sanitizer knows --padding (asked once per path)."""
-    if tool_path not in _SANITIZER_OPTS:
-        try:
-            out = subprocess.run([tool_path, "--help"], capture_output=True, text=True,
-                                 timeout=30, errors="replace").stdout
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        _SANITIZER_OPTS[tool_path] = "--padding" in out
-    return _SANITIZER_OPTS[tool_path]
 
 
 def _bits(t):
@@ -171,9 +158,10 @@ class CandidateRun:
         self.error(msg)
 
     # --- the worker's command line ----------------------------------------
-    def argv(self, sanitizer=None, tool=None, scratch=None, profiler=None):
+    def argv(self, sanitizer=None, tool=None, scratch=None, profiler=None, tool_args=()):
         """profiler: the profiler's argv prefix (kbh/judge_profile.py),
-        run inside the same sandbox as a sanitizer is."""
+        run inside the same sandbox as a sanitizer is; tool_args: more
+        of the sanitizer's options (kbh/judge_sanitize.py)."""
         ctx, scratch = self.ctx, scratch or self.scratch
         if self.kind == "native":
             inner = [ctx.kernelbot, "__worker", "--so", self.c["so"], "--backend", ctx.backend,
@@ -196,12 +184,12 @@ class CandidateRun:
                         "MAX_JOBS": str(os.cpu_count() or 4)})
         if sanitizer:
             pad = []
-            if tool == "memcheck" and sanitizer_has_padding(sanitizer):
+            if tool == "memcheck" and jsan.has_padding(sanitizer):
                 # Small allocations sit next to each other: without a gap
                 # after each, a read past the end of one input lands in
                 # the next and memcheck sees a valid address.
                 pad = ["--padding", str(SANITIZER_PADDING)]
-            inner = [sanitizer, "--tool", tool] + pad + ["--log-file",
+            inner = [sanitizer, "--tool", tool] + pad + list(tool_args) + ["--log-file",
                      os.path.join(scratch, "sanitizer-%s.log" % tool),
                      "--error-exitcode", str(SANITIZER_EXIT)] + inner
         if profiler:
@@ -243,6 +231,30 @@ class CandidateRun:
         for k, v in sorted(env.items()):
             outer += ["--env", "%s=%s" % (k, v)]
         return outer + ["--"] + inner, dict(ctx.worker_env, PATH=env["PATH"], LANG="C.UTF-8"), 0
+
+    def run_tool(self, argv, timeout=60):
+        """A toolkit program (cuobjdump) over the candidate's shared
+        object, in the compiler's sandbox where the judge sandboxes:
+        the file is the candidate's, and so is any trap in it."""
+        ctx = self.ctx
+        env = dict(os.environ)
+        if ctx.sandbox:
+            scratch = self.scratch + "-tool"
+            os.makedirs(scratch, exist_ok=True)
+            outer = [ctx.kernelbot, "sandbox-exec", "--profile", "compiler", "--scratch", scratch,
+                     "--timeout", str(timeout), "--gpu", "-1", "--ro", self.c["so"],
+                     "--ro", os.path.dirname(os.path.realpath(argv[0])),
+                     "--env", "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "--env", "LANG=C.UTF-8"]
+            if ctx.req.get("allow_degraded"):
+                outer.append("--allow-degraded")
+            argv = outer + ["--"] + list(argv)
+            env = dict(ctx.worker_env, PATH=os.environ.get("PATH", "/usr/bin:/bin"), LANG="C.UTF-8")
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 15,
+                                  errors="replace", env=env)
+        finally:
+            if ctx.sandbox:
+                shutil.rmtree(scratch, ignore_errors=True)
 
     def budget(self):
         """The whole worker's deadline: --timeout is per request (one run
@@ -699,9 +711,12 @@ class CandidateRun:
             t0 = time.perf_counter()
             scratch = self.scratch + "-" + tool
             os.makedirs(scratch, exist_ok=True)
+            args, scope = [], "every kernel"
+            if tool == "racecheck":
+                args, scope = jsan.racecheck_scope(self.c, tool_path, self.run_tool)
             w = None
             try:
-                w = self.start(sanitizer=tool_path, tool=tool, scratch=scratch)
+                w = self.start(sanitizer=tool_path, tool=tool, scratch=scratch, tool_args=args)
                 w.read_reply("start", ctx_start_timeout(self))
                 # The sanitizers slow kernels by 10-100x.
                 w.request({"cmd": "run", "set": 0, "tag": "san"}, timeout=self.ctx.timeout_s * 20)
@@ -709,12 +724,14 @@ class CandidateRun:
                 w = None
                 log = _tail(os.path.join(scratch, "sanitizer-%s.log" % tool), 3000)
                 ok = st == 0
-                self.check("sanitize:%s" % tool, ok, log.strip()[-1500:] or "exit status %s" % st)
+                self.check("sanitize:%s" % tool, ok, "checked: %s. %s" % (
+                    scope, log.strip()[-1500:] or "exit status %s" % st))
             except WorkerError as e:
                 ok = False
                 # the tool's own log says what it saw before the worker died
                 seen = _tail(os.path.join(scratch, "sanitizer-%s.log" % tool), 1000).strip()
-                log = e.message + ("; %s log: %s" % (tool, seen) if seen else "")
+                log = "checked: %s. %s" % (scope, e.message) + (
+                    "; %s log: %s" % (tool, seen) if seen else "")
                 self.check("sanitize:%s" % tool, False, log)
             finally:
                 if w is not None:
