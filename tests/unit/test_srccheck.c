@@ -39,6 +39,17 @@ scan(const char *src, enum srccheck_lang lang, int fp32, json_t **checks, json_t
 	CHECK("scan succeeds", srccheck_text(src, strlen(src), lang, fp32, *checks, *flags) == 0);
 }
 
+static const struct {
+	const char *src, *label;
+	enum srccheck_lang lang;
+} loaders[] = {
+	{ "CUmodule m; cuModuleLoadData(&m, image);\n", "module loading flagged", SRCCHECK_CUDA },
+	{ "void *fn; cudaGetDriverEntryPoint(\"cuModuleLoadData\", &fn, 0, 0);\n",
+	  "a driver entry point looked up is flagged", SRCCHECK_CUDA },
+	{ "nvrtcCreateProgram(&p, src, \"k.cu\", 0, 0, 0);\n", "NVRTC flagged", SRCCHECK_C },
+	{ "k = cupy.RawKernel(src, 'k')\n", "CuPy's RawKernel flagged", SRCCHECK_PY },
+};
+
 int
 main(void)
 {
@@ -69,25 +80,14 @@ main(void)
 	json_decref(c);
 	json_decref(f);
 
-	/* a kernel loaded from bytes escapes the sanitizer's list of the
-	 * candidate's own kernels (kbh/judge_sanitize.py) */
-	scan("CUmodule m; cuModuleLoadData(&m, image);\n", SRCCHECK_CUDA, 1, &c, &f);
-	CHECK("module loading flagged", has_flag(f, "runtime_code_loading"));
-	json_decref(c);
-	json_decref(f);
-	scan("void *fn; cudaGetDriverEntryPoint(\"cuModuleLoadData\", &fn, 0, 0);\n",
-	    SRCCHECK_CUDA, 1, &c, &f);
-	CHECK("a driver entry point looked up is flagged", has_flag(f, "runtime_code_loading"));
-	json_decref(c);
-	json_decref(f);
-	scan("nvrtcCreateProgram(&p, src, \"k.cu\", 0, 0, 0);\n", SRCCHECK_C, 1, &c, &f);
-	CHECK("NVRTC flagged", has_flag(f, "runtime_code_loading"));
-	json_decref(c);
-	json_decref(f);
-	scan("k = cupy.RawKernel(src, 'k')\n", SRCCHECK_PY, 1, &c, &f);
-	CHECK("CuPy's RawKernel flagged", has_flag(f, "runtime_code_loading"));
-	json_decref(c);
-	json_decref(f);
+	/* device code loaded or looked up at run time escapes the sanitizer's
+	 * list of the candidate's own kernels (kbh/judge_sanitize.py) */
+	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {
+		scan(loaders[i].src, loaders[i].lang, 1, &c, &f);
+		CHECK(loaders[i].label, has_flag(f, "runtime_code_loading"));
+		json_decref(c);
+		json_decref(f);
+	}
 
 	scan("__half h = __float2half(x);\n", SRCCHECK_CUDA, 0, &c, &f);
 	CHECK("half on an fp16 problem is not a flag", !has_flag(f, "precision_downgrade"));
