@@ -45,6 +45,15 @@ enum cu_mode { CU_FLAT, CU_TEAM, CU_THREAD, CU_COL };
  * half that at 1024 threads, where a thread has 64 registers in all. */
 #define KB_ROW_REGS_BYTES 128
 
+/* `reduce: thread` on rows this long (along the last dim) is not taken:
+ * a thread a row walks its row alone, and neighbouring threads' loads
+ * are a row apart. On the H200 02_softmax_rows' rows of 16384 ran at
+ * 778 ms that way against 0.14 ms for a team a row; the search's seed
+ * then costs a candidate and tens of seconds. The group gets the warp
+ * team instead, the same kernel as `reduce: warp` (one source, judged
+ * once). */
+#define CU_THREAD_ROW_MAX 1024
+
 void
 cu_hline(struct cu *c, const char *fmt, ...)
 {
@@ -463,7 +472,8 @@ emit_group(struct cu *c, int root)
 		mode = CU_TEAM;		/* a whole-tensor reduction: one block */
 	else if (c->s->reduce == SCHED_RED_AUTO && !e->red_rowlike && k == q)
 		mode = CU_COL;
-	else if (c->s->reduce == SCHED_RED_THREAD ||
+	else if ((c->s->reduce == SCHED_RED_THREAD && !(e->red_rowlike &&
+	    e->red_extent >= CU_THREAD_ROW_MAX)) ||
 	    (c->s->reduce == SCHED_RED_AUTO && !e->red_rowlike))
 		mode = CU_THREAD;
 	else

@@ -461,6 +461,50 @@ test_cpu_codegen(void)
 }
 
 
+/* Source for IR under a schedule given as JSON; NULL on any failure. */
+static char *
+cuda_source(const char *ir_path, const char *sched)
+{
+	json_t *j = NULL, *sj = json_loads(sched, 0, NULL);
+	struct schedule sc;
+	char err[256], *src = NULL;
+
+	schedule_default(&sc, NULL, SCHED_CUDA);
+	if (jsonx_load_file(ir_path, 64u << 20, &j, err, sizeof(err)) < 0 || !sj ||
+	    schedule_from_json(&sc, sj, err, sizeof(err)) < 0 ||
+	    compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) < 0)
+		printf("     %s under %s: %s\n", ir_path, sched, err);
+	json_decref(j);
+	json_decref(sj);
+	return src;
+}
+
+/* `reduce: thread` is not taken on long rows (emit_cuda.c's
+ * CU_THREAD_ROW_MAX): there it gives the kernel of `reduce: warp`, which
+ * the search judges once. Shorter rows keep a thread a row. */
+static void
+test_cuda_thread_rows(void)
+{
+	char path[4200];
+	char *t, *w;
+
+	snprintf(path, sizeof(path), "%s/bench/ir/02_softmax_rows.json", root);
+	t = cuda_source(path, "{\"reduce\": \"thread\"}");
+	w = cuda_source(path, "{\"reduce\": \"warp\"}");
+	/* the code after the leading comment, which names the schedule */
+	CHECK("rows of 16384: reduce thread gives reduce warp's kernel",
+	    t && w && strstr(t, "*/") && strstr(w, "*/") && !strcmp(strstr(t, "*/"), strstr(w, "*/")));
+	free(t);
+	free(w);
+	snprintf(path, sizeof(path), "%s/tests/fixtures/ir/02_softmax_rows.json", root);
+	t = cuda_source(path, "{\"reduce\": \"thread\"}");
+	w = cuda_source(path, "{\"reduce\": \"warp\"}");
+	CHECK("rows of 1000: reduce thread keeps a thread a row",
+	    t && w && strstr(t, "*/") && strstr(w, "*/") && strcmp(strstr(t, "*/"), strstr(w, "*/")) != 0);
+	free(t);
+	free(w);
+}
+
 /* What the CUDA backend picks for the full-size development problems
  * (bench/ir/), read off the generated source: no GPU needed. */
 static void
@@ -695,6 +739,7 @@ main(void)
 	test_cpu_codegen();
 
 	test_cuda_paths();
+	test_cuda_thread_rows();
 	test_cuda_schedules();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
