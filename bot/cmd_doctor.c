@@ -128,6 +128,10 @@ doctor_collect(void)
 	    missing, "the CPU backend cannot compile kernels"));
 	json_object_set_new(doc, "compute_sanitizer", tool_entry("compute-sanitizer",
 	    NULL, NULL, missing, "--sanitize (memcheck, racecheck) is unavailable"));
+	/* lists a candidate's own kernels, which racecheck covers
+	 * (gpu/harness/kbh/judge_sanitize.py) */
+	json_object_set_new(doc, "cuobjdump", tool_entry("cuobjdump", NULL, NULL, missing,
+	    "--sanitize runs racecheck on every kernel, a library's too: minutes for a large GEMM"));
 	json_object_set_new(doc, "ncu", tool_entry("ncu", NULL, NULL, missing,
 	    "profiling feedback falls back to timings and the roofline"));
 
