@@ -322,6 +322,50 @@ store_step_changes(struct store *s, sqlite3_stmt *st, int *changes)
 }
 
 int
+store_update_one(struct store *s, sqlite3_stmt *st)
+{
+	int n = 0, error = store_step_changes(s, st, &n);
+
+	return error < 0 ? error : n == 1 ? 0 : -ESTALE;
+}
+
+int
+store_requeue_expired(struct store *s, const char *fail_sql, const char *requeue_sql,
+    int max_attempts, int *requeued, int *failed)
+{
+	sqlite3_stmt *st;
+	int64_t now;
+	int nf = 0, nr = 0, error;
+
+	pthread_mutex_lock(&s->lock);
+	now = store_now(s);
+	if ((error = store_exec(s, "BEGIN IMMEDIATE")) < 0)
+		goto out;
+	if ((error = store_stmt(s, fail_sql, &st)) < 0)
+		goto rollback;
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int(st, 2, max_attempts);
+	if ((error = store_step_changes(s, st, &nf)) < 0 ||
+	    (error = store_stmt(s, requeue_sql, &st)) < 0)
+		goto rollback;
+	sqlite3_bind_int64(st, 1, now);
+	if ((error = store_step_changes(s, st, &nr)) < 0)
+		goto rollback;
+	if ((error = store_exec(s, "COMMIT")) == 0) {
+		if (requeued)
+			*requeued = nr;
+		if (failed)
+			*failed = nf;
+		goto out;
+	}
+rollback:
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
 store_row_read(sqlite3_stmt *st, const struct store_col *cols, size_t n,
     void *obj)
 {

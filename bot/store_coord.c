@@ -279,31 +279,8 @@ store_cleanup_finish(struct store *s, int64_t id, const char *owner,
 int
 store_commands_requeue_expired(struct store *s, int max_attempts)
 {
-	sqlite3_stmt *st;
-	int64_t now;
-	int error;
-
-	pthread_mutex_lock(&s->lock);
-	now = store_now(s);
-	if ((error = store_exec(s, "BEGIN IMMEDIATE")) < 0)
-		goto out;
-	if ((error = store_stmt(s, SQL_CMD_FAIL_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int(st, 2, max_attempts);
-	if ((error = store_step_changes(s, st, NULL)) < 0 ||
-	    (error = store_stmt(s, SQL_CMD_REQUEUE_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	if ((error = store_step_changes(s, st, NULL)) < 0)
-		goto rollback;
-	if ((error = store_exec(s, "COMMIT")) == 0)
-		goto out;
-rollback:
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	pthread_mutex_unlock(&s->lock);
-	return error;
+	return store_requeue_expired(s, SQL_CMD_FAIL_EXPIRED, SQL_CMD_REQUEUE_EXPIRED,
+	    max_attempts, NULL, NULL);
 }
 
 int

@@ -82,4 +82,17 @@ void store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* Step an UPDATE/INSERT to its end; *changes (may be NULL) gets the rows. */
 int store_step_changes(struct store *s, sqlite3_stmt *st, int *changes);
 
+/* Step an UPDATE that must touch exactly one row: -ESTALE when it touched
+ * none. Lock held. */
+int store_update_one(struct store *s, sqlite3_stmt *st);
+
+/*
+ * The lease sweep of jobs, tasks and commands, in one transaction: fail_sql (bound
+ * to now and max_attempts) fails the expired rows out of attempts, then
+ * requeue_sql (bound to now) requeues the other expired ones. *requeued
+ * and *failed (may be NULL) get the counts. Takes the lock.
+ */
+int store_requeue_expired(struct store *s, const char *fail_sql, const char *requeue_sql,
+    int max_attempts, int *requeued, int *failed);
+
 #endif

@@ -216,29 +216,6 @@ store_job_claim(struct store *s, const char *owner, int lease_s,
 	return error;
 }
 
-/* Run an UPDATE to its end; *changes gets the rows it touched. */
-static int
-update_rows(struct store *s, sqlite3_stmt *st, int *changes)
-{
-	int rc = sqlite3_step(st), error = 0;
-
-	if (rc != SQLITE_DONE)
-		error = store_sqlerr(s, rc);
-	else
-		*changes = sqlite3_changes(s->db);
-	sqlite3_reset(st);
-	return error;
-}
-
-/* An UPDATE that must touch exactly one row: -ESTALE when it touched none. */
-static int
-update_one(struct store *s, sqlite3_stmt *st)
-{
-	int n = 0, error = update_rows(s, st, &n);
-
-	return error < 0 ? error : n == 1 ? 0 : -ESTALE;
-}
-
 int
 store_job_heartbeat(struct store *s, int64_t id, const char *owner,
     int lease_s)
@@ -254,7 +231,7 @@ store_job_heartbeat(struct store *s, int64_t id, const char *owner,
 		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, store_now(s));
 		sqlite3_bind_int(st, 4, lease_s);
-		error = update_one(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -276,7 +253,7 @@ store_job_finish(struct store *s, int64_t id, const char *owner,
 		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, state, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, store_now(s));
-		error = update_one(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -295,7 +272,7 @@ store_job_release(struct store *s, int64_t id, const char *owner)
 		sqlite3_bind_int64(st, 1, id);
 		sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, store_now(s));
-		error = update_one(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -305,36 +282,8 @@ int
 store_jobs_requeue_expired(struct store *s, int max_attempts, int *requeued,
     int *failed)
 {
-	sqlite3_stmt *st;
-	int64_t now;
-	int nf = 0, nr = 0, error;
-
-	pthread_mutex_lock(&s->lock);
-	now = store_now(s);
-	if ((error = store_exec(s, "BEGIN IMMEDIATE")) < 0)
-		goto out;
-	if ((error = store_stmt(s, SQL_JOBS_FAIL_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int(st, 2, max_attempts);
-	if ((error = update_rows(s, st, &nf)) < 0 ||
-	    (error = store_stmt(s, SQL_JOBS_REQUEUE_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	if ((error = update_rows(s, st, &nr)) < 0)
-		goto rollback;
-	if ((error = store_exec(s, "COMMIT")) == 0) {
-		if (requeued)
-			*requeued = nr;
-		if (failed)
-			*failed = nf;
-		goto out;
-	}
-rollback:
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	pthread_mutex_unlock(&s->lock);
-	return error;
+	return store_requeue_expired(s, SQL_JOBS_FAIL_EXPIRED, SQL_JOBS_REQUEUE_EXPIRED,
+	    max_attempts, requeued, failed);
 }
 
 int
@@ -407,7 +356,7 @@ store_job_set_step(struct store *s, int64_t id, const char *owner,
 		store_bind_text(st, 3, step);
 		store_bind_text(st, 4, err);
 		sqlite3_bind_int64(st, 5, store_now(s));
-		error = update_one(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;

@@ -249,15 +249,6 @@ store_task_claim(struct store *s, const char *owner, const char *backend,
 	return error;
 }
 
-/* Run a prepared one-row UPDATE; -ESTALE when it touched no row. Lock held. */
-static int
-update_one_row(struct store *s, sqlite3_stmt *st)
-{
-	int n = 0, error = store_step_changes(s, st, &n);
-
-	return error < 0 ? error : n == 1 ? 0 : -ESTALE;
-}
-
 int
 store_task_heartbeat(struct store *s, int64_t id, const char *owner,
     int lease_s)
@@ -273,7 +264,7 @@ store_task_heartbeat(struct store *s, int64_t id, const char *owner,
 		store_bind_text(st, 2, owner);
 		sqlite3_bind_int64(st, 3, store_now(s));
 		sqlite3_bind_int(st, 4, lease_s);
-		error = update_one_row(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -300,7 +291,7 @@ store_task_finish(struct store *s, int64_t id, const char *owner,
 		store_bind_text(st, 7, r->summary);
 		store_bind_text(st, 8, r->error);
 		sqlite3_bind_int64(st, 9, store_now(s));
-		error = update_one_row(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -319,7 +310,7 @@ store_task_release(struct store *s, int64_t id, const char *owner)
 		sqlite3_bind_int64(st, 1, id);
 		store_bind_text(st, 2, owner);
 		sqlite3_bind_int64(st, 3, store_now(s));
-		error = update_one_row(s, st);
+		error = store_update_one(s, st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;
@@ -329,36 +320,8 @@ int
 store_tasks_requeue_expired(struct store *s, int max_attempts, int *requeued,
     int *failed)
 {
-	sqlite3_stmt *st;
-	int64_t now;
-	int nf = 0, nr = 0, error;
-
-	pthread_mutex_lock(&s->lock);
-	now = store_now(s);
-	if ((error = store_exec(s, "BEGIN IMMEDIATE")) < 0)
-		goto out;
-	if ((error = store_stmt(s, SQL_TASKS_FAIL_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int(st, 2, max_attempts);
-	if ((error = store_step_changes(s, st, &nf)) < 0 ||
-	    (error = store_stmt(s, SQL_TASKS_REQUEUE_EXPIRED, &st)) < 0)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	if ((error = store_step_changes(s, st, &nr)) < 0)
-		goto rollback;
-	if ((error = store_exec(s, "COMMIT")) == 0) {
-		if (requeued)
-			*requeued = nr;
-		if (failed)
-			*failed = nf;
-		goto out;
-	}
-rollback:
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	pthread_mutex_unlock(&s->lock);
-	return error;
+	return store_requeue_expired(s, SQL_TASKS_FAIL_EXPIRED, SQL_TASKS_REQUEUE_EXPIRED,
+	    max_attempts, requeued, failed);
 }
 
 int
@@ -391,7 +354,7 @@ store_task_set_published(struct store *s, int64_t id)
 	if ((error = store_stmt(s, SQL_TASK_PUBLISHED, &st)) == 0) {
 		sqlite3_bind_int64(st, 1, id);
 		sqlite3_bind_int64(st, 2, store_now(s));
-		error = update_one_row(s, st);
+		error = store_update_one(s, st);
 		if (error == -ESTALE)
 			error = -ENOENT;
 	}
@@ -434,7 +397,7 @@ store_runner_heartbeat(struct store *s, const char *name, int64_t task)
 		store_bind_text(st, 1, name);
 		sqlite3_bind_int64(st, 2, store_now(s));
 		sqlite3_bind_int64(st, 3, task);
-		if ((error = update_one_row(s, st)) == -ESTALE)
+		if ((error = store_update_one(s, st)) == -ESTALE)
 			error = -ENOENT;
 	}
 	pthread_mutex_unlock(&s->lock);
