@@ -11,6 +11,9 @@ source; bench/ce13/run.sh times them side by side with bench/abi_time.cu.
                rows and its launch
   rowsonly     both of the last two left out: the row kernel's reads and
                reductions alone
+  k2unroll     the mean's loops unrolled 16 deep, not 4 (a thread of its
+               one block has 16 elements of each: all of its loads in
+               flight at once)
 
 usage: python3 variants.py BASE.cu OUTDIR
 """
@@ -24,6 +27,13 @@ TARGET = re.compile(r"^\t+int64_t t\d+ = in1\[x0\];\n(?:^\t+.*\n)*?^\t+float t\d
                     re.M)
 ROW = re.compile(r"^\t+float kb_row0\[\d+\];\n", re.M)
 K2 = re.compile(r"^\tkb_k2<<<.*\n", re.M)
+
+
+def k2unroll(src):
+    head, sep, rest = src.partition("\nkb_k2(")
+    body, sep2, tail = rest.partition("\n}\n")
+    body, n = re.subn(r"#pragma unroll 4\b", "#pragma unroll 16", body)
+    return head + sep + body + sep2 + tail, n
 
 
 def gatherfirst(src):
@@ -48,6 +58,7 @@ def main():
     text, n = variants["nogather"]
     text, m = K2.subn("", text)
     variants["rowsonly"] = (text, n and m)
+    variants["k2unroll"] = k2unroll(src)
     os.makedirs(outdir, exist_ok=True)
     for name, (text, n) in variants.items():
         if n == 0:
