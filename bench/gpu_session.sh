@@ -10,7 +10,8 @@
 # opt (bench/optimize_gpu.sh over $OPT, names like 01_scale_gelu_bias;
 # default all), rowperf (bench/rowperf.sh $ROWPERF), repeat
 # (bench/eval_throughput.sh repeat), throughput (bench/eval_throughput.sh
-# all), ce13 (bench/ce13/run.sh: 13_cross_entropy's kernel variants), demo
+# all), ce13 (bench/ce13/run.sh: 13_cross_entropy's kernel variants),
+# gemmemu (bench/gemm_emu.sh: cuBLAS's FP32 emulation against FP32), demo
 # (kernelbot demo --problem $DEMO_PROBLEM). CG names the
 # problems for compiler (default all). Each step gets what is left of LIMIT
 # seconds (default 560) less 15 for packing; one that would start with
@@ -53,6 +54,7 @@ step_cmd() {
 	rowperf) echo "env OUT=$logs/rowperf sh bench/rowperf.sh ${ROWPERF:-}" ;;
 	repeat) echo "env OUT=$logs/repeat sh bench/eval_throughput.sh repeat" ;;
 	ce13) echo "env OUT=$logs/ce13 sh bench/ce13/run.sh" ;;
+	gemmemu) echo "sh bench/gemm_emu.sh" ;;
 	throughput) echo "env OUT=$logs/throughput sh bench/eval_throughput.sh all" ;;
 	demo) echo "device-bundle/run demo --problem $KERNELBOT_PROBLEMS/${DEMO_PROBLEM:-01_scale_gelu_bias}.py" ;;
 	*) return 1 ;;
