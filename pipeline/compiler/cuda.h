@@ -18,13 +18,17 @@ struct cu {
 	struct buf *host;	/* kernelbot_forward's body */
 	int nk;			/* kernels so far */
 	int nconv;		/* convolutions so far */
-	int cublas, cudnn;	/* libraries the host code uses */
+	int cublas, cudnn;	/* libraries the host code uses (cublas: CU_LIB_*) */
+	int ngemm;		/* cuBLASLt GEMMs so far */
 	int scratch;		/* the host code calls kb_scratch */
 	int block;		/* threads per block of the group being emitted */
 	int rr;			/* its team kernel keeps rows in registers (row_regs) */
 	int64_t rr_len;		/* of that length */
 	int split;		/* blocks of a cluster that share a row (row_split), 1 */
 };
+
+#define CU_LIB_CUBLAS	1	/* struct cu's and emit_src's cublas bits */
+#define CU_LIB_CUBLASLT	2
 
 /* One line of host code (indented once). */
 void cu_hline(struct cu *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -34,7 +38,8 @@ void cu_hline(struct cu *c, const char *fmt, ...) __attribute__((format(printf, 
 void cu_lib_prelude(const struct emit_src *src, struct buf *out);
 /* The fused attention kernel (a template), emitted once for all versions. */
 extern const char cu_attn_kernel[];
-/* cuBLAS strided-batched GEMM for a CG_GEMM node. */
+/* cuBLAS strided-batched GEMM for a CG_GEMM node; with gemm_algo >= 1,
+ * cuBLASLt's heuristic answer of rank gemm_algo - 1 (fp32). */
 int cu_gemm(struct cu *c, int root);
 /* cuDNN forward convolution for a CG_CONV node. */
 int cu_conv(struct cu *c, int root);

@@ -151,6 +151,95 @@ static const char cublas_state[] =
 "\treturn h;\n"
 "}\n";
 
+/*
+ * cuBLASLt for gemm_algo >= 1: the (gemm_algo - 1)-th answer of its
+ * heuristic for this GEMM's shapes, asked once per device and call site
+ * and kept (an algorithm, not a result), with up to KB_LT_WS bytes of
+ * workspace from the pool. FP32 compute (TF32 only where the schedule
+ * says tf32); every reduction scheme cuBLASLt has is ordered, so runs
+ * stay bitwise equal, which the judge checks.
+ */
+static const char cublaslt_state[] =
+"#include <cublasLt.h>\n"
+"#define KB_LT_WS ((size_t)32 << 20)\n"
+"static cublasLtHandle_t kb_lt_h[KB_MAX_DEV];\t/* created once per device */\n"
+"struct kb_lt_algo { int have; cublasLtMatmulAlgo_t algo; size_t ws; };\n"
+"\n"
+"/* Column-major C (m x n) = alpha op(A) op(B), batch of them at the given\n"
+" * strides, on stream st; the algorithm from *keep, else ranked rank by the\n"
+" * heuristic and kept there. 0 or -1. */\n"
+"static inline int kb_lt_gemm(cudaStream_t st, struct kb_lt_algo *keep, int rank, int tf32,\n"
+"    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,\n"
+"    const float *A, int lda, long long sa, const float *B, int ldb, long long sb,\n"
+"    float *C, int ldc, long long sc, int batch)\n"
+"{\n"
+"\tint dev = kb_device(), found = 0, ok;\n"
+"\tcublasLtHandle_t h;\n"
+"\tcublasLtMatmulDesc_t op = NULL;\n"
+"\tcublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;\n"
+"\tcublasLtMatmulPreference_t pref = NULL;\n"
+"\tcublasLtMatmulHeuristicResult_t res[8];\n"
+"\tsize_t wmax = KB_LT_WS;\n"
+"\tvoid *ws = NULL;\n"
+"\tfloat beta = 0;\n"
+"\n"
+"\tif (dev < 0)\n"
+"\t\treturn -1;\n"
+"\tpthread_mutex_lock(&kb_lib_mu);\n"
+"\tif (!kb_lt_h[dev] && cublasLtCreate(&kb_lt_h[dev]) != CUBLAS_STATUS_SUCCESS)\n"
+"\t\tkb_lt_h[dev] = NULL;\n"
+"\th = kb_lt_h[dev];\n"
+"\tpthread_mutex_unlock(&kb_lib_mu);\n"
+"\tok = h != NULL &&\n"
+"\t    cublasLtMatmulDescCreate(&op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,\n"
+"\t    CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, lda) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k, ldb) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ldc) == CUBLAS_STATUS_SUCCESS;\n"
+"\tif (ok && batch > 1) {\n"
+"\t\tcublasLtMatrixLayout_t l[3] = { la, lb, lc };\n"
+"\t\tlong long str[3] = { sa, sb, sc };\n"
+"\n"
+"\t\tfor (int i = 0; i < 3 && ok; i++)\n"
+"\t\t\tok = cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,\n"
+"\t\t\t    sizeof(batch)) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t\t\t    cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,\n"
+"\t\t\t    &str[i], sizeof(str[i])) == CUBLAS_STATUS_SUCCESS;\n"
+"\t}\n"
+"\tif (ok && !keep[dev].have) {\n"
+"\t\tok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t\t    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,\n"
+"\t\t    &wmax, sizeof(wmax)) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t\t    cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 8, res, &found) ==\n"
+"\t\t    CUBLAS_STATUS_SUCCESS && found > 0;\n"
+"\t\tif (ok) {\n"
+"\t\t\tint p = rank < found ? rank : found - 1;\n"
+"\n"
+"\t\t\tkeep[dev].algo = res[p].algo;\n"
+"\t\t\tkeep[dev].ws = res[p].workspaceSize;\n"
+"\t\t\tkeep[dev].have = 1;\n"
+"\t\t}\n"
+"\t}\n"
+"\tok = ok && (keep[dev].ws == 0 || kb_scratch(&ws, keep[dev].ws, st) == 0) &&\n"
+"\t    cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &keep[dev].algo, ws,\n"
+"\t    keep[dev].ws, st) == CUBLAS_STATUS_SUCCESS;\n"
+"\tif (ws)\n"
+"\t\tcudaFreeAsync(ws, st);\n"
+"\tif (pref)\n"
+"\t\tcublasLtMatmulPreferenceDestroy(pref);\n"
+"\tif (la)\n"
+"\t\tcublasLtMatrixLayoutDestroy(la);\n"
+"\tif (lb)\n"
+"\t\tcublasLtMatrixLayoutDestroy(lb);\n"
+"\tif (lc)\n"
+"\t\tcublasLtMatrixLayoutDestroy(lc);\n"
+"\tif (op)\n"
+"\t\tcublasLtMatmulDescDestroy(op);\n"
+"\treturn ok ? 0 : -1;\n"
+"}\n";
+
 static const char cudnn_state[] =
 "#include <cudnn.h>\n"
 "static cudnnHandle_t kb_cudnn_h[KB_MAX_DEV];\t/* created once per device */\n"
@@ -193,8 +282,10 @@ cu_lib_prelude(const struct emit_src *c, struct buf *out)
 {
 	if (c->scratch || c->cublas || c->cudnn)
 		buf_addstr(out, lib_state);
-	if (c->cublas)
+	if (c->cublas & CU_LIB_CUBLAS)
 		buf_addstr(out, cublas_state);
+	if (c->cublas & CU_LIB_CUBLASLT)
+		buf_addstr(out, cublaslt_state);
 	if (c->cudnn)
 		buf_addstr(out, cudnn_state);
 }
@@ -222,10 +313,27 @@ cu_gemm(struct cu *c, int root)
 	if (!fits_int(M) || !fits_int(N) || !fits_int(K) || !fits_int(batch) || !fits_int(a.ld) ||
 	    !fits_int(b.ld))
 		return cg_fail(&c->e, -ENOTSUP, "unsupported: gemm (a size past cuBLAS's int range)");
-	c->cublas = 1;
 	/* row-major C = A B is column-major C^T = B^T A^T: B goes first */
 	cu_hline(c, "{\t/* gemm %s[%" PRId64 "] = %s x %s: %" PRId64 "x%" PRId64 "x%" PRId64 " */",
 	    c->ptrs[root], batch, c->ptrs[a.leaf], c->ptrs[b.leaf], M, N, K);
+	if (c->s->gemm_algo > 0 && !dbl) {
+		int id = c->ngemm++;
+
+		c->cublas |= CU_LIB_CUBLASLT;
+		c->scratch = 1;
+		buf_printf(c->kern, "static struct kb_lt_algo %sgemm%d_algo[KB_MAX_DEV];\t/* cuBLASLt's pick, per device */\n\n",
+		    c->prefix, id);
+		cu_hline(c, "\tif (kb_lt_gemm(st, %sgemm%d_algo, %d, %d, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.17g,",
+		    c->prefix, id, c->s->gemm_algo - 1, c->s->tf32 ? 1 : 0,
+		    b.trans ? "CUBLAS_OP_T" : "CUBLAS_OP_N", a.trans ? "CUBLAS_OP_T" : "CUBLAS_OP_N", N, M, K, n->f[0]);
+		cu_hline(c, "\t    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %s + %" PRId64 ", %" PRId64 ", %" PRId64 ",",
+		    c->ptrs[b.leaf], b.off, b.ld, b.bstride, c->ptrs[a.leaf], a.off, a.ld, a.bstride);
+		cu_hline(c, "\t    %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))", c->ptrs[root], N, M * N, batch);
+		cu_hline(c, "\t\t{ rc = 5; goto out; }");
+		cu_hline(c, "}");
+		return 0;
+	}
+	c->cublas |= CU_LIB_CUBLAS;
 	cu_hline(c, "\tconst %s alpha = %.17g, beta = 0;", dbl ? "double" : "float", n->f[0]);
 	cu_hline(c, "\tcublasHandle_t h = kb_cublas(st);");
 	/* a new handle's default math is full precision: the mode is only

@@ -280,6 +280,10 @@ test_cuda_compiles(const char *dir)
 		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}" },
+		/* cuBLASLt's heuristic: a linear, a batched GEMM, and with TF32 */
+		{ "05_linear_gelu", "{\"gemm_algo\": 1}" },
+		{ "11_causal_attention", "{\"gemm_algo\": 3}" },
+		{ "12_mlp_block", "{\"gemm_algo\": 2, \"tf32\": 1}" },
 		{ "{\"ir_version\": 1, \"inputs\": [{\"name\": \"x\", \"role\": \"input\", \"shape\": [8, 4096], \"dtype\": \"float32\"}],"
 		  " \"nodes\": [{\"name\": \"a\", \"op\": \"argmax\", \"args\": [{\"ref\": \"x\"}], \"kwargs\": {\"dim\": 1, \"keepdim\": false},"
 		  " \"shape\": [8], \"dtype\": \"int64\"}],"
@@ -531,6 +535,15 @@ test_cuda_paths(void)
 		  "attn=true makes attention one fused kernel" },
 		{ "11_causal_attention", NULL, "cublasSgemmStridedBatched", "kb_attn<",
 		  "by default attention is cuBLAS and a softmax kernel" },
+		{ "05_linear_gelu", NULL, "cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 4096, 4096",
+		  "kb_lt_gemm", "gemm_algo 0: a linear is cuBLAS's SGEMM, the weight transposed" },
+		{ "05_linear_gelu", "{\"gemm_algo\": 3}",
+		  "kb_lt_gemm(st, kb_gemm0_algo, 2, 0, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 4096, 4096", "cublasSgemm",
+		  "gemm_algo 3: cuBLASLt's third heuristic answer, the same operands" },
+		{ "11_causal_attention", "{\"gemm_algo\": 1}", "s5, 1024, 1048576, 128))",
+		  "cublasSgemmStridedBatched", "and batched GEMMs through cuBLASLt's strided batches" },
+		{ "11_causal_attention", "{\"gemm_algo\": 1}", "kb_lt_gemm(st, kb_gemm1_algo, 0, 0,",
+		  NULL, "each GEMM keeping its own pick" },
 		{ "02_softmax_rows", "{\"row_cache\": true, \"row_regs\": false}",
 		  "*reinterpret_cast<kb_vec_t<float, 4> *>(kb_row0 + 4 * kb_c) = "
 		  "*reinterpret_cast<const kb_vec_t<float, 4> *>(in0 + 16384 * x0 + 4 * kb_c);", NULL,
