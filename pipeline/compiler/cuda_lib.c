@@ -153,28 +153,42 @@ static const char cublas_state[] =
 
 /*
  * cuBLASLt for gemm_algo >= 1: the (gemm_algo - 1)-th answer of its
- * heuristic for this GEMM's shapes, asked once per device and call site
- * and kept (an algorithm, not a result), with up to KB_LT_WS bytes of
- * workspace from the pool. FP32 compute (TF32 only where the schedule
- * says tf32); every reduction scheme cuBLASLt has is ordered, so runs
+ * heuristic for this GEMM's shapes and its buffers' alignment, asked once
+ * per device and call site and kept (an algorithm, not a result; buffers
+ * less aligned than the kept answer's get their own), with up to KB_LT_WS bytes of
+ * workspace from the pool. FP32 compute (the faster type only where the
+ * schedule asks for it); every reduction scheme cuBLASLt has is ordered, so runs
  * stay bitwise equal, which the judge checks.
  */
 static const char cublaslt_state[] =
 "#include <cublasLt.h>\n"
 "#define KB_LT_WS ((size_t)32 << 20)\n"
 "static cublasLtHandle_t kb_lt_h[KB_MAX_DEV];\t/* created once per device */\n"
-"struct kb_lt_algo { int have; cublasLtMatmulAlgo_t algo; size_t ws; };\n"
+"struct kb_lt_algo { int have; unsigned align; cublasLtMatmulAlgo_t algo; size_t ws; };\n"
+"\n"
+"/* A pointer's alignment in bytes, up to the 256 cuBLASLt assumes. */\n"
+"static inline unsigned kb_align(const void *p)\n"
+"{\n"
+"\tuintptr_t v = (uintptr_t)p | 256;\n"
+"\n"
+"\treturn (unsigned)(v & (~v + 1));\n"
+"}\n"
 "\n"
 "/* Column-major C (m x n) = alpha op(A) op(B), batch of them at the given\n"
-" * strides, on stream st; the algorithm from *keep, else ranked rank by the\n"
-" * heuristic and kept there. 0 or -1. */\n"
-"static inline int kb_lt_gemm(cudaStream_t st, struct kb_lt_algo *keep, int rank, int tf32,\n"
+" * strides, on stream st; the algorithm from keep[device], else ranked rank\n"
+" * by the heuristic and kept there. An algorithm is asked for the buffers'\n"
+" * alignment: buffers less aligned than the kept one's (a view, say) get\n"
+" * an answer of their own, not kept. 0 or -1. */\n"
+"static inline int kb_lt_gemm(cudaStream_t st, struct kb_lt_algo *keep, int rank, cublasComputeType_t ct,\n"
 "    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,\n"
 "    const float *A, int lda, long long sa, const float *B, int ldb, long long sb,\n"
 "    float *C, int ldc, long long sc, int batch)\n"
 "{\n"
-"\tint dev = kb_device(), found = 0, ok;\n"
+"\tint dev = kb_device(), found = 0, ok, kept;\n"
+"\tunsigned al = kb_align(A) < kb_align(B) ? kb_align(A) : kb_align(B);\n"
 "\tcublasLtHandle_t h;\n"
+"\tcublasLtMatmulAlgo_t algo;\n"
+"\tsize_t wsz = 0;\n"
 "\tcublasLtMatmulDesc_t op = NULL;\n"
 "\tcublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;\n"
 "\tcublasLtMatmulPreference_t pref = NULL;\n"
@@ -183,6 +197,7 @@ static const char cublaslt_state[] =
 "\tvoid *ws = NULL;\n"
 "\tfloat beta = 0;\n"
 "\n"
+"\tmemset(&algo, 0, sizeof(algo));\n"
 "\tif (dev < 0)\n"
 "\t\treturn -1;\n"
 "\tpthread_mutex_lock(&kb_lib_mu);\n"
@@ -191,8 +206,7 @@ static const char cublaslt_state[] =
 "\th = kb_lt_h[dev];\n"
 "\tpthread_mutex_unlock(&kb_lib_mu);\n"
 "\tok = h != NULL &&\n"
-"\t    cublasLtMatmulDescCreate(&op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,\n"
-"\t    CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&\n"
+"\t    cublasLtMatmulDescCreate(&op, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&\n"
 "\t    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)) == CUBLAS_STATUS_SUCCESS &&\n"
 "\t    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)) == CUBLAS_STATUS_SUCCESS &&\n"
 "\t    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, lda) == CUBLAS_STATUS_SUCCESS &&\n"
@@ -208,23 +222,43 @@ static const char cublaslt_state[] =
 "\t\t\t    cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,\n"
 "\t\t\t    &str[i], sizeof(str[i])) == CUBLAS_STATUS_SUCCESS;\n"
 "\t}\n"
-"\tif (ok && !keep[dev].have) {\n"
+"\tif (kb_align(C) < al)\n"
+"\t\tal = kb_align(C);\n"
+"\tpthread_mutex_lock(&kb_lib_mu);\n"
+"\tkept = keep[dev].have && al >= keep[dev].align;\n"
+"\tif (kept) {\n"
+"\t\talgo = keep[dev].algo;\n"
+"\t\twsz = keep[dev].ws;\n"
+"\t}\n"
+"\tpthread_mutex_unlock(&kb_lib_mu);\n"
+"\tif (ok && !kept) {\n"
 "\t\tok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&\n"
 "\t\t    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,\n"
-"\t\t    &wmax, sizeof(wmax)) == CUBLAS_STATUS_SUCCESS &&\n"
-"\t\t    cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 8, res, &found) ==\n"
+"\t\t    &wmax, sizeof(wmax)) == CUBLAS_STATUS_SUCCESS;\n"
+"\t\tfor (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;\n"
+"\t\t    ok && a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)\n"
+"\t\t\tok = cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a,\n"
+"\t\t\t    &al, sizeof(al)) == CUBLAS_STATUS_SUCCESS;\n"
+"\t\tok = ok && cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 8, res, &found) ==\n"
 "\t\t    CUBLAS_STATUS_SUCCESS && found > 0;\n"
 "\t\tif (ok) {\n"
 "\t\t\tint p = rank < found ? rank : found - 1;\n"
 "\n"
-"\t\t\tkeep[dev].algo = res[p].algo;\n"
-"\t\t\tkeep[dev].ws = res[p].workspaceSize;\n"
-"\t\t\tkeep[dev].have = 1;\n"
+"\t\t\talgo = res[p].algo;\n"
+"\t\t\twsz = res[p].workspaceSize;\n"
+"\t\t\tpthread_mutex_lock(&kb_lib_mu);\n"
+"\t\t\tif (!keep[dev].have) {\n"
+"\t\t\t\tkeep[dev].algo = algo;\n"
+"\t\t\t\tkeep[dev].ws = wsz;\n"
+"\t\t\t\tkeep[dev].align = al;\n"
+"\t\t\t\tkeep[dev].have = 1;\n"
+"\t\t\t}\n"
+"\t\t\tpthread_mutex_unlock(&kb_lib_mu);\n"
 "\t\t}\n"
 "\t}\n"
-"\tok = ok && (keep[dev].ws == 0 || kb_scratch(&ws, keep[dev].ws, st) == 0) &&\n"
-"\t    cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &keep[dev].algo, ws,\n"
-"\t    keep[dev].ws, st) == CUBLAS_STATUS_SUCCESS;\n"
+"\tok = ok && (wsz == 0 || kb_scratch(&ws, wsz, st) == 0) &&\n"
+"\t    cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &algo, ws, wsz, st) ==\n"
+"\t    CUBLAS_STATUS_SUCCESS;\n"
 "\tif (ws)\n"
 "\t\tcudaFreeAsync(ws, st);\n"
 "\tif (pref)\n"
@@ -323,8 +357,11 @@ cu_gemm(struct cu *c, int root)
 		c->scratch = 1;
 		buf_printf(c->kern, "static struct kb_lt_algo %sgemm%d_algo[KB_MAX_DEV];\t/* cuBLASLt's pick, per device */\n\n",
 		    c->prefix, id);
-		cu_hline(c, "\tif (kb_lt_gemm(st, %sgemm%d_algo, %d, %d, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.17g,",
-		    c->prefix, id, c->s->gemm_algo - 1, c->s->tf32 ? 1 : 0,
+		/* the compute type spelled out only where TF32 is asked for:
+		 * the static checks flag its name on fp32 problems */
+		cu_hline(c, "\tif (kb_lt_gemm(st, %sgemm%d_algo, %d, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.17g,",
+		    c->prefix, id, c->s->gemm_algo - 1,
+		    c->s->tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F",
 		    b.trans ? "CUBLAS_OP_T" : "CUBLAS_OP_N", a.trans ? "CUBLAS_OP_T" : "CUBLAS_OP_N", N, M, K, n->f[0]);
 		cu_hline(c, "\t    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %s + %" PRId64 ", %" PRId64 ", %" PRId64 ",",
 		    c->ptrs[b.leaf], b.off, b.ld, b.bstride, c->ptrs[a.leaf], a.off, a.ld, a.bstride);

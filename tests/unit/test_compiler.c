@@ -15,6 +15,7 @@
 
 #include "common/jsonx.h"
 #include "common/spawn.h"
+#include "gpu/srccheck.h"
 #include "pipeline/compiler/compiler.h"
 #include "t.h"
 
@@ -509,6 +510,41 @@ test_cuda_thread_rows(void)
 	free(w);
 }
 
+/* The compiler's own kernels give the reviewer no static-check flags
+ * (gpu/srccheck.c): not the library paths, and not TF32's name where the
+ * schedule does not ask for TF32. */
+static void
+test_cuda_no_flags(void)
+{
+	static const struct {
+		const char *ir, *sched;
+	} cases[] = {
+		{ "05_linear_gelu", "{}" },
+		{ "05_linear_gelu", "{\"gemm_algo\": 1}" },
+		{ "11_causal_attention", "{\"gemm_algo\": 2}" },
+		{ "08_conv2d_batchnorm_silu", "{}" },
+		{ "13_cross_entropy", "{\"stream\": true}" },
+		{ "14_cumsum", "{}" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[4200], label[200];
+		json_t *checks = json_array(), *flags = json_array();
+		char *src;
+
+		snprintf(path, sizeof(path), "%s/bench/ir/%s.json", root, cases[i].ir);
+		src = cuda_source(path, cases[i].sched);
+		snprintf(label, sizeof(label), "%s under %s: no static-check flags", cases[i].ir,
+		    cases[i].sched);
+		if (!CHECK(label, src && srccheck_text(src, strlen(src), SRCCHECK_CUDA, 1, checks,
+		    flags) == 0 && json_array_size(flags) == 0))
+			printf("     flags: %s\n", json_dumps(flags, 0));
+		free(src);
+		json_decref(checks);
+		json_decref(flags);
+	}
+}
+
 /* What the CUDA backend picks for the full-size development problems
  * (bench/ir/), read off the generated source: no GPU needed. */
 static void
@@ -538,11 +574,11 @@ test_cuda_paths(void)
 		{ "05_linear_gelu", NULL, "cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 4096, 4096",
 		  "kb_lt_gemm", "gemm_algo 0: a linear is cuBLAS's SGEMM, the weight transposed" },
 		{ "05_linear_gelu", "{\"gemm_algo\": 3}",
-		  "kb_lt_gemm(st, kb_gemm0_algo, 2, 0, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 4096, 4096", "cublasSgemm",
+		  "kb_lt_gemm(st, kb_gemm0_algo, 2, CUBLAS_COMPUTE_32F, CUBLAS_OP_T, CUBLAS_OP_N, 4096, 4096, 4096", "cublasSgemm",
 		  "gemm_algo 3: cuBLASLt's third heuristic answer, the same operands" },
 		{ "11_causal_attention", "{\"gemm_algo\": 1}", "s5, 1024, 1048576, 128))",
 		  "cublasSgemmStridedBatched", "and batched GEMMs through cuBLASLt's strided batches" },
-		{ "11_causal_attention", "{\"gemm_algo\": 1}", "kb_lt_gemm(st, kb_gemm1_algo, 0, 0,",
+		{ "11_causal_attention", "{\"gemm_algo\": 1}", "kb_lt_gemm(st, kb_gemm1_algo, 0, CUBLAS_COMPUTE_32F,",
 		  NULL, "each GEMM keeping its own pick" },
 		{ "02_softmax_rows", "{\"row_cache\": true, \"row_regs\": false}",
 		  "*reinterpret_cast<kb_vec_t<float, 4> *>(kb_row0 + 4 * kb_c) = "
@@ -753,6 +789,7 @@ main(void)
 
 	test_cuda_paths();
 	test_cuda_thread_rows();
+	test_cuda_no_flags();
 	test_cuda_schedules();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
