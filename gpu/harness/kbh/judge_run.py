@@ -60,7 +60,6 @@ UNTIMED_SLACK_MS = 2.0
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
-
 def _tail(path, n):
     """The last n characters of a text file, "" when it cannot be read."""
     try:
