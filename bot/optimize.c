@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include "bot/optimize_llm.h"
+#include "bot/store.h"
 #include "common/buf.h"
 #include "common/jsonx.h"
+#include "common/log.h"
 #include "gitops/modules.h"
 #include "gitops/repocfg.h"
+#include "pipeline/archive/archive.h"
 #include "pipeline/compiler/irload.h"
 #include "pipeline/llm/client.h"
 
@@ -34,15 +37,51 @@ struct proposer_kind {
 	    struct proposer **out, char *err, size_t errlen);
 };
 
+/* The archive the compiler proposer seeds from: the configured store's. */
+static json_t *
+archive_near(void *arg, const struct evolve_ctx *ctx, int k)
+{
+	json_t *out = NULL;
+	char err[256];
+
+	if (archive_neighbours(arg, ctx->problem_source, ctx->ir,
+	    strcmp(ctx->backend, "cpu") ? NULL : "cpu", k, &out, err, sizeof(err)) < 0) {
+		log_warn("archive retrieval failed", "error=%s", err);
+		return NULL;
+	}
+	return out;
+}
+
+static void
+archive_close(void *arg)
+{
+	store_close(arg);
+}
+
+/*
+ * The graph compiler, with the configured store's archive when there is
+ * one: a module optimized before, or one like it, starts from the
+ * schedules that won there. No store (none made yet, or not readable) is
+ * no archive, not an error.
+ */
 static int
 make_compiler(const char *backend, const struct config *cfg, int seeded,
     struct proposer **out, char *err, size_t errlen)
 {
-	(void)cfg;
+	struct store *st = NULL;
+	int error;
+
 	(void)seeded;
 	(void)err;
 	(void)errlen;
-	return prop_compiler_new(backend, out);
+	if ((error = prop_compiler_new(backend, out)) < 0)
+		return error;
+	if (cfg && (error = store_open(config_data_dir(cfg), STORE_OPEN_EXISTING, &st)) == 0)
+		prop_compiler_set_archive(*out, archive_near, st, archive_close);
+	else if (cfg)
+		log_debug("no archive for the compiler's seeds", "dir=%s error=%s",
+		    config_data_dir(cfg), strerror(-error));
+	return 0;
 }
 
 static int

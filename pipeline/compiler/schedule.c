@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/compiler/ir.h"
@@ -244,6 +245,56 @@ schedule_describe(const struct schedule *s, struct buf *b)
 	    "cuts=%" PRIx64, s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache,
 	    s->row_regs, s->row_split, s->min_blocks, s->rcp, s->stream, s->scan, s->tf32,
 	    s->gemm_algo, s->conv_algo, s->attn, s->bn_fold, s->cuts);
+}
+
+int
+schedule_from_source(struct schedule *s, const char *src, char *err, size_t errlen)
+{
+	const char *p = strstr(src, " * schedule: "), *end;
+	json_t *j;
+	int error = 0;
+
+	if (!p)
+		return -ENOENT;
+	p += strlen(" * schedule: ");
+	end = p + strcspn(p, "\n");
+	if (!(j = json_object()))
+		return -ENOMEM;
+	while (p < end && !error) {
+		size_t n = strcspn(p, " \n"), k = strcspn(p, "=");
+		char key[32], val[32];
+
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (k >= n || k >= sizeof(key) || n - k - 1 >= sizeof(val)) {
+			snprintf(err, errlen, "schedule: '%.*s' is not key=value", (int)(n < 40 ? n : 40), p);
+			error = -EINVAL;
+			break;
+		}
+		memcpy(key, p, k);
+		key[k] = '\0';
+		memcpy(val, p + k + 1, n - k - 1);
+		val[n - k - 1] = '\0';
+		if (!strcmp(key, "reduce") || !strcmp(key, "cuts")) {
+			json_object_set_new(j, key, json_string(val));
+		} else {
+			char *e;
+			long v = strtol(val, &e, 10);
+			if (*e || e == val) {
+				snprintf(err, errlen, "schedule: %s=%s is not a number", key, val);
+				error = -EINVAL;
+				break;
+			}
+			json_object_set_new(j, key, json_integer(v));
+		}
+		p += n;
+	}
+	if (!error)
+		error = schedule_from_json(s, j, err, errlen);
+	json_decref(j);
+	return error;
 }
 
 int

@@ -101,6 +101,14 @@ int schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t er
 /* A one-line description for the header of generated code. */
 int schedule_describe(const struct schedule *s, struct buf *b);
 
+/*
+ * The schedule a generated kernel names in its leading comment (the
+ * " * schedule: k=v ..." line schedule_describe wrote), applied over s:
+ * 0, -ENOENT when the text has no such line, -EINVAL with the reason in
+ * err when the line does not parse.
+ */
+int schedule_from_source(struct schedule *s, const char *src, char *err, size_t errlen);
+
 /* 0 when a and b are the same schedule. */
 int schedule_cmp(const struct schedule *a, const struct schedule *b);
 

@@ -183,6 +183,22 @@ int evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t 
  */
 int prop_compiler_new(const char *backend, struct proposer **out);
 
+/*
+ * The archive's retrieval: up to k solved problems most like ctx's, best
+ * first, as archive_neighbours() gives them ({"kernel", "backend", ...}),
+ * a new reference, or NULL.
+ */
+typedef json_t *(*evolve_retrieve_fn)(void *arg, const struct evolve_ctx *ctx, int k);
+
+/*
+ * Give a compiler proposer an archive: generation 0 then tries the
+ * schedules of the nearest compiler kernels for its backend (read from
+ * their leading comment) right after the default (op "archive"). arg_free (may be NULL) is called on arg
+ * when the proposer is freed or another archive is set.
+ */
+void prop_compiler_set_archive(struct proposer *p, evolve_retrieve_fn fn, void *arg,
+    void (*arg_free)(void *arg));
+
 /* REPORT.md for a finished run (pipeline/evolve/report.c): 0 or -errno. */
 int evolve_write_report(const char *path, const json_t *summary, const json_t *history,
     const json_t *best_result);

@@ -13,6 +13,14 @@
  * every other slot, so each knob that matters on this problem is measured
  * alone once while breeding already combines those that helped. Breeding mutates (schedule_mutate, plus toggles of the cuts
  * that proved to exist) and crosses over the population's schedules.
+ *
+ * With an archive (prop_compiler_set_archive), the schedules of the most
+ * similar solved problems' compiler kernels come right after the default
+ * in generation 0 (op "archive"): a module optimized before, or one like
+ * it, starts from what won there. Fusion cuts are kept: they number the
+ * boundaries of the graph they were found on, the same graph for the same
+ * module; on another graph they pick other boundaries or none, and the
+ * evaluator judges the kernel like any other.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +34,7 @@
 
 #define PC_ATTEMPTS	64	/* schedules drawn per slot before giving up */
 #define PC_CROSSOVER	35	/* percent of slots bred from two parents */
+#define PC_ARCHIVE_K	4	/* similar solved problems asked of the archive */
 
 struct pc_state {
 	enum schedule_backend backend;
@@ -39,6 +48,10 @@ struct pc_state {
 	size_t n_tried, cap_tried;
 	char (*shas)[CRYPTO_SHA256_HEX];	/* sources proposed */
 	size_t n_shas, cap_shas;
+	size_t arch_lo, arch_hi;		/* queue[lo, hi): the archive's schedules */
+	evolve_retrieve_fn retrieve;		/* the archive, or NULL */
+	void *retrieve_arg;
+	void (*retrieve_free)(void *arg);
 };
 
 static int
@@ -111,14 +124,49 @@ code_sha(const char *src, char out[CRYPTO_SHA256_HEX])
 	crypto_sha256_hex(p, strlen(p), out);
 }
 
-/* The default and its one-field neighbours, the default first, the rest shuffled. */
+/*
+ * The schedules of the archive's nearest compiler kernels for this
+ * backend, best match first, into q[*n..) (at most room of them): not the
+ * default, no repeats.
+ */
+static void
+archive_schedules(const struct pc_state *st, const struct evolve_ctx *ctx,
+    const struct schedule *d, struct schedule *q, size_t *n, size_t room)
+{
+	const char *be = st->backend == SCHED_CUDA ? "cuda" : "cpu";
+	json_t *near = st->retrieve(st->retrieve_arg, ctx, PC_ARCHIVE_K), *v;
+	size_t i, start = *n;
+	char err[256];
+
+	json_array_foreach(near, i, v) {
+		const char *src = json_string_value(json_object_get(v, "kernel"));
+		const char *vb = json_string_value(json_object_get(v, "backend"));
+		struct schedule s = *d;
+		int dup;
+
+		if (*n - start >= room || !src || (vb && strcmp(vb, be)) ||
+		    schedule_from_source(&s, src, err, sizeof(err)) < 0)
+			continue;
+		s.backend = st->backend;
+		dup = !schedule_cmp(&s, d);
+		for (size_t k = start; k < *n && !dup; k++)
+			dup = !schedule_cmp(&s, &q[k]);
+		if (!dup)
+			q[(*n)++] = s;
+	}
+	json_decref(near);
+}
+
+/* The default and its one-field neighbours, the default first, then what
+ * the archive suggests, the rest shuffled. */
 static int
-build_queue(struct pc_state *st, uint64_t *rng)
+build_queue(struct pc_state *st, const struct evolve_ctx *ctx)
 {
 	static const int blocks[] = { 64, 128, 512, 1024 }, vecs[] = { 1, 2 },
 	    unrolls[] = { 2, 4, 8 }, tiles[] = { 16, 32, 128, 256 };
+	uint64_t *rng = ctx->rng;
 	struct schedule d, *q;
-	size_t n = 0, cap = 64 + SCHEDULE_MAX_CUTS;
+	size_t n = 0, cap = 64 + SCHEDULE_MAX_CUTS + PC_ARCHIVE_K;
 
 	if (!(q = calloc(cap, sizeof(*q))))
 		return -ENOMEM;
@@ -175,7 +223,7 @@ build_queue(struct pc_state *st, uint64_t *rng)
 		q[n] = d;
 		q[n++].conv_algo = a;
 	}
-	for (int c = 0; c < SCHEDULE_MAX_CUTS && n < cap; c++) {
+	for (int c = 0; c < SCHEDULE_MAX_CUTS && n < cap - PC_ARCHIVE_K; c++) {
 		q[n] = d;
 		q[n++].cuts ^= UINT64_C(1) << c;
 	}
@@ -191,6 +239,22 @@ build_queue(struct pc_state *st, uint64_t *rng)
 		struct schedule t = q[i];
 		q[i] = q[n - 1 - i];
 		q[n - 1 - i] = t;
+	}
+	/* the archive's between the neighbours and the default, the best
+	 * match drawn first */
+	if (st->retrieve) {
+		size_t lo = --n, hi;
+
+		archive_schedules(st, ctx, &d, q, &n, cap - n - 1 < PC_ARCHIVE_K ? cap - n - 1 : PC_ARCHIVE_K);
+		hi = n;
+		for (size_t i = 0; i < (hi - lo) / 2; i++) {
+			struct schedule t = q[lo + i];
+			q[lo + i] = q[hi - 1 - i];
+			q[hi - 1 - i] = t;
+		}
+		q[n++] = d;
+		st->arch_lo = lo;
+		st->arch_hi = hi;
 	}
 	st->queue = q;
 	st->n_queue = n;
@@ -261,7 +325,8 @@ draw(struct pc_state *st, const struct evolve_ctx *ctx, struct schedule *s,
 	while (st->n_queue > 0 && (gen == 0 || !ctx->n_population || st->draws++ % 2 == 0)) {
 		*s = st->queue[--st->n_queue];
 		parents[0] = parents[1] = -1;
-		*op = gen == 0 ? "seed" : "neighbour";
+		*op = st->n_queue >= st->arch_lo && st->n_queue < st->arch_hi ? "archive" :
+		    gen == 0 ? "seed" : "neighbour";
 		if (!was_tried(st, s))
 			return 0;
 	}
@@ -382,7 +447,7 @@ pc_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candi
 			return error;
 		}
 	}
-	if (!st->seeded && (error = build_queue(st, ctx->rng)) < 0)
+	if (!st->seeded && (error = build_queue(st, ctx)) < 0)
 		return error;
 	schedule_default(&d, st->g, st->backend);
 	/* most neighbours change nothing on a given problem: room to skip them all */
@@ -445,6 +510,8 @@ pc_free(struct proposer *p)
 		return;
 	st = p->state;
 	if (st) {
+		if (st->retrieve_free)
+			st->retrieve_free(st->retrieve_arg);
 		ir_free(st->g);
 		free(st->queue);
 		free(st->tried);
@@ -472,4 +539,17 @@ prop_compiler_new(const char *backend, struct proposer **out)
 	p->free = pc_free;
 	*out = p;
 	return 0;
+}
+
+void
+prop_compiler_set_archive(struct proposer *p, evolve_retrieve_fn fn, void *arg,
+    void (*arg_free)(void *arg))
+{
+	struct pc_state *st = p->state;
+
+	if (st->retrieve_free)
+		st->retrieve_free(st->retrieve_arg);
+	st->retrieve = fn;
+	st->retrieve_arg = arg;
+	st->retrieve_free = arg_free;
 }

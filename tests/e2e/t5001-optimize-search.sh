@@ -44,4 +44,19 @@ check_eq "no code evaluated twice" \
 check_eq "so the search stopped before the budget" \
 	"$(json_get "$OUT/summary.json" 'd["candidates_evaluated"] < 16 and d["stop_reason"] in ("exhausted", "converged")')" True
 check_match "REPORT.md charts the best time" "$(cat "$OUT/REPORT.md")" '^    line \[[0-9.e+-]+\]$'
+
+# With an archive: the winner archived, a second run tries its schedule
+# right after the default (op "archive"), cuts and all.
+"$KERNELBOT" archive add "$OUT" --data-dir "$TMP/data" >"$TMP/add.out" 2>&1
+check_eq "the run is archived" "$?" 0
+printf 'data_dir: %s\n' "$TMP/data" >"$TMP/kb.yml"
+"$KERNELBOT" optimize "$P" --backend cpu --budget 2 --per-generation 2 --trials 2 \
+	--confirm-trials 2 --rounds 3 --reps 3 --warmup 1 --seed 11 --config "$TMP/kb.yml" \
+	--out "$TMP/again" --json >"$TMP/sum2.json" 2>"$TMP/err2"
+check_eq "a second run exits 0" "$?" 0
+check_eq "its second candidate is the archived winner's schedule" \
+	"$(json_get "$TMP/again/history.json" '(d["candidates"][1]["op"], d["candidates"][1]["origin"]["schedule"])')" \
+	"$(json_get "$H" '("archive", d["candidates"][json.load(open(sys.argv[1].replace("history.json", "summary.json")))["best"]["candidate"]]["origin"]["schedule"])')"
+check_eq "without a store, no archive and no error" \
+	"$(json_get "$OUT/history.json" 'any(c["op"] == "archive" for c in d["candidates"])')" False
 t_done

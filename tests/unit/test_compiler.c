@@ -113,6 +113,45 @@ test_unsupported(void)
 	json_decref(j);
 }
 
+/* A kernel's leading comment gives its schedule back (the archive's
+ * schedules seed the search from it). */
+static void
+test_schedule_from_source(void)
+{
+	json_t *j = fixture("05_linear_gelu");
+	struct schedule a, b, c;
+	char err[256], *src = NULL;
+
+	schedule_default(&a, NULL, SCHED_CUDA);
+	a.block = 128;
+	a.reduce = SCHED_RED_WARP;
+	a.cuts = 0x2a;
+	a.gemm_algo = 3;
+	a.conv_algo = -1;
+	schedule_default(&b, NULL, SCHED_CUDA);
+	CHECK("a CUDA kernel's schedule comes back from its comment",
+	    j && compile_json(j, SCHED_CUDA, &a, &src, err, sizeof(err)) == 0 &&
+	    schedule_from_source(&b, src, err, sizeof(err)) == 0 && !schedule_cmp(&a, &b));
+	free(src);
+	src = NULL;
+	schedule_default(&a, NULL, SCHED_CPU);
+	a.cpu_tile = 32;
+	a.cuts = 1;
+	schedule_default(&b, NULL, SCHED_CPU);
+	CHECK("and a CPU kernel's",
+	    j && compile_json(j, SCHED_CPU, &a, &src, err, sizeof(err)) == 0 &&
+	    schedule_from_source(&b, src, err, sizeof(err)) == 0 && !schedule_cmp(&a, &b));
+	free(src);
+	schedule_default(&c, NULL, SCHED_CPU);
+	CHECK_INT("no schedule line: -ENOENT", schedule_from_source(&c, "/* hand-written */", err,
+	    sizeof(err)), -ENOENT);
+	CHECK_INT("a line that does not parse: -EINVAL",
+	    schedule_from_source(&c, " * schedule: cpu_tile=x\n", err, sizeof(err)), -EINVAL);
+	CHECK_INT("nor a value out of range",
+	    schedule_from_source(&c, " * schedule: cpu_tile=9999\n", err, sizeof(err)), -EINVAL);
+	json_decref(j);
+}
+
 static void
 test_schedule(void)
 {
@@ -785,6 +824,7 @@ main(void)
 	test_ir_refusals();
 	test_unsupported();
 	test_schedule();
+	test_schedule_from_source();
 	test_cpu_codegen();
 
 	test_cuda_paths();

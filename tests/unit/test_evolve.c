@@ -461,6 +461,72 @@ ir_fixture(const char *name)
 	return j;
 }
 
+/* A fake archive for the compiler proposer: what its neighbours hold. */
+static int archive_asked, archive_freed;
+
+static json_t *
+fake_archive(void *arg, const struct evolve_ctx *ctx, int k)
+{
+	(void)ctx;
+	archive_asked = k;
+	return json_loads((const char *)arg, 0, NULL);
+}
+
+static void
+fake_archive_free(void *arg)
+{
+	(void)arg;
+	archive_freed++;
+}
+
+/* Generation 0 with an archive: the default, then the nearest compiler
+ * kernels' schedules for this backend, then the rest. */
+static void
+test_prop_compiler_archive(void)
+{
+	static const char near[] = "["
+	    "{\"kernel\": \"/*\\n * schedule: cpu_tile=256 bn_fold=1 cuts=3\\n */\\nint x;\", \"backend\": \"cpu\"},"
+	    "{\"kernel\": \"/*\\n * schedule: cpu_tile=64 bn_fold=1 cuts=0\\n */\", \"backend\": \"cpu\"},"
+	    "{\"kernel\": \"/*\\n * schedule: cpu_tile=16 bn_fold=1 cuts=0\\n */\", \"backend\": \"cuda\"},"
+	    "{\"kernel\": \"/* an LLM's kernel, no schedule */\", \"backend\": \"cpu\"},"
+	    "{\"kernel\": \"/*\\n * schedule: cpu_tile=32 bn_fold=1 cuts=0\\n */\", \"backend\": \"cpu\"}]";
+	struct proposer *p = NULL;
+	struct evolve_candidate out[8];
+	struct evolve_spent spent = { 0 };
+	struct evolve_budget budget = { 0 };
+	struct evolve_ctx ctx = { .backend = "cpu", .budget = &budget, .spent = &spent };
+	struct schedule s;
+	uint64_t rng = 7;
+	char err[512];
+	json_t *ir = ir_fixture("05_linear_gelu");
+	int n;
+
+	ctx.rng = &rng;
+	ctx.ir = ir;
+	CHECK_INT("prop_compiler_new", prop_compiler_new("cpu", &p), 0);
+	prop_compiler_set_archive(p, fake_archive, (void *)near, fake_archive_free);
+	memset(out, 0, sizeof(out));
+	n = p->propose(p, &ctx, out, 8, err, sizeof(err));
+	CHECK_INT("the five codes there are", n, 5);
+	CHECK("the archive was asked for its nearest", archive_asked > 0);
+	CHECK_STR("the default first", n > 0 ? out[0].op : "", "seed");
+	schedule_default(&s, NULL, SCHED_CPU);
+	CHECK("then the best match's schedule, cuts and all", n > 1 && !strcmp(out[1].op, "archive") &&
+	    schedule_from_json(&s, json_object_get(out[1].origin, "schedule"), err, sizeof(err)) == 0 &&
+	    s.cpu_tile == 256 && s.cuts == 3);
+	schedule_default(&s, NULL, SCHED_CPU);
+	CHECK("then the next one of this backend (not the default's, not CUDA's, not an LLM's)",
+	    n > 2 && !strcmp(out[2].op, "archive") &&
+	    schedule_from_json(&s, json_object_get(out[2].origin, "schedule"), err, sizeof(err)) == 0 &&
+	    s.cpu_tile == 32);
+	CHECK("then the neighbours", n > 3 && !strcmp(out[3].op, "seed"));
+	for (int i = 0; i < n; i++)
+		evolve_candidate_clear(&out[i]);
+	p->free(p);
+	CHECK_INT("the archive's argument freed with the proposer", archive_freed, 1);
+	json_decref(ir);
+}
+
 static void
 test_prop_compiler(void)
 {
@@ -638,6 +704,7 @@ main(void)
 	test_rerun();
 	test_bad_opts();
 	test_prop_compiler();
+	test_prop_compiler_archive();
 	if (!t_failed) {
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
