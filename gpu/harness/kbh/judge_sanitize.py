@@ -94,9 +94,11 @@ def own_kernels(so_path, cuobjdump, run=run_plain):
 
 
 def find_cuobjdump(tool_path):
-    """cuobjdump from the sanitizer's toolkit, else the PATH's."""
+    """cuobjdump from the sanitizer's toolkit, else the PATH's. The
+    sanitizer's real file can sit in <toolkit>/compute-sanitizer/, beside
+    <toolkit>/bin/ where cuobjdump is."""
     real = os.path.realpath(tool_path)
-    for d in (os.path.dirname(real), os.path.join(os.path.dirname(real), "..", "..", "bin")):
+    for d in (os.path.dirname(real), os.path.join(os.path.dirname(real), "..", "bin")):
         p = os.path.join(d, "cuobjdump")
         if os.access(p, os.X_OK):
             return p
