@@ -25,6 +25,7 @@
 #define CG_LARGE_REDUCTION 64	/* reductions this long get a loop level of their own */
 #define CG_CPU_GRAIN	131072	/* CPU: less work than this (elements) runs on one thread */
 #define CG_ROW_CACHE_MAX 8	/* rows a CUDA team kernel keeps in shared memory */
+#define CG_UNROLL_ALL	16	/* CUDA team loops of at most this many steps a thread unroll fully */
 
 enum cg_op {
 	CG_INPUT,	/* ABI input number i[0] */
@@ -190,6 +191,8 @@ struct cg_emit {
 					 * carry vector lanes (an accumulator per lane) */
 	int rr_team;			/* threads per team, a compile-time constant */
 	int64_t rr_len;			/* the row length the layout covers */
+	int team;			/* CUDA: threads of a team (kb_team), 0 where
+					 * a kernel has none */
 	char rr_inner[48];		/* the inner loop's register index of lane kb_j */
 	int nrc;
 	struct {

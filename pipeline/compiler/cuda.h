@@ -25,6 +25,7 @@ struct cu {
 	int rr;			/* its team kernel keeps rows in registers (row_regs) */
 	int64_t rr_len;		/* of that length */
 	int split;		/* blocks of a cluster that share a row (row_split), 1 */
+	int launched;		/* a group kernel comes before the one being emitted */
 };
 
 #define CU_LIB_CUBLAS	1	/* struct cu's and emit_src's cublas bits */

@@ -23,6 +23,7 @@
  *   thread: one thread per output with serial reductions (the schedule's
  *           reduce=thread, or reductions with inner dims beside them).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -169,6 +170,45 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 }
 
 /* One kernel for the group; its launch goes into *launch. */
+/*
+ * A launch as kb_launch_pdl(K, GRID, BLOCK, SMEM, st, ARGS): launch is
+ * "[prefix]K<<<GRID, BLOCK, SMEM, st>>>(ARGS);[suffix]" as group_kernel
+ * writes it (the prefix and suffix of a large shared-memory opt-in).
+ */
+static int
+pdl_launch(struct buf *launch)
+{
+	const char *s = buf_cstr(launch), *lt = strstr(s, "<<<"), *gt, *name, *p;
+	int n = 0, depth = 0;
+	struct buf b = BUF_INIT(8192);
+
+	if (!lt || !(gt = strstr(lt, ", st>>>(")))
+		return -EINVAL;
+	for (name = lt; name > s && (isalnum((unsigned char)name[-1]) || name[-1] == '_'); name--)
+		;
+	for (p = lt + 3; p < gt; p++) {
+		if (*p == '(')
+			depth++;
+		else if (*p == ')')
+			depth--;
+		else if (*p == ',' && depth == 0)
+			n++;
+	}
+	if (n != 2)
+		return -EINVAL;	/* GRID, BLOCK, SMEM: two top-level commas */
+	buf_add(&b, s, (size_t)(name - s));
+	buf_addstr(&b, "kb_launch_pdl(");
+	buf_add(&b, name, (size_t)(lt - name));
+	buf_addstr(&b, ", ");
+	buf_add(&b, lt + 3, (size_t)(gt - (lt + 3)));
+	buf_addstr(&b, ", st, ");
+	buf_addstr(&b, gt + strlen(", st>>>("));
+	buf_reset(launch);
+	n = buf_addstr(launch, buf_cstr(&b));
+	buf_free(&b);
+	return n < 0 ? -ENOMEM : 0;
+}
+
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
     int block_team, int vec, int rc_pass, struct buf *launch)
@@ -191,11 +231,14 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (!(K = cg_scope_new(e, NULL)))
 		return e->error;
 	K->depth = 1;
+	if (c->s->pdl)
+		cg_line(e, K, "KB_PDL_ENTRY();");
 	if (mode == CU_COL) {
 		/* with vec lanes each thread owns vec adjacent outputs and
 		 * reads them 16 bytes at a time (sum/prod, cgx_reduce) */
 		int64_t nslot = nout / vec, nb = (nslot + 31) / 32;
-		cg_line(e, K, "const int kb_lane = threadIdx.y, kb_team = blockDim.y;");
+		cg_line(e, K, "const int kb_lane = threadIdx.y, kb_team = %d;", c->block / 32);
+		e->team = c->block / 32;
 		if (!(O = cg_scope_new(e, K)))
 			return e->error;
 		O->uniform = 1;		/* block-uniform: every thread meets every team reduction */
@@ -228,12 +271,17 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 			/* the cluster's blocks are one team: lanes across them,
 			 * a row per cluster (cluster ranks are blockIdx.x % split) */
 			cg_line(e, K, "const int kb_lane = (int)cooperative_groups::this_cluster().block_rank() * "
-			    "blockDim.x + threadIdx.x, kb_team = blockDim.x * %d;", c->split);
+			    "blockDim.x + threadIdx.x, kb_team = %d;", c->block * c->split);
+			e->team = c->block * c->split;
 			cg_line(e, K, "unsigned kb_ph = 0;	/* kb_team_t<3>'s slot */");
 		} else if (block_team) {
-			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = blockDim.x;");
+			/* the launch's block, a constant: a team loop's trip
+			 * count is known, so its loads unroll into one batch */
+			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = %d;", c->block);
+			e->team = c->block;
 		} else {
 			cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
+			e->team = 32;
 		}
 		cg_line(e, K, "(void)kb_team;	/* unused when every loop is in registers */");
 		if (!(O = cg_scope_new(e, K)))
@@ -392,6 +440,8 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_free(&l);
 	}
 
+	if (c->s->pdl && c->launched && (error = pdl_launch(launch)) < 0)
+		return cg_fail(e, error, "internal: launch text");
 	buf_free(&sig);
 	buf_free(&args);
 	c->nk++;
@@ -553,6 +603,7 @@ emit_group(struct cu *c, int root)
 	}
 	cu_hline(c, "if ((rc = kb_launch_error()))");
 	cu_hline(c, "\tgoto out;");
+	c->launched = 1;
 out:
 	buf_free(&l1);
 	buf_free(&l2);

@@ -123,6 +123,7 @@ cg_emit_reset_vars(struct cg_emit *e)
 	e->row_regs = 0;
 	e->vec_red = 0;
 	e->rr_team = 0;
+	e->team = 0;
 	e->rr_len = 0;
 	e->rr_inner[0] = '\0';
 }

@@ -91,6 +91,11 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			buf_printf(&L->head, "#pragma unroll\nfor (int64_t %s = (int64_t)(kb_lane + kb_i%d * %d) * %d, "
 			    "kb_j%d = 0; kb_j%d < %d; kb_j%d++, %s++)", x, v, e->rr_team, e->vec, v, v, e->vec, v, x);
 			snprintf(e->var[v].ridx, sizeof(e->var[v].ridx), "kb_i%d * %d + kb_j%d", v, e->vec, v);
+		} else if (e->team > 0 && (total + e->team - 1) / e->team <= CG_UNROLL_ALL) {
+			/* a few elements a thread: every load in flight at once */
+			buf_printf(&L->head, "#pragma unroll\n");
+			buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",
+			    e->var[v].name, e->var[v].name, total, e->var[v].name);
 		} else {
 			buf_printf(&L->head, "#pragma unroll %d\n", e->sched->unroll > 1 ? e->sched->unroll : 4);
 			buf_printf(&L->head, "for (int64_t %s = kb_lane; %s < %" PRId64 "; %s += kb_team)",

@@ -68,6 +68,11 @@ struct schedule {
 	int bn_fold;		/* eval-mode batch_norm right after a conv or linear is
 				 * folded into its weight and bias (a fold step per call,
 				 * then the library call and a bias epilogue): 0/1 */
+	int pdl;		/* CUDA (sm_90): the compiler's kernels after the first
+				 * launch with programmatic dependent launch: each may
+				 * start while the one before finishes and waits for
+				 * its results (cudaGridDependencySynchronize) before
+				 * reading anything: 0/1 */
 	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
 };
 

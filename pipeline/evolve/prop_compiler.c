@@ -215,6 +215,8 @@ build_queue(struct pc_state *st, const struct evolve_ctx *ctx)
 	q[n++].stream = !d.stream;
 	q[n] = d;
 	q[n++].scan = !d.scan;
+	q[n] = d;
+	q[n++].pdl = !d.pdl;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;

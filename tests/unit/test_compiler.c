@@ -318,6 +318,8 @@ test_cuda_compiles(const char *dir)
 		{ "02_softmax_rows", "{\"row_split\": 4, \"stream\": 1, \"rcp\": 1}" },
 		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2, \"min_blocks\": 4}" },
 		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
+		{ "13_cross_entropy", "{\"pdl\": 1, \"block\": 128}" },
+		{ "08_conv2d_batchnorm_silu", "{\"pdl\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}" },
 		/* cuBLASLt's heuristic: a linear, a batched GEMM, and with TF32 */
@@ -736,6 +738,18 @@ test_cuda_paths(void)
 		  "a small block grows until a thread holds at most 8 chunks" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}", "kb_store_vec_cs(kb_dst + 1024 * kb_c, kb_v[kb_c]);", NULL,
 		  "and with stream it stores evict-first" },
+		{ "13_cross_entropy", "{\"pdl\": 1}", "\tkb_launch_pdl(kb_k2, kb_grid(1, 1), 1024, 0, st, in1, s15, out0);",
+		  "kb_k2<<<", "pdl: the kernel after the first launches with programmatic dependent launch" },
+		{ "13_cross_entropy", "{\"pdl\": 1}", "kb_k0<<<kb_grid(16384, 1), 256, 0, st>>>(in0, in1, s15);", NULL,
+		  "and the first as usual" },
+		{ "13_cross_entropy", "{\"pdl\": 1}", "kb_k2(const int64_t *__restrict__ in1, const float *__restrict__ s15, "
+		  "float *__restrict__ out0)\n{\n\tKB_PDL_ENTRY();\n", NULL, "and each waits for the one before first thing" },
+		{ "13_cross_entropy", NULL, "kb_team = 1024;", "KB_PDL_ENTRY();\n", "a team is a constant; no pdl by default" },
+		{ "13_cross_entropy", NULL, "#pragma unroll\n\t\tfor (int64_t r0 = kb_lane; r0 < 16384; r0 += kb_team)", NULL,
+		  "a team loop of 16 steps a thread unrolls fully" },
+		{ "02_softmax_rows", "{\"row_regs\": 0}", "#pragma unroll 4\n", NULL,
+		  "a longer one by the schedule's factor" },
+		{ "02_softmax_rows", "{\"row_split\": 4}", "kb_team = 1024;", NULL, "a cluster team's size is a constant too" },
 	};
 	char path[4200], err[256], label[200];
 
