@@ -11,9 +11,12 @@ source; bench/ce13/run.sh times them side by side with bench/abi_time.cu.
                rows and its launch
   rowsonly     both of the last two left out: the row kernel's reads and
                reductions alone
-  k2unroll     the mean's loops unrolled 16 deep, not 4 (a thread of its
-               one block has 16 elements of each: all of its loads in
-               flight at once)
+  partials     the mean folded into the row kernel: a grid of as many
+               blocks as fit at once, each adding up its rows' losses and
+               valid targets, the last block to finish (an atomic count,
+               zeroed by a memset) adding the blocks' partial sums: what
+               the compiler would gain by fusing a whole-tensor
+               reduction into the kernel before it
 
 usage: python3 variants.py BASE.cu OUTDIR
 """
@@ -29,13 +32,6 @@ ROW = re.compile(r"^\t+float kb_row0\[\d+\];\n", re.M)
 K2 = re.compile(r"^\tkb_k2<<<.*\n", re.M)
 
 
-def k2unroll(src):
-    head, sep, rest = src.partition("\nkb_k2(")
-    body, sep2, tail = rest.partition("\n}\n")
-    body, n = re.subn(r"#pragma unroll 4\b", "#pragma unroll 16", body)
-    return head + sep + body + sep2 + tail, n
-
-
 def gatherfirst(src):
     out, n = [], 0
     for part in re.split(r"(?=__global__ void)", src):
@@ -45,6 +41,61 @@ def gatherfirst(src):
             n += 1
         out.append(part)
     return "".join(out), n
+
+
+K0 = re.compile(r"__global__ void __launch_bounds__\((\d+)\)\nkb_k0\(.*?\n}\n", re.S)
+LAUNCH0 = re.compile(r"\tif \(\(uintptr_t\)in0 % 16 == 0.*?\n\telse\n\t\tkb_k1<<<.*?\n", re.S)
+TAIL = """\t__shared__ int kb_last;
+\tif (kb_lane == 0) {
+\t\tpart[2 * blockIdx.x] = kb_pl;
+\t\tpart[2 * blockIdx.x + 1] = kb_pc;
+\t\t__threadfence();
+\t\tkb_last = atomicAdd(cnt, 1u) == gridDim.x - 1;
+\t}
+\t__syncthreads();
+\tif (!kb_last)
+\t\treturn;
+\t__threadfence();
+\tfloat l = 0.0f, c = 0.0f;
+\t#pragma unroll 8
+\tfor (int b = kb_lane; b < (int)gridDim.x; b += kb_team) {
+\t\tl += __ldcg(&part[2 * b]);
+\t\tc += __ldcg(&part[2 * b + 1]);
+\t}
+\tl = kb_team_sum(l);
+\tc = kb_team_sum(c);
+\tif (kb_lane == 0)
+\t\tout0[0] = l / c;
+}
+"""
+
+
+def partials(src):
+    m, launch = K0.search(src), LAUNCH0.search(src)
+    if not m or not launch or not K2.search(src):
+        return src, 0
+    block = m.group(1)
+    k = m.group(0).replace(
+        "kb_k0(const float *__restrict__ in0, const int64_t *__restrict__ in1, float *__restrict__ s15)",
+        "kb_kp(const float *__restrict__ in0, const int64_t *__restrict__ in1, float *part, unsigned *cnt, "
+        "float *out0)")
+    k = k.replace("\tfor (int64_t kb_o = blockIdx.x;", "\tfloat kb_pl = 0.0f, kb_pc = 0.0f;\n\tfor (int64_t kb_o = blockIdx.x;")
+    k, n = re.subn(r"\t\tif \(kb_lane == 0\) s15\[x0\] = (t\d+);\n", r"\t\tkb_pl += \1;\n", k)
+    k, n2 = re.subn(r"(\t\tuint8_t (t\d+) = t\d+ != INT64_C\(-100\);\n)", r"\1\t\tkb_pc += \2 ? 1.0f : 0.0f;\n", k)
+    if n != 1 or n2 != 1:
+        return src, 0
+    k = k[:-2] + TAIL
+    host = ("\t{\n\t\tstatic int kb_g;\n\t\tif (!kb_g) {\n\t\t\tint d, nsm, per;\n"
+            "\t\t\tcudaGetDevice(&d);\n\t\t\tcudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, d);\n"
+            "\t\t\tcudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kb_kp, %s, 0);\n\t\t\tkb_g = nsm * per;\n\t\t}\n"
+            "\t\tunsigned *cnt = (unsigned *)(s15 + 16384 - 1);\n"
+            "\t\tif (cudaMemsetAsync(cnt, 0, 4, st) != cudaSuccess) { rc = 4; goto out; }\n"
+            "\t\tkb_kp<<<kb_g, %s, 0, st>>>(in0, in1, s15, cnt, out0);\n\t}\n") % (block, block)
+    t = K2.sub("", src)
+    t = t.replace(launch.group(0), host)
+    t = t.replace(m.group(0), m.group(0) + "#undef KB_VEC\n#undef KB_BLOCK_TEAM\n#define KB_VEC 4\n"
+                  "#define KB_BLOCK_TEAM 1\n" + k, 1)
+    return t, 1
 
 
 def main():
@@ -58,7 +109,7 @@ def main():
     text, n = variants["nogather"]
     text, m = K2.subn("", text)
     variants["rowsonly"] = (text, n and m)
-    variants["k2unroll"] = k2unroll(src)
+    variants["partials"] = partials(src)
     os.makedirs(outdir, exist_ok=True)
     for name, (text, n) in variants.items():
         if n == 0:
