@@ -169,7 +169,6 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	return e->error;
 }
 
-/* One kernel for the group; its launch goes into *launch. */
 /*
  * A launch as kb_launch_pdl(K, GRID, BLOCK, SMEM, st, ARGS): launch is
  * "[prefix]K<<<GRID, BLOCK, SMEM, st>>>(ARGS);[suffix]" as group_kernel
@@ -209,6 +208,7 @@ pdl_launch(struct buf *launch)
 	return n < 0 ? -ENOMEM : 0;
 }
 
+/* One kernel for the group; its launch goes into *launch. */
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
     int block_team, int vec, int rc_pass, struct buf *launch)
