@@ -23,7 +23,6 @@
  *   thread: one thread per output with serial reductions (the schedule's
  *           reduce=thread, or reductions with inner dims beside them).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -169,45 +168,6 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	return e->error;
 }
 
-/*
- * A launch as kb_launch_pdl(K, GRID, BLOCK, SMEM, st, ARGS): launch is
- * "[prefix]K<<<GRID, BLOCK, SMEM, st>>>(ARGS);[suffix]" as group_kernel
- * writes it (the prefix and suffix of a large shared-memory opt-in).
- */
-static int
-pdl_launch(struct buf *launch)
-{
-	const char *s = buf_cstr(launch), *lt = strstr(s, "<<<"), *gt, *name, *p;
-	int n = 0, depth = 0;
-	struct buf b = BUF_INIT(8192);
-
-	if (!lt || !(gt = strstr(lt, ", st>>>(")))
-		return -EINVAL;
-	for (name = lt; name > s && (isalnum((unsigned char)name[-1]) || name[-1] == '_'); name--)
-		;
-	for (p = lt + 3; p < gt; p++) {
-		if (*p == '(')
-			depth++;
-		else if (*p == ')')
-			depth--;
-		else if (*p == ',' && depth == 0)
-			n++;
-	}
-	if (n != 2)
-		return -EINVAL;	/* GRID, BLOCK, SMEM: two top-level commas */
-	buf_add(&b, s, (size_t)(name - s));
-	buf_addstr(&b, "kb_launch_pdl(");
-	buf_add(&b, name, (size_t)(lt - name));
-	buf_addstr(&b, ", ");
-	buf_add(&b, lt + 3, (size_t)(gt - (lt + 3)));
-	buf_addstr(&b, ", st, ");
-	buf_addstr(&b, gt + strlen(", st>>>("));
-	buf_reset(launch);
-	n = buf_addstr(launch, buf_cstr(&b));
-	buf_free(&b);
-	return n < 0 ? -ENOMEM : 0;
-}
-
 /* One kernel for the group; its launch goes into *launch. */
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
@@ -220,7 +180,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	struct cg_map m;
 	struct cg_val v;
 	struct buf sig = BUF_INIT(4096), args = BUF_INIT(4096);
-	char lin[64];
+	char lin[64], grid[96], blk[32];
 	const char *guard = NULL;
 	int cl = mode == CU_TEAM && block_team && c->split > 1;	/* a cluster team */
 
@@ -228,6 +188,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	memset(e->used, 0, (size_t)c->g->n);
 	e->root = root;
 	e->vec = vec;
+	snprintf(blk, sizeof(blk), "%d", c->block);
 	if (!(K = cg_scope_new(e, NULL)))
 		return e->error;
 	K->depth = 1;
@@ -252,8 +213,8 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		e->vec_red = vec > 1;
 		cur = O;
 		guard = "kb_lane == 0 && kb_oc == kb_o";
-		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", 1), dim3(32, %d), 0, st>>>", c->prefix, id, nb,
-		    c->block / 32);
+		snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", 1)", nb);
+		snprintf(blk, sizeof(blk), "dim3(32, %d)", c->block / 32);
 	} else if (mode != CU_TEAM) {
 		int64_t ns = ir_numel(q, shape) / vec;
 		if (!(cur = cg_scope_new(e, K)))
@@ -264,8 +225,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		if (q > 0 && split_index(e, cur, "kb_i", shape, 0, q, vec, vars) < 0)
 			return e->error;
 		O = cur;
-		buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, ns, c->block,
-		    c->block);
+		snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", %d)", ns, c->block);
 	} else {
 		if (block_team && c->split > 1) {
 			/* the cluster's blocks are one team: lanes across them,
@@ -357,11 +317,9 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 			}
 		}
 		if (block_team && c->split > 1)
-			buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", 1) * %d, %d, 0, st>>>", c->prefix, id, nout,
-			    c->split, c->block);
+			snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", 1) * %d", nout, c->split);
 		else
-			buf_printf(launch, "%sk%d<<<kb_grid(%" PRId64 ", %d), %d, 0, st>>>", c->prefix, id, nout,
-			    block_team ? 1 : c->block / 32, c->block);
+			snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", %d)", nout, block_team ? 1 : c->block / 32);
 	}
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
@@ -422,26 +380,21 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (cl)
 		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH\n");
 	buf_printf(c->kern, "\n");
-	buf_printf(launch, "(%s);", buf_cstr(&args));
-	if (smem > 0) {
-		/* the launch's dynamic shared memory; past 48 KiB a kernel must
-		 * opt in. One statement: the launch may be an if's branch. */
-		const char *base = buf_cstr(launch), *p = strstr(base, ", 0, st>>>");
-		struct buf l = BUF_INIT(8192);
-		if (!p)
-			return cg_fail(e, -EINVAL, "internal: launch text");
-		if (smem > 48 * 1024)
-			buf_printf(&l, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
-			    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
-		buf_add(&l, base, (size_t)(p - base));
-		buf_printf(&l, ", %" PRId64 ", st>>>%s%s", smem, p + strlen(", 0, st>>>"), smem > 48 * 1024 ? " }" : "");
-		buf_reset(launch);
-		buf_addstr(launch, buf_cstr(&l));
-		buf_free(&l);
-	}
-
-	if (c->s->pdl && c->launched && (error = pdl_launch(launch)) < 0)
-		return cg_fail(e, error, "internal: launch text");
+	/* the launch: past 48 KiB of dynamic shared memory a kernel must
+	 * opt in, in one statement with it (the launch may be an if's
+	 * branch); after the first launch, with pdl, through
+	 * cudaLaunchKernelEx so that it may start before the last ends */
+	if (smem > 48 * 1024)
+		buf_printf(launch, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
+		    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
+	if (c->s->pdl && c->launched)
+		buf_printf(launch, "kb_launch_pdl(%sk%d, %s, %s, %" PRId64 ", st, %s);", c->prefix, id, grid, blk,
+		    smem, buf_cstr(&args));
+	else
+		buf_printf(launch, "%sk%d<<<%s, %s, %" PRId64 ", st>>>(%s);", c->prefix, id, grid, blk, smem,
+		    buf_cstr(&args));
+	if (smem > 48 * 1024)
+		buf_addstr(launch, " }");
 	buf_free(&sig);
 	buf_free(&args);
 	c->nk++;
