@@ -196,11 +196,12 @@ struct cg_emit {
 	char rr_inner[48];		/* the inner loop's register index of lane kb_j */
 	/* CUDA, schedule fuse_total: a whole-tensor reduction emitted at the
 	 * end of the row kernel before it (emit_cuda.c emit_total). Its
-	 * reductions run in two parts: tail_a, where every block reduces
-	 * the indices it owns (blockIdx.x + i * gridDim.x) to a partial, and
-	 * tail_b, where the last block to finish reduces the partials and
-	 * computes the rest. */
-	struct cg_scope *tail_a, *tail_b;	/* NULL: not emitting a total */
+	 * reductions run in three parts: tail_a, where every block reduces
+	 * the indices it owns (blockIdx.x + i * gridDim.x) to a partial;
+	 * tail_m, where the last block of a chunk of the grid reduces the
+	 * chunk's partials; and tail_b, where the last block of all reduces
+	 * the chunks' and computes the rest. */
+	struct cg_scope *tail_a, *tail_m, *tail_b;	/* NULL: not emitting a total */
 	int tail_src;			/* the row kernel's root; its rows are read
 					 * only at the part's own index */
 	int tail_var;			/* the first part's loop variable, or -1 */

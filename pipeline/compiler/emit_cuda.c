@@ -178,19 +178,23 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 /*
  * The whole-tensor reduction of group c->total finished at the end of the
  * row kernel K (schedule fuse_total), where every block has written its
- * rows (blockIdx.x + i * gridDim.x): first each block reduces what it
- * owns into its partial (cgx_reduce, with cg.h's tail_*), then it counts
- * itself done, and the last block reduces the partials and computes and
- * stores the rest of the group. The count is the first word of kb_part,
- * zeroed before the launch. -EXDEV where the group does not fold: a
- * reduction nested in another, an argmax, or a read of the rows away
- * from the index that owns them.
+ * rows (blockIdx.x + i * gridDim.x; the grid is the row kernel's own, so
+ * one row a block up to 65535 * 32 rows): each block reduces what it
+ * owns into its partial (cgx_reduce, with cg.h's tail_*) and counts
+ * itself done in its chunk of KB_TOTAL_CHUNK blocks; the chunk's last
+ * block reduces the chunk's partials and counts the chunk done; the last
+ * chunk's computes and stores the rest of the group. So no block waits,
+ * and no block reduces more than a chunk's or the chunks' partials. The
+ * counts head kb_part (the prelude's KB_TOTAL_*), zeroed before the
+ * launch. -EXDEV where the group does not fold: a reduction nested in
+ * another, an argmax, or a read of the rows away from the index that
+ * owns them.
  */
 static int
 emit_total(struct cu *c, struct cg_scope *K, int row_root)
 {
 	struct cg_emit *e = &c->e;
-	struct cg_scope *A, *B;
+	struct cg_scope *A, *M, *B;
 	struct cg_map m;
 	struct cg_val v;
 	int error;
@@ -203,11 +207,12 @@ emit_total(struct cu *c, struct cg_scope *K, int row_root)
 	e->vec_red = 0;
 	e->root = c->total;
 	cg_line(e, K, "__syncthreads();	/* the block's rows are written */");
-	if (!(A = cg_scope_new(e, K)) || !(B = cg_scope_new(e, K)))
+	if (!(A = cg_scope_new(e, K)) || !(M = cg_scope_new(e, K)) || !(B = cg_scope_new(e, K)))
 		return e->error;
-	A->uniform = B->uniform = 1;
-	A->level = B->level = 0;
+	A->uniform = M->uniform = B->uniform = 1;
+	A->level = M->level = B->level = 0;
 	e->tail_a = A;
+	e->tail_m = M;
 	e->tail_b = B;
 	e->tail_src = row_root;
 	e->tail_n = 0;
@@ -217,21 +222,20 @@ emit_total(struct cu *c, struct cg_scope *K, int row_root)
 	if (error >= 0 && !e->tail_n)
 		error = cg_fail(e, -EXDEV, "no reduction to fold");
 	c->ntotal = e->tail_n;
-	e->tail_a = e->tail_b = NULL;
+	e->tail_a = e->tail_m = e->tail_b = NULL;
 	e->tail_src = -1;
 	e->tail_in = 0;
 	e->tail_var = -1;
 	if (error < 0 || (error = cg_scope_close(e, A)) < 0)
 		return error;
-	cg_line(e, K, "__threadfence();	/* rows and partials before the count */");
+	cg_line(e, K, "const unsigned kb_c = blockIdx.x / KB_TOTAL_CHUNK, kb_nch = kb_total_nch(gridDim.x);");
+	cg_line(e, K, "const unsigned kb_ce = kb_c * KB_TOTAL_CHUNK + KB_TOTAL_CHUNK < gridDim.x ? "
+	    "kb_c * KB_TOTAL_CHUNK + KB_TOTAL_CHUNK : gridDim.x;");
 	cg_line(e, K, "__shared__ int kb_last;");
-	cg_line(e, K, "__syncthreads();");
-	cg_line(e, K, "if (threadIdx.x == 0)");
-	cg_line(e, K, "\tkb_last = atomicAdd((unsigned *)kb_part, 1u) == gridDim.x - 1;");
-	cg_line(e, K, "__syncthreads();");
-	cg_line(e, K, "if (!kb_last)");
-	cg_line(e, K, "\treturn;");
-	cg_line(e, K, "__threadfence();");
+	cg_line(e, K, "KB_TOTAL_DONE(1 + kb_c, kb_ce - kb_c * KB_TOTAL_CHUNK);	/* the chunk's last block goes on */");
+	if ((error = cg_scope_close(e, M)) < 0)
+		return error;
+	cg_line(e, K, "KB_TOTAL_DONE(0, kb_nch);	/* the last chunk's last block goes on */");
 	return cg_scope_close(e, B);
 }
 
@@ -454,14 +458,10 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	 * branch); after the first launch, with pdl, through
 	 * cudaLaunchKernelEx so that it may start before the last ends */
 	if (c->total >= 0) {
-		/* as many blocks as are resident at once, each with its
-		 * partials' slots, the count zeroed */
-		buf_printf(launch, "{ static int64_t kb_res%d; if (!kb_res%d) kb_res%d = kb_resident((const void *)%sk%d, %s, %"
-		    PRId64 "); int64_t kb_g = %s < kb_res%d ? %s : kb_res%d; ", id, id, id, c->prefix, id, blk, smem, grid,
-		    id, grid, id);
-		buf_printf(launch, "if (kb_scratch((void **)&kb_tp%d, 16 + %d * 8 * (size_t)kb_g, st) || "
-		    "cudaMemsetAsync(kb_tp%d, 0, 16, st) != cudaSuccess) { rc = 3; goto out; } ", c->total, c->ntotal,
-		    c->total);
+		/* the partials' slots, the counts zeroed */
+		buf_printf(launch, "{ const size_t kb_g = %s; if (kb_scratch((void **)&kb_tp%d, kb_total_bytes(kb_g, %d), st) || "
+		    "cudaMemsetAsync(kb_tp%d, 0, kb_total_cnt(kb_g), st) != cudaSuccess) { rc = 3; goto out; } ", grid,
+		    c->total, c->ntotal, c->total);
 		snprintf(grid, sizeof(grid), "kb_g");
 	}
 	if (smem > 48 * 1024)

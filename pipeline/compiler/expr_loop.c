@@ -84,11 +84,11 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 		e->var[v].extent = total;
 		e->var[v].coop = 1;
 		if (e->tail_in) {
-			/* a total's first part: the indices of the rows this block
-			 * wrote, the team's lanes across them */
-			buf_printf(&L->head, "for (int64_t %s = blockIdx.x + (int64_t)kb_lane * gridDim.x; %s < %"
-			    PRId64 "; %s += (int64_t)kb_team * gridDim.x)", e->var[v].name, e->var[v].name, total,
-			    e->var[v].name);
+			/* a total's first part: the rows this block wrote (one
+			 * at the full grid), walked by every thread alike, so no
+			 * team combine follows */
+			buf_printf(&L->head, "for (int64_t %s = blockIdx.x; %s < %" PRId64 "; %s += gridDim.x)",
+			    e->var[v].name, e->var[v].name, total, e->var[v].name);
 		} else if (e->row_regs && e->row_cache == 2 && total == e->rr_len) {
 			/* the register rows' layout (cg.h), fully unrolled */
 			const char *x = e->var[v].name;
@@ -216,38 +216,58 @@ red_acc(struct cg_emit *e, struct cg_scope *S, enum cg_op op, enum ir_dtype at, 
 }
 
 /*
- * The end of a total's reduction (fuse_total, cg.h): the block's partial
- * goes to its slot, and in the second part the last block reduces the
- * slots into a new accumulator, out.
+ * A team's reduction of slots [lo, hi) of part into a new accumulator,
+ * out, in scope S.
+ */
+static int
+tail_fold(struct cg_emit *e, struct cg_scope *S, const struct cg_node *n, const char *init,
+    const char *part, const char *lo, const char *hi, struct cg_val *out)
+{
+	struct cg_scope *L;
+	const char *T = cg_ctype(n->dtype);
+	char x[24];
+	int fl = ir_dtype_is_float(n->dtype);
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "a%d", e->ntemps++);
+	snprintf(x, sizeof(x), "t%d", e->ntemps++);
+	red_acc(e, S, n->op, n->dtype, out->name, init);
+	if (!(L = cg_scope_new(e, S)))
+		return e->error;
+	L->uniform = 0;
+	buf_printf(&L->head, "for (int64_t kb_b = %s + kb_lane; kb_b < %s; kb_b += kb_team)", lo, hi);
+	cg_line(e, L, "%s %s = __ldcg(&%s[kb_b]);", T, x, part);
+	red_step(e, L, n->op, fl, out->name, x);
+	if (cg_scope_close(e, L) < 0)
+		return e->error;
+	red_team(e, S, n->op, fl, out->name);
+	out->scope = S;
+	out->dtype = n->dtype;
+	return e->error;
+}
+
+/*
+ * The end of a total's reduction (fuse_total, cg.h; the slots' layout is
+ * the prelude's KB_TOTAL_SLOT): the block's partial goes to its slot; the
+ * last block of each chunk of the grid reduces the chunk's slots into
+ * the chunk's; the last chunk's reduces those into out.
  */
 static int
 tail_finish(struct cg_emit *e, const struct cg_node *n, const char *acc, const char *init,
     struct cg_val *out)
 {
-	struct cg_scope *L;
-	const char *T = cg_ctype(n->dtype);
-	char part[160], x[24];
-	int fl = ir_dtype_is_float(n->dtype);
+	struct cg_val c;
+	char part[128];
 
-	snprintf(part, sizeof(part), "((%s *)(kb_part + 16 + (size_t)%d * 8 * gridDim.x))", T, e->tail_n++);
+	snprintf(part, sizeof(part), "((%s *)KB_TOTAL_SLOT(kb_part, gridDim.x, %d))", cg_ctype(n->dtype),
+	    e->tail_n++);
 	cg_line(e, e->tail_a, "if (kb_lane == 0)");
 	cg_line(e, e->tail_a, "\t%s[blockIdx.x] = %s;", part, acc);
-	memset(out, 0, sizeof(*out));
-	snprintf(out->name, sizeof(out->name), "a%d", e->ntemps++);
-	snprintf(x, sizeof(x), "t%d", e->ntemps++);
-	red_acc(e, e->tail_b, n->op, n->dtype, out->name, init);
-	if (!(L = cg_scope_new(e, e->tail_b)))
+	if (tail_fold(e, e->tail_m, n, init, part, "kb_c * KB_TOTAL_CHUNK", "kb_ce", &c) < 0)
 		return e->error;
-	L->uniform = 0;
-	buf_printf(&L->head, "for (int64_t kb_b = kb_lane; kb_b < gridDim.x; kb_b += kb_team)");
-	cg_line(e, L, "%s %s = __ldcg(&%s[kb_b]);", T, x, part);
-	red_step(e, L, n->op, fl, out->name, x);
-	if (cg_scope_close(e, L) < 0)
-		return e->error;
-	red_team(e, e->tail_b, n->op, fl, out->name);
-	out->scope = e->tail_b;
-	out->dtype = n->dtype;
-	return e->error;
+	cg_line(e, e->tail_m, "if (kb_lane == 0)");
+	cg_line(e, e->tail_m, "\t%s[gridDim.x + kb_c] = %s;", part, c.name);
+	return tail_fold(e, e->tail_b, n, init, part, "gridDim.x", "gridDim.x + kb_nch", out);
 }
 
 int
@@ -400,7 +420,7 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		return error;
 	if (isarg && coop)
 		cg_line(e, P, "kb_team_%s(&%sv, &%s);", n->op == CG_RARGMAX ? "argmax" : "argmin", acc, acc);
-	else if (coop)
+	else if (coop && !e->tail_in)
 		red_team(e, P, n->op, fl, acc);
 	else if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
 		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
