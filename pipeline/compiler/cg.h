@@ -194,19 +194,6 @@ struct cg_emit {
 	int team;			/* CUDA: threads of a team (kb_team), 0 where
 					 * a kernel has none */
 	char rr_inner[48];		/* the inner loop's register index of lane kb_j */
-	/* CUDA, schedule fuse_total: a whole-tensor reduction emitted at the
-	 * end of the row kernel before it (emit_cuda.c emit_total). Its
-	 * reductions run in three parts: tail_a, where every block reduces
-	 * the indices it owns (blockIdx.x + i * gridDim.x) to a partial;
-	 * tail_m, where the last block of a chunk of the grid reduces the
-	 * chunk's partials; and tail_b, where the last block of all reduces
-	 * the chunks' and computes the rest. */
-	struct cg_scope *tail_a, *tail_m, *tail_b;	/* NULL: not emitting a total */
-	int tail_src;			/* the row kernel's root; its rows are read
-					 * only at the part's own index */
-	int tail_var;			/* the first part's loop variable, or -1 */
-	int tail_in;			/* inside a first part's loop */
-	int tail_n;			/* partials so far (8 bytes a block each) */
 	int nrc;
 	struct {
 		int leaf;

@@ -26,12 +26,6 @@ struct cu {
 	int64_t rr_len;		/* of that length */
 	int split;		/* blocks of a cluster that share a row (row_split), 1 */
 	int launched;		/* a group kernel comes before the one being emitted */
-	int total;		/* schedule fuse_total: the group whose whole-tensor
-				 * reduction the row kernel being emitted finishes
-				 * (emit_cuda.c emit_total), or -1 */
-	int ntotal;		/* the partials it takes (8 bytes a block each) */
-	struct buf *hdecl;	/* declarations at the top of kernelbot_forward */
-	struct buf *hfree;	/* what its exit frees */
 };
 
 #define CU_LIB_CUBLAS	1	/* struct cu's and emit_src's cublas bits */

@@ -122,23 +122,16 @@ split_index(struct cg_emit *e, struct cg_scope *S, const char *lin, const int64_
 	return 0;
 }
 
-/* The kernel's parameters: what it reads, and its root and total's (the
- * partials' buffer last), which it writes. */
 static void
-kernel_params(struct cu *c, int root, int total, struct buf *sig, struct buf *args)
+kernel_params(struct cu *c, int root, struct buf *sig, struct buf *args)
 {
 	for (int i = 0; i < c->g->n; i++) {
 		const struct cg_node *n = &c->g->nodes[i];
-		int out = i == root || i == total;
-		if (!c->e.used[i] && !out)
+		if (!c->e.used[i] && i != root)
 			continue;
-		buf_printf(sig, "%s%s%s *__restrict__ %s", sig->len ? ", " : "", out ? "" : "const ",
+		buf_printf(sig, "%s%s%s *__restrict__ %s", sig->len ? ", " : "", i == root ? "" : "const ",
 		    cg_ctype(n->dtype), c->ptrs[i]);
 		buf_printf(args, "%s%s", args->len ? ", " : "", c->ptrs[i]);
-	}
-	if (total >= 0) {
-		buf_printf(sig, ", unsigned char *__restrict__ kb_part");
-		buf_printf(args, ", kb_tp%d", total);
 	}
 }
 
@@ -173,70 +166,6 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 		    cgx_opnd(v, n->dtype, 0, x, sizeof(x)));
 	buf_free(&b);
 	return e->error;
-}
-
-/*
- * The whole-tensor reduction of group c->total finished at the end of the
- * row kernel K (schedule fuse_total), where every block has written its
- * rows (blockIdx.x + i * gridDim.x; the grid is the row kernel's own, so
- * one row a block up to 65535 * 32 rows): each block reduces what it
- * owns into its partial (cgx_reduce, with cg.h's tail_*) and counts
- * itself done in its chunk of KB_TOTAL_CHUNK blocks; the chunk's last
- * block reduces the chunk's partials and counts the chunk done; the last
- * chunk's computes and stores the rest of the group. So no block waits,
- * and no block reduces more than a chunk's or the chunks' partials. The
- * counts head kb_part (the prelude's KB_TOTAL_*), zeroed before the
- * launch. -EXDEV where the group does not fold: a reduction nested in
- * another, an argmax, or a read of the rows away from the index that
- * owns them.
- */
-static int
-emit_total(struct cu *c, struct cg_scope *K, int row_root)
-{
-	struct cg_emit *e = &c->e;
-	struct cg_scope *A, *M, *B;
-	struct cg_map m;
-	struct cg_val v;
-	int error;
-
-	e->row_cache = 0;
-	e->row_regs = 0;
-	e->rc_scope = NULL;
-	e->vec = 1;
-	e->vec_var = -1;
-	e->vec_red = 0;
-	e->root = c->total;
-	cg_line(e, K, "__syncthreads();	/* the block's rows are written */");
-	if (!(A = cg_scope_new(e, K)) || !(M = cg_scope_new(e, K)) || !(B = cg_scope_new(e, K)))
-		return e->error;
-	A->uniform = M->uniform = B->uniform = 1;
-	A->level = M->level = B->level = 0;
-	e->tail_a = A;
-	e->tail_m = M;
-	e->tail_b = B;
-	e->tail_src = row_root;
-	e->tail_n = 0;
-	cg_group_root_map(c->g, c->total, 0, NULL, NULL, &m);
-	if ((error = cg_ev(e, B, c->total, &m, &v)) >= 0)
-		error = store(c, B, c->total, &m, &v, "kb_lane == 0");
-	if (error >= 0 && !e->tail_n)
-		error = cg_fail(e, -EXDEV, "no reduction to fold");
-	c->ntotal = e->tail_n;
-	e->tail_a = e->tail_m = e->tail_b = NULL;
-	e->tail_src = -1;
-	e->tail_in = 0;
-	e->tail_var = -1;
-	if (error < 0 || (error = cg_scope_close(e, A)) < 0)
-		return error;
-	cg_line(e, K, "const unsigned kb_c = blockIdx.x / KB_TOTAL_CHUNK, kb_nch = kb_total_nch(gridDim.x);");
-	cg_line(e, K, "const unsigned kb_ce = kb_c * KB_TOTAL_CHUNK + KB_TOTAL_CHUNK < gridDim.x ? "
-	    "kb_c * KB_TOTAL_CHUNK + KB_TOTAL_CHUNK : gridDim.x;");
-	cg_line(e, K, "__shared__ int kb_last;");
-	cg_line(e, K, "KB_TOTAL_DONE(1 + kb_c, kb_ce - kb_c * KB_TOTAL_CHUNK);	/* the chunk's last block goes on */");
-	if ((error = cg_scope_close(e, M)) < 0)
-		return error;
-	cg_line(e, K, "KB_TOTAL_DONE(0, kb_nch);	/* the last chunk's last block goes on */");
-	return cg_scope_close(e, B);
 }
 
 /* One kernel for the group; its launch goes into *launch. */
@@ -427,11 +356,9 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	}
 	if ((error = cg_scope_close(e, O)) < 0)
 		return error;
-	if (c->total >= 0 && (error = emit_total(c, K, root)) < 0)
-		return error;
 	if (cl)
 		cg_line(e, K, "cooperative_groups::this_cluster().sync();	/* kb_team_t<3>: slots stay readable */");
-	kernel_params(c, root, c->total, &sig, &args);
+	kernel_params(c, root, &sig, &args);
 	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec,
 	    mode == CU_COL ? 2 : cl ? 3 : block_team);
 	if (cl)
@@ -457,13 +384,6 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	 * opt in, in one statement with it (the launch may be an if's
 	 * branch); after the first launch, with pdl, through
 	 * cudaLaunchKernelEx so that it may start before the last ends */
-	if (c->total >= 0) {
-		/* the partials' slots, the counts zeroed */
-		buf_printf(launch, "{ const size_t kb_g = %s; if (kb_scratch((void **)&kb_tp%d, kb_total_bytes(kb_g, %d), st) || "
-		    "cudaMemsetAsync(kb_tp%d, 0, kb_total_cnt(kb_g), st) != cudaSuccess) { rc = 3; goto out; } ", grid,
-		    c->total, c->ntotal, c->total);
-		snprintf(grid, sizeof(grid), "kb_g");
-	}
 	if (smem > 48 * 1024)
 		buf_printf(launch, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
 		    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
@@ -474,8 +394,6 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		buf_printf(launch, "%sk%d<<<%s, %s, %" PRId64 ", st>>>(%s);", c->prefix, id, grid, blk, smem,
 		    buf_cstr(&args));
 	if (smem > 48 * 1024)
-		buf_addstr(launch, " }");
-	if (c->total >= 0)
 		buf_addstr(launch, " }");
 	buf_free(&sig);
 	buf_free(&args);
@@ -537,14 +455,8 @@ team_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mo
 	return group_kernel(c, root, q, shape, mode, k, block_team, vec, 2, launch);
 }
 
-/*
- * The group's kernel. next is the group after it, or -1: with the
- * schedule's fuse_total a whole-tensor reduction there is finished in
- * this kernel when it is a block-a-row kernel of one output a row (1 when
- * it is, and next is emitted with it).
- */
 static int
-emit_group(struct cu *c, int root, int next)
+emit_group(struct cu *c, int root)
 {
 	struct cg_emit *e = &c->e;
 	int64_t shape[CG_MAX_RANK];
@@ -552,8 +464,6 @@ emit_group(struct cu *c, int root, int next)
 	enum cu_mode mode;
 	struct buf l1 = BUF_INIT(8192), l2 = BUF_INIT(8192);
 	size_t klen = c->kern->len;
-	int64_t nshape[CG_MAX_RANK];
-	int nq = -1;
 
 	cg_group_shape(c->g, root, &q, shape);
 	if ((error = probe(c, root, q, shape)) < 0)
@@ -614,21 +524,7 @@ emit_group(struct cu *c, int root, int next)
 	/* no inner loop: only the row cache's copies can be wide */
 	if (mode == CU_TEAM && k == q && !c->s->row_cache && !c->rr)
 		vec = 1;
-	if (next >= 0)
-		cg_group_shape(c->g, next, &nq, nshape);
-	c->total = -1;
-	if (c->s->fuse_total && nq == 0 && mode == CU_TEAM && k > 0 && k == q && block_team && c->split == 1)
-		c->total = next;
 	error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
-	if (error == -EXDEV && c->total >= 0) {
-		/* the total does not fold: a kernel of its own */
-		e->error = 0;
-		e->err[0] = '\0';
-		c->kern->len = klen;
-		buf_reset(&l1);
-		c->total = -1;
-		error = team_kernel(c, root, q, shape, mode, k, block_team, vec, &l1);
-	}
 	if (error == -EAGAIN && vec > 1) {
 		/* vector lanes met an index computation: scalar lanes */
 		e->error = 0;
@@ -661,13 +557,7 @@ emit_group(struct cu *c, int root, int next)
 	cu_hline(c, "if ((rc = kb_launch_error()))");
 	cu_hline(c, "\tgoto out;");
 	c->launched = 1;
-	if (c->total >= 0) {
-		buf_printf(c->hdecl, "\tunsigned char *kb_tp%d = NULL;\n", c->total);
-		buf_printf(c->hfree, "\tif (kb_tp%d)\n\t\tcudaFreeAsync(kb_tp%d, st);\n", c->total, c->total);
-		error = 1;
-	}
 out:
-	c->total = -1;
 	buf_free(&l1);
 	buf_free(&l2);
 	return error;
@@ -679,7 +569,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 {
 	struct cg *g = v->g;
 	const struct schedule *s = &v->s;
-	struct buf host = BUF_INIT((8u << 20)), hdecl = BUF_INIT(1u << 16), hfree = BUF_INIT(1u << 16);
+	struct buf host = BUF_INIT((8u << 20));
 	char (*names)[24] = calloc((size_t)g->n, sizeof(*names));
 	const char **ptrs = calloc((size_t)g->n, sizeof(*ptrs));
 	struct cu c;
@@ -693,9 +583,6 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	c.prefix = v->prefix;
 	c.kern = &src->kern;
 	c.host = &host;
-	c.hdecl = &hdecl;
-	c.hfree = &hfree;
-	c.total = -1;
 	if (!names || !ptrs || c.e.error)
 		goto out;
 	/* first cut what a nested long reduction asks for (see cgx_reduce) */
@@ -761,34 +648,23 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 		    ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1);
 		cu_hline(&c, "\t{ rc = 3; goto out; }");
 	}
-	for (int i = 0, folded = -1; i < g->n && !c.e.error && !fused; i++) {
+	for (int i = 0; i < g->n && !c.e.error && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		struct buf b = BUF_INIT(4096);
-		int next = i + 1;
-		if (!n->materialize || n->op == CG_INPUT || i == folded)
+		if (!n->materialize || n->op == CG_INPUT)
 			continue;
-		while (next < g->n && (!g->nodes[next].materialize || g->nodes[next].op == CG_INPUT))
-			next++;
-		if (next == g->n || g->nodes[next].op == CG_GEMM || g->nodes[next].op == CG_CONV ||
-		    g->nodes[next].op == CG_CUMSUM || g->nodes[next].op == CG_CUMPROD)
-			next = -1;
 		emit_group_summary(g, i, &b);
 		cu_hline(&c, "/* %s -> %s */", buf_cstr(&b), ptrs[i]);
 		buf_printf(c.kern, "/* %s -> %s */\n", buf_cstr(&b), ptrs[i]);
+		buf_free(&b);
 		if (n->op == CG_GEMM)
 			error = cu_gemm(&c, i);
 		else if (n->op == CG_CONV)
 			error = cu_conv(&c, i);
 		else if (n->op == CG_CUMSUM || n->op == CG_CUMPROD)
 			error = cu_scan(&c, i);
-		else if ((error = emit_group(&c, i, next)) > 0) {
-			buf_reset(&b);
-			emit_group_summary(g, next, &b);
-			cu_hline(&c, "/* %s -> %s: in the kernel before */", buf_cstr(&b), ptrs[next]);
-			buf_printf(c.kern, "/* %s -> %s: in the kernel before */\n", buf_cstr(&b), ptrs[next]);
-			folded = next;
-		}
-		buf_free(&b);
+		else
+			error = emit_group(&c, i);
 		if (error < 0)
 			break;
 	}
@@ -803,10 +679,8 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	else
 		buf_printf(&src->fns, "\nstatic int\n%s(const DLTensor *inputs, int n_inputs, DLTensor *outputs,\n"
 		    "    int n_outputs, void *stream)\n{\n", v->fn);
-	buf_add(&src->fns, hdecl.data, hdecl.len);
 	buf_add(&src->fns, host.data, host.len);
 	buf_addstr(&src->fns, "out:\n");
-	buf_add(&src->fns, hfree.data, hfree.len);
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
@@ -827,8 +701,6 @@ out:
 		snprintf(err, errlen, "out of memory");
 	cg_emit_fini(&c.e);
 	buf_free(&host);
-	buf_free(&hdecl);
-	buf_free(&hfree);
 	free(names);
 	free(ptrs);
 	return error;

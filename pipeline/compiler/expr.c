@@ -83,8 +83,6 @@ cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
 	e->vec = 1;
 	e->root = -1;
 	e->cut = -1;
-	e->tail_src = -1;
-	e->tail_var = -1;
 	e->used = calloc((size_t)(g->n > 0 ? g->n : 1), 1);
 	if (!e->used)
 		cg_fail(e, -ENOMEM, "out of memory");
@@ -693,22 +691,6 @@ cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off
 		return 0;
 	}
 	e->used[id] = 1;
-	if (id == e->tail_src) {
-		/* a total folded into the row kernel: in its first part a
-		 * block reads only rows it wrote itself; in the second the
-		 * other blocks' rows too, past this SM's L1 (not coherent) */
-		int own = !vec && (e->tail_var < 0 || off->k == 0);
-		for (int i = 0; i < e->nvars && e->tail_var >= 0; i++)
-			own &= off->c[i] == (i == e->tail_var);
-		if (!own)
-			return cg_fail(e, -EXDEV, "the total reads the row kernel's output away from its own index");
-		buf_printf(&b, "__ldcg(&%s[", e->bufname[id]);
-		cgx_aff_print(e, off, &b);
-		buf_addstr(&b, "])");
-		cgx_temp(e, at, n->dtype, 0, buf_cstr(&b), out);
-		buf_free(&b);
-		return e->error;
-	}
 	buf_printf(&b, "%s[", e->bufname[id]);
 	if (vec) {
 		/* lanes as kb_j inside the lane loop */

@@ -83,13 +83,7 @@ open_loops(struct cg_emit *e, struct cg_scope *P, const struct cg_node *an, uint
 			return NULL;
 		e->var[v].extent = total;
 		e->var[v].coop = 1;
-		if (e->tail_in) {
-			/* a total's first part: the rows this block wrote (one
-			 * at the full grid), walked by every thread alike, so no
-			 * team combine follows */
-			buf_printf(&L->head, "for (int64_t %s = blockIdx.x; %s < %" PRId64 "; %s += gridDim.x)",
-			    e->var[v].name, e->var[v].name, total, e->var[v].name);
-		} else if (e->row_regs && e->row_cache == 2 && total == e->rr_len) {
+		if (e->row_regs && e->row_cache == 2 && total == e->rr_len) {
 			/* the register rows' layout (cg.h), fully unrolled */
 			const char *x = e->var[v].name;
 			buf_printf(&L->head, "#pragma unroll\nfor (int kb_i%d = 0; kb_i%d < %" PRId64 "; kb_i%d++)\n",
@@ -173,103 +167,6 @@ close_loops(struct cg_emit *e, struct cg_scope *inner, struct cg_scope *P)
 	return 0;
 }
 
-/* acc op= x for a sum, product, max or min (a float max or min flags a
- * NaN in accn) */
-static void
-red_step(struct cg_emit *e, struct cg_scope *S, enum cg_op op, int fl, const char *acc, const char *x)
-{
-	switch (op) {
-	case CG_RSUM: cg_line(e, S, "%s += %s;", acc, x); break;
-	case CG_RPROD: cg_line(e, S, "%s *= %s;", acc, x); break;
-	default:
-		cg_line(e, S, "%s = %s %s %s ? %s : %s;", acc, x, op == CG_RMAX ? ">" : "<", acc, x, acc);
-		if (fl)
-			cg_line(e, S, "%sn |= %s != %s;", acc, x, x);
-		break;
-	}
-}
-
-/* The team's combine of a sum, product, max or min; a float max or min
- * takes its NaN flag in first and carries the NaN into the combine
- * (kb_op_nmax), one reduction instead of a second for the flag. */
-static void
-red_team(struct cg_emit *e, struct cg_scope *S, enum cg_op op, int fl, const char *acc)
-{
-	if (fl && (op == CG_RMAX || op == CG_RMIN))
-		cg_line(e, S, "if (%sn) %s = NAN;", acc, acc);
-	switch (op) {
-	case CG_RSUM: cg_line(e, S, "%s = kb_team_sum(%s);", acc, acc); break;
-	case CG_RPROD: cg_line(e, S, "%s = kb_team_prod(%s);", acc, acc); break;
-	case CG_RMAX: cg_line(e, S, "%s = kb_team_%smax(%s);", acc, fl ? "n" : "", acc); break;
-	default: cg_line(e, S, "%s = kb_team_%smin(%s);", acc, fl ? "n" : "", acc); break;
-	}
-}
-
-/* A declared accumulator with its NaN flag where it needs one. */
-static void
-red_acc(struct cg_emit *e, struct cg_scope *S, enum cg_op op, enum ir_dtype at, const char *acc,
-    const char *init)
-{
-	cg_line(e, S, "%s %s = %s;", cg_ctype(at), acc, init);
-	if (ir_dtype_is_float(at) && (op == CG_RMAX || op == CG_RMIN))
-		cg_line(e, S, "int %sn = 0;", acc);
-}
-
-/*
- * A team's reduction of slots [lo, hi) of part into a new accumulator,
- * out, in scope S.
- */
-static int
-tail_fold(struct cg_emit *e, struct cg_scope *S, const struct cg_node *n, const char *init,
-    const char *part, const char *lo, const char *hi, struct cg_val *out)
-{
-	struct cg_scope *L;
-	const char *T = cg_ctype(n->dtype);
-	char x[24];
-	int fl = ir_dtype_is_float(n->dtype);
-
-	memset(out, 0, sizeof(*out));
-	snprintf(out->name, sizeof(out->name), "a%d", e->ntemps++);
-	snprintf(x, sizeof(x), "t%d", e->ntemps++);
-	red_acc(e, S, n->op, n->dtype, out->name, init);
-	if (!(L = cg_scope_new(e, S)))
-		return e->error;
-	L->uniform = 0;
-	buf_printf(&L->head, "for (int64_t kb_b = %s + kb_lane; kb_b < %s; kb_b += kb_team)", lo, hi);
-	cg_line(e, L, "%s %s = __ldcg(&%s[kb_b]);", T, x, part);
-	red_step(e, L, n->op, fl, out->name, x);
-	if (cg_scope_close(e, L) < 0)
-		return e->error;
-	red_team(e, S, n->op, fl, out->name);
-	out->scope = S;
-	out->dtype = n->dtype;
-	return e->error;
-}
-
-/*
- * The end of a total's reduction (fuse_total, cg.h; the slots' layout is
- * the prelude's KB_TOTAL_SLOT): the block's partial goes to its slot; the
- * last block of each chunk of the grid reduces the chunk's slots into
- * the chunk's; the last chunk's reduces those into out.
- */
-static int
-tail_finish(struct cg_emit *e, const struct cg_node *n, const char *acc, const char *init,
-    struct cg_val *out)
-{
-	struct cg_val c;
-	char part[128];
-
-	snprintf(part, sizeof(part), "((%s *)KB_TOTAL_SLOT(kb_part, gridDim.x, %d))", cg_ctype(n->dtype),
-	    e->tail_n++);
-	cg_line(e, e->tail_a, "if (kb_lane == 0)");
-	cg_line(e, e->tail_a, "\t%s[blockIdx.x] = %s;", part, acc);
-	if (tail_fold(e, e->tail_m, n, init, part, "kb_c * KB_TOTAL_CHUNK", "kb_ce", &c) < 0)
-		return e->error;
-	cg_line(e, e->tail_m, "if (kb_lane == 0)");
-	cg_line(e, e->tail_m, "\t%s[gridDim.x + kb_c] = %s;", part, c.name);
-	return tail_fold(e, e->tail_b, n, init, part, "gridDim.x", "gridDim.x + kb_nch", out);
-}
-
 int
 cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out)
@@ -299,15 +196,6 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	if (!isarg && n->op != CG_RMAX && n->op != CG_RMIN)
 		vt = at;
 	coop = e->backend == CG_CUDA && P->uniform;
-	if (e->tail_in)
-		return cg_fail(e, -EXDEV, "a reduction inside a folded total's");
-	if (coop && e->tail_b && P == e->tail_b) {
-		/* a folded total: the first part's loop and partial */
-		if (n->op != CG_RSUM && n->op != CG_RPROD && n->op != CG_RMAX && n->op != CG_RMIN)
-			return cg_fail(e, -EXDEV, "a total's %s is not folded", cg_op_name(n->op));
-		P = e->tail_a;
-		e->tail_in = 1;
-	}
 	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
 		if (P->level > e->red_level)
 			e->red_level = P->level;
@@ -325,7 +213,9 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	} else if (lanes) {
 		cg_line(e, P, "%s %s[KB_VEC]; KB_LANES %s[kb_j] = %s;", cg_ctype(at), acc, acc, init);
 	} else {
-		red_acc(e, P, n->op, at, acc, init);
+		cg_line(e, P, "%s %s = %s;", cg_ctype(at), acc, init);
+		if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+			cg_line(e, P, "int %sn = 0;", acc);
 		if (n->op == CG_RSUM)
 			snprintf(clause, sizeof(clause), "reduction(+:%s)", acc);
 		else if (n->op == CG_RPROD)
@@ -350,8 +240,6 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	inner = open_loops(e, P, an, n->rmask, isarg ? NULL : clause, coop, &am, &first, &lin);
 	if (!inner)
 		return e->error ? e->error : -ENOMEM;
-	if (e->tail_in)
-		e->tail_var = lin;
 	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
 		/* a long reduction recomputed in every iteration of another's
 		 * loop: the outer one's operand deserves its own kernel */
@@ -388,11 +276,13 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		return e->error;
 	}
 	switch (n->op) {
-	case CG_RSUM:
-	case CG_RPROD:
+	case CG_RSUM: cg_line(e, inner, "%s += %s;", acc, x); break;
+	case CG_RPROD: cg_line(e, inner, "%s *= %s;", acc, x); break;
 	case CG_RMAX:
 	case CG_RMIN:
-		red_step(e, inner, n->op, fl, acc, x);
+		cg_line(e, inner, "%s = %s %s %s ? %s : %s;", acc, x, n->op == CG_RMAX ? ">" : "<", acc, x, acc);
+		if (fl)
+			cg_line(e, inner, "%sn |= %s != %s;", acc, x, x);
 		break;
 	default: {
 		/* the first extreme wins; NaN counts as the extreme, its first one wins */
@@ -418,16 +308,19 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	}
 	if ((error = close_loops(e, inner, P)) < 0)
 		return error;
-	if (isarg && coop)
-		cg_line(e, P, "kb_team_%s(&%sv, &%s);", n->op == CG_RARGMAX ? "argmax" : "argmin", acc, acc);
-	else if (coop && !e->tail_in)
-		red_team(e, P, n->op, fl, acc);
-	else if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
+	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
 		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
-	if (e->tail_in) {
-		e->tail_in = 0;
-		e->tail_var = -1;
-		return tail_finish(e, n, acc, init, out);
+	if (coop) {
+		/* a float max or min carries its NaN into the team's combine
+		 * (kb_op_nmax), one reduction instead of a second for the flag */
+		switch (n->op) {
+		case CG_RSUM: cg_line(e, P, "%s = kb_team_sum(%s);", acc, acc); break;
+		case CG_RPROD: cg_line(e, P, "%s = kb_team_prod(%s);", acc, acc); break;
+		case CG_RMAX: cg_line(e, P, "%s = kb_team_%smax(%s);", acc, fl ? "n" : "", acc); break;
+		case CG_RMIN: cg_line(e, P, "%s = kb_team_%smin(%s);", acc, fl ? "n" : "", acc); break;
+		case CG_RARGMAX: cg_line(e, P, "kb_team_argmax(&%sv, &%s);", acc, acc); break;
+		default: cg_line(e, P, "kb_team_argmin(&%sv, &%s);", acc, acc); break;
+		}
 	}
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", acc);

@@ -73,11 +73,6 @@ struct schedule {
 				 * start while the one before finishes and waits for
 				 * its results (cudaGridDependencySynchronize) before
 				 * reading anything: 0/1 */
-	int fuse_total;		/* CUDA: a reduction of a whole tensor to one value
-				 * right after a block-a-row kernel is finished in
-				 * that kernel: each block reduces the rows it wrote,
-				 * the last block to finish combines the blocks'
-				 * partials (one launch, no second pass): 0/1 */
 	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
 };
 

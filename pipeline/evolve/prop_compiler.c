@@ -217,8 +217,6 @@ build_queue(struct pc_state *st, const struct evolve_ctx *ctx)
 	q[n++].scan = !d.scan;
 	q[n] = d;
 	q[n++].pdl = !d.pdl;
-	q[n] = d;
-	q[n++].fuse_total = !d.fuse_total;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;
