@@ -630,6 +630,18 @@ teardown(struct evo_run *r)
 	json_decref(r->device);
 }
 
+/* Proposals some proposer still means to make (struct proposer's pending). */
+static size_t
+pending(const struct evolve_opts *o)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < o->n_proposers; i++)
+		if (o->proposers[i]->pending)
+			n += o->proposers[i]->pending(o->proposers[i]);
+	return n;
+}
+
 int
 evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errlen)
 {
@@ -673,7 +685,7 @@ evolve_run(const struct evolve_opts *o, json_t **summary, char *err, size_t errl
 			goto out;
 		}
 		if (r.last_improved >= 0 &&
-		    r.spent.generations - 1 - r.last_improved >= o->patience) {
+		    r.spent.generations - 1 - r.last_improved >= o->patience && !pending(o)) {
 			r.stop_reason = "converged";
 			break;
 		}

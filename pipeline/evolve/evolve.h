@@ -99,6 +99,14 @@ struct proposer {
 	int (*propose)(struct proposer *p, const struct evolve_ctx *ctx,
 	    struct evolve_candidate *out, int max, char *err, size_t errlen);
 	void (*free)(struct proposer *p);
+	/*
+	 * Optional: how many proposals it still means to make whatever the
+	 * population does (the compiler's one-field neighbours of the
+	 * default not yet drawn). While any proposer has some, the loop does
+	 * not call the run converged: each knob gets measured alone before
+	 * a flat stretch of breeding ends the search.
+	 */
+	size_t (*pending)(struct proposer *p);
 };
 
 void evolve_candidate_clear(struct evolve_candidate *c);

@@ -76,7 +76,16 @@ struct fake {
 	int calls, next;
 	int pop_sorted;		/* 0 once a population was seen out of order */
 	int parents_ok;		/* 0 once a parent id was not in the history */
+	int pending;		/* proposals it still means to make (each call's less) */
 };
+
+static int fake_pending_start;	/* run() starts a fake with this many pending */
+
+static size_t
+fake_pending(struct proposer *p)
+{
+	return (size_t)((struct fake *)p->state)->pending;
+}
 
 static int
 fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_candidate *out,
@@ -105,6 +114,7 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 	default:
 		break;
 	}
+	f->pending = f->pending > max ? f->pending - max : 0;
 	for (; n < max; n++) {
 		char src[64];
 		double v = 100 * pow(0.8, f->next++);	/* 20% better each time */
@@ -139,7 +149,7 @@ static json_t *
 run(enum mode mode, struct evolve_budget budget, int per_gen, struct fake *f, const char *sub,
     int *rc)
 {
-	struct proposer p = { "fake", f, fake_propose, NULL };
+	struct proposer p = { "fake", f, fake_propose, NULL, fake_pending };
 	struct evolve_opts o = EVOLVE_OPTS_INIT;
 	static char outdir[512];
 	json_t *summary = NULL;
@@ -148,6 +158,7 @@ run(enum mode mode, struct evolve_budget budget, int per_gen, struct fake *f, co
 	memset(f, 0, sizeof(*f));
 	f->mode = mode;
 	f->pop_sorted = f->parents_ok = 1;
+	f->pending = fake_pending_start;
 	snprintf(outdir, sizeof(outdir), "%s/%s", tmpdir, sub);
 	o.problem = problem;
 	o.backend = "cpu";
@@ -288,6 +299,14 @@ test_generations_and_convergence(void)
 	    "converged");
 	CHECK_INT("converged after generation 0 + patience 2", jsonx_int(s, "generations", 0), 3);
 	CHECK_INT("best stays the seed generation's fastest", jsonx_int(s, "best.candidate", -1), 2);
+	json_decref(s);
+	/* a proposer with proposals still to make (the compiler's untried
+	 * neighbours) holds convergence off until it has made them */
+	fake_pending_start = 12;
+	s = run(M_FLAT, b, 3, &f, "pending", &rc);
+	fake_pending_start = 0;
+	CHECK_STR("pending proposals: still converged in the end", jsonx_str(s, "stop_reason", ""), "converged");
+	CHECK_INT("but only once all 12 are made: 4 generations of 3", jsonx_int(s, "generations", 0), 4);
 	json_decref(s);
 }
 
@@ -684,6 +703,43 @@ test_prop_compiler(void)
 	json_decref(ir);
 }
 
+/* CUDA, a team kernel: after the default the other block sizes, nearest
+ * first; the proposer has neighbours pending until it has drawn them. */
+static void
+test_prop_compiler_blocks(void)
+{
+	struct proposer *p = NULL;
+	struct evolve_candidate out[8];
+	struct evolve_spent spent = { 0 };
+	struct evolve_budget budget = { 0 };
+	struct evolve_ctx ctx = { .backend = "cuda", .budget = &budget, .spent = &spent };
+	static const int want[] = { 256, 128, 512, 64, 1024 };
+	struct schedule s;
+	uint64_t rng = 5;
+	char err[512];
+	json_t *ir = ir_fixture("02_softmax_rows");
+	int n, ok = 1;
+
+	ctx.rng = &rng;
+	ctx.ir = ir;
+	CHECK_INT("prop_compiler_new (cuda)", prop_compiler_new("cuda", &p), 0);
+	CHECK("before generation 0 it has proposals pending", p->pending(p) > 0);
+	memset(out, 0, sizeof(out));
+	n = p->propose(p, &ctx, out, 5, err, sizeof(err));
+	CHECK_INT("five candidates", n, 5);
+	for (int i = 0; i < n && i < 5; i++) {
+		schedule_default(&s, NULL, SCHED_CUDA);
+		ok &= schedule_from_json(&s, json_object_get(out[i].origin, "schedule"), err, sizeof(err)) == 0 &&
+		    s.block == want[i];
+	}
+	CHECK("the default's block 256, then 128, 512, 64 and 1024", ok);
+	CHECK("and neighbours are still pending", p->pending(p) > 0);
+	for (int i = 0; i < n; i++)
+		evolve_candidate_clear(&out[i]);
+	p->free(p);
+	json_decref(ir);
+}
+
 int
 main(void)
 {
@@ -705,6 +761,7 @@ main(void)
 	test_bad_opts();
 	test_prop_compiler();
 	test_prop_compiler_archive();
+	test_prop_compiler_blocks();
 	if (!t_failed) {
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
