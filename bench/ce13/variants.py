@@ -14,9 +14,10 @@ source; bench/ce13/run.sh times them side by side with bench/abi_time.cu.
   partials     the mean folded into the row kernel: a grid of as many
                blocks as fit at once, each adding up its rows' losses and
                valid targets, the last block to finish (an atomic count,
-               zeroed by a memset) adding the blocks' partial sums: what
-               the compiler would gain by fusing a whole-tensor
-               reduction into the kernel before it
+               zeroed by a memset) adding the blocks' partial sums: the
+               best case of fusing a whole-tensor reduction into the
+               kernel before it, slower than the two kernels on the H100
+               and the H200 (docs/BENCHMARKS.md, optimize run 4)
 
 usage: python3 variants.py BASE.cu OUTDIR
 """
