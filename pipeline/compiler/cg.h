@@ -193,6 +193,10 @@ struct cg_emit {
 	int64_t rr_len;			/* the row length the layout covers */
 	int team;			/* CUDA: threads of a team (kb_team), 0 where
 					 * a kernel has none */
+	int lse_ok;			/* CUDA: the team is a warp or a block, which
+					 * kb_team_lse combines (schedule online) */
+	int lse_local;			/* the max whose team combine online_pair
+					 * (expr_loop.c) does itself, or -1 */
 	char rr_inner[48];		/* the inner loop's register index of lane kb_j */
 	int nrc;
 	struct {

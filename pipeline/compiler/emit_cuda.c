@@ -194,6 +194,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	K->depth = 1;
 	if (c->s->pdl)
 		cg_line(e, K, "KB_PDL_ENTRY();");
+	e->lse_ok = mode == CU_TEAM && !cl;
 	if (mode == CU_COL) {
 		/* with vec lanes each thread owns vec adjacent outputs and
 		 * reads them 16 bytes at a time (sum/prod, cgx_reduce) */

@@ -83,6 +83,7 @@ cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
 	e->vec = 1;
 	e->root = -1;
 	e->cut = -1;
+	e->lse_local = -1;
 	e->used = calloc((size_t)(g->n > 0 ? g->n : 1), 1);
 	if (!e->used)
 		cg_fail(e, -ENOMEM, "out of memory");
@@ -126,6 +127,7 @@ cg_emit_reset_vars(struct cg_emit *e)
 	e->team = 0;
 	e->rr_len = 0;
 	e->rr_inner[0] = '\0';
+	e->lse_ok = 0;
 }
 
 struct cg_scope *
@@ -324,8 +326,8 @@ memo_find(struct cg_scope *s, int id, const struct cg_map *m, struct cg_val *out
 	return 0;
 }
 
-static void
-memo_add(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+void
+cgx_memo_add(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     const struct cg_val *v)
 {
 	if (s->nmemo == s->capmemo) {
@@ -775,6 +777,6 @@ cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, str
 	if (error < 0)
 		return error;
 	if (out->scope)
-		memo_add(e, out->scope, id, m, out);
+		cgx_memo_add(e, out->scope, id, m, out);
 	return e->error;
 }

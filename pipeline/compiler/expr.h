@@ -39,6 +39,10 @@ int cgx_clamp_var(struct cg_emit *e, struct cg_scope *s, int x, int64_t n);
 int cgx_derived(struct cg_emit *e, struct cg_scope *s, int x, const char *text, int64_t extent);
 void cgx_unit(struct cg_aff *a, int v);
 
+/* Node id at map m is v from scope s inward (cg_ev finds it there). */
+void cgx_memo_add(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    const struct cg_val *v);
+
 /* Reductions and (CPU) direct convolution: expr_loop.c. */
 int cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out);

@@ -167,6 +167,178 @@ close_loops(struct cg_emit *e, struct cg_scope *inner, struct cg_scope *P)
 	return 0;
 }
 
+/* 1 when node w is the max itself, or logsumexp's shift of it,
+ * where(|max| == inf, 0, max): the max wherever the max is finite. */
+static int
+lse_shift(const struct cg *g, int w, int max)
+{
+	const struct cg_node *W = &g->nodes[w], *c, *a, *k, *z;
+
+	if (w == max)
+		return 1;
+	if (W->op != CG_WHERE || W->materialize || W->arg[2] != max)
+		return 0;
+	c = &g->nodes[W->arg[0]];
+	z = &g->nodes[W->arg[1]];
+	if (c->op != CG_EQ || c->materialize || z->op != CG_CONST || z->f[0] != 0)
+		return 0;
+	a = &g->nodes[c->arg[0]];
+	k = &g->nodes[c->arg[1]];
+	return a->op == CG_ABS && a->arg[0] == max && k->op == CG_CONST && isinf(k->f[0]);
+}
+
+/* The sum over the same dims of exp(x - max) (or of logsumexp's shift)
+ * that the kernel computes beside float max node id: its node, or -1. */
+static int
+lse_partner(const struct cg_emit *e, int id)
+{
+	const struct cg *g = e->g;
+	const struct cg_node *n = &g->nodes[id];
+
+	for (int j = 0; j < g->n; j++) {
+		const struct cg_node *S = &g->nodes[j], *E, *D;
+		if (S->op != CG_RSUM || (S->materialize && j != e->root) || S->rmask != n->rmask ||
+		    S->i[0] != n->i[0] || S->dtype != n->dtype || S->rank != n->rank)
+			continue;
+		E = &g->nodes[S->arg[0]];
+		if (E->op != CG_EXP || E->materialize)
+			continue;
+		D = &g->nodes[E->arg[0]];
+		if (D->op == CG_SUB && !D->materialize && D->arg[0] == n->arg[0] && lse_shift(g, D->arg[1], id))
+			return j;
+	}
+	return -1;
+}
+
+/* The reduced node's operand map: kept dims from m, reduced ones set by
+ * open_loops. */
+static void
+kept_map(const struct cg_node *n, const struct cg_node *an, const struct cg_map *m, struct cg_map *am)
+{
+	memset(am, 0, sizeof(*am));
+	am->rank = an->rank;
+	for (int d = 0, j = 0; d < an->rank; d++) {
+		if (n->rmask & (1u << d)) {
+			if (n->i[0])
+				j++;
+			continue;
+		}
+		am->r[d] = m->r[j++];
+	}
+}
+
+/* The float max whose partner (lse_partner) sum node id is, or -1. */
+static int
+lse_max_of(const struct cg_emit *e, int id)
+{
+	const struct cg *g = e->g;
+	const struct cg_node *S = &g->nodes[id], *E = &g->nodes[S->arg[0]], *D;
+	int w, mx;
+
+	if (S->op != CG_RSUM || E->op != CG_EXP)
+		return -1;
+	D = &g->nodes[E->arg[0]];
+	if (D->op != CG_SUB)
+		return -1;
+	w = D->arg[1];
+	mx = g->nodes[w].op == CG_WHERE ? g->nodes[w].arg[2] : w;
+	if (g->nodes[mx].op != CG_RMAX || !ir_dtype_is_float(g->nodes[mx].dtype))
+		return -1;
+	return lse_partner(e, mx) == id ? mx : -1;
+}
+
+/* sum += exp(x - shift) over the reduced dims, in a scope of its own
+ * under P. With local (the thread's own max, acc its name) the max reads
+ * as that scope's, so whatever is computed from it (logsumexp's shift)
+ * stays inside; else head wraps the scope (the pass again, against the
+ * row's max) and the team adds up. */
+static int
+lse_sum_loop(struct cg_emit *e, struct cg_scope *P, const char *head, int max, int sum,
+    const struct cg_map *m, const char *macc, const char *acc)
+{
+	const struct cg_node *S = &e->g->nodes[sum], *an = &e->g->nodes[e->g->nodes[S->arg[0]].arg[0]];
+	struct cg_scope *G = cg_scope_new(e, P), *inner, *first;
+	struct cg_map am;
+	struct cg_val v;
+	char x[256];
+	int lin, error;
+
+	if (!G)
+		return e->error;
+	if (head) {
+		buf_addstr(&G->head, head);
+		cgx_literal(0, S->dtype, x, sizeof(x));
+		cg_line(e, G, "%s = %s;", acc, x);
+	} else {
+		memset(&v, 0, sizeof(v));
+		snprintf(v.name, sizeof(v.name), "%s", macc);
+		v.scope = G;
+		v.dtype = e->g->nodes[max].dtype;
+		cgx_memo_add(e, G, max, m, &v);
+	}
+	kept_map(S, an, m, &am);
+	if (!(inner = open_loops(e, G, an, S->rmask, NULL, 1, &am, &first, &lin)))
+		return e->error ? e->error : -ENOMEM;
+	if ((error = cg_ev(e, inner, S->arg[0], &am, &v)) < 0)
+		return error;
+	if (v.vec)
+		return cg_fail(e, -EAGAIN, "vector lanes inside a reduction");
+	cg_line(e, inner, "%s += %s;", acc, cgx_opnd(&v, S->dtype, 0, x, sizeof(x)));
+	if ((error = close_loops(e, inner, G)) < 0)
+		return error;
+	if (head)
+		cg_line(e, G, "%s = kb_team_sum(%s);", acc, acc);
+	return cg_scope_close(e, G);
+}
+
+/*
+ * Schedule online: float max node max and its partner sum of
+ * exponentials (lse_partner) in one team reduction, at map m in scope P
+ * (reached from either node: the other one's value is left for cg_ev to
+ * find). Each thread takes its max over its part of the row and the sum
+ * of exp(x - that max), and kb_team_lse combines the (max, sum) pairs,
+ * rescaling each sum to the larger max: one combine a row instead of
+ * two. Where the row's max is not finite (an infinity or a NaN) the sum
+ * is taken again against the shift the graph says, as without online, so
+ * infinities and NaN come out as they would.
+ */
+static int
+online_pair(struct cg_emit *e, struct cg_scope *s, struct cg_scope *P, int max, int sum,
+    const struct cg_map *m, struct cg_val *mv, struct cg_val *sv)
+{
+	char head[96], zero[64], ninf[64];
+	enum ir_dtype dt = e->g->nodes[max].dtype;
+	int error;
+
+	/* the max's loop, its team combine left out (lse_local) */
+	e->lse_local = max;
+	error = cgx_reduce(e, s, max, m, mv);
+	e->lse_local = -1;
+	if (error < 0)
+		return error;
+	if (mv->scope != P)
+		return cg_fail(e, -EINVAL, "internal: a row's max and sum in different scopes");
+	memset(sv, 0, sizeof(*sv));
+	snprintf(sv->name, sizeof(sv->name), "a%d", e->ntemps++);
+	sv->scope = P;
+	sv->dtype = e->g->nodes[sum].dtype;
+	cgx_literal(0, sv->dtype, zero, sizeof(zero));
+	cgx_literal(-INFINITY, dt, ninf, sizeof(ninf));
+	cg_line(e, P, "%s %s = %s;", cg_ctype(sv->dtype), sv->name, zero);
+	if ((error = lse_sum_loop(e, P, NULL, max, sum, m, mv->name, sv->name)) < 0)
+		return error;
+	cg_line(e, P, "if (%s == %s) %s = %s;	/* no finite element: nothing to add */", mv->name, ninf,
+	    sv->name, zero);
+	cg_line(e, P, "kb_team_lse(%s, %s);", mv->name, sv->name);
+	/* from here the max is the row's */
+	cgx_memo_add(e, P, max, m, mv);
+	snprintf(head, sizeof(head), "if (!isfinite(%s))", mv->name);
+	if ((error = lse_sum_loop(e, P, head, max, sum, m, mv->name, sv->name)) < 0)
+		return error;
+	cgx_memo_add(e, P, sum, m, sv);
+	return e->error;
+}
+
 int
 cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out)
@@ -196,6 +368,15 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	if (!isarg && n->op != CG_RMAX && n->op != CG_RMIN)
 		vt = at;
 	coop = e->backend == CG_CUDA && P->uniform;
+	if (coop && e->lse_ok && e->sched->online && e->lse_local < 0 && !lanes) {
+		/* a row's max and its sum of exponentials: one team combine */
+		struct cg_val other;
+		int mx = n->op == CG_RMAX && fl ? id : lse_max_of(e, id);
+		int sum = mx == id ? lse_partner(e, id) : id;
+		if (mx >= 0 && sum >= 0)
+			return mx == id ? online_pair(e, s, P, mx, sum, m, out, &other) :
+			    online_pair(e, s, P, mx, sum, m, &other, out);
+	}
 	if (lw_reduced(an, n->rmask) >= CG_LARGE_REDUCTION) {
 		if (P->level > e->red_level)
 			e->red_level = P->level;
@@ -227,16 +408,7 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 			snprintf(clause, sizeof(clause), "reduction(%s:%s)", n->op == CG_RMAX ? "max" : "min", acc);
 	}
 	/* kept dims come from m; reduced dims from the loops */
-	memset(&am, 0, sizeof(am));
-	am.rank = an->rank;
-	for (int d = 0, j = 0; d < an->rank; d++) {
-		if (n->rmask & (1u << d)) {
-			if (n->i[0])
-				j++;
-			continue;
-		}
-		am.r[d] = m->r[j++];
-	}
+	kept_map(n, an, m, &am);
 	inner = open_loops(e, P, an, n->rmask, isarg ? NULL : clause, coop, &am, &first, &lin);
 	if (!inner)
 		return e->error ? e->error : -ENOMEM;
@@ -310,7 +482,7 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		return error;
 	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
 		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
-	if (coop) {
+	if (coop && e->lse_local != id) {
 		/* a float max or min carries its NaN into the team's combine
 		 * (kb_op_nmax), one reduction instead of a second for the flag */
 		switch (n->op) {

@@ -50,6 +50,8 @@ schedule_default(struct schedule *s, const struct ir_graph *ir, enum schedule_ba
 	 * a GPU run has timed it */
 	s->bn_fold = backend == SCHED_CPU;
 	s->pdl = 0;
+	/* one team reduction for a row's max and sum: not yet timed */
+	s->online = 0;
 	s->cuts = 0;
 }
 
@@ -79,7 +81,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	static const int tiles[] = { 16, 32, 64, 128, 256 };
 	static const int splits[] = { 1, 2, 4 };
 
-	switch (pick(rng, 17)) {
+	switch (pick(rng, 18)) {
 	case 0: s->block = blocks[pick(rng, 5)]; break;
 	case 1: s->vec = vecs[pick(rng, 3)]; break;
 	case 2: s->unroll = 1 + pick(rng, 8); break;
@@ -96,6 +98,7 @@ schedule_mutate(struct schedule *s, uint64_t *rng)
 	case 13: s->rcp = !s->rcp; break;
 	case 14: s->bn_fold = !s->bn_fold; break;
 	case 15: s->pdl = !s->pdl; break;
+	case 16: s->online = !s->online; break;
 	default: s->cuts ^= UINT64_C(1) << pick(rng, 8); break;
 	}
 }
@@ -124,6 +127,7 @@ schedule_crossover(struct schedule *c, const struct schedule *a, const struct sc
 	X(attn);
 	X(bn_fold);
 	X(pdl);
+	X(online);
 #undef X
 	/* cuts bit by bit: boundaries are independent choices */
 	uint64_t mask = schedule_rand(rng);
@@ -136,13 +140,13 @@ schedule_to_json(const struct schedule *s)
 	char cuts[32];
 
 	snprintf(cuts, sizeof(cuts), "%" PRIx64, s->cuts);
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:i, s:i, s:i, s:b, s:b, s:b, s:s}",
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:b, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:i, s:i, s:i, s:b, s:b, s:b, s:b, s:s}",
 	    "backend", s->backend == SCHED_CUDA ? "cuda" : "cpu", "block", s->block, "vec", s->vec,
 	    "unroll", s->unroll, "reduce", reduce_names[s->reduce], "row_cache", s->row_cache,
 	    "row_regs", s->row_regs, "row_split", s->row_split, "min_blocks", s->min_blocks, "rcp", s->rcp,
 	    "stream", s->stream, "scan", s->scan, "tf32", s->tf32, "gemm_algo", s->gemm_algo,
 	    "conv_algo", s->conv_algo, "cpu_tile", s->cpu_tile, "attn", s->attn, "bn_fold", s->bn_fold,
-	    "pdl", s->pdl, "cuts", cuts);
+	    "pdl", s->pdl, "online", s->online, "cuts", cuts);
 }
 
 static int
@@ -169,7 +173,7 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 {
 	static const char *const known[] = { "backend", "block", "vec", "unroll", "reduce",
 		"row_cache", "row_regs", "row_split", "min_blocks", "rcp", "stream", "scan", "tf32",
-		"gemm_algo", "conv_algo", "cpu_tile", "attn", "bn_fold", "pdl", "cuts", NULL };
+		"gemm_algo", "conv_algo", "cpu_tile", "attn", "bn_fold", "pdl", "online", "cuts", NULL };
 	struct schedule t = *s;
 	const char *k, *str;
 	json_t *v;
@@ -211,7 +215,8 @@ schedule_from_json(struct schedule *s, const json_t *j, char *err, size_t errlen
 	    get_int(j, "cpu_tile", 8, 256, &t.cpu_tile, err, errlen) < 0 ||
 	    get_int(j, "attn", 0, 1, &t.attn, err, errlen) < 0 ||
 	    get_int(j, "bn_fold", 0, 1, &t.bn_fold, err, errlen) < 0 ||
-	    get_int(j, "pdl", 0, 1, &t.pdl, err, errlen) < 0)
+	    get_int(j, "pdl", 0, 1, &t.pdl, err, errlen) < 0 ||
+	    get_int(j, "online", 0, 1, &t.online, err, errlen) < 0)
 		return -EINVAL;
 	if ((t.block & (t.block - 1)) || t.vec == 3 || t.row_split == 3 || t.min_blocks == 3) {
 		snprintf(err, errlen, "schedule: block, vec, row_split and min_blocks must be powers of two (min_blocks: or 0)");
@@ -246,9 +251,9 @@ schedule_describe(const struct schedule *s, struct buf *b)
 		return buf_printf(b, "cpu_tile=%d bn_fold=%d cuts=%" PRIx64, s->cpu_tile, s->bn_fold, s->cuts);
 	return buf_printf(b, "block=%d vec=%d unroll=%d reduce=%s row_cache=%d row_regs=%d row_split=%d "
 	    "min_blocks=%d rcp=%d stream=%d scan=%d tf32=%d gemm_algo=%d conv_algo=%d attn=%d bn_fold=%d "
-	    "pdl=%d cuts=%" PRIx64, s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache,
+	    "pdl=%d online=%d cuts=%" PRIx64, s->block, s->vec, s->unroll, reduce_names[s->reduce], s->row_cache,
 	    s->row_regs, s->row_split, s->min_blocks, s->rcp, s->stream, s->scan, s->tf32,
-	    s->gemm_algo, s->conv_algo, s->attn, s->bn_fold, s->pdl, s->cuts);
+	    s->gemm_algo, s->conv_algo, s->attn, s->bn_fold, s->pdl, s->online, s->cuts);
 }
 
 int
@@ -311,5 +316,5 @@ schedule_cmp(const struct schedule *a, const struct schedule *b)
 	    a->scan != b->scan ||
 	    a->tf32 != b->tf32 || a->gemm_algo != b->gemm_algo || a->conv_algo != b->conv_algo ||
 	    a->cpu_tile != b->cpu_tile || a->attn != b->attn || a->bn_fold != b->bn_fold ||
-	    a->pdl != b->pdl || a->cuts != b->cuts;
+	    a->pdl != b->pdl || a->online != b->online || a->cuts != b->cuts;
 }

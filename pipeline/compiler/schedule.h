@@ -73,6 +73,11 @@ struct schedule {
 				 * start while the one before finishes and waits for
 				 * its results (cudaGridDependencySynchronize) before
 				 * reading anything: 0/1 */
+	int online;		/* CUDA warp and block teams: a float max and the sum
+				 * of exp(x - max) beside it (softmax, logsumexp,
+				 * cross-entropy) in one team reduction of (max, sum)
+				 * pairs, each thread's sum taken against its own max
+				 * and rescaled: 0/1 */
 	uint64_t cuts;		/* bit i: materialize fusion candidate i (cg_plan) */
 };
 

@@ -223,6 +223,8 @@ build_queue(struct pc_state *st, const struct evolve_ctx *ctx)
 	q[n++].scan = !d.scan;
 	q[n] = d;
 	q[n++].pdl = !d.pdl;
+	q[n] = d;
+	q[n++].online = !d.online;
 	for (int a = 1; a < 4; a++) {
 		q[n] = d;
 		q[n++].gemm_algo = a;

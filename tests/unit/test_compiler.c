@@ -319,6 +319,8 @@ test_cuda_compiles(const char *dir)
 		{ "10_logsumexp_rows", "{\"row_split\": 2, \"row_regs\": 2, \"min_blocks\": 4}" },
 		{ "13_cross_entropy", "{\"row_split\": 2, \"stream\": 1}" },
 		{ "13_cross_entropy", "{\"pdl\": 1, \"block\": 128}" },
+		{ "10_logsumexp_rows", "{\"online\": 1}" },
+		{ "13_cross_entropy", "{\"online\": 1, \"reduce\": \"warp\"}" },
 		{ "08_conv2d_batchnorm_silu", "{\"pdl\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"stream\": 1}" },
 		{ "14_cumsum", "{\"scan\": 1, \"block\": 64}" },
@@ -750,6 +752,19 @@ test_cuda_paths(void)
 		{ "02_softmax_rows", "{\"row_regs\": 0}", "#pragma unroll 4\n", NULL,
 		  "a longer one by the schedule's factor" },
 		{ "02_softmax_rows", "{\"row_split\": 4}", "kb_team = 1024;", NULL, "a cluster team's size is a constant too" },
+		{ "10_logsumexp_rows", "{\"online\": 1}", "\t\tkb_team_lse(a28, a30);\n", "kb_team_nmax(a",
+		  "online: the row's max and sum of exponentials in one team combine" },
+		{ "10_logsumexp_rows", "{\"online\": 1}", "float a30 = 0.0f;\n\t\t{\n\t\t\tfloat t32 = kb_fabsf(a28);\n", NULL,
+		  "each thread's sum against its own max, logsumexp's shift of it kept inside that pass" },
+		{ "10_logsumexp_rows", "{\"online\": 1}", "\t\tif (!isfinite(a28))\n\t\t{\n\t\t\ta30 = 0.0f;\n", NULL,
+		  "and a second pass against the row's shift where the row's max is not finite" },
+		{ "10_logsumexp_rows", "{\"online\": 1}", "float t44 = t43 + t40;", NULL,
+		  "the result adds the row's shift, not a thread's" },
+		{ "13_cross_entropy", "{\"online\": 1}", "kb_team_lse(a37, a39);\n", "kb_team_nmax(a",
+		  "online reached from the max (cross-entropy needs it for the target's logit)" },
+		{ "13_cross_entropy", "{\"online\": 1}", "float t46 = t36 - a37;", NULL, "which then reads the row's max" },
+		{ "13_cross_entropy", NULL, "kb_team_nmax(a", "kb_team_lse(a", "two team combines by default" },
+		{ "03_layernorm", "{\"online\": 1}", "kb_team_sum(a", "kb_team_lse(a", "online leaves other rows alone" },
 	};
 	char path[4200], err[256], label[200];
 
