@@ -25,7 +25,9 @@ IR=$ROOT/bench/ir/13_cross_entropy.json
 # (block 512 and min_blocks 2 and 4 were timed in session 8: slower than
 # b128; docs/gpu-results.md)
 for s in 'default:{}' 'stream:{"stream": true}' 'b128:{"block": 128, "stream": true}' \
-    'pdl128:{"block": 128, "stream": true, "pdl": true}'; do
+    'pdl128:{"block": 128, "stream": true, "pdl": true}' \
+    'online128:{"block": 128, "stream": true, "online": true}' \
+    'onlinepdl128:{"block": 128, "stream": true, "online": true, "pdl": true}'; do
 	"$KB" compile "$IR" --backend cuda --schedule "${s#*:}" -o "$out/${s%%:*}.cu"
 done
 python3 "$ROOT/bench/ce13/variants.py" "$out/b128.cu" "$out/v"
