@@ -15,8 +15,9 @@
  * later generations what is left of them takes every other slot, so each
  * knob that matters on this problem is measured alone once while breeding
  * already combines those that helped. Until every neighbour is drawn the
- * run does not converge (pc_pending). Breeding mutates (schedule_mutate, plus toggles of the cuts
- * that proved to exist) and crosses over the population's schedules.
+ * run does not converge (pc_pending). Breeding mutates (schedule_mutate,
+ * plus toggles of the cuts that proved to exist) and crosses over the
+ * population's schedules.
  *
  * With an archive (prop_compiler_set_archive), the schedules of the most
  * similar solved problems' compiler kernels come right after the default
