@@ -6,7 +6,7 @@
  * Never a verdict on a kernel: `kernelbot eval` is that.
  *
  *   nvcc -O2 -arch=sm_90 -o abi_time bench/abi_time.cu -ldl
- *   abi_time KERNEL.so --in f32:16384x4096 --in i64:16384/4096 --out f32: [--reps N]
+ *   abi_time KERNEL.so --in f32:16384x4096 --in i64:16384/4096 --out f32: [--reps N] [--sync]
  *
  * --in f32:AxB... is filled with normal floats times 2 (a fixed seed, so
  * every variant sees the same inputs), i64:AxB.../C with integers in
@@ -15,7 +15,10 @@
  * CUDA events on the stream it is given. Prints the median, p10 and p90
  * in ms over --reps calls (default 200, after 10 warm-up calls), and the
  * sum of the first output's elements, to compare variants that should
- * agree.
+ * agree. --sync waits for the flush before the first event, as the judge
+ * does (gpu/wdev_cuda.c): the host's time in kernelbot_forward before its
+ * first launch is then inside the measurement, as it is in the judge's;
+ * without it the flush hides that time.
  */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -132,7 +135,7 @@ main(int argc, char **argv)
 {
 	DLTensor in[MAX_T], out[MAX_T];
 	struct spec sp, osp[MAX_T];
-	int nin = 0, nout = 0, reps = 200, rc;
+	int nin = 0, nout = 0, reps = 200, sync = 0, rc;
 	size_t flush_bytes = (size_t)512 << 20;
 	void *lib, *flush;
 	forward_fn fwd;
@@ -142,7 +145,7 @@ main(int argc, char **argv)
 	double sum = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: abi_time KERNEL.so --in SPEC... --out SPEC... [--reps N]\n");
+		fprintf(stderr, "usage: abi_time KERNEL.so --in SPEC... --out SPEC... [--reps N] [--sync]\n");
 		return 2;
 	}
 	for (int i = 2; i < argc; i++) {
@@ -158,6 +161,8 @@ main(int argc, char **argv)
 				nout++;
 			}
 			i++;
+		} else if (!strcmp(argv[i], "--sync")) {
+			sync = 1;
 		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
 			reps = atoi(argv[++i]);
 		} else {
@@ -177,6 +182,8 @@ main(int argc, char **argv)
 	ms = (float *)calloc((size_t)reps, sizeof(float));
 	for (int r = -10; r < reps; r++) {
 		CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st));
+		if (sync)
+			CK(cudaStreamSynchronize(st));
 		CK(cudaEventRecord(a, st));
 		if ((rc = fwd(in, nin, out, nout, st)) != 0) {
 			fprintf(stderr, "abi_time: kernelbot_forward returned %d\n", rc);
@@ -198,7 +205,8 @@ main(int argc, char **argv)
 			sum += h[i];
 		free(h);
 	}
-	printf("%s: median %.4f ms, p10 %.4f, p90 %.4f (%d calls); out0 sum %.9g\n", argv[1],
+	printf("%s%s: median %.4f ms, p10 %.4f, p90 %.4f (%d calls); out0 sum %.9g\n", argv[1],
+	    sync ? " --sync" : "",
 	    ms[reps / 2], ms[reps / 10], ms[reps * 9 / 10], reps, sum);
 	return 0;
 }

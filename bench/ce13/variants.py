@@ -19,6 +19,11 @@ source; bench/ce13/run.sh times them side by side with bench/abi_time.cu.
                kernel before it, slower than the two kernels on the H100
                and the H200 (docs/BENCHMARKS.md, optimize run 4)
 
+Two variants of the pdl kernel timed in session 10 are now what the
+compiler emits (docs/BENCHMARKS.md): the mean's kernel counting the valid
+targets before it waits for the row kernel, and the row losses in a
+buffer kept per stream instead of the pool's on each call.
+
 usage: python3 variants.py BASE.cu OUTDIR
 """
 import os

@@ -257,6 +257,13 @@ void cg_map_identity(struct cg_map *m, int rank, const int *vars);
 int cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out);
 
+/* Emit, at or inside scope s, the reductions in node id's expression at
+ * map m that read the graph's inputs only, none of the buffers other
+ * kernels write (through pointwise ops and views; cg_ev finds them
+ * afterwards): with pdl, what a kernel computes before it waits for the
+ * kernels before it. How many, or -errno. */
+int cg_ev_input_reductions(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m);
+
 /* Record the first error (printf-style) and return it. */
 int cg_fail(struct cg_emit *e, int error, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

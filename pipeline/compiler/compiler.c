@@ -72,7 +72,7 @@ compiler_emit(const struct ir_graph *ir, const struct schedule *s,
     enum schedule_backend backend, char **source, char *err, size_t errlen)
 {
 	struct buf out = BUF_INIT(COMPILER_MAX_SOURCE);
-	struct emit_src src = { BUF_INIT(COMPILER_MAX_SOURCE), BUF_INIT(COMPILER_MAX_SOURCE), 0, 0, 0, 0 };
+	struct emit_src src = { BUF_INIT(COMPILER_MAX_SOURCE), BUF_INIT(COMPILER_MAX_SOURCE), 0, 0, 0, 0, 0 };
 	const struct ir_graph *gs[EMIT_MAX_VERSIONS];
 	struct emit_version v[EMIT_MAX_VERSIONS];
 	int nv, error, from[EMIT_MAX_VERSIONS];

@@ -8,7 +8,9 @@
  * call. Scratch comes from that pool on the caller's stream (stream-ordered:
  * calls on different streams never share bytes in flight) and the pool
  * keeps what is freed, so a call allocates nothing from the driver after
- * the first: a cache of scratch, never of results.
+ * the first: a cache of scratch, never of results. The graph's own
+ * buffers between kernels go further (kb_scratch_at): one per call site
+ * and stream, kept, which takes the pool's host time off every call.
  */
 #include <errno.h>
 #include <limits.h>
@@ -127,6 +129,67 @@ static const char lib_state[] =
 "\tif (pool)\n"
 "\t\treturn cudaMallocFromPoolAsync(ptr, bytes ? bytes : 1, pool, st) == cudaSuccess ? 0 : -1;\n"
 "\treturn cudaMallocAsync(ptr, bytes ? bytes : 1, st) == cudaSuccess ? 0 : -1;\n"
+"}\n"
+"\n"
+"/* The graph's scratch, buffer `site` of this source: one of the module's\n"
+" * own per site and stream, kept from call to call. Work on one stream\n"
+" * runs in order, so the next call's kernels (the first launched the\n"
+" * usual way, waiting for all before it) find the buffer free; a stream\n"
+" * is told by its id, never reused, not by its handle, which may be. A\n"
+" * pool allocation on each call cost about 2.5 us of host time before the\n"
+" * first launch (bench/ce13, docs/BENCHMARKS.md). A stream being captured\n"
+" * into a graph, or one past KB_SLOTS, allocates from the pool instead and\n"
+" * *own says so: the caller frees that with cudaFreeAsync. 0 or -1. */\n"
+"#define KB_SLOTS 16\n"
+"struct kb_slot { int dev, site; unsigned long long stream; size_t bytes; void *p; };\n"
+"static struct kb_slot kb_slots[KB_SLOTS];\n"
+"static int kb_nslots;\n"
+"\n"
+"/* under kb_lib_mu: the slot's index, or kb_nslots */\n"
+"static inline int kb_slot_find(int dev, int site, unsigned long long sid)\n"
+"{\n"
+"\tint i;\n"
+"\n"
+"\tfor (i = 0; i < kb_nslots; i++)\n"
+"\t\tif (kb_slots[i].dev == dev && kb_slots[i].site == site && kb_slots[i].stream == sid)\n"
+"\t\t\tbreak;\n"
+"\treturn i;\n"
+"}\n"
+"\n"
+"static inline int kb_scratch_at(int site, void **ptr, size_t bytes, cudaStream_t st, int *own)\n"
+"{\n"
+"\tcudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;\n"
+"\tunsigned long long sid = 0;\n"
+"\tint dev = kb_device(), i;\n"
+"\n"
+"\t*own = 1;\n"
+"\t*ptr = NULL;\n"
+"\tif (dev < 0 || cudaStreamIsCapturing(st, &cap) != cudaSuccess ||\n"
+"\t    cap != cudaStreamCaptureStatusNone || cudaStreamGetId(st, &sid) != cudaSuccess) {\n"
+"\t\t(void)cudaGetLastError();\t/* not the caller's launch error */\n"
+"\t\treturn kb_scratch(ptr, bytes, st);\n"
+"\t}\n"
+"\tpthread_mutex_lock(&kb_lib_mu);\n"
+"\ti = kb_slot_find(dev, site, sid);\n"
+"\tif (i < kb_nslots && kb_slots[i].bytes >= bytes) {\n"
+"\t\t*ptr = kb_slots[i].p;\n"
+"\t\t*own = 0;\n"
+"\t}\n"
+"\tpthread_mutex_unlock(&kb_lib_mu);\n"
+"\tif (!*own)\n"
+"\t\treturn 0;\n"
+"\tif (kb_scratch(ptr, bytes, st))\n"
+"\t\treturn -1;\n"
+"\t/* keep it, unless the slots are full or another thread's call on\n"
+"\t * this stream kept one first */\n"
+"\tpthread_mutex_lock(&kb_lib_mu);\n"
+"\tif (kb_slot_find(dev, site, sid) == kb_nslots && kb_nslots < KB_SLOTS) {\n"
+"\t\tstruct kb_slot sl = { dev, site, sid, bytes, *ptr };\n"
+"\t\tkb_slots[kb_nslots++] = sl;\n"
+"\t\t*own = 0;\n"
+"\t}\n"
+"\tpthread_mutex_unlock(&kb_lib_mu);\n"
+"\treturn 0;\n"
 "}\n";
 
 static const char cublas_state[] =

@@ -38,6 +38,7 @@ struct emit_src {
 	struct buf kern;	/* CUDA: __global__ kernels and their statics */
 	struct buf fns;		/* the versions' entry functions */
 	int scratch;		/* CUDA: kb_scratch */
+	int nsites;		/* CUDA: kb_scratch_at's call sites so far, its keys */
 	int cublas, cudnn;	/* CUDA: library handles (cublas: CU_LIB_* bits) */
 	int attn;		/* CUDA: the fused attention kernel */
 };

@@ -2,7 +2,8 @@
  * The CUDA backend: one .cu file; a __global__ kernel per materialized
  * node and a host kernelbot_forward that launches them on the caller's
  * stream, with GEMM on cuBLAS and convolution on cuDNN (cuda_lib.c), and
- * scratch from a per-device stream-ordered pool (kb_scratch).
+ * scratch kept per stream (kb_scratch_at), else from a per-device
+ * stream-ordered pool (kb_scratch).
  *
  * A group's kernel has one of three shapes, from where its long
  * reductions land (probe) and the schedule:
@@ -168,6 +169,15 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 	return e->error;
 }
 
+/* Scratch kept from call to call, per stream (kb_scratch_at): buffers up
+ * to 4 MiB, where the pool's host time per call is worth saving against
+ * the kernels' (a 16-stream module keeps at most 64 MiB a site). */
+static int
+scratch_kept(const struct cg_node *n)
+{
+	return ir_numel(n->rank, n->shape) * cg_dtype_size(n->dtype) <= (4 << 20);
+}
+
 /* One kernel for the group; its launch goes into *launch. */
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
@@ -183,6 +193,7 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	char lin[64], grid[96], blk[32];
 	const char *guard = NULL;
 	int cl = mode == CU_TEAM && block_team && c->split > 1;	/* a cluster team */
+	int pdl_early;
 
 	cg_emit_reset_vars(e);
 	memset(e->used, 0, (size_t)c->g->n);
@@ -192,8 +203,15 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (!(K = cg_scope_new(e, NULL)))
 		return e->error;
 	K->depth = 1;
+	/* with pdl, a kernel launched after another one (kb_launch_pdl) may
+	 * start before that one ends: it computes its reductions over the
+	 * graph's inputs first and only then waits (KB_PDL_WAIT, below), not
+	 * where rows are kept (their copies come first) */
+	pdl_early = c->s->pdl && c->launched;
+	for (int r = 0; pdl_early && rc_pass == 2 && r < e->nrc; r++)
+		pdl_early = c->g->nodes[e->rc[r].leaf].op == CG_INPUT;
 	if (c->s->pdl)
-		cg_line(e, K, "KB_PDL_ENTRY();");
+		cg_line(e, K, pdl_early ? "KB_PDL_TRIGGER();" : "KB_PDL_ENTRY();");
 	e->lse_ok = mode == CU_TEAM && !cl;
 	if (mode == CU_COL) {
 		/* with vec lanes each thread owns vec adjacent outputs and
@@ -325,6 +343,13 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
 	cg_group_root_map(c->g, root, q, shape, vars, &m);
+	if (pdl_early) {
+		/* every load lands in O or inside it (cgx_outermost), so a
+		 * read of another kernel's buffer comes after the wait */
+		if ((error = cg_ev_input_reductions(e, cur, root, &m)) < 0)
+			return error;
+		cg_line(e, O, "KB_PDL_WAIT();");
+	}
 	if ((error = cg_ev(e, cur, root, &m, &v)) < 0)
 		return error;
 	if (mode == CU_TEAM && k == q)
@@ -635,18 +660,26 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	}
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
+		if (n->materialize && n->output < 0 && n->op != CG_INPUT) {
 			cu_hline(&c, "%s *%s = NULL;", cg_ctype(n->dtype), ptrs[i]);
+			cu_hline(&c, "int %s_own = %d;", ptrs[i], !scratch_kept(n));
+		}
 	}
-	/* scratch on the caller's stream: stream-ordered, freed the same way */
+	/* scratch on the caller's stream: small buffers kept per stream
+	 * (kb_scratch_at), the rest from the pool; what is this call's own
+	 * is freed stream-ordered */
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		int64_t cnt = ir_numel(n->rank, n->shape);
 		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
 			continue;
 		c.scratch = 1;
-		cu_hline(&c, "if (kb_scratch((void **)&%s, sizeof(%s) * %" PRId64 ", st))",
-		    ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1);
+		if (scratch_kept(n))
+			cu_hline(&c, "if (kb_scratch_at(%d, (void **)&%s, sizeof(%s) * %" PRId64 ", st, &%s_own))",
+			    src->nsites++, ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1, ptrs[i]);
+		else
+			cu_hline(&c, "if (kb_scratch((void **)&%s, sizeof(%s) * %" PRId64 ", st))",
+			    ptrs[i], cg_ctype(n->dtype), cnt ? cnt : 1);
 		cu_hline(&c, "\t{ rc = 3; goto out; }");
 	}
 	for (int i = 0; i < g->n && !c.e.error && !fused; i++) {
@@ -685,7 +718,8 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
-			buf_printf(&src->fns, "\tif (%s)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i]);
+			buf_printf(&src->fns, "\tif (%s && %s_own)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i],
+			    ptrs[i]);
 	}
 	if (buf_addstr(&src->fns, "\treturn rc;\n}\n") < 0) {
 		error = -ENOBUFS;

@@ -710,6 +710,98 @@ cgx_load(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_aff *off
 	return e->error;
 }
 
+/* The map of view n's operand, read where n is read at m. */
+static void
+view_map(const struct cg_emit *e, const struct cg_node *n, const struct cg_map *m, struct cg_map *am)
+{
+	const struct cg_node *an = &e->g->nodes[n->arg[0]];
+
+	memset(am, 0, sizeof(*am));
+	am->rank = an->rank;
+	for (int d = 0; d < an->rank; d++) {
+		am->r[d].k = n->vmap->k[d];
+		for (int j = 0; j < n->rank; j++)
+			if (n->vmap->c[d][j])
+				cgx_aff_axpy(&am->r[d], n->vmap->c[d][j], &m->r[j]);
+	}
+}
+
+/* A node the current kernel reads from memory rather than computes. */
+static int
+is_leaf(const struct cg_emit *e, int id)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+
+	return n->op == CG_INPUT || n->op == CG_CONST || (e->bufname[id] && n->materialize && id != e->root);
+}
+
+enum { MK_WRITTEN = 1, MK_CLEAN = 2, MK_WALKED = 4 };	/* input_reductions' marks */
+
+/* 1 when computing node id reads a buffer another kernel writes (a
+ * leaf that is not a graph input or a constant). */
+static int
+reads_written(const struct cg_emit *e, int id, unsigned char *mark)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	int r = 0;
+
+	if (mark[id] & (MK_WRITTEN | MK_CLEAN))
+		return !!(mark[id] & MK_WRITTEN);
+	if (is_leaf(e, id))
+		r = n->op != CG_INPUT && n->op != CG_CONST;
+	else
+		for (int i = 0; i < 3 && !r; i++)
+			r = n->arg[i] >= 0 && reads_written(e, n->arg[i], mark);
+	mark[id] |= r ? MK_WRITTEN : MK_CLEAN;
+	return r;
+}
+
+static int
+input_reductions(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
+    unsigned char *mark)
+{
+	const struct cg_node *n = &e->g->nodes[id];
+	struct cg_map am;
+	struct cg_val v;
+	int error, got = 0;
+
+	/* once a node: a node met again at another map is left to cg_ev */
+	if (is_leaf(e, id) || (mark[id] & MK_WALKED))
+		return 0;
+	mark[id] |= MK_WALKED;
+	if (cg_is_reduction(n->op)) {
+		if (reads_written(e, id, mark))
+			return 0;
+		return (error = cg_ev(e, s, id, m, &v)) < 0 ? error : 1;
+	}
+	if (n->op == CG_VIEW) {
+		view_map(e, n, m, &am);
+		return input_reductions(e, s, n->arg[0], &am, mark);
+	}
+	if (!cg_is_pointwise(n->op))
+		return 0;
+	for (int i = 0; i < (n->op == CG_WHERE ? 3 : n->arg[1] >= 0 ? 2 : 1); i++) {
+		cgx_bcast_map(&e->g->nodes[n->arg[i]], m, &am);
+		if ((error = input_reductions(e, s, n->arg[i], &am, mark)) < 0)
+			return error;
+		got += error;
+	}
+	return got;
+}
+
+int
+cg_ev_input_reductions(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m)
+{
+	unsigned char *mark = calloc((size_t)(e->g->n > 0 ? e->g->n : 1), 1);
+	int r;
+
+	if (!mark)
+		return cg_fail(e, -ENOMEM, "out of memory");
+	r = input_reductions(e, s, id, m, mark);
+	free(mark);
+	return r;
+}
+
 int
 cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, struct cg_val *out)
 {
@@ -761,15 +853,7 @@ cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, str
 		cgx_temp(e, at ? at : cgx_outermost(s), n->dtype, vec, text, out);
 		error = e->error;
 	} else if (n->op == CG_VIEW) {
-		const struct cg_node *an = &e->g->nodes[n->arg[0]];
-		memset(&am, 0, sizeof(am));
-		am.rank = an->rank;
-		for (int d = 0; d < an->rank; d++) {
-			am.r[d].k = n->vmap->k[d];
-			for (int j = 0; j < n->rank; j++)
-				if (n->vmap->c[d][j])
-					cgx_aff_axpy(&am.r[d], n->vmap->c[d][j], &m->r[j]);
-		}
+		view_map(e, n, m, &am);
 		return cg_ev(e, s, n->arg[0], &am, out);	/* no memo: the arg's own */
 	} else {
 		error = cgx_special(e, s, id, m, out);
