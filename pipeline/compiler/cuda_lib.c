@@ -136,7 +136,7 @@ static const char lib_state[] =
 " * runs in order, so the next call's kernels (the first launched the\n"
 " * usual way, waiting for all before it) find the buffer free; a stream\n"
 " * is told by its id, never reused, not by its handle, which may be. A\n"
-" * pool allocation on each call cost about 2.5 us of host time before the\n"
+" * pool allocation on each call cost 2.8 us of host time before the\n"
 " * first launch (bench/ce13, docs/BENCHMARKS.md). A stream being captured\n"
 " * into a graph, or one past KB_SLOTS, allocates from the pool instead and\n"
 " * *own says so: the caller frees that with cudaFreeAsync. 0 or -1. */\n"

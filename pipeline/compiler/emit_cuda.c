@@ -171,7 +171,7 @@ store(struct cu *c, struct cg_scope *S, int root, const struct cg_map *m, const 
 
 /* Scratch kept from call to call, per stream (kb_scratch_at): buffers up
  * to 4 MiB, where the pool's host time per call is worth saving against
- * the kernels' (a 16-stream module keeps at most 64 MiB a site). */
+ * the kernels' (a module keeps at most KB_SLOTS of them, 64 MiB). */
 static int
 scratch_kept(const struct cg_node *n)
 {

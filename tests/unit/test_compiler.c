@@ -5,6 +5,7 @@
  * trusted driver tests/compiler/run_kernel.py (also under schedules that
  * cut every fusion boundary, so materialized paths are exercised too).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -840,6 +841,76 @@ test_cuda_schedules(void)
 	CHECK("every mutated schedule compiles for CUDA", ok);
 }
 
+/* An identifier PREFIX followed by digits (s15, out0, in1) in p[0..n). */
+static int
+names_buffer(const char *p, size_t n, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	for (size_t i = 0; i + k < n; i++) {
+		size_t j = i + k;
+		if (strncmp(p + i, prefix, k) || (i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')) ||
+		    !isdigit((unsigned char)p[j]))
+			continue;
+		while (j < n && isdigit((unsigned char)p[j]))
+			j++;
+		if (j >= n || !(isalnum((unsigned char)p[j]) || p[j] == '_'))
+			return 1;
+	}
+	return 0;
+}
+
+/* With pdl, a kernel after the first may run while the one before it
+ * does: up to KB_PDL_WAIT it may read graph inputs only. Every fixture,
+ * every such kernel. */
+static void
+test_cuda_pdl_wait(void)
+{
+	char dir[4200], err[256];
+	int kernels = 0, early = 0, bad = 0, files = 0;
+	DIR *dp;
+	struct dirent *de;
+
+	snprintf(dir, sizeof(dir), "%s/tests/fixtures/ir", root);
+	if (!(dp = opendir(dir))) {
+		CHECK("the IR fixtures are there", 0);
+		return;
+	}
+	while ((de = readdir(dp))) {
+		size_t len = strlen(de->d_name);
+		char name[256], *src = NULL;
+		struct schedule sc;
+		json_t *j;
+		if (len < 6 || len >= sizeof(name) || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		if (!(j = fixture(name)))
+			continue;
+		schedule_default(&sc, NULL, SCHED_CUDA);
+		sc.pdl = 1;
+		if (compile_json(j, SCHED_CUDA, &sc, &src, err, sizeof(err)) == 0) {
+			files++;
+			for (const char *t = src; (t = strstr(t, "\tKB_PDL_TRIGGER();\n")); t++) {
+				const char *end = strstr(t, "\n}\n"), *w = strstr(t, "KB_PDL_WAIT();");
+				kernels++;
+				size_t n = w ? (size_t)(w - t) : 0;
+				if (!end || !w || w > end || names_buffer(t, n, "s") || names_buffer(t, n, "out")) {
+					printf("     %s: a kernel reads another's buffer before KB_PDL_WAIT\n", name);
+					bad++;
+				} else {
+					early += names_buffer(t, n, "in");
+				}
+			}
+		}
+		free(src);
+		json_decref(j);
+	}
+	closedir(dp);
+	CHECK("pdl: the fixtures compile", files > 60);
+	CHECK("pdl: no kernel reads another kernel's buffer before it waits", kernels > 20 && bad == 0);
+	CHECK("pdl: kernels load inputs before they wait", early > 20);
+}
+
 int
 main(void)
 {
@@ -873,6 +944,7 @@ main(void)
 	test_cuda_thread_rows();
 	test_cuda_no_flags();
 	test_cuda_schedules();
+	test_cuda_pdl_wait();
 
 	snprintf(opsdir, sizeof(opsdir), "%s/tests/fixtures/ops", root);
 	if (!mkdtemp(dir)) {
