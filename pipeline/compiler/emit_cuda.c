@@ -345,10 +345,12 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	cg_group_root_map(c->g, root, q, shape, vars, &m);
 	if (pdl_early) {
 		/* every load lands in O or inside it (cgx_outermost), so a
-		 * read of another kernel's buffer comes after the wait */
+		 * read of another kernel's buffer comes after the wait; with
+		 * nothing to read first, the wait goes before O's loop (K's
+		 * lines precede O's text), once a thread */
 		if ((error = cg_ev_input_reductions(e, cur, root, &m)) < 0)
 			return error;
-		cg_line(e, O, "KB_PDL_WAIT();");
+		cg_line(e, error > 0 ? O : K, "KB_PDL_WAIT();");
 	}
 	if ((error = cg_ev(e, cur, root, &m, &v)) < 0)
 		return error;

@@ -756,6 +756,8 @@ test_cuda_paths(void)
 		  "then waits for the row kernel, before it reads the row losses" },
 		{ "13_cross_entropy", "{\"pdl\": 1}", "\tKB_PDL_ENTRY();\n\tconst int kb_lane = threadIdx.x, kb_team = 256;", NULL,
 		  "the row kernel, launched the usual way, has nothing to wait for" },
+		{ "12_mlp_block", "{\"pdl\": 1}", "\tKB_PDL_TRIGGER();\n\tKB_PDL_WAIT();\n\tfor (int64_t kb_i = ", NULL,
+		  "with no reduction over inputs alone, a kernel waits once, before its loop" },
 		{ "13_cross_entropy", NULL, "if (kb_scratch_at(0, (void **)&s15, sizeof(float) * 16384, st, &s15_own))", NULL,
 		  "the row losses' 64 KiB are kept per stream" },
 		{ "13_cross_entropy", NULL, "\tif (s15 && s15_own)\n\t\tcudaFreeAsync(s15, st);", NULL,
