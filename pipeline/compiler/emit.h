@@ -67,6 +67,10 @@ void emit_tensor_check(const struct cg *g, int id, struct buf *b);
 void emit_tensor_pointer(const struct cg *g, int id, const char *ptr, const char *restrict_kw,
     struct buf *b);
 
+/* 1 for a node a kernel writes that is neither an input nor an output:
+ * the entry function's scratch. */
+int emit_is_scratch(const struct cg_node *n);
+
 /* A one-line summary of the nodes fused into the group rooted at root. */
 void emit_group_summary(const struct cg *g, int root, struct buf *b);
 

@@ -472,14 +472,14 @@ emit_cpu(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 	}
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
+		if (!emit_is_scratch(n))
 			continue;
 		cg_line(&e, F, "%s *%s = malloc(sizeof(%s) * %" PRId64 ");", cg_ctype(n->dtype), ptrs[i],
 		    cg_ctype(n->dtype), ir_numel(n->rank, n->shape) ? ir_numel(n->rank, n->shape) : 1);
 	}
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
+		if (!emit_is_scratch(n))
 			continue;
 		cg_line(&e, F, "if (!%s)", ptrs[i]);
 		cg_line(&e, F, "\t{ rc = 3; goto out; }");
@@ -512,7 +512,7 @@ emit_cpu(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 	buf_addstr(&F->body, "out:\n");
 	for (int i = 0; i < g->n; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
+		if (emit_is_scratch(n))
 			cg_line(&e, F, "free(%s);", ptrs[i]);
 	}
 	cg_line(&e, F, "return rc;");

@@ -76,6 +76,12 @@ summary_walk(const struct cg *g, int id, int root, struct buf *b, unsigned char 
 	buf_printf(b, "%s%s", b->len ? " " : "", cg_op_name(n->op));
 }
 
+int
+emit_is_scratch(const struct cg_node *n)
+{
+	return n->materialize && n->output < 0 && n->op != CG_INPUT;
+}
+
 void
 emit_group_summary(const struct cg *g, int root, struct buf *b)
 {

@@ -662,7 +662,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	}
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (n->materialize && n->output < 0 && n->op != CG_INPUT) {
+		if (emit_is_scratch(n)) {
 			cu_hline(&c, "%s *%s = NULL;", cg_ctype(n->dtype), ptrs[i]);
 			cu_hline(&c, "int %s_own = %d;", ptrs[i], !scratch_kept(n));
 		}
@@ -673,7 +673,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
 		int64_t cnt = ir_numel(n->rank, n->shape);
-		if (!n->materialize || n->output >= 0 || n->op == CG_INPUT)
+		if (!emit_is_scratch(n))
 			continue;
 		c.scratch = 1;
 		if (scratch_kept(n))
@@ -719,7 +719,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	buf_addstr(&src->fns, "out:\n");
 	for (int i = 0; i < g->n && !fused; i++) {
 		const struct cg_node *n = &g->nodes[i];
-		if (n->materialize && n->output < 0 && n->op != CG_INPUT)
+		if (emit_is_scratch(n))
 			buf_printf(&src->fns, "\tif (%s && %s_own)\n\t\tcudaFreeAsync(%s, st);\n", ptrs[i], ptrs[i],
 			    ptrs[i]);
 	}

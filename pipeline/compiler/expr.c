@@ -726,6 +726,13 @@ view_map(const struct cg_emit *e, const struct cg_node *n, const struct cg_map *
 	}
 }
 
+/* A pointwise node's operands. */
+static int
+pw_nargs(const struct cg_node *n)
+{
+	return n->op == CG_WHERE ? 3 : n->arg[1] >= 0 ? 2 : 1;
+}
+
 /* A node the current kernel reads from memory rather than computes. */
 static int
 is_leaf(const struct cg_emit *e, int id)
@@ -780,7 +787,7 @@ input_reductions(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_
 	}
 	if (!cg_is_pointwise(n->op))
 		return 0;
-	for (int i = 0; i < (n->op == CG_WHERE ? 3 : n->arg[1] >= 0 ? 2 : 1); i++) {
+	for (int i = 0; i < pw_nargs(n); i++) {
 		cgx_bcast_map(&e->g->nodes[n->arg[i]], m, &am);
 		if ((error = input_reductions(e, s, n->arg[i], &am, mark)) < 0)
 			return error;
@@ -820,13 +827,13 @@ cg_ev(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m, str
 	}
 	if (memo_find(s, id, m, out))
 		return 0;
-	if (n->op == CG_INPUT || (e->bufname[id] && n->materialize && id != e->root)) {
+	if (is_leaf(e, id)) {	/* constants returned above */
 		struct cg_aff off;
 		cg_map_offset(m, n->rank, n->shape, &off);
 		error = cgx_load(e, s, id, &off, out);
 	} else if (cg_is_pointwise(n->op)) {
 		struct cg_scope *at = NULL;
-		int vec = 0, na = n->op == CG_WHERE ? 3 : n->arg[1] >= 0 ? 2 : 1;
+		int vec = 0, na = pw_nargs(n);
 		char text[EXPR_MAX];
 		for (int i = 0; i < na; i++) {
 			cgx_bcast_map(&e->g->nodes[n->arg[i]], m, &am);

@@ -14,8 +14,8 @@
  *   slots     24 streams, more than a module keeps buffers for, one
  *             call each: those past the slots take the pool's path;
  *   capture   a call captured into a CUDA graph (scratch from the pool,
- *             as graph nodes), replayed on X and, after Y is copied into
- *             X's buffers, on Y.
+ *             as graph nodes), replayed twice on X and, after Y is copied
+ *             into X's buffers, on Y.
  * Every loss must equal its reference bit for bit (the kernels' combine
  * order is fixed). Prints one line per check; exit 0 when all pass, 1
  * when one fails, 2 on a setup error.
@@ -67,13 +67,10 @@ tensor(void *p, DLDataTypeCode code, int bits, int ndim, int64_t *shape)
 static void
 call(const struct set *s, float *loss, cudaStream_t st)
 {
-	static int64_t xs[2], ts[1];
+	int64_t xs[2] = { rows, cols }, ts[1] = { rows };
 	DLTensor in[2], out[1];
 	int rc;
 
-	xs[0] = rows;
-	xs[1] = cols;
-	ts[0] = rows;
 	in[0] = tensor(s->x, kDLFloat, 32, 2, xs);
 	in[1] = tensor(s->t, kDLInt, 64, 1, ts);
 	out[0] = tensor(loss, kDLFloat, 32, 0, NULL);
@@ -186,12 +183,13 @@ main(int argc, char **argv)
 	CK(cudaDeviceSynchronize());
 	fails += check("24 streams, past the kept slots", wrong(tmp, STREAMS, ref), STREAMS);
 
-	/* a captured call, replayed on X, then on Y copied into X's buffers */
+	/* a captured call, replayed on X (slots 0 and 2), then on Y copied
+	 * into X's buffers (slot 1) */
 	CK(cudaStreamBeginCapture(st[1], cudaStreamCaptureModeThreadLocal));
 	call(&set[0], tmp, st[1]);
 	CK(cudaStreamEndCapture(st[1], &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 2; i++) {
 		CK(cudaGraphLaunch(ge, st[1]));
 		CK(cudaMemcpyAsync(res + 2 * i, tmp, sizeof(float), cudaMemcpyDeviceToDevice, st[1]));
 	}
@@ -202,19 +200,7 @@ main(int argc, char **argv)
 	CK(cudaGraphLaunch(ge, st[1]));
 	CK(cudaMemcpyAsync(res + 1, tmp, sizeof(float), cudaMemcpyDeviceToDevice, st[1]));
 	CK(cudaStreamSynchronize(st[1]));
-	/* slots 0, 2, 4 hold X's replays, 1 Y's */
-	{
-		float want[2] = { ref[0], ref[1] };
-		int bad = wrong(res, 2, want);
-		float *h = (float *)malloc(sizeof(float) * 6);
-		if (!h)
-			return 2;
-		CK(cudaMemcpy(h, res, sizeof(float) * 6, cudaMemcpyDeviceToHost));
-		bad += memcmp(&h[2], &ref[0], sizeof(float)) != 0;
-		bad += memcmp(&h[4], &ref[0], sizeof(float)) != 0;
-		free(h);
-		fails += check("a captured call, replayed on new inputs", bad, 4);
-	}
+	fails += check("a captured call, replayed on new inputs", wrong(res, 3, ref), 3);
 	CK(cudaGraphExecDestroy(ge));
 	CK(cudaGraphDestroy(g));
 	CK(cudaGetLastError());
