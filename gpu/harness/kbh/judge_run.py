@@ -207,13 +207,10 @@ class CandidateRun:
             return inner, env, 0
         tooled = sanitizer or profiler
         profile = "candidate" if self.kind == "native" and not tooled else "compiler"
-        outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
-                 "--ro", ctx.inputs_dir, "--timeout", str(int(timeout) + 5),
-                 "--report", self.report]
-        for p in ro:
-            outer += ["--ro", p]
-        if ctx.req.get("allow_degraded"):
-            outer.append("--allow-degraded")
+        outer = self.sandbox(profile, scratch, int(timeout) + 5,
+                             ctx.req.get("device", 0) if ctx.backend == "cuda" else None,
+                             [ctx.inputs_dir] + ro)
+        outer += ["--report", self.report]
         # Always a limit of ours: the sandbox's default (1 GiB) is too small
         # for host copies of GPU-sized tensors, nvcc on torch headers, or a
         # sanitizer's bookkeeping.
@@ -225,11 +222,24 @@ class CandidateRun:
             # SIGXCPU (exit 24) long before the deadline. The deadline
             # still bounds the run.
             outer += ["--cpu", str(min(SANDBOX_CPU_MAX_S, (int(timeout) + 5) * (os.cpu_count() or 1)))]
-        if ctx.backend == "cuda":
-            outer += ["--gpu", str(ctx.req.get("device", 0))]
         for k, v in sorted(env.items()):
             outer += ["--env", "%s=%s" % (k, v)]
         return outer + ["--"] + inner, dict(ctx.worker_env, PATH=env["PATH"], LANG="C.UTF-8"), 0
+
+    def sandbox(self, profile, scratch, timeout, gpu, ro):
+        """kernelbot sandbox-exec's argv up to the caller's own options:
+        the profile, a scratch directory, a deadline in seconds, the GPU
+        it may open (None: no option, -1: none) and read-only paths."""
+        ctx = self.ctx
+        outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
+                 "--timeout", str(timeout)]
+        if gpu is not None:
+            outer += ["--gpu", str(gpu)]
+        for p in ro:
+            outer += ["--ro", p]
+        if ctx.req.get("allow_degraded"):
+            outer.append("--allow-degraded")
+        return outer
 
     def run_tool(self, argv, timeout=60):
         """A toolkit program (cuobjdump) over the candidate's shared
@@ -240,12 +250,9 @@ class CandidateRun:
         if ctx.sandbox:
             scratch = self.scratch + "-tool"
             os.makedirs(scratch, exist_ok=True)
-            outer = [ctx.kernelbot, "sandbox-exec", "--profile", "compiler", "--scratch", scratch,
-                     "--timeout", str(timeout), "--gpu", "-1", "--ro", self.c["so"],
-                     "--ro", os.path.dirname(os.path.realpath(argv[0])),
-                     "--env", "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "--env", "LANG=C.UTF-8"]
-            if ctx.req.get("allow_degraded"):
-                outer.append("--allow-degraded")
+            outer = self.sandbox("compiler", scratch, timeout, -1,
+                                 [self.c["so"], os.path.dirname(os.path.realpath(argv[0]))])
+            outer += ["--env", "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "--env", "LANG=C.UTF-8"]
             argv = outer + ["--"] + list(argv)
             env = dict(ctx.worker_env, PATH=os.environ.get("PATH", "/usr/bin:/bin"), LANG="C.UTF-8")
         try:
