@@ -28,10 +28,7 @@
 # H200.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 # The development problems: $KERNELBOT_PROBLEMS, else shared/problems beside
 # the repository or inside it (a device machine's copy of the tree).

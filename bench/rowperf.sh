@@ -23,10 +23,7 @@
 # "LABEL JSON" lines instead of the list below), PYTHON.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 dir=${KERNELBOT_PROBLEMS:-}
 [ -n "$dir" ] || for d in "$ROOT/../shared/problems" "$ROOT/shared/problems" /work/shared/problems; do

@@ -23,19 +23,13 @@
 # over row_cache where both apply, so the table is the shared-memory path).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 dir=${KERNELBOT_PROBLEMS:-}
 [ -n "$dir" ] || for d in "$ROOT/../shared/problems" "$ROOT/shared/problems" /work/shared/problems; do
 	[ -d "$d" ] && { dir=$d; break; }
 done
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "compiler-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu compiler-gpu
 if [ $# -gt 0 ]; then problems="$*"; else problems=$(ls "$dir"/[0-9]*.py 2>/dev/null); fi
 if [ -z "$problems" ]; then
 	echo "compiler-gpu: no problems (set KERNELBOT_PROBLEMS)" >&2

@@ -8,15 +8,9 @@
 # openssl. KERNELBOT as in eval-gpu.sh.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 export KERNELBOT KB_ROOT="$ROOT"
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "coord-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu coord-gpu
 . "$ROOT/tests/e2e/lib.sh"
 t_init coord-gpu
 . "$ROOT/tests/e2e/lib-coord.sh"

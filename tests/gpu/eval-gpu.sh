@@ -11,10 +11,7 @@
 # default ../shared/problems beside the repository), TIMEOUT (per request).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 TIMEOUT=${TIMEOUT:-20}
 X="$ROOT/tests/fixtures/exploits/cuda"
@@ -22,10 +19,7 @@ P="$ROOT/tests/fixtures/eval/scale_bias_gpu.py"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-test-gpu.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "test-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu test-gpu
 echo "test-gpu: $("$KERNELBOT" --version) on $(nvidia-smi -L | head -n 1)"
 
 mkdir -p "$tmp/c"

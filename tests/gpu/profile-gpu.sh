@@ -19,10 +19,7 @@
 # Exits 1 when a check fails.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 P="$ROOT/tests/fixtures/eval/scale_bias_gpu.py"
 K="$ROOT/tests/fixtures/exploits/cuda/correct.cu"
@@ -36,10 +33,7 @@ check_eq() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'
 json_get() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 prompts() { $PY -c 'import json,sys; p=[json.loads(l)["prompt"] for l in open(sys.argv[1])]; print(eval(sys.argv[2]))' "$1" "$2"; }
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "profile-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu profile-gpu
 echo "profile-gpu: $("$KERNELBOT" --version) on $(nvidia-smi -L | head -n 1)"
 
 # plausible FILE WHAT: the checks of one `kernelbot profile --json` output

@@ -16,10 +16,7 @@
 # Env: KERNELBOT (the binary), PYTHON (with torch and pytest).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 PY=${PYTHON:-python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-report-gpu.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -28,10 +25,7 @@ fail=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "report-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu report-gpu
 if ! "$PY" -c 'import pytest, torch; assert torch.cuda.is_available()' 2>/dev/null; then
 	echo "report-gpu: FAIL: $PY lacks pytest or a CUDA PyTorch"
 	exit 1

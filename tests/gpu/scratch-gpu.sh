@@ -13,15 +13,9 @@
 # NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${KERNELBOT:-}" ]; then
-	if [ -x "$ROOT/device-bundle/run" ]; then KERNELBOT="$ROOT/device-bundle/run"
-	else KERNELBOT="$ROOT/build/default/kernelbot"; fi
-fi
+. "$ROOT/tests/gpu/lib.sh"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "scratch-gpu: SKIP: no NVIDIA GPU on this host"
-	exit 0
-fi
+need_gpu scratch-gpu
 INC=$ROOT/device-bundle/include
 [ -d "$INC/dlpack" ] || INC=/usr/include
 out=$(mktemp -d "${TMPDIR:-/tmp}/kb-scratch-gpu.XXXXXX") || exit 1
