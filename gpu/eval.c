@@ -364,7 +364,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", "needs_review", NULL };
 	json_t *v;
 	size_t i;
 
