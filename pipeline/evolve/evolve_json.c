@@ -140,6 +140,9 @@ evo_summary_json(const struct evo_run *r, const char *status, const json_t *best
 		    "compile_ci95", jsonx_path(best, "speedup.compile_ci95") ?
 		    jsonx_path(best, "speedup.compile_ci95") : json_null());
 	}
+	/* the confirmation's flags: a needs_review best names what to review */
+	if (b && json_is_array(json_object_get(best, "flags")))
+		json_object_set(b, "flags", json_object_get(best, "flags"));
 	s = json_pack("{s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o}", "problem", r->o->problem,
 	    "status", status, "best", b, "candidates_evaluated", r->spent.candidates,
 	    "generations", r->spent.generations, "stop_reason", r->stop_reason,

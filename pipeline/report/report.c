@@ -117,7 +117,12 @@ read_dir(struct report_dir *d, char *err, size_t errlen)
 	    json_is_string(dev) ? json_string_value(dev) : jsonx_str(dev, "name", "cpu"));
 	if (!strcmp(d->backend, "cuda"))
 		arch_of(dev, d->arch);
-	if (strcmp(status, "improved") != 0)
+	/*
+	 * needs_review: the search's only confirmed kernels are flagged
+	 * (docs/optimize.md). They ship in a PR that asks for review, with
+	 * no headline speedup (report_flagged), never silently dropped.
+	 */
+	if (strcmp(status, "improved") != 0 && strcmp(status, "needs_review") != 0)
 		return 0;
 
 	/* An improved result must carry its kernel and its confirmation. */
@@ -488,7 +493,7 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 		char speed[sizeof(flagged) + 64];
 
 		/* DESIGN.md 6.6: an implausible speedup is flagged, never headlined */
-		if (report_flagged(best, flagged, sizeof(flagged)))
+		if ((p->needs_review = report_flagged(best, flagged, sizeof(flagged))))
 			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
 		else
 			snprintf(speed, sizeof(speed), "%.2fx faster", jsonx_num(best->result, "speedup.eager", 0));
@@ -500,8 +505,9 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 			goto out;
 		if ((error = buf_printf(&b, "kernels/%s: verified kernel for %s\n\n"
 		    "kernelbot found a kernel for %s (class %s) at %.12s that passed its\n"
-		    "correctness trials and is faster than PyTorch eager: ", m->slug, m->module_path,
-		    m->module_path, c->cls, m->commit ? m->commit : "?")) < 0 ||
+		    "correctness trials and %s: ", m->slug, m->module_path,
+		    m->module_path, c->cls, m->commit ? m->commit : "?", p->needs_review ?
+		    "needs review: its timing was flagged" : "is faster than PyTorch eager")) < 0 ||
 		    (error = report_md_headline(best, &b)) < 0 ||
 		    (error = buf_addstr(&b, ".\nThe drop-in module falls back to the original where the kernel\n"
 		    "cannot run; see kernels/")) < 0 || (error = buf_printf(&b, "%s/REPORT.md.\n", m->slug)) < 0 ||

@@ -47,6 +47,12 @@ struct report_pr {
 	char *title, *body, *comment, *message;	/* PR title and body, results comment, commit message */
 	char *status_description;	/* one line for the commit status */
 	int improved;			/* 0: nothing faster was found: no PR, only the status */
+	/*
+	 * 1: the PR's best kernel carries a plausibility flag (report_flagged)
+	 * and its speedup is not headlined: the PR asks for review, and its
+	 * commit status is not success.
+	 */
+	int needs_review;
 };
 
 /*

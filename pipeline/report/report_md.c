@@ -69,7 +69,7 @@ int
 report_flagged(const struct report_dir *d, char *out, size_t len)
 {
 	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
-	    "untimed_work", NULL };
+	    "untimed_work", "side_stream", NULL };
 	const json_t *v;
 	size_t i, n = 0;
 
@@ -78,6 +78,9 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 		for (const char *const *f = blocking; *f; f++)
 			if (json_is_string(v) && !strcmp(json_string_value(v), *f) && strlen(out) + strlen(*f) + 3 < len)
 				n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", *f) > 0;
+	/* the search said so even if the flags were lost on the way */
+	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review"))
+		n += (size_t)snprintf(out, len, "needs_review") > 0;
 	return n > 0;
 }
 
