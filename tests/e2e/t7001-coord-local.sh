@@ -29,6 +29,10 @@ check "the PR body has the speedup table" grep -q 'eager ms' "$TMP/forge/prs/mod
 st=$(cat "$TMP/forge/statuses/$SHA0.json" 2>/dev/null)
 check_match "status: the PR's module succeeded" "$st" '"kernelbot/models-fast"'
 check_match "status: the other says nothing faster" "$st" '"kernelbot/models-same"'
+check_eq "states: success for the PR, neutral (never success) for nothing shipped" \
+    "$(printf '%s' "$st" | $PY -c "import json, sys
+print(' '.join(sorted(s['context'] + ':' + s['state'] for s in json.load(sys.stdin))))")" \
+    "kernelbot/models-fast:success kernelbot/models-same:neutral"
 check_eq "the module is remembered as delivered with its PR" \
     "$(db "SELECT slug, arch, pr FROM delivered")" "models-fast|cpu|1"
 check_eq "the runner archived the verified kernel, with its provenance" \
