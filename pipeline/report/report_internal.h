@@ -47,8 +47,8 @@ int report_md_body(const struct report_ctx *c, int full, struct buf *b);
 int report_md_comment(const struct report_ctx *c, struct buf *b);
 /*
  * The result's flags that forbid headlining its speedup (suspicious_speedup,
- * below_bandwidth_floor, untimed_work, side_stream; "needs_review" when the
- * summary's status says so and none is named), comma-separated into out;
+ * below_bandwidth_floor, untimed_work; for a summary whose status is
+ * needs_review also side_stream, else "needs_review"), comma-separated into out;
  * 1 when there is one.
  */
 int report_flagged(const struct report_dir *d, char *out, size_t len);

@@ -68,8 +68,13 @@ speedup(struct buf *b, const json_t *res, const char *which)
 int
 report_flagged(const struct report_dir *d, char *out, size_t len)
 {
+	/*
+	 * Not side_stream: the static check's finding of a stream API call
+	 * is a note in the body; a search whose best needs review for it
+	 * (status needs_review) names it below.
+	 */
 	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
-	    "untimed_work", "side_stream", NULL };
+	    "untimed_work", NULL };
 	const json_t *v;
 	size_t i, n = 0;
 
@@ -78,9 +83,14 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 		for (const char *const *f = blocking; *f; f++)
 			if (json_is_string(v) && !strcmp(json_string_value(v), *f) && strlen(out) + strlen(*f) + 3 < len)
 				n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", *f) > 0;
-	/* the search said so even if the flags were lost on the way */
-	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review"))
-		n += (size_t)snprintf(out, len, "needs_review") > 0;
+	/* the search said so (side_stream), or said so without naming a flag */
+	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review")) {
+		json_array_foreach(jsonx_path(d->result, "flags"), i, v)
+			if (json_is_string(v) && !strcmp(json_string_value(v), "side_stream"))
+				n += (size_t)snprintf(out, len, "side_stream") > 0;
+		if (!n)
+			n += (size_t)snprintf(out, len, "needs_review") > 0;
+	}
 	return n > 0;
 }
 

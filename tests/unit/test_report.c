@@ -185,6 +185,7 @@ main(void)
 	CHECK("no kernel.cu", !file(&p, "kernels/models-mlp/kernel.cu"));
 	CHECK_INT("two sources, four other files", p.n_files, 6);
 	CHECK("the title takes the best", strstr(p.title, "2.50x"));
+	CHECK_INT("a verified speedup needs no review", p.needs_review, 0);
 	report_pr_free(&p);
 
 	/* an implausible time is flagged, never headlined (DESIGN.md 6.6) */
@@ -207,6 +208,39 @@ main(void)
 	    "verified kernel on NVIDIA H200, flagged for review: below_bandwidth_floor");
 	CHECK("the body warns above the table", p.body && strstr(p.body, "> **Flagged for review (cuda, NVIDIA H200): "
 	    "`below_bandwidth_floor`.**"));
+	CHECK_INT("it asks for review", p.needs_review, 1);
+	CHECK("the commit message claims no speedup", p.message && strstr(p.message, "needs review") &&
+	    !strstr(p.message, "faster than PyTorch eager"));
+	report_pr_free(&p);
+
+	/* a search whose only correct kernels are flagged: needs_review ships
+	 * as a PR for review, without a headline (docs/pull-requests.md) */
+	improved_dir("review", "sm_90", 2.5);
+	put("review", "summary.json", "{\"problem\": \"models/mlp.py\", \"status\": \"needs_review\","
+	    " \"backend\": \"cuda\", \"best\": {\"path\": \"best/kernel.cu\", \"speedup\": {\"eager\": 2.5,"
+	    " \"compile\": 1.5}, \"flags\": [\"below_bandwidth_floor\"]}, \"candidates_evaluated\": 24,"
+	    " \"generations\": 3, \"stop_reason\": \"budget:candidates\", \"spent\": {}}");
+	{
+		char *r = strdup(RESULT), *at = strstr(r, "[\"side_stream\"]");
+		char fixed[sizeof(RESULT) + 64];
+
+		*at = '\0';
+		snprintf(fixed, sizeof(fixed), "%s[\"below_bandwidth_floor\"]%s", r, at + strlen("[\"side_stream\"]"));
+		put("review", "best/result.json", fixed);
+		free(r);
+	}
+	const char *review[] = { dir("review") };
+	CHECK_INT("a needs_review result builds", build(review, 1, &p, err, sizeof(err)), 0);
+	CHECK_INT("it ships, for review", p.improved, 1);
+	CHECK_INT("marked needs_review", p.needs_review, 1);
+	CHECK("no headline speedup, the flag named", p.title && !strstr(p.title, "2.50x") &&
+	    strstr(p.title, "flagged for review (below_bandwidth_floor)"));
+	report_pr_free(&p);
+	/* flagged only by the search's status (side_stream is a note elsewhere) */
+	put("review", "best/result.json", RESULT);
+	CHECK_INT("needs_review with side_stream builds", build(review, 1, &p, err, sizeof(err)), 0);
+	CHECK("side_stream named when the search asked for review", p.needs_review && p.title &&
+	    strstr(p.title, "flagged for review (side_stream)"));
 	report_pr_free(&p);
 
 	/* nothing faster: no PR, a status */
