@@ -138,6 +138,7 @@ def test_interleaved_bandwidth_one_copy_per_round(tmp_path, monkeypatch):
     assert len(made) == 1 and made[0].n_rounds == 4	# one copy per round, no re-time
     chk = [c for c in run.res["checks"] if c["name"] == "bandwidth_floor"][0]
     assert chk["passed"] and "10.0 GB/s" in chk["detail"] and "measured next to" in chk["detail"]
+    assert "vs 13.84 ms to move all %d bytes" % (132 * MB) in chk["detail"]	# the roofline
     assert run.res["flags"] == [] and "retime" not in run.res["timing"]
 
 

@@ -648,10 +648,15 @@ class CandidateRun:
             self.flag(f)
         ws, llc = self.working_set, ctx.llc_bytes
         must = jt.must_move_bytes(ws, llc)
+        # The roofline, for reports (not a decision): all the bytes at the
+        # copy's bandwidth, the one next to the rounds where there was one.
+        bw_ref = fig["bandwidth_gbs"] or getattr(ctx, "bw", None)
+        roof = ("; roofline: median %.4g ms vs %.4g ms to move all %d bytes at %.1f GB/s"
+                % (fig["median_ms"], ws / (bw_ref * 1e9) * 1e3, ws, bw_ref)) if bw_ref else ""
         if must <= 0:
             self.check("bandwidth_floor", True, "the working set (%d bytes of inputs, parameters and "
                        "outputs) fits in the %d-byte last-level cache: no bytes must move, the floor "
-                       "does not apply" % (ws, llc))
+                       "does not apply%s" % (ws, llc, roof))
             return
         if fig["floor_ms"] is None:
             self.check("bandwidth_floor", True, "no copy bandwidth was measured: the floor does not "
@@ -665,9 +670,9 @@ class CandidateRun:
         self.check("bandwidth_floor", "below_bandwidth_floor" not in got,
                    "median %.4g ms vs floor %.4g ms = %.2g x %d bytes that must move (the %d-byte "
                    "working set less the %d-byte last-level cache) at the %.1f GB/s of a copy "
-                   "measured next to the candidate's rounds%s"
+                   "measured next to the candidate's rounds%s%s"
                    % (fig["median_ms"], fig["floor_ms"], jt.FLOOR_MARGIN, must, ws, llc,
-                      fig["bandwidth_gbs"], note))
+                      fig["bandwidth_gbs"], note, roof))
 
     def retime(self, w, probe, baselines, se, sc, seed):
         """RETIME_ROUNDS more rounds of the candidate, each next to a copy
