@@ -94,8 +94,9 @@ locate(void)
 	}
 
 	if (env_script && *env_script) {
+		/* absolute: the sandbox shows its folder, and starts elsewhere */
 		if (access(env_script, R_OK) == 0)
-			found_script = strdup(env_script);
+			found_script = realpath(env_script, NULL);
 	} else if ((dir = exe_dir())) {
 		for (int i = 0; rel[i] && !found_script; i++) {
 			char p[PATH_MAX];
