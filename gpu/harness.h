@@ -62,8 +62,9 @@ struct harness_opts {
  * limit, and the deadline (timeout_ms; 0 = SANDBOX_DEFAULT_TIMEOUT_MS)
  * kills the whole process tree. Returns as harness_call(), plus:
  * -ENOTSUP when the host cannot sandbox, err naming the missing features
- * (unless KERNELBOT_EVAL_UNSANDBOXED=1: then it runs with whatever
- * confinement the host has, and says so on the log); -EACCES when a path
+ * (unless KERNELBOT_EVAL_UNSANDBOXED=1 or KERNELBOT_SANDBOX_ALLOW_DEGRADED=1,
+ * the developer fallbacks: then it runs with whatever confinement the host
+ * has, and says so on the log); -EACCES when a path
  * of o->ro_paths is not readable by the sandbox's uid. On -ETIMEDOUT err
  * says "STAGE: timed out after N s".
  */

@@ -80,6 +80,7 @@ test_refusals(void)
 	ho.tmp_dir = tmp;
 	setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "seccomp", 1);
 	unsetenv("KERNELBOT_EVAL_UNSANDBOXED");
+	unsetenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED");
 	ho.stage = "equivalence check";
 	rc = harness_call_sandboxed(req, 5000, &ho, &reply, err, sizeof(err));
 	CHECK_INT("a host without seccomp: refused", rc, -ENOTSUP);
