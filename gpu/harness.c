@@ -346,7 +346,7 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 	const char *stage = ho->stage ? ho->stage : jsonx_str(request, "verb", "harness");
 	const char *tmp = ho->tmp_dir ? ho->tmp_dir : getenv("TMPDIR");
 	char scratch[PATH_MAX] = "", dir[PATH_MAX], pypath[PATH_MAX + 16], omp[64];
-	char ipaths[2][PATH_MAX], why[1536];
+	char ipaths[2][PATH_MAX], why[1536], base[PATH_MAX];
 	char **env = NULL;
 	json_t *checks = NULL;
 	size_t nro = 0, nx = 0, ni;
@@ -357,10 +357,11 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 		return error;
 	if ((error = jsonx_dump(request, JSON_COMPACT, &req)) < 0)
 		goto out;
-	/* The scratch folder first: it must exist before anything is shown. */
+	/* The scratch folder first, absolute (the sandbox's rule), before anything is shown. */
 	errno = 0;
-	if (snprintf(scratch, sizeof(scratch), "%s/kernelbot-harness-XXXXXX",
-	    tmp && *tmp ? tmp : "/tmp") >= (int)sizeof(scratch) || !mkdtemp(scratch)) {
+	if (!realpath(tmp && *tmp ? tmp : "/tmp", base) ||
+	    snprintf(scratch, sizeof(scratch), "%s/kernelbot-harness-XXXXXX", base) >=
+	    (int)sizeof(scratch) || !mkdtemp(scratch)) {
 		error = errno ? -errno : -ENAMETOOLONG;
 		snprintf(err, errlen, "%s: cannot make a scratch folder in %s: %s", stage,
 		    tmp && *tmp ? tmp : "/tmp", strerror(-error));
