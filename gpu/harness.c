@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,6 +444,13 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 		snprintf(err, errlen, "%s: timed out after %d s; the harness and every process "
 		    "it started were killed", stage, (deadline_ms + 999) / 1000);
 		error = -ETIMEDOUT;
+		goto out;
+	}
+	if (r.term_signal == SIGKILL) {
+		/* the cgroup's OOM killer, or RLIMIT_CPU's last word; its stderr has nothing */
+		snprintf(err, errlen, "%s: the harness was killed (SIGKILL), most likely at its "
+		    "memory limit (%zu MiB)", stage, so.mem_bytes >> 20);
+		error = -EPROTO;
 		goto out;
 	}
 	error = parse_reply(&r, reply, err, errlen);

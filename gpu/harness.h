@@ -66,7 +66,8 @@ struct harness_opts {
  * the developer fallbacks: then it runs with whatever confinement the host
  * has, and says so on the log); -EACCES when a path
  * of o->ro_paths is not readable by the sandbox's uid. On -ETIMEDOUT err
- * says "STAGE: timed out after N s".
+ * says "STAGE: timed out after N s"; a harness killed by SIGKILL before
+ * its deadline (the memory limit, most likely) is -EPROTO saying so.
  */
 int harness_call_sandboxed(const json_t *request, int timeout_ms,
     const struct harness_opts *o, json_t **reply, char *err, size_t errlen);
