@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,7 @@ add_mount(struct sbx_plan *p, int kind, int is_dir, const char *src, const char 
 	m = &p->mounts[p->n_mounts];
 	m->kind = kind;
 	m->is_dir = is_dir;
+	m->flags = 0;
 	if (snprintf(m->src, sizeof(m->src), "%s%s",
 	    "", src ? src : "") >= (int)sizeof(m->src) ||
 	    snprintf(m->dst, sizeof(m->dst), SBX_NEWROOT "%s",
@@ -224,8 +226,9 @@ gpu_minor(int index, char *note, size_t len)
 	return minor;
 }
 
+/* extra: MS_* flags for /dev/shm (MS_NOEXEC for a candidate). */
 static int
-plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
+plan_dev(struct sbx_plan *p, int gpu, unsigned long extra, json_t *ck)
 {
 	struct buf bound = BUF_INIT(4096), absent = BUF_INIT(4096);
 	char path[64], note[256] = "";
@@ -278,6 +281,7 @@ plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
 	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/2", "/dev/stderr")) < 0 ||
 	    (error = add_mount(p, SBX_TMPFS, 1, "mode=1777," TMPFS_SMALL, "/dev/shm")) < 0)
 		goto out;
+	p->mounts[p->n_mounts - 1].flags = extra;
 	error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/dev");
 out:
 	buf_free(&bound);
@@ -416,8 +420,11 @@ plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratc
 		}
 	qsort(paths, n, sizeof(paths[0]), by_length);
 	for (size_t i = 0; i < n && !error; i++) {
-		if (!strcmp(paths[i], scratch))
+		if (!strcmp(paths[i], scratch)) {
 			error = add_mount(p, SBX_BIND_RW, 1, scratch, scratch);
+			if (!error && so->profile == SANDBOX_CANDIDATE)
+				p->mounts[p->n_mounts - 1].flags = MS_NOEXEC;
+		}
 		else
 			error = add_ro(p, paths[i], shown);
 	}
@@ -535,6 +542,8 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
     const char *scratch, int root, json_t *ck, int *missing)
 {
 	struct buf shown = BUF_INIT(16384);
+	/* A candidate never runs code from a file it wrote (W^X, with the lockdown). */
+	unsigned long noexec = so->profile == SANDBOX_CANDIDATE ? MS_NOEXEC : 0;
 	int error = 0;
 
 	if (!(p->clone_flags & CLONE_NEWNS)) {
@@ -550,7 +559,7 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	for (int i = 0; etc_files[i] && !error; i++)
 		error = add_ro(p, etc_files[i], NULL);
 	if (!error)
-		error = plan_dev(p, so->gpu, ck);
+		error = plan_dev(p, so->gpu, noexec, ck);
 	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
 		error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
 		check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
@@ -576,7 +585,8 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	if (!error)
 		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
 		    "the needed /etc files; minimal /dev, read-only /tmp (TMPDIR is in "
-		    "scratch), a private 64 MiB /dev/shm", buf_cstr(&shown));
+		    "scratch), a private 64 MiB /dev/shm%s", buf_cstr(&shown),
+		    noexec ? "; scratch and /dev/shm noexec" : "");
 	buf_free(&shown);
 	return error;
 }

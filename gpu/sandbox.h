@@ -115,4 +115,15 @@ void sandbox_env_free(char **env);
  */
 int sandbox_lockdown(void);
 
+/*
+ * sandbox_lockdown() plus W^X, for a CPU candidate worker: mmap, mprotect
+ * and pkey_mprotect fail with EPERM for PROT_WRITE|PROT_EXEC, mprotect for
+ * any PROT_EXEC, mmap for an anonymous PROT_EXEC mapping, shmat for
+ * SHM_EXEC, memfd_create without MFD_NOEXEC_SEAL. Executable mappings of
+ * files (dlopen) still work; the candidate profile mounts the scratch and
+ * /dev/shm noexec so no file the candidate writes can be one. Not for CUDA
+ * workers (the driver maps executable memory). 0 or -errno.
+ */
+int sandbox_lockdown_wx(void);
+
 #endif

@@ -37,6 +37,7 @@ enum sbx_mount_kind {
 struct sbx_mount {
 	int kind;
 	int is_dir;			/* the target is a directory, else a file */
+	unsigned long flags;		/* SBX_BIND_RW, SBX_TMPFS: MS_* flags added (MS_NOEXEC) */
 	char src[SBX_PATH_MAX];		/* under SBX_OLDROOT, or link target, or options */
 	char dst[SBX_PATH_MAX];		/* under SBX_NEWROOT */
 };
@@ -75,7 +76,7 @@ int sbx_child_setup(void *arg);
 int sbx_write_file(const char *path, const char *s);
 
 /* seccomp (sandbox_seccomp.c, the one includer of libseccomp). */
-enum sbx_filter { SBX_FILTER_BASELINE, SBX_FILTER_LOCKDOWN };
+enum sbx_filter { SBX_FILTER_BASELINE, SBX_FILTER_LOCKDOWN, SBX_FILTER_LOCKDOWN_WX };
 /* Compile a filter into a malloc'ed BPF program. 0 or -errno. */
 int sbx_seccomp_build(enum sbx_filter which, struct sock_fprog *out);
 /* Load a filter into this process, every thread. 0 or -errno. */

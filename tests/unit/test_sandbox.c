@@ -64,13 +64,14 @@ boxed_opts(struct sandbox_opts *so, int timeout_ms, json_t **checks,
 }
 
 static int
-boxed(const char *a1, const char *a2, const char *a3)
+boxed_profile(enum sandbox_profile profile, const char *a1, const char *a2, const char *a3)
 {
 	struct sandbox_opts so = SANDBOX_OPTS_INIT;
 	const char *ro[] = { helper_dir, ro_dir, NULL };
 	struct spawn_result r;
 	int st;
 
+	so.profile = profile;
 	so.scratch = scratch;
 	so.ro_paths = ro;
 	st = boxed_opts(&so, 0, NULL, &r, a1, a2, a3);
@@ -79,6 +80,12 @@ boxed(const char *a1, const char *a2, const char *a3)
 		    st, buf_cstr(&r.out), buf_cstr(&r.err));
 	spawn_result_free(&r);
 	return st;
+}
+
+static int
+boxed(const char *a1, const char *a2, const char *a3)
+{
+	return boxed_profile(SANDBOX_COMPILER, a1, a2, a3);
 }
 
 /* The control: the same attempt with only the spawner, and our environment. */
@@ -291,6 +298,33 @@ main(void)
 	CHECK_INT("control: fork works in the sandbox before lockdown", boxed("fork", NULL, NULL), 0);
 	CHECK_INT("lockdown inside the sandbox", boxed("lockdown", NULL, NULL), 0);
 	CHECK_INT("lockdown without the sandbox", bare("lockdown", NULL, NULL), 0);
+
+	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
+	{
+		static const char *const ways[] = { "rwx", "anonx", "mprotect", "memfd" };
+		char label[128], file[400];
+
+		snprintf(file, sizeof(file), "%s/code.bin", tmp);
+		for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+			snprintf(label, sizeof(label), "control: exec %s works bare", ways[i]);
+			CHECK_INT(label, bare("exec", ways[i], NULL), 0);
+			snprintf(label, sizeof(label), "W^X: exec %s refused", ways[i]);
+			CHECK_INT(label, bare("wx", ways[i], NULL), REFUSED);
+			snprintf(label, sizeof(label), "W^X in the candidate sandbox: exec %s refused", ways[i]);
+			CHECK_INT(label, boxed_profile(SANDBOX_CANDIDATE, "wx", ways[i], NULL), REFUSED);
+		}
+		CHECK_INT("W^X: a memfd with MFD_NOEXEC_SEAL is still allowed", bare("wx", "sealed", NULL), 0);
+		CHECK_INT("W^X: threads start and files still map r-x (dlopen)", bare("wx", "thread", file), 0);
+		/* noexec scratch: a file the candidate wrote never maps executable. */
+		snprintf(file, sizeof(file), "%s/code.bin", scratch);
+		CHECK_INT("control: the compiler profile's scratch maps r-x",
+		    boxed_profile(SANDBOX_COMPILER, "exec", "file", file), 0);
+		CHECK_INT("candidate profile: scratch is noexec",
+		    boxed_profile(SANDBOX_CANDIDATE, "exec", "file", file), REFUSED);
+		CHECK_INT("candidate profile: /dev/shm is noexec",
+		    boxed_profile(SANDBOX_CANDIDATE, "exec", "file", "/dev/shm/code.bin"), REFUSED);
+		unlink(file);
+	}
 
 	/* Deadline: a hung program costs its deadline, nothing more. */
 	{
