@@ -59,7 +59,7 @@ init_once_fn(void)
  * paths. It can only take confinement away, and every run reports it.
  */
 static void
-pretend_missing(struct sandbox_features *f, int *no_cgroup)
+pretend_missing(struct sandbox_features *f, int *no_cgroup, int *no_disk)
 {
 	const char *env = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	static const struct { const char *name; size_t off; } names[] = {
@@ -72,9 +72,10 @@ pretend_missing(struct sandbox_features *f, int *no_cgroup)
 		{ "proc_mount", offsetof(struct sandbox_features, proc_mount) },
 	};
 
-	*no_cgroup = 0;
+	*no_cgroup = *no_disk = 0;
 	if (!env)
 		return;
+	*no_disk = strstr(env, "disk") != NULL;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strstr(env, names[i].name))
 			*(int *)(void *)((char *)f + names[i].off) = 0;
@@ -695,8 +696,13 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	char scratch[PATH_MAX];
 	char **env = NULL;
 	json_t *ck = json_array(), *mem_check = NULL, *deadline_check;
-	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup;
+	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup, no_disk;
 	size_t mem = so->mem_bytes ? so->mem_bytes : SANDBOX_DEFAULT_MEM;
+	size_t disk = so->disk_bytes ? so->disk_bytes : so->profile == SANDBOX_CANDIDATE ?
+	    SANDBOX_DEFAULT_DISK_CANDIDATE : SANDBOX_DEFAULT_DISK_COMPILER, used;
+	struct sbx_disk dq = { .under_fd = -1, .janitor_fd = -1 };
+	json_t *disk_check = NULL;
+	char why[512];
 	long nproc = so->nproc > 0 ? so->nproc : default_nproc();
 	struct stat st;
 
@@ -713,7 +719,7 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	}
 	pthread_once(&init_once, init_once_fn);
 	feat = feats;
-	pretend_missing(&feat, &no_cgroup);
+	pretend_missing(&feat, &no_cgroup, &no_disk);
 	if (!(p = calloc(1, sizeof(*p)))) {
 		error = -ENOMEM;
 		goto out;
@@ -737,6 +743,12 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
 	missing += plan_rest(p, so, &feat, &run, ck);
 	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
+	if (!root || no_disk) {
+		check(ck, "disk_quota", 0, "no quota on the scratch: %s", no_disk ?
+		    "KERNELBOT_SANDBOX_PRETEND_MISSING says so" : "mounting a size-limited tmpfs "
+		    "over it needs root");
+		missing++;
+	}
 	/* Refuse before touching anything: no cgroup made, scratch untouched. */
 	if (missing && !so->allow_degraded) {
 		error = -ENOTSUP;
@@ -747,6 +759,23 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed", 1,
 	    "detail", buf_cstr(&detail));
 	json_array_append_new(ck, mem_check);
+	if (root && !no_disk) {
+		int noexec = so->profile == SANDBOX_CANDIDATE;
+		if ((error = sbx_disk_mount(&dq, scratch, disk, noexec, why, sizeof(why))) < 0) {
+			check(ck, "disk_quota", 0, "no quota on the scratch: %s", why);
+			if (!so->allow_degraded) {
+				error = -ENOTSUP;
+				goto out;
+			}
+			error = 0;
+		} else {
+			disk_check = json_pack("{s:s, s:b}", "name", "disk_quota", "passed", 1);
+			json_object_set_new(disk_check, "detail", json_sprintf("%zu MiB and %zu files "
+			    "in all (a tmpfs over the scratch): writes past it fail with ENOSPC",
+			    disk >> 20, disk / 16384 < 1024 ? (size_t)1024 : disk / 16384));
+			json_array_append_new(ck, disk_check);
+		}
+	}
 	if ((error = prepare_scratch(scratch, root)) < 0) {
 		check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
 		goto out;
@@ -779,11 +808,16 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		json_object_set_new(deadline_check, "detail", json_sprintf("%.3g s wall "
 		    "clock: it passed, and the whole process tree was killed",
 		    run.timeout_ms / 1000.0));
+	if (disk_check && sbx_disk_full(&dq, &used))
+		json_object_set_new(disk_check, "detail", json_sprintf("the quota was hit: "
+		    "%zu MiB used of %zu MiB (a tmpfs over the scratch); writes past it "
+		    "failed with ENOSPC", used >> 20, disk >> 20));
 	if (cg.version) {
 		sbx_cgroup_report(&cg, &detail);
 		json_object_set_new(mem_check, "detail", json_string(buf_cstr(&detail)));
 	}
 out:
+	sbx_disk_release(&dq);
 	sbx_cgroup_destroy(&cg);
 	for (int i = 0; i < 2; i++)
 		if (diag_p[i] >= 0)

@@ -86,6 +86,28 @@ int sbx_seccomp_try(void);
 /* One line saying what the filter denies, for checks. */
 const char *sbx_seccomp_describe(enum sbx_filter which);
 
+/* The scratch's disk quota (sandbox_disk.c). */
+#define SBX_DISK_KEEP_MAX ((size_t)64 << 20)	/* files larger are not carried back after a run */
+struct sbx_disk {
+	int mounted;
+	size_t bytes;
+	int under_fd;			/* the scratch directory beneath the tmpfs */
+	pid_t janitor;			/* unmounts when janitor_fd's pipe ends */
+	int janitor_fd;
+	char path[SBX_PATH_MAX * 4];
+};
+/*
+ * Mount a tmpfs of bytes (and bytes/16 KiB inodes) over scratch, in our
+ * own mount namespace, carrying the top-level files in. 0, or -errno with
+ * why set (EPERM: not root).
+ */
+int sbx_disk_mount(struct sbx_disk *d, const char *scratch, size_t bytes, int noexec,
+    char *why, size_t cap);
+/* Whether the tmpfs is full (bytes or inodes); *used gets the bytes used. */
+int sbx_disk_full(const struct sbx_disk *d, size_t *used);
+/* Carry top-level files up to SBX_DISK_KEEP_MAX back, unmount, stop the janitor. */
+void sbx_disk_release(struct sbx_disk *d);
+
 /* cgroups (sandbox_cgroup.c). */
 struct sbx_cgroup {
 	int version;			/* 2, 1, or 0 = none */

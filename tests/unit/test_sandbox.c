@@ -63,6 +63,25 @@ boxed_opts(struct sandbox_opts *so, int timeout_ms, json_t **checks,
 	return r->status;
 }
 
+/* Whether a mount point is dir (a tmpfs of the quota left behind). */
+static int
+mounted(const char *dir)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strchr(line, ' ');
+		if (sp && !strncmp(sp + 1, dir, strlen(dir)) && sp[1 + strlen(dir)] == ' ')
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
 static int
 boxed_profile(enum sandbox_profile profile, const char *a1, const char *a2, const char *a3)
 {
@@ -298,6 +317,47 @@ main(void)
 	CHECK_INT("control: fork works in the sandbox before lockdown", boxed("fork", NULL, NULL), 0);
 	CHECK_INT("lockdown inside the sandbox", boxed("lockdown", NULL, NULL), 0);
 	CHECK_INT("lockdown without the sandbox", bare("lockdown", NULL, NULL), 0);
+
+	/* Disk quota: the scratch holds at most disk_bytes, whatever the program writes. */
+	if (geteuid() != 0) {
+		printf("skip disk quota (a tmpfs over the scratch needs root)\n");
+	} else {
+		const char *ro[] = { helper_dir, NULL };
+		char fill_dir[400];
+		json_t *dq;
+		size_t i;
+		long long used = 0;
+
+		snprintf(fill_dir, sizeof(fill_dir), "%s/fill-bare", tmp);
+		mkdir(fill_dir, 0700);
+		CHECK_INT("control: bare, 16 MiB are written", bare("fill", fill_dir, NULL), 0);
+		so = (struct sandbox_opts)SANDBOX_OPTS_INIT;
+		so.profile = SANDBOX_CANDIDATE;
+		so.scratch = scratch;
+		so.ro_paths = ro;
+		so.disk_bytes = 8u << 20;
+		st = boxed_opts(&so, 0, &checks, &r, "fill", scratch, NULL);
+		CHECK_INT("sandbox: writing past an 8 MiB quota fails with ENOSPC", st, REFUSED);
+		dq = NULL;
+		json_array_foreach(checks, i, dq)
+			if (!strcmp(json_string_value(json_object_get(dq, "name")), "disk_quota"))
+				break;
+		CHECK("the disk_quota check says the quota was hit", dq && i < json_array_size(checks) &&
+		    json_is_true(json_object_get(dq, "passed")) &&
+		    strstr(json_string_value(json_object_get(dq, "detail")), "quota was hit"));
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		for (int k = 0; k < 16; k++) {
+			struct stat fst;
+			snprintf(path, sizeof(path), "%s/fill%d", scratch, k);
+			if (stat(path, &fst) == 0)
+				used += (long long)fst.st_size;
+			unlink(path);
+		}
+		CHECK("the host scratch holds no more than the quota", used <= (8ll << 20));
+		CHECK("no tmpfs is left mounted over the scratch", !mounted(scratch));
+	}
 
 	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
 	{
