@@ -2,7 +2,8 @@
 # t3006: attacks on the judge's file reading and on the sandbox's limits,
 # each a CPU candidate next to a correct one that must stay correct:
 # output files swapped for symlinks to a host file; code made at run time
-# (W^X).
+# (W^X); a scratch filled without end (the disk quota); a build that never
+# ends (the compile deadline); the limits echoed in the result.
 . "$(dirname "$0")/eval-lib.sh"
 P="$ROOT/tests/fixtures/eval/scale_bias.py"
 X="$ROOT/tests/fixtures/exploits/cpu"
@@ -12,13 +13,19 @@ mkdir -p "$tmp/c"
 # 31337.25f (bytes 00 d4 f4 46): what the judge would report, were it to
 # follow the candidate's symlink.
 "$PY" -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<f",31337.25)*64*256)' "$tmp/host.bin"
-for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c; do
+for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c disk_fill.c compile_forever.c; do
 	sed -e "s|@HOST_OUT_PATH@|$tmp/host.bin|" "$X/$f" >"$tmp/c/$f"
 done
 
 cd "$tmp/c"
-"$KERNELBOT" eval "$P" correct.c symlink_swap.c jit_rwx.c jit_mprotect.c \
+# A cache of its own: the endless build's processes carry $tmp in their
+# arguments, so any left behind can be found (a one-shot judge: no judge
+# server keeps running in it afterwards).
+export KERNELBOT_CACHE="$tmp/cache"
+"$KERNELBOT" eval "$P" correct.c symlink_swap.c jit_rwx.c jit_mprotect.c disk_fill.c \
+	compile_forever.c \
 	--backend cpu --json --trials 3 --rounds 2 --reps 3 --warmup 1 --timeout 8 \
+	--mem 2G --disk 16M --compile-timeout 3 --no-judge-server \
 	>"$tmp/out.json" 2>"$tmp/err"
 st=$?
 cd "$ROOT"
@@ -34,6 +41,25 @@ if [ "$SANDBOX" = 1 ]; then
 	expect "$tmp/out.json" jit_rwx.c '"runtime_code_loading" in r["flags"]' "executable memory flagged statically"
 else
 	skipped "jit_rwx.c, jit_mprotect.c (no sandbox-exec in this build)"
+fi
+
+expect "$tmp/out.json" correct.c 'r["limits"] == {"mem_bytes": 2 << 30, "disk_bytes": 16 << 20, "compile_timeout_s": 3}' "the limits it ran under are in the result"
+
+# The compile deadline: an endless build ends at --compile-timeout, all of it.
+expect "$tmp/out.json" compile_forever.c 'r["status"] == "compile_error" and "timed out after 3 s" in r["errors"][0]' "an endless build: compile_error, timed out after 3 s"
+expect "$tmp/out.json" compile_forever.c 'r["compile_s"] < 30' "it ended near its deadline"
+left=$(ps -eo pid,args | grep -F "$tmp/cache/tmp/build-" | grep -v grep)
+[ -z "$left" ] && ok "no compiler process left behind" || bad "left behind: $left"
+
+# The disk quota (as root: a tmpfs over each scratch).
+if [ "$SANDBOX" = 1 ] && [ "$(id -u)" = 0 ]; then
+	expect "$tmp/out.json" disk_fill.c 'r["status"] == "runtime_error"' "filling the scratch: runtime_error"
+	expect "$tmp/out.json" disk_fill.c '"No space left on device" in r["errors"][0] or any(c["name"] == "sandbox:disk_quota" and "quota was hit" in c["detail"] for c in r["checks"])' "the run reports the quota hit (ENOSPC)"
+	expect "$tmp/out.json" disk_fill.c 'r["eval_s"] < 60' "it ended quickly"
+	expect "$tmp/out.json" correct.c 'any(c["name"] == "sandbox:disk_quota" and c["passed"] and "16 MiB" in c["detail"] for c in r["checks"])' "the correct kernel ran under the 16 MiB quota"
+	grep -q " $tmp" /proc/mounts && bad "a scratch tmpfs is still mounted" || ok "no scratch tmpfs left mounted"
+else
+	skipped "disk_fill.c (the disk quota needs the sandbox, run as root)"
 fi
 
 done_tests t3006-eval-fs-attacks

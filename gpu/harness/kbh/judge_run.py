@@ -235,6 +235,8 @@ class CandidateRun:
             outer += ["--gpu", str(gpu)]
         for p in ro:
             outer += ["--ro", p]
+        if getattr(ctx, "disk_bytes", 0):
+            outer += ["--disk", str(ctx.disk_bytes)]
         if ctx.req.get("allow_degraded"):
             outer.append("--allow-degraded")
         return outer
