@@ -22,7 +22,7 @@ static const char eval_usage[] =
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
     "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
     "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
-    "                      [--compile-timeout SECONDS]\n";
+    "                      [--compile-timeout SECONDS] [--runners N]\n";
 
 
 
@@ -90,6 +90,7 @@ cmd_eval(int argc, char **argv)
 		{ "mem", required_argument, NULL, 'M' },
 		{ "disk", required_argument, NULL, 'D' },
 		{ "compile-timeout", required_argument, NULL, 'C' },
+		{ "runners", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -168,6 +169,10 @@ cmd_eval(int argc, char **argv)
 		case 'C':
 			if (cli_parse_int(optarg, 1, 86400, &o.build_timeout_s) < 0)
 				return cli_usage_error("eval", "--compile-timeout: 1 to 86400 seconds");
+			break;
+		case 'Q':
+			if (cli_parse_int(optarg, 1, 1024, &o.runners) < 0)
+				return cli_usage_error("eval", "--runners: 1 to 1024");
 			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;

@@ -45,6 +45,15 @@ fi
 
 expect "$tmp/out.json" correct.c 'r["limits"] == {"mem_bytes": 2 << 30, "disk_bytes": 16 << 20, "compile_timeout_s": 3}' "the limits it ran under are in the result"
 
+# The default memory limit: 3/4 of the host's memory per evaluation run at
+# once (--runners), within 1 to 32 GiB.
+cd "$tmp/c"
+"$KERNELBOT" eval "$P" correct.c --backend cpu --json --trials 1 --rounds 1 --reps 2 --warmup 1 \
+	--baselines none --runners 2 --no-judge-server >"$tmp/def.json" 2>"$tmp/err2"
+cd "$ROOT"
+total=$("$PY" -c 'import os; print(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))')
+expect "$tmp/def.json" correct.c "r['status'] == 'correct' and r['limits']['mem_bytes'] == min(32 << 30, max(1 << 30, $total // 4 * 3 // 2))" "the default memory limit: 3/4 of the host's memory over 2 runners"
+
 # The compile deadline: an endless build ends at --compile-timeout, all of it.
 expect "$tmp/out.json" compile_forever.c 'r["status"] == "compile_error" and "timed out after 3 s" in r["errors"][0]' "an endless build: compile_error, timed out after 3 s"
 expect "$tmp/out.json" compile_forever.c 'r["compile_s"] < 30' "it ended near its deadline"
