@@ -141,3 +141,13 @@ def test_a_racing_swap_never_yields_the_host_file(tmp_path):
         stop.set()
         th.join()
     assert got["refused"] > 0  # the swaps did happen while we read
+
+
+def test_profile_report_never_follows_links(tmp_path):
+    from kbh import judge_profile
+    scratch, secret, _ = _setup(tmp_path)
+    (scratch / "profile.csv").write_text('"ID","Kernel"\n')
+    assert judge_profile._read(str(scratch / "profile.csv"), 100).startswith('"ID"')
+    os.unlink(str(scratch / "profile.csv"))
+    os.symlink(str(secret), str(scratch / "profile.csv"))
+    assert judge_profile._read(str(scratch / "profile.csv"), 100) is None
