@@ -48,10 +48,12 @@ copy_file(int from, int to, const char *name, size_t max)
 	/* The tmpfs side was written by the sandboxed program: follow nothing. */
 	if ((in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return -errno;
-	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		error = errno ? -errno : -EFBIG;
-		if (!S_ISREG(st.st_mode))
-			error = -EINVAL;
+	if (fstat(in, &st) < 0) {
+		error = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		error = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
 		goto out;
 	}
 	unlinkat(to, name, 0);
@@ -117,10 +119,17 @@ carry(int from, int to, size_t max, int dirs)
 	closedir(d);
 }
 
-/* The janitor: waits for the pipe's end, unmounts, exits. Fork-safe calls only. */
+/*
+ * The janitor: reads the tmpfs's device number, waits for the pipe's end,
+ * unmounts, exits. Only the tmpfs it was told of: never a mount another
+ * run stacked on the same path. Fork-safe calls only.
+ */
 static void
 janitor(int rfd, const char *path)
 {
+	struct stat st;
+	dev_t dev;
+	ssize_t n;
 	char c;
 
 	setsid();
@@ -133,9 +142,14 @@ janitor(int rfd, const char *path)
 		_exit(1);
 	/* Nothing else of the caller's (its stdio pipes least of all) stays open. */
 	syscall(SYS_close_range, 1U, ~0U, 0U);
+	while ((n = read(0, &dev, sizeof(dev))) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(dev))
+		_exit(0);	/* nothing was mounted */
 	while (read(0, &c, 1) < 0 && errno == EINTR)
 		;
-	umount2(path, MNT_DETACH);
+	if (stat(path, &st) == 0 && st.st_dev == dev)
+		umount2(path, MNT_DETACH);
 	_exit(0);
 }
 
@@ -180,10 +194,18 @@ sbx_disk_mount(struct sbx_disk *d, const char *scratch, size_t bytes, int noexec
 	}
 	d->mounted = 1;
 	d->bytes = bytes;
-	if ((top = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
-		carry(d->under_fd, top, bytes, 1);
-		close(top);
+	if ((top = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(top, &st) < 0 ||
+	    write(d->janitor_fd, &st.st_dev, sizeof(st.st_dev)) != (ssize_t)sizeof(st.st_dev)) {
+		error = -errno;
+		snprintf(why, cap, "telling the janitor of the tmpfs: %s", strerror(-error));
+		if (top >= 0)
+			close(top);
+		goto fail;
 	}
+	d->dev = st.st_dev;
+	carry(d->under_fd, top, bytes, 1);
+	close(top);
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++)
@@ -209,14 +231,18 @@ sbx_disk_full(const struct sbx_disk *d, size_t *used)
 void
 sbx_disk_release(struct sbx_disk *d)
 {
+	struct stat st;
 	int top;
 
 	if (d->mounted) {
-		if ((top = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		/* Ours still on top (no other run stacked a mount here since)? */
+		if ((top = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+		    fstat(top, &st) == 0 && (!d->dev || st.st_dev == d->dev)) {
 			carry(top, d->under_fd, SBX_DISK_KEEP_MAX, 0);
-			close(top);
+			umount2(d->path, MNT_DETACH);
 		}
-		umount2(d->path, MNT_DETACH);
+		if (top >= 0)
+			close(top);
 		d->mounted = 0;
 	}
 	if (d->janitor_fd >= 0)

@@ -91,6 +91,7 @@ const char *sbx_seccomp_describe(enum sbx_filter which);
 struct sbx_disk {
 	int mounted;
 	size_t bytes;
+	dev_t dev;			/* the tmpfs's device number (0 until known) */
 	int under_fd;			/* the scratch directory beneath the tmpfs */
 	pid_t janitor;			/* unmounts when janitor_fd's pipe ends */
 	int janitor_fd;
