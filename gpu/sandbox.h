@@ -128,7 +128,8 @@ int sandbox_lockdown(void);
  * sandbox_lockdown() plus W^X, for a CPU candidate worker: mmap, mprotect
  * and pkey_mprotect fail with EPERM for PROT_WRITE|PROT_EXEC, mprotect for
  * any PROT_EXEC, mmap for an anonymous PROT_EXEC mapping, shmat for
- * SHM_EXEC, memfd_create without MFD_NOEXEC_SEAL. Executable mappings of
+ * SHM_EXEC, personality with READ_IMPLIES_EXEC, memfd_create without
+ * MFD_NOEXEC_SEAL. Executable mappings of
  * files (dlopen) still work; the candidate profile mounts the scratch and
  * /dev/shm noexec so no file the candidate writes can be one. Not for CUDA
  * workers (the driver maps executable memory). 0 or -errno.

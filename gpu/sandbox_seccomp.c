@@ -15,7 +15,9 @@
  * is both writable and executable, and no way to make code at run time:
  * mmap/mprotect/pkey_mprotect never with PROT_WRITE|PROT_EXEC, mprotect
  * never adding PROT_EXEC, no anonymous PROT_EXEC mapping, no shmat with
- * SHM_EXEC, no memfd_create without MFD_NOEXEC_SEAL (with it, the memfd can
+ * SHM_EXEC, no personality(READ_IMPLIES_EXEC) (the kernel would add
+ * PROT_EXEC to every later PROT_READ mapping, behind the filter's back), no
+ * memfd_create without MFD_NOEXEC_SEAL (with it, the memfd can
  * never be mapped executable). Executable mappings of files stay allowed:
  * that is how dlopen loads the candidate and its libraries, and every
  * file system the candidate can write is mounted noexec. A CUDA worker
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -126,6 +129,15 @@ add_wx_rules(scmp_filter_ctx ctx)
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(shmat), 1,
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, (scmp_datum_t)SHM_EXEC, (scmp_datum_t)SHM_EXEC))) < 0 &&
 	    rc != -EDOM)
+		return rc;
+	/*
+	 * READ_IMPLIES_EXEC: every later readable mapping executable. The
+	 * query personality(0xffffffff) has the bit too and is refused with
+	 * it: any other value with the bit set would set it.
+	 */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)READ_IMPLIES_EXEC,
+	    (scmp_datum_t)READ_IMPLIES_EXEC))) < 0)
 		return rc;
 	/* A memfd is a writable file that no noexec mount covers: sealed only. */
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create), 1,
@@ -271,7 +283,8 @@ sbx_seccomp_describe(enum sbx_filter which)
 		    "execve/execveat, no sockets, no ptrace, no mounts or "
 		    "namespaces, no bpf/perf/keyctl/kexec/modules/io_uring; W^X: "
 		    "no writable+executable, anonymous executable or mprotect(PROT_EXEC) "
-		    "memory, no memfd without MFD_NOEXEC_SEAL, no shmat(SHM_EXEC)";
+		    "memory, no memfd without MFD_NOEXEC_SEAL, no shmat(SHM_EXEC), no "
+		    "personality(READ_IMPLIES_EXEC)";
 	if (which == SBX_FILTER_LOCKDOWN)
 		return "no fork/vfork/clone of processes (threads only), no "
 		    "execve/execveat, no sockets, no ptrace, no mounts or "

@@ -361,7 +361,7 @@ main(void)
 
 	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
 	{
-		static const char *const ways[] = { "rwx", "anonx", "mprotect", "memfd" };
+		static const char *const ways[] = { "rwx", "anonx", "mprotect", "memfd", "rie" };
 		char label[128], file[400];
 
 		snprintf(file, sizeof(file), "%s/code.bin", tmp);
