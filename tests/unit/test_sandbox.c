@@ -357,6 +357,21 @@ main(void)
 		}
 		CHECK("the host scratch holds no more than the quota", used <= (8ll << 20));
 		CHECK("no tmpfs is left mounted over the scratch", !mounted(scratch));
+		/* Where no quota can be had, the run is refused unless degraded runs are allowed. */
+		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "disk", 1);
+		so.disk_bytes = 0;
+		st = boxed_opts(&so, 0, &checks, &r, "echo", "hi", NULL);
+		CHECK_INT("no disk quota: refused", st, -1000 - ENOTSUP);
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		so.allow_degraded = 1;
+		st = boxed_opts(&so, 0, &checks, &r, "echo", "hi", NULL);
+		CHECK_INT("no disk quota, allow_degraded: runs", st, 0);
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	}
 
 	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
