@@ -67,8 +67,20 @@ if [ "$SANDBOX" = 1 ] && [ "$(id -u)" = 0 ]; then
 	expect "$tmp/out.json" disk_fill.c 'r["eval_s"] < 60' "it ended quickly"
 	expect "$tmp/out.json" correct.c 'any(c["name"] == "sandbox:disk_quota" and c["passed"] and "16 MiB" in c["detail"] for c in r["checks"])' "the correct kernel ran under the 16 MiB quota"
 	grep -q " $tmp" /proc/mounts && bad "a scratch tmpfs is still mounted" || ok "no scratch tmpfs left mounted"
+	# sandbox-exec itself with a small --disk: dd fails with ENOSPC, the
+	# report says the quota was hit, the host directory holds at most 4 MiB.
+	mkdir -p "$tmp/sx"
+	"$KERNELBOT" sandbox-exec --profile candidate --scratch "$tmp/sx" --disk 4M \
+		--report "$tmp/sx.json" -- /bin/sh -c \
+		'i=0; while [ $i -lt 64 ] && dd if=/dev/zero of=f$i bs=1M count=1 2>/dev/null; do i=$((i+1)); done; [ $i -lt 64 ]' \
+		>"$tmp/sx.out" 2>&1
+	[ $? -eq 0 ] && ok "sandbox-exec --disk 4M: a write failed before 64 MiB" || bad "sandbox-exec --disk 4M: $(cat "$tmp/sx.out")"
+	"$PY" -c 'import json,sys; sys.exit(0 if any(c["name"] == "disk_quota" and "quota was hit" in c["detail"] for c in json.load(open(sys.argv[1]))) else 1)' "$tmp/sx.json" &&
+		ok "sandbox-exec's report: the quota was hit" || bad "sandbox-exec's report: $(cat "$tmp/sx.json")"
+	used=$(du -sk "$tmp/sx" | cut -f1)
+	[ "$used" -le 4200 ] && ok "the host directory holds ${used} KiB, at most the quota" || bad "the host directory holds ${used} KiB"
 else
-	skipped "disk_fill.c (the disk quota needs the sandbox, run as root)"
+	skipped "disk_fill.c, sandbox-exec --disk (the disk quota needs the sandbox, run as root)"
 fi
 
 done_tests t3006-eval-fs-attacks
