@@ -21,7 +21,8 @@ static const char eval_usage[] =
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
     "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
-    "                      [--no-judge-server]\n";
+    "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
+    "                      [--compile-timeout SECONDS] [--runners N]\n";
 
 
 
@@ -86,6 +87,10 @@ cmd_eval(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
 		{ "no-judge-server", no_argument, NULL, 'N' },
+		{ "mem", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "compile-timeout", required_argument, NULL, 'C' },
+		{ "runners", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -152,6 +157,22 @@ cmd_eval(int argc, char **argv)
 			break;
 		case 'N':
 			o.judge_server_off = 1;
+			break;
+		case 'M':
+			if (cli_parse_size(optarg, &o.mem_bytes) < 0)
+				return cli_usage_error("eval", "--mem takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (cli_parse_size(optarg, &o.disk_bytes) < 0)
+				return cli_usage_error("eval", "--disk takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'C':
+			if (cli_parse_int(optarg, 1, 86400, &o.build_timeout_s) < 0)
+				return cli_usage_error("eval", "--compile-timeout: 1 to 86400 seconds");
+			break;
+		case 'Q':
+			if (cli_parse_int(optarg, 1, 1024, &o.runners) < 0)
+				return cli_usage_error("eval", "--runners: 1 to 1024");
 			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;

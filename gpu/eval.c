@@ -17,13 +17,13 @@
 #include "gpu/compile.h"
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
+#include "gpu/sandbox.h"
 #include "gpu/harness.h"
 #include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
 
 #define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
 #define BUILD_TIMEOUT_PY_S 900	/* load_inline builds: 46 s measured, much more cold */
-#define MEM_LIMIT_BYTES (16ull << 30)	/* host memory of one worker (GPU-sized tensors, nvcc) */
 
 enum kind { KIND_C, KIND_CU, KIND_PY };
 
@@ -75,6 +75,23 @@ capped(const char *s, char *dst, size_t len)
 		return s;
 	snprintf(dst, len, "...%s", s + n - (len - 4));
 	return dst;
+}
+
+size_t
+eval_default_mem(int runners)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	size_t total = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : EVAL_MEM_CAP;
+	size_t m = total / 4 * 3 / (size_t)(runners > 0 ? runners : 1);
+
+	return m < EVAL_MEM_FLOOR ? EVAL_MEM_FLOOR : m > EVAL_MEM_CAP ? EVAL_MEM_CAP : m;
+}
+
+/* The limits a worker ran under, as the result reports them. */
+static size_t
+mem_limit(const struct eval_opts *o)
+{
+	return o->mem_bytes ? o->mem_bytes : eval_default_mem(o->runners);
 }
 
 static json_t *
@@ -301,10 +318,13 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
 	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
 	    "kernelbot", exe, "sandbox", !unsandboxed, "workdir", workdir,
-	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)MEM_LIMIT_BYTES,
+	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)mem_limit(o),
 	    "worker_env", env, "candidates", list);
 	if (!req)
 		return NULL;
+	/* The scratch quota: sandbox-exec --disk (0: the sandbox's default). */
+	if (o->disk_bytes)
+		json_object_set_new(req, "disk_bytes", json_integer((json_int_t)o->disk_bytes));
 	/* The operator's explicit choice (docs/sandbox.md): run where the host
 	 * lacks a sandbox feature; each missing one is a failed check. */
 	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
@@ -588,7 +608,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			srv_state = "fallback";
 	}
 	if (early && !use_srv) {
-		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
+		long wait_s = (long)(o->build_timeout_s > 0 ? o->build_timeout_s :
+		    EVAL_BUILD_TIMEOUT_S) * (long)o->n_candidates + 60;
 
 		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
 		    wait_s + judge_budget(o, o->n_candidates))) < 0) {
@@ -613,6 +634,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			if (!cs[i].reject && cs[i].kind != KIND_PY) {
 				bs[nbuild].source = cs[i].path;
 				bs[nbuild].cuda = cs[i].kind == KIND_CU;
+				bs[nbuild].timeout_s = o->build_timeout_s;
 				idx[nbuild++] = i;
 			}
 		error = eval_build_all(bs, nbuild, cuda ? arch : NULL, workdir,
@@ -631,6 +653,13 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		json_t *bd;
 
 		c->res = new_result(c, backend, "rejected");
+		/* What the candidate ran under (docs/evaluation.md "limits"). */
+		json_object_set_new(c->res, "limits", json_pack("{s:I, s:I, s:i}",
+		    "mem_bytes", (json_int_t)mem_limit(o), "disk_bytes", (json_int_t)(o->disk_bytes ?
+		    o->disk_bytes : c->kind == KIND_PY ? SANDBOX_DEFAULT_DISK_COMPILER :
+		    SANDBOX_DEFAULT_DISK_CANDIDATE),
+		    "compile_timeout_s", o->build_timeout_s > 0 ? o->build_timeout_s :
+		    EVAL_BUILD_TIMEOUT_S));
 		bd = json_object();
 		json_object_set_new(c->res, "timing_breakdown_s", bd);
 		if (c->reject) {

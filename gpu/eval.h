@@ -46,10 +46,26 @@ struct eval_opts {
 	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
 	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
 					 * "timeout_s"}: gpu/profile.h), or NULL */
+	size_t mem_bytes;		/* a worker's memory limit; 0 = eval_default_mem(runners) */
+	int runners;			/* evaluations this host runs at once (the default
+					 * memory limit's share); 0 = 1 */
+	size_t disk_bytes;		/* a worker's scratch quota; 0 = the sandbox's default */
+	int build_timeout_s;		/* a native candidate's compile deadline; 0 =
+					 * EVAL_BUILD_TIMEOUT_S (gpu/eval_build.h) */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
+
+#define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */
+#define EVAL_MEM_FLOOR ((size_t)1 << 30)	/* and its floor */
+
+/*
+ * The default memory limit of one worker: 3/4 of the host's memory shared
+ * by runners evaluations at once (runners < 1: 1), within
+ * [EVAL_MEM_FLOOR, EVAL_MEM_CAP].
+ */
+size_t eval_default_mem(int runners);
 
 /*
  * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;

@@ -152,6 +152,10 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.class_name = r->o->class_name;
 	eo.have_sandbox_exec = r->o->have_sandbox_exec;
 	eo.sanitize = sanitize;
+	eo.mem_bytes = r->o->mem_bytes;
+	eo.disk_bytes = r->o->disk_bytes;
+	eo.runners = r->o->runners;
+	eo.build_timeout_s = r->o->build_timeout_s;
 	if ((error = fn(&eo, results, r->error, sizeof(r->error))) < 0)
 		return error;
 	if (!json_is_array(*results) || json_array_size(*results) != n) {

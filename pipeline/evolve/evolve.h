@@ -163,6 +163,8 @@ struct evolve_opts {
 	int64_t tokens_before;
 	double dollars_before;
 	int have_sandbox_exec;		/* passed to eval_opts */
+	size_t mem_bytes, disk_bytes;	/* passed to eval_opts (0: its defaults) */
+	int runners, build_timeout_s;	/* passed to eval_opts (0: its defaults) */
 	int quiet;			/* no progress lines on stderr */
 	evolve_eval_fn eval;		/* NULL: eval_run */
 };
