@@ -743,11 +743,19 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
 	missing += plan_rest(p, so, &feat, &run, ck);
 	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
-	if (!root || no_disk) {
-		check(ck, "disk_quota", 0, "no quota on the scratch: %s", no_disk ?
-		    "KERNELBOT_SANDBOX_PRETEND_MISSING says so" : "mounting a size-limited tmpfs "
-		    "over it needs root");
+	/*
+	 * Without root there is no mount in the caller's namespace, so no
+	 * quota: reported, but not a reason to refuse, or an unprivileged
+	 * daemon (the shipped systemd unit) could sandbox nothing.
+	 * RLIMIT_FSIZE still bounds each file.
+	 */
+	if (no_disk) {
+		check(ck, "disk_quota", 0, "no quota on the scratch: "
+		    "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
 		missing++;
+	} else if (!root) {
+		check(ck, "disk_quota", 0, "no quota on the scratch: mounting a size-limited "
+		    "tmpfs over it needs root (each file is still limited by RLIMIT_FSIZE)");
 	}
 	/* Refuse before touching anything: no cgroup made, scratch untouched. */
 	if (missing && !so->allow_degraded) {
