@@ -23,6 +23,7 @@
 #define EVAL_MAX_TRIALS 100
 #define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
 #define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
+#define EVAL_SEED_MASK 0x7fffffffffffffffull	/* seeds are 63 bits, as the judge reads them */
 
 struct eval_opts {
 	const char *problem;
@@ -46,13 +47,24 @@ struct eval_opts {
 	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
 	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
 					 * "timeout_s"}: gpu/profile.h), or NULL */
+	/*
+	 * --seed: the evaluation's seed (below 2^63) instead of a fresh one,
+	 * to reproduce a result (its model parameters and every trial's
+	 * inputs). Never for a search: a fixed seed is one a kernel could
+	 * learn. The spot checks' positions and the timed runs' input changes
+	 * come from the system's RNG either way.
+	 */
+	int seed_given;
+	unsigned long long seed;
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0 }
 
 /*
- * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;
+ * Evaluate. Each result carries "seed" and "environment" (gpu/evalenv.h:
+ * what the measurement depended on, and the `kernelbot eval` flags that
+ * repeat it). 0 and *out (a JSON array, one object per candidate, in order;
  * the caller's reference). -EINVAL: the problem or the options are bad
  * (err says how; exit status 2). Other -errno: the evaluator itself could
  * not run (no harness, no sandbox, a crashed judge; exit status 1).
