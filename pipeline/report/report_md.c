@@ -236,7 +236,7 @@ checks(struct buf *b, const struct report_dir *d, int full)
 	}
 	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
 	    (error = buf_printf(b, "**: %zu of %zu checks passed; largest relative error %.3g; seed %lld "
-	    "(rerun it with the same seed to reproduce the inputs).\n\n", passed, total,
+	    "(`--seed` of the command under Reproduce draws the same inputs).\n\n", passed, total,
 	    jsonx_num(d->result, "max_rel_error", 0), jsonx_int(d->result, "seed", 0))) < 0 ||
 	    (error = buf_addstr(b, "| check | result | detail |\n| --- | --- | --- |\n")) < 0)
 		return error;
@@ -489,7 +489,7 @@ reproduce(struct buf *b, const struct report_ctx *c)
 
 	if ((error = buf_addstr(b, "On the host that measured it, this repeats the measurement with the "
 	    "same seed (model parameters and inputs), thread settings and flags; its speedup should "
-	    "fall within the interval above. What else it depended on (CPU, GPU and driver, compiler "
+	    "come out near the interval above (a loaded host moves it). What else it depended on (CPU, GPU and driver, compiler "
 	    "and flags, Python, PyTorch) is in the manifest's `environment`.\n\n```sh\n")) < 0)
 		return error;
 	for (size_t i = 0; i < c->n; i++) {
