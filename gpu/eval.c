@@ -737,8 +737,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
 		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
 		    cuda ? arch : "cpu", reply));
-		/* The seed the request carried, also for a batch the judge never saw. */
-		json_object_set_new(c->res, "seed", json_integer((json_int_t)seed));
+		/* The judge's own account of the seed; the request's for a
+		 * candidate it never saw (rejected, not built). */
+		if (!json_object_get(c->res, "seed"))
+			json_object_set_new(c->res, "seed", json_integer((json_int_t)seed));
 		json_object_set_new(c->res, "environment", json_deep_copy(environment));
 		json_array_append(results, c->res);
 	}
