@@ -55,15 +55,7 @@ int report_flagged(const struct report_dir *d, char *out, size_t len);
  * for a flagged result "verified kernel on DEVICE, flagged for review: FLAGS".
  */
 int report_md_headline(const struct report_dir *d, struct buf *b);
-/*
- * The command that repeats d's confirmation evaluation, appended to b
- * (no newline): the thread variables that were set, as assignments, then
- * `kernelbot eval MODULE kernels/SLUG/FILE` and the flags it ran with
- * (result.environment.eval_args: --backend, --seed, ...; for a result
- * without them --backend, --seed and, on CUDA, --sanitize), --class where
- * the module's class is not Model. 0; -EINVAL (b unchanged) when a
- * recorded value cannot be written on one shell line; -ENOMEM.
- */
+/* report_reproduce_cmd() for d's confirmation: kernels/SLUG/FILE against the module. */
 int report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b);
 /* s as one shell word (single-quoted unless plain). -EINVAL for control characters. */
 int report_sh_word(struct buf *b, const char *s);

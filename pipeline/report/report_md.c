@@ -432,11 +432,11 @@ has_arg(const json_t *args, const char *flag)
 }
 
 int
-report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b)
+report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+    const char *backend, const char *cls, struct buf *b)
 {
-	const json_t *env = jsonx_path(d->result, "environment");
+	const json_t *env = jsonx_path(result, "environment");
 	const json_t *args = json_object_get(env, "eval_args"), *v;
-	char path[PATH_MAX];
 	size_t i, n0 = b->len;
 	int error = 0;
 
@@ -448,10 +448,9 @@ report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct 
 		    (error = report_sh_word(b, val)) < 0 || (error = buf_addch(b, ' ')) < 0))
 			goto out;
 	}
-	snprintf(path, sizeof(path), "kernels/%s/%s", c->m->slug, d->file);
-	if (((error = buf_addstr(b, "kernelbot eval ")) < 0 ||
-	    (error = report_sh_word(b, c->m->module_path)) < 0 || (error = buf_addch(b, ' ')) < 0 ||
-	    (error = report_sh_word(b, path)) < 0))
+	if ((error = buf_addstr(b, "kernelbot eval ")) < 0 ||
+	    (error = report_sh_word(b, module_path)) < 0 || (error = buf_addch(b, ' ')) < 0 ||
+	    (error = report_sh_word(b, kernel_path)) < 0)
 		goto out;
 	if (json_is_array(args) && json_array_size(args)) {
 		/* the flags the measurement ran with (gpu/evalenv.h) */
@@ -466,19 +465,28 @@ report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct 
 		}
 	} else {
 		/* a result from before the environment was recorded */
-		if ((error = buf_printf(b, " --backend %s", d->backend)) < 0 ||
-		    (json_is_integer(jsonx_path(d->result, "seed")) &&
-		    (error = buf_printf(b, " --seed %lld", jsonx_int(d->result, "seed", 0))) < 0) ||
-		    (!strcmp(d->backend, "cuda") && (error = buf_addstr(b, " --sanitize")) < 0))
+		if ((error = buf_addstr(b, " --backend ")) < 0 || (error = report_sh_word(b, backend)) < 0 ||
+		    (json_is_integer(jsonx_path(result, "seed")) &&
+		    (error = buf_printf(b, " --seed %lld", jsonx_int(result, "seed", 0))) < 0) ||
+		    (!strcmp(backend, "cuda") && (error = buf_addstr(b, " --sanitize")) < 0))
 			goto out;
 	}
-	if (strcmp(c->cls, "Model") && !has_arg(args, "--class") &&
-	    ((error = buf_addstr(b, " --class ")) < 0 || (error = report_sh_word(b, c->cls)) < 0))
+	if (cls && strcmp(cls, "Model") && !has_arg(args, "--class") &&
+	    ((error = buf_addstr(b, " --class ")) < 0 || (error = report_sh_word(b, cls)) < 0))
 		goto out;
 out:
 	if (error < 0)
 		buf_truncate(b, n0);
 	return error;
+}
+
+int
+report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "kernels/%s/%s", c->m->slug, d->file);
+	return report_reproduce_cmd(d->result, c->m->module_path, path, d->backend, c->cls, b);
 }
 
 static int
