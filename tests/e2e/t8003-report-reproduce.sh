@@ -1,5 +1,5 @@
 #!/bin/sh
-# t8002: a PR's reproduce command reproduces. A CPU kernel is confirmed as
+# t8003: a PR's reproduce command reproduces. A CPU kernel is confirmed as
 # the bot does it on a small machine (OMP_NUM_THREADS=1, as `kernelbot
 # demo` sets there; the bot's fixed timing flags), the PR is built from that
 # result (`kernelbot report`), and the command printed under "Reproduce" is
@@ -13,43 +13,49 @@
 # busy host moves it by far less than that, while a wrong thread count or
 # a command that does not run gives 0.01x or nothing. A control run
 # without the assignment must be told apart by the recorded threads.
+# KB_REPRO_BACKEND=cuda runs the same on a GPU (tests/gpu/repro-gpu.sh).
 . "$(dirname "$0")/lib.sh"
-t_init t8002
+t_init t8003
 PY=${KERNELBOT_PYTHON:-/usr/bin/python3}
 TOL=3
+B=${KB_REPRO_BACKEND:-cpu}
+EXT=c
+[ "$B" = cuda ] && EXT=cu
 export KERNELBOT_PYTHON="$PY" KERNELBOT_CACHE="$TMP/cache" KERNELBOT_JUDGE_IDLE_S=60 OMP_NUM_THREADS=1
 REPO="$TMP/repo"
 OPT="$TMP/opt"
 cp -r "$KB_ROOT/examples/repo" "$REPO"
 mkdir -p "$OPT/best" "$TMP/bin"
 cp "$REPO/models/rmsnorm.py" "$OPT/problem.py"
-# `kernelbot` as the command names it
-ln -s "$KERNELBOT" "$TMP/bin/kernelbot"
+# `kernelbot` as the command names it (a wrapper: device-bundle/run finds
+# its libraries beside itself, so it cannot be a link)
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$KERNELBOT" >"$TMP/bin/kernelbot"
+chmod +x "$TMP/bin/kernelbot"
 
 check "trace the example module" sh -c "'$KERNELBOT' trace '$REPO/models/rmsnorm.py' --json >'$OPT/ir.json'"
-check "compile it for the CPU" "$KERNELBOT" compile "$OPT/ir.json" --backend cpu -o "$OPT/best/kernel.c"
+check "compile it for $B" "$KERNELBOT" compile "$OPT/ir.json" --backend "$B" -o "$OPT/best/kernel.$EXT"
 # The confirmation, with flags a reproduction must repeat (fixed rounds).
-(cd "$REPO" && "$KERNELBOT" eval models/rmsnorm.py "$OPT/best/kernel.c" --backend cpu --trials 3 \
+(cd "$REPO" && "$KERNELBOT" eval models/rmsnorm.py "$OPT/best/kernel.$EXT" --backend "$B" --trials 3 \
 	--rounds 10 --reps 5 --warmup 1 --json >"$TMP/eval.json" 2>"$TMP/eval.err")
 check_eq "the kernel is correct (the bot's confirmation)" "$?" 0
-SEED=$("$PY" - "$TMP/eval.json" "$OPT" <<'PYEOF'
+SEED=$("$PY" - "$TMP/eval.json" "$OPT" "$B" "$EXT" <<'PYEOF'
 import json, sys, hashlib
 r = json.load(open(sys.argv[1]))
-opt = sys.argv[2]
+opt, b, ext = sys.argv[2], sys.argv[3], sys.argv[4]
 json.dump(r, open(opt + "/best/result.json", "w"))
-sha = hashlib.sha256(open(opt + "/best/kernel.c", "rb").read()).hexdigest()
+sha = hashlib.sha256(open(opt + "/best/kernel." + ext, "rb").read()).hexdigest()
 # summary.json as optimize writes it: best carries the seed and environment
-json.dump({"problem": "models/rmsnorm.py", "status": "improved", "backend": "cpu",
-           "best": {"path": "best/kernel.c", "speedup": r["speedup"], "seed": r["seed"],
+json.dump({"problem": "models/rmsnorm.py", "status": "improved", "backend": b,
+           "best": {"path": "best/kernel." + ext, "speedup": r["speedup"], "seed": r["seed"],
                     "environment": r["environment"]},
            "candidates_evaluated": 1, "generations": 1, "stop_reason": "budget:candidates",
            "spent": {"candidates": 1, "generations": 1, "wall_s": r.get("wall_s", 0)}},
           open(opt + "/summary.json", "w"))
-json.dump({"problem": "models/rmsnorm.py", "backend": "cpu", "device": {"name": "cpu"},
+json.dump({"problem": "models/rmsnorm.py", "backend": b, "device": r["device_info"],
            "generations": [{"generation": 0, "evaluated": 1, "correct": 1,
                             "best_ms": r["timings_ms"]["candidate"]["median"]}],
            "candidates": [{"id": 0, "generation": 0, "proposer": "graph-compiler", "source_sha": sha,
-                           "file": "candidates/0000.c", "status": "correct", "correct": True}]},
+                           "file": "candidates/0000." + ext, "status": "correct", "correct": True}]},
           open(opt + "/history.json", "w"))
 print(r["environment"]["seed_str"])
 PYEOF
@@ -66,14 +72,14 @@ repro_line() {
 	awk '/^### Reproduce/ { r = 1 } r && /^```sh$/ { getline; print; exit }' "$1"
 }
 CMD=$(repro_line "$REPO/pr.md")
-WANT="OMP_NUM_THREADS=1 kernelbot eval models/rmsnorm.py kernels/models-rmsnorm/kernel.c --backend cpu --seed $SEED --trials 3 --rounds 10 --reps 5 --warmup 1"
+WANT="OMP_NUM_THREADS=1 kernelbot eval models/rmsnorm.py kernels/models-rmsnorm/kernel.$EXT --backend $B --seed $SEED --trials 3 --rounds 10 --reps 5 --warmup 1"
 check_eq "the PR body's reproduce command: the thread setting, seed and flags" "$CMD" "$WANT"
 check_eq "REPORT.md prints the same command" "$(repro_line "$K/REPORT.md")" "$WANT"
 check_eq "the manifest holds it too" \
 	"$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernels"][0]["reproduce"])' "$K/manifest.json")" \
 	"$WANT"
 check "the body says what the measurement ran with" grep -q \
-	"^- cpu measured with OMP_NUM_THREADS=1, OMP_PROC_BIND unset, OMP_PLACES unset, MKL_NUM_THREADS unset, torch threads 1, CPU " \
+	"^- $B measured with OMP_NUM_THREADS=1, OMP_PROC_BIND unset, OMP_PLACES unset, MKL_NUM_THREADS unset, torch threads 1, CPU " \
 	"$REPO/pr.md"
 
 # Run it as printed, from the repository root; nothing else sets the threads.
