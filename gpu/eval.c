@@ -18,6 +18,7 @@
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
 #include "gpu/sandbox.h"
+#include "gpu/evalenv.h"
 #include "gpu/harness.h"
 #include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
@@ -276,7 +277,8 @@ loads_code(const char *path)
 
 static json_t *
 build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
-    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu)
+    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu,
+    uint64_t seed)
 {
 	json_t *req, *list = json_array(), *env = json_object();
 	const char *ld = getenv("LD_LIBRARY_PATH");
@@ -308,14 +310,18 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	 * and on a loaded host a team larger than the free cores waits in
 	 * every parallel region.
 	 */
-	if (getenv("OMP_NUM_THREADS"))
-		json_object_set_new(env, "OMP_NUM_THREADS", json_string(getenv("OMP_NUM_THREADS")));
+	/* OMP_PROC_BIND, OMP_PLACES, MKL_NUM_THREADS likewise: the result's
+	 * environment records them as set here (gpu/evalenv.h). */
+	for (int k = 0; evalenv_thread_vars[k]; k++)
+		if (getenv(evalenv_thread_vars[k]))
+			json_object_set_new(env, evalenv_thread_vars[k],
+			    json_string(getenv(evalenv_thread_vars[k])));
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
 	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:i, s:I, s:o, s:o}",
 	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
-	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
+	    "seed", (json_int_t)seed, "trials", o->trials,
 	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
 	    "kernelbot", exe, "sandbox", !unsandboxed, "workdir", workdir,
 	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)mem_limit(o),
@@ -529,6 +535,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	char *exe = NULL;
 	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
+	uint64_t seed;
+	json_t *environment = NULL;
 	struct judge judge = { 0 };
 	struct judgesrv srv;
 	int early = !env_is("KERNELBOT_JUDGE_EARLY", "0"), use_srv = 0, srv_spawned = 0;
@@ -681,8 +689,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		}
 	}
 
+	/* --seed reproduces a result; otherwise a fresh one, never reused */
+	seed = o->seed_given ? o->seed & EVAL_SEED_MASK : crypto_random_seed();
 	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed,
-	    cuda ? &gpus[o->device] : NULL))) {
+	    cuda ? &gpus[o->device] : NULL, seed))) {
 		error = -ENOMEM;
 		goto out;
 	}
@@ -728,6 +738,15 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	}
 	problem = json_object_get(reply, "problem");
 	fp32 = jsonx_bool(problem, "float32_only", 0);
+	{
+		struct evalenv_in ei = { o, backend, cuda ? arch : NULL, cuda ? &gpus[o->device] : NULL,
+			reply, seed, o->seed_given, nbuild > 0 };
+
+		if (!(environment = evalenv_json(&ei))) {
+			error = -ENOMEM;
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < o->n_candidates; i++) {
 		struct cand *c = &cs[i];
 		json_t *v;
@@ -747,6 +766,11 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
 		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
 		    cuda ? arch : "cpu", reply));
+		/* The judge's own account of the seed; the request's for a
+		 * candidate it never saw (rejected, not built). */
+		if (!json_object_get(c->res, "seed"))
+			json_object_set_new(c->res, "seed", json_integer((json_int_t)seed));
+		json_object_set_new(c->res, "environment", json_deep_copy(environment));
 		json_array_append(results, c->res);
 	}
 	*out = results;
@@ -765,6 +789,7 @@ out:
 	json_decref(req);
 	json_decref(reply);
 	json_decref(results);
+	json_decref(environment);
 	if (workdir[0] && !getenv("KERNELBOT_EVAL_KEEP"))
 		rm_tree(workdir);
 	return error;

@@ -23,6 +23,7 @@
 #define EVAL_MAX_TRIALS 100
 #define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
 #define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
+#define EVAL_SEED_MASK 0x7fffffffffffffffull	/* seeds are 63 bits, as the judge reads them */
 
 struct eval_opts {
 	const char *problem;
@@ -52,10 +53,19 @@ struct eval_opts {
 	size_t disk_bytes;		/* a worker's scratch quota; 0 = the sandbox's default */
 	int build_timeout_s;		/* a native candidate's compile deadline; 0 =
 					 * EVAL_BUILD_TIMEOUT_S (gpu/eval_build.h) */
+	/*
+	 * --seed: the evaluation's seed (below 2^63) instead of a fresh one,
+	 * to reproduce a result (its model parameters and every trial's
+	 * inputs). Never for a search: a fixed seed is one a kernel could
+	 * learn. The spot checks' positions and the timed runs' input changes
+	 * come from the system's RNG either way.
+	 */
+	int seed_given;
+	unsigned long long seed;
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0 }
 
 #define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */
 #define EVAL_MEM_FLOOR ((size_t)1 << 30)	/* and its floor */
@@ -68,7 +78,9 @@ struct eval_opts {
 size_t eval_default_mem(int runners);
 
 /*
- * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;
+ * Evaluate. Each result carries "seed" and "environment" (gpu/evalenv.h:
+ * what the measurement depended on, and the `kernelbot eval` flags that
+ * repeat it). 0 and *out (a JSON array, one object per candidate, in order;
  * the caller's reference). -EINVAL: the problem or the options are bad
  * (err says how; exit status 2). Other -errno: the evaluator itself could
  * not run (no harness, no sandbox, a crashed judge; exit status 1).

@@ -131,12 +131,19 @@ harness_locate(const char **python, const char **script, char *err,
 	return 0;
 }
 
-/* The child's whole environment: what Python and PyTorch need, nothing else. */
+/*
+ * The child's whole environment: what Python and PyTorch need, nothing else.
+ * The thread settings pass as they are (never defaulted): eager PyTorch's
+ * team in the judge is then the one the workers get through the request's
+ * worker_env (gpu/eval.c) and the one the result records (gpu/evalenv.h).
+ * They are part of harness_identity(), so a judge server never serves a
+ * caller whose settings differ from those it was started with.
+ */
 static int
 build_env(const char *script, char **envp, size_t max)
 {
 	static const char *const pass[] = { "HOME", "CUDA_VISIBLE_DEVICES",
-		"TMPDIR", "OMP_NUM_THREADS", NULL };
+		"TMPDIR", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", NULL };
 	const char *slash = strrchr(script, '/');
 	size_t n = 0;
 	char tmp[PATH_MAX + 64];

@@ -326,7 +326,7 @@ or_null(const json_t *v)
 }
 
 static json_t *
-manifest_kernel(const struct report_dir *d)
+manifest_kernel(const struct report_ctx *c, const struct report_dir *d)
 {
 	const json_t *cand = best_candidate(d);
 	json_t *k = json_pack("{s:s,s:s,s:s,s:s,s:s}", "file", d->file, "backend", d->backend,
@@ -345,8 +345,11 @@ manifest_kernel(const struct report_dir *d)
 		{ "spent", json_object_get(d->summary, "spent") },
 		{ "seed", jsonx_path(d->result, "seed") },
 		{ "flags", jsonx_path(d->result, "flags") },
+		/* what the confirmation's measurement depended on (gpu/evalenv.h) */
+		{ "environment", jsonx_path(d->result, "environment") },
 	};
 	json_t *times = json_object();
+	struct buf cmd = BUF_INIT(1u << 16);
 
 	json_object_set_new(k, "arch", d->arch[0] ? json_string(d->arch) : json_null());
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
@@ -358,6 +361,10 @@ manifest_kernel(const struct report_dir *d)
 	json_object_set_new(k, "proposer", json_string(jsonx_str(cand, "proposer", "unknown")));
 	json_object_set_new(k, "proposers", distinct(d->history, "proposer"));
 	json_object_set_new(k, "models", distinct(d->history, "model"));
+	/* the body's reproduce line, from the repository root */
+	json_object_set_new(k, "reproduce", report_repro_cmd(c, d, &cmd) == 0 ?
+	    json_string(buf_cstr(&cmd)) : json_null());
+	buf_free(&cmd);
 	return k;
 }
 
@@ -390,7 +397,7 @@ manifest(const struct report_ctx *c)
 	manifest_inputs(c, man);
 	for (size_t i = 0; i < c->n; i++)
 		if (c->d[i].file[0])
-			json_array_append_new(ks, manifest_kernel(&c->d[i]));
+			json_array_append_new(ks, manifest_kernel(c, &c->d[i]));
 	json_object_set_new(man, "kernels", ks);
 	return man;
 }

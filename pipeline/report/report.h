@@ -22,8 +22,10 @@
 #ifndef KB_PIPELINE_REPORT_H
 #define KB_PIPELINE_REPORT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
+#include "common/buf.h"
 #include "gitops/publish.h"	/* struct gitops_file */
 
 struct report_module {
@@ -63,6 +65,22 @@ struct report_pr {
  */
 int report_pr_build(const struct report_module *m, struct report_pr *out,
     char *err, size_t errlen);
+
+/*
+ * The command that repeats the evaluation result (a `kernelbot eval
+ * --json` object) of kernel_path against module_path, appended to b on one
+ * line without a newline, to be run from the repository root: the thread
+ * variables that were set (result.environment.threads, gpu/evalenv.h) as
+ * assignments, `kernelbot eval MODULE KERNEL`, the flags it ran with
+ * (environment.eval_args: --backend, --seed, ...; for a result without
+ * them --backend, --seed and, on CUDA, --sanitize), and --class cls when
+ * cls is not NULL or Model and the flags do not name it. Words the shell
+ * would read otherwise are single-quoted. 0; -EINVAL (b unchanged) when a
+ * recorded value cannot be written on one shell line (a control
+ * character); -ENOMEM.
+ */
+int report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+    const char *backend, const char *cls, struct buf *b);
 
 /* Frees what report_pr_build() allocated; NULL-safe; zeroes p. */
 void report_pr_free(struct report_pr *p);

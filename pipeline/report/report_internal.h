@@ -57,6 +57,10 @@ int report_flagged(const struct report_dir *d, char *out, size_t len);
  * for a flagged result "verified kernel on DEVICE, flagged for review: FLAGS".
  */
 int report_md_headline(const struct report_dir *d, struct buf *b);
+/* report_reproduce_cmd() for d's confirmation: kernels/SLUG/FILE against the module. */
+int report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b);
+/* s as one shell word (single-quoted unless plain). -EINVAL for control characters. */
+int report_sh_word(struct buf *b, const char *s);
 /* The best dir by speedup over eager among improved ones (or all); NULL if none. */
 const struct report_dir *report_best(const struct report_ctx *c, int improved_only);
 

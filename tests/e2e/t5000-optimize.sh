@@ -40,6 +40,12 @@ check_eq "best.path and speedup keys" "$(json_get "$S" '(d["best"]["path"], sort
 check_eq "spent keys" "$(json_get "$S" 'sorted(d["spent"])')" \
 	"['candidates', 'dollars', 'generations', 'gpu_s', 'malformed', 'tokens', 'wall_s']"
 check "best/kernel.c" test -s "$OUT/best/kernel.c"
+check_eq "summary keeps the confirmation's seed, fresh, and its environment" \
+	"$(json_get "$S" '(d["best"]["seed"] == json.load(open(sys.argv[1].replace("summary.json", "best/result.json")))["seed"], d["best"]["environment"]["seed"] == d["best"]["seed"], d["best"]["environment"]["seed_given"])')" \
+	"(True, True, False)"
+check_eq "the environment has the confirmation's flags" \
+	"$(json_get "$S" 'd["best"]["environment"]["eval_args"][:2] + d["best"]["environment"]["eval_args"][4:]')" \
+	"['--backend', 'cpu', '--trials', '3', '--rounds', '3', '--reps', '3', '--warmup', '1']"
 check_eq "best/result.json is a correct verdict on best/kernel.c" \
 	"$(json_get "$OUT/best/result.json" '(d["correct"], d["status"], d["candidate"].endswith("best/kernel.c"))')" \
 	"(True, 'correct', True)"

@@ -328,6 +328,7 @@ def run(req, start_s=None, waited=None):
         "device": ctx.device_name,
         "torch": torch.__version__,
         "python": sys.version.split()[0],
+        "torch_threads": torch.get_num_threads(),
         "seed": ctx.seed,
         "bandwidth_gbs": ctx.bw,
         "problem": {
