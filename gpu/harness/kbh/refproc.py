@@ -39,6 +39,8 @@ import os
 import sys
 import time
 
+KEEP_TRIALS = 3		# the judge's MAX_TIMING_SETS
+
 
 def _reply(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -114,7 +116,11 @@ class Ref:
         sets = []
         for v, args in enumerate(self.problem.draw(int(r["seed"]), self.device)):
             outs = self.forward(args, "input set %d/%d" % (t, v))
-            self.sets[i] = args
+            if v == 0 and t < KEEP_TRIALS:
+                # What later requests name: the timing sets (the main inputs
+                # of the first trials) and set 0; the rest lives in the
+                # judge only.
+                self.sets[i] = args
             ins = self.write("in%d.bin" % i, [("arg%d" % j, a) for j, a in enumerate(args)])
             self.write("exp%d.bin" % i, [("out%d" % j, o) for j, o in enumerate(outs)])
             sets.append({"inputs": [dict(e, name=None) for e in ins],
