@@ -93,7 +93,8 @@ expect "$tmp/e.json" correct.c "r['status'] == 'correct' and r['timing_breakdown
 # stop: SIGTERM; the server removes its socket.
 pid4=$(js "$tmp/e.json" judge_server_pid)
 "$KERNELBOT" judge stop >"$tmp/stop" && grep -q "stopped 1 judge server" "$tmp/stop" && ok "judge stop: one stopped" || bad "judge stop: $(cat "$tmp/stop")"
-gone "$pid4" && [ ! -e "$sock" ] && ok "stopped: the process and its socket gone" || bad "after stop: pid $pid4 or $sock remains"
+gone "$pid4" && [ ! -e "$sock" ] && ok "stopped: the process and its socket gone" ||
+	bad "after stop: pid $pid4 or $sock remains: $(ls "$KERNELBOT_JUDGE_DIR"; tail -5 "$KERNELBOT_JUDGE_DIR"/*.log)"
 "$KERNELBOT" judge status >"$tmp/st2" && ! grep -q running "$tmp/st2" && ok "judge status: none running" || bad "status after stop: $(cat "$tmp/st2")"
 
 # The idle time ends a server.
