@@ -42,9 +42,12 @@ import time
 KEEP_TRIALS = 3		# the judge's MAX_TIMING_SETS
 
 
+_out = None	# the protocol's stream: the real stdout, kept apart
+
+
 def _reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    _out.write(json.dumps(obj) + "\n")
+    _out.flush()
 
 
 def _spec(name, t, jio):
@@ -199,11 +202,12 @@ class Ref:
 def main(argv):
     opts = dict(zip(argv[0::2], argv[1::2]))
     scratch, backend = opts.get("--dir"), opts.get("--backend", "cpu")
-    # Replies go to the real stdout only: a problem's prints must not
-    # break the protocol.
-    out = os.fdopen(os.dup(1), "w")
+    # Replies go to the real stdout only: a problem's prints (Python's or
+    # a library's on fd 1) go to stderr and cannot break the protocol.
+    global _out
+    _out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    sys.stdout = out
+    sys.stdout = sys.stderr
     try:
         ref = Ref(scratch, backend)
     except Exception as e:
