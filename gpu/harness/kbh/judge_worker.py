@@ -61,7 +61,15 @@ class WorkerError(Exception):
 
 def _limits(mem_bytes):
     def apply():
+        import ctypes
         import resource
+        # The launcher dies with the judge (and the sandbox's tree with
+        # the launcher): a judge killed from outside leaves no worker or
+        # reference process behind, hung in a problem's code or not.
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)	# PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if mem_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
