@@ -118,7 +118,11 @@ class Context:
         n = len(p.get("candidates") or [])
         life = (jref.HELLO_S + self.build_timeout_s + self.timeout_s *
                 (self.trials + 4 + 2 * max(1, n) * (self.max_rounds + SPOT_CHECKS + 4)))
-        self.ref = jref.RefProc(self, life)
+        # A judge server may have started one already (jref.prestart).
+        self.ref = jref.take_spare(self)
+        self.breakdown["ref_prestarted"] = self.ref is not None
+        if self.ref is None:
+            self.ref = jref.RefProc(self, life)
         if self.backend == "cuda":
             if not torch.cuda.is_available():
                 raise jp.ProblemError("backend cuda requested but PyTorch sees no GPU")

@@ -16,10 +16,12 @@ the protocol, the evaluation ends with a RefError naming the stage, and
 the process's whole tree is killed (its launcher's process group; the
 sandbox kills what it started when the launcher dies).
 """
+import json
 import os
 import shutil
 import stat
 import sys
+import tempfile
 import time
 
 import torch
@@ -135,11 +137,16 @@ def _name(v, default):
 
 
 class RefProc:
-    def __init__(self, ctx, life_s):
+    def __init__(self, ctx, life_s, base=None):
         """Start the process (its interpreter imports PyTorch meanwhile);
-        life_s bounds its whole life (the sandbox's deadline)."""
+        life_s bounds its whole life (the sandbox's deadline). base: the
+        directory of its scratch, stderr and report (ctx.workdir; a
+        prestarted one's own, removed by close())."""
         self.ctx = ctx
-        self.dir = os.path.join(ctx.workdir, "ref")
+        self.base = base
+        self.copied = False
+        base = base or ctx.workdir
+        self.dir = os.path.join(base, "ref")
         os.makedirs(self.dir, exist_ok=True)
         # The scratch's own descriptor: the judge's workdir above it is
         # not the sandbox's to change, so this is the directory it wrote.
@@ -147,7 +154,7 @@ class RefProc:
         self.limit = max(1 << 20, ctx.mem_bytes)
         self.life_s = int(min(TIMEOUT_MAX_S, life_s))
         argv, env = self.argv()
-        self.w = Worker(argv, env, os.path.join(ctx.workdir, "ref.stderr"),
+        self.w = Worker(argv, env, os.path.join(base, "ref.stderr"),
                         time.monotonic() + self.life_s + 5, ctx.timeout_s)
 
     def problem_dir(self):
@@ -161,7 +168,8 @@ class RefProc:
         if (os.geteuid() != 0 or not ctx.sandbox
                 or (st.st_mode & 0o005) == 0o005 and os.stat(ctx.problem_path).st_mode & 0o004):
             return pdir, ctx.problem_path
-        own = os.path.join(ctx.workdir, "problem")
+        self.copied = True
+        own = os.path.join(self.base or ctx.workdir, "problem")
         os.makedirs(own, exist_ok=True)
         os.chmod(own, 0o755)
         dst = os.path.join(own, os.path.basename(ctx.problem_path))
@@ -188,7 +196,7 @@ class RefProc:
             return inner, env
         outer = sandbox_argv(ctx, "compiler", self.dir, self.life_s,
                              ctx.req.get("device", 0) if cuda else -1, [pdir])
-        outer += ["--report", os.path.join(ctx.workdir, "ref.sandbox.json"),
+        outer += ["--report", os.path.join(self.base or ctx.workdir, "ref.sandbox.json"),
                   "--mem", str(ctx.mem_bytes),
                   # Eager timing runs on every core for the whole batch:
                   # the default RLIMIT_CPU (600 s) is too small.
@@ -309,6 +317,98 @@ class RefProc:
         if self.dirfd is not None:
             os.close(self.dirfd)
             self.dirfd = None
+        if self.base:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+
+# --- prestarting (the judge server) ---------------------------------------
+# A judge server starts the next request's reference process as soon as a
+# request ends, for the same problem and settings (an optimization loop
+# evaluates one problem many times): its sandbox, interpreter and PyTorch
+# import (seconds, the CUDA context included) then overlap the caller's
+# compiles instead of delaying the problem's load. It has imported
+# nothing of the problem yet; a request that does not match closes it.
+_spare = None	# (key, RefProc)
+_swept = False
+PREFIX = "kernelbot-ref-"
+
+
+def _sweep():
+    """Remove the prestart directories of judge servers that are gone (a
+    server killed with SIGKILL cannot remove its own; its processes died
+    with it): TMPDIR/kernelbot-ref-PID-*, ours, PID not running."""
+    tmp = tempfile.gettempdir()
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return
+    for n in names:
+        parts = n[len(PREFIX):].split("-", 1)
+        if not n.startswith(PREFIX) or len(parts) != 2 or not parts[0].isdigit():
+            continue
+        pid = int(parts[0])
+        try:
+            os.kill(pid, 0)
+            continue
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        p = os.path.join(tmp, n)
+        try:
+            if os.lstat(p).st_uid == os.getuid():
+                shutil.rmtree(p, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _key(ctx):
+    return json.dumps([ctx.problem_path, ctx.backend, ctx.req.get("device", 0), ctx.kernelbot,
+                       ctx.sandbox, ctx.mem_bytes, sorted(ctx.worker_env.items()),
+                       bool(ctx.req.get("allow_degraded")), ctx.harness_py, sys.executable])
+
+
+def prestart(ctx):
+    """Start a reference process for a request like ctx's (the judge
+    server, after a request)."""
+    global _spare, _swept
+    drop_spare()
+    if not _swept:
+        _swept = True
+        _sweep()
+    ref = RefProc(ctx, TIMEOUT_MAX_S, base=tempfile.mkdtemp(prefix="%s%d-" % (PREFIX, os.getpid())))
+    if ref.copied:
+        # A copy of the problem file would be stale by the next request.
+        ref.close()
+        return
+    _spare = (_key(ctx), ref)
+
+
+def take_spare(ctx):
+    """The prestarted reference process when it matches ctx and still
+    runs, adopted by ctx; else None (and it is closed)."""
+    global _spare
+    if _spare is None:
+        return None
+    key, ref = _spare
+    _spare = None
+    if key != _key(ctx) or ref.w is None or ref.w.proc.poll() is not None:
+        print("judge: the prestarted reference process is not used (%s)"
+              % ("another request" if key != _key(ctx) else "it exited: %s"
+                 % ref.w.stderr_tail()[-300:]), file=sys.stderr)
+        ref.close()
+        return None
+    ref.ctx = ctx
+    ref.w.per_request = ctx.timeout_s
+    return ref
+
+
+def drop_spare():
+    global _spare
+    if _spare is not None:
+        _spare[1].close()
+        _spare = None
 
 
 def ctx_timeout(ctx):

@@ -181,6 +181,7 @@ def _serve(opts, listener, ino, t_spawn):
     import torch
     from kbh import judge
     from kbh import judge_worker
+    from kbh import judge_ref as jref
     backend, device = opts["backend"], int(opts["device"])
     if backend == "cuda" and torch.cuda.is_available():
         try:
@@ -208,6 +209,7 @@ def _serve(opts, listener, ino, t_spawn):
             if time.time() - meta["last_used"] >= idle_s or not _ours(opts["sock"], ino):
                 return "idle" if _ours(opts["sock"], ino) else "socket replaced"
             continue
+        req_next = None
         with conn:
             conn.settimeout(None)
             pid, uid, _gid = struct.unpack("3i", conn.getsockopt(
@@ -256,6 +258,8 @@ def _serve(opts, listener, ino, t_spawn):
                     print("judge-server: the client (pid %d) went away: its evaluation was "
                           "stopped" % pid, file=sys.stderr)
                     reply = None
+                elif isinstance(reply, dict) and reply.get("ok"):
+                    req_next = req
                 first = False
                 bd = reply.get("timing_breakdown_s") if isinstance(reply, dict) else None
                 if isinstance(bd, dict):
@@ -278,6 +282,18 @@ def _serve(opts, listener, ino, t_spawn):
         meta["requests"] += 1
         meta["last_used"] = time.time()
         _write_meta(opts["meta"], meta)
+        if req_next is not None:
+            # The next request's reference process, started now: its
+            # sandbox and PyTorch import overlap the caller's compiles
+            # (kbh/judge_ref.py; a request that does not match closes it).
+            try:
+                judge_worker.reset_cancel()
+                nctx = judge.Context(req_next)
+                nctx.problem_path = os.path.abspath(str(req_next["problem"]))
+                jref.prestart(nctx)
+            except Exception as e:  # noqa: B902 -- an optimization only
+                print("judge-server: no prestarted reference process: %s: %s"
+                      % (type(e).__name__, e), file=sys.stderr)
 
 
 def main(argv):
@@ -326,6 +342,8 @@ def main(argv):
         traceback.print_exc()
         why = "crashed"
     finally:
+        if "kbh.judge_ref" in sys.modules:
+            sys.modules["kbh.judge_ref"].drop_spare()
         if _ours(opts["sock"], ino):
             os.unlink(opts["sock"])
             try:
