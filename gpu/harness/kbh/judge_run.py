@@ -20,11 +20,6 @@ from kbh import judge_sanitize as jsan
 from kbh import judge_stats as stats
 from kbh.judge_worker import Worker, WorkerError
 
-
-class ProblemFailed(Exception):
-    """The problem's own forward raised in the reference process
-    (kbh/judge_ref.py raises it)."""
-
 ERRORS_MAX = 8
 ERROR_CHARS = 2000
 NOOP_PROBES = 5
@@ -135,6 +130,11 @@ class Failed(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class ProblemFailed(Exception):
+    """The problem's own forward raised in the reference process
+    (kbh/judge_ref.py raises it)."""
 
 
 def ctx_start_timeout(run):
