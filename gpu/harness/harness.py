@@ -6,8 +6,10 @@ A nonzero exit means the harness itself crashed; the traceback is on stderr.
 
 Worker mode is the exception: `harness.py pyworker ARGS...` turns this
 process into the untrusted worker for a KernelBench-format solution, which
-speaks JSON lines on stdin/stdout (docs/evaluation.md), and so is
-`harness.py judge-server ARGS...`: the persistent judge (kbh/judge_server.py).
+speaks JSON lines on stdin/stdout (docs/evaluation.md), and so does
+`harness.py refproc ARGS...`, the sandboxed reference process that alone
+imports the problem (kbh/refproc.py); `harness.py judge-server ARGS...` is
+the persistent judge (kbh/judge_server.py).
 """
 import os
 import sys
@@ -59,6 +61,9 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "pyworker":
         from kbh import pyworker
         return pyworker.main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "refproc":
+        from kbh import refproc
+        return refproc.main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "judge-server":
         from kbh import judge_server
         return judge_server.main(sys.argv[2:])

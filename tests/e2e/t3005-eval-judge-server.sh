@@ -4,7 +4,7 @@
 # same verdict as a one-shot judge; a killed server and a stale socket file
 # lead to a respawn and a correct result; a problem's change to PyTorch's
 # defaults does not outlive its request; a request that kills the judge
-# fails as a one-shot judge does and does not break the next one; the idle
+# fails as a one-shot judge does and leaves the server serving; the idle
 # time ends it; a directory open to others is refused; `kernelbot judge
 # status|stop` lists and stops servers.
 . "$(dirname "$0")/eval-lib.sh"
@@ -77,21 +77,24 @@ rm -f "$sock"; echo junk >"$sock"
 expect "$tmp/d.json" correct.c 'r["status"] == "correct" and r["timing_breakdown_s"]["judge_shared"]["judge_server"] == "spawned"' "a junk file at the socket path: replaced, correct"
 pid3=$(js "$tmp/d.json" judge_server_pid)
 
-# A problem that kills its judge: the same failure as a one-shot judge, the
-# server replaced on the next eval.
+# A problem that exits at import: it kills only its reference process
+# (the judge never imports it), the same failure as a one-shot judge, and
+# the server goes on.
 printf 'import os\nos._exit(3)\n' >"$tmp/killer.py"
 KERNELBOT_JUDGE_SERVER=0 "$KERNELBOT" eval "$tmp/killer.py" "$C" $FAST --json >/dev/null 2>"$tmp/err1"; st1=$?
 "$KERNELBOT" eval "$tmp/killer.py" "$C" $FAST --json >/dev/null 2>"$tmp/err2"; st2=$?
-[ "$st2" -ne 0 ] && [ "$st1" = "$st2" ] && ok "a judge-killing problem: exit $st2, as with a one-shot judge" ||
-	bad "judge-killing problem: server exit $st2, one-shot exit $st1: $(cat "$tmp/err2")"
-gone "$pid3" && ok "the server it killed is gone" || bad "server $pid3 survived os._exit"
+[ "$st2" -ne 0 ] && [ "$st1" = "$st2" ] && grep -q "reference process exited with status 3" "$tmp/err2" &&
+	ok "a problem that exits at import: exit $st2, as with a one-shot judge" ||
+	bad "exiting problem: server exit $st2, one-shot exit $st1: $(cat "$tmp/err2")"
+kill -0 "$pid3" 2>/dev/null && ok "the server survives it" || bad "server $pid3 died with the problem's os._exit"
 "$KERNELBOT" eval "$P" "$C" $FAST --json >"$tmp/e.json" 2>"$tmp/err" || bad "eval after the killer failed: $(cat "$tmp/err")"
-expect "$tmp/e.json" correct.c 'r["status"] == "correct" and r["timing_breakdown_s"]["judge_shared"]["judge_server"] == "spawned"' "the next eval: a new server, correct"
+expect "$tmp/e.json" correct.c "r['status'] == 'correct' and r['timing_breakdown_s']['judge_shared']['judge_server'] == 'hit' and r['timing_breakdown_s']['judge_shared']['judge_server_pid'] == $pid3" "the next eval: the same server, correct"
 
 # stop: SIGTERM; the server removes its socket.
 pid4=$(js "$tmp/e.json" judge_server_pid)
 "$KERNELBOT" judge stop >"$tmp/stop" && grep -q "stopped 1 judge server" "$tmp/stop" && ok "judge stop: one stopped" || bad "judge stop: $(cat "$tmp/stop")"
-gone "$pid4" && [ ! -e "$sock" ] && ok "stopped: the process and its socket gone" || bad "after stop: pid $pid4 or $sock remains"
+gone "$pid4" && [ ! -e "$sock" ] && ok "stopped: the process and its socket gone" ||
+	bad "after stop: pid $pid4 or $sock remains: $(ls "$KERNELBOT_JUDGE_DIR"; tail -5 "$KERNELBOT_JUDGE_DIR"/*.log)"
 "$KERNELBOT" judge status >"$tmp/st2" && ! grep -q running "$tmp/st2" && ok "judge status: none running" || bad "status after stop: $(cat "$tmp/st2")"
 
 # The idle time ends a server.

@@ -221,6 +221,19 @@ def _spot_run(tmp_path, outs, expected, args=(), model=None):
                                                      "shape": list(a.shape),
                                                      "nbytes": jio.nbytes(a)}
                                                     for i, a in enumerate(args)]}])
+
+
+    def reference_outputs(k, changes, sample=None):
+        # What the reference process does (kbh/refproc.py): the changes on
+        # a pristine copy of the set, forward, the sampled elements.
+        a = [t.clone() for t in ctx.sets[k]["args"]]
+        for j, pos, hx in changes:
+            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hx), jio.dtype_name(a[j]), [1])[0]
+        outs = [model(*a)]
+        if sample:
+            outs = [_FakeWorker._pick(None, o, {"sample": sample}) for o in outs]
+        return outs
+    ctx.reference_outputs = reference_outputs
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert = jpert.Perturber(ctx)
     return run, _FakeWorker(run.scratch, outs, args, model)

@@ -1,13 +1,17 @@
 """The "evaluate" verb: the trusted judge of docs/evaluation.md.
 
-It loads the problem once, draws every input set from seeds it was given,
-computes the expected outputs (which never leave this process), writes the
-inputs to a read-only directory, and for each candidate starts an untrusted
-worker (through `kernelbot sandbox-exec`) that only ever sees inputs and
-poisoned output buffers. It compares what the worker wrote, times the
-candidate interleaved with eager PyTorch and torch.compile on the same
-rotated inputs, and decides status, checks and flags.
+It never imports the problem module (repository code, untrusted): a
+sandboxed reference process does (kbh/judge_ref.py, kbh/refproc.py), and
+sends the model's state, every input set drawn from the judge's seeds and
+the expected outputs back as data. The judge keeps its own copies (the
+expected outputs never leave it), writes the inputs to a read-only
+directory, and for each candidate starts an untrusted worker (through
+`kernelbot sandbox-exec`) that only ever sees inputs and poisoned output
+buffers. It compares what the worker wrote, times the candidate
+interleaved with eager PyTorch and torch.compile (run by the reference
+process) on the same rotated inputs, and decides status, checks and flags.
 """
+import hashlib
 import os
 import sys
 import time
@@ -18,10 +22,11 @@ from kbh import judge_cache as cache
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
 from kbh import judge_problem as jp
+from kbh import judge_ref as jref
 from kbh import judge_stats as stats
 from kbh import judge_timing as jt
 from kbh.judge_worker import Worker, WorkerError
-from kbh.judge_run import CandidateRun, SPOT_SAMPLE
+from kbh.judge_run import CandidateRun, SPOT_SAMPLE, SPOT_CHECKS
 
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -36,6 +41,18 @@ def _err(stage, message):
 
 def trial_seed(seed, t):
     return (seed + 1 + (t + 1) * GOLDEN) & MASK63
+
+
+class ProblemFile:
+    """What the judge knows of the problem: its path and the hash of its
+    bytes, read as data."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        if not os.path.isfile(self.path):
+            raise jp.ProblemError("%s: no such file" % self.path)
+        with open(self.path, "rb") as f:
+            self.sha256 = hashlib.sha256(f.read()).hexdigest()
 
 
 class Context:
@@ -95,74 +112,68 @@ class Context:
 
     def setup(self):
         t0 = time.perf_counter()
+        p = self.req
+        self.problem = ProblemFile(p["problem"])
+        self.problem_path = self.problem.path
+        # The reference process first: its interpreter imports PyTorch
+        # while this one sets up its device.
+        n = len(p.get("candidates") or [])
+        life = (jref.HELLO_S + self.build_timeout_s + self.timeout_s *
+                (self.trials + 4 + 2 * max(1, n) * (self.max_rounds + SPOT_CHECKS + 4)))
+        # A judge server may have started one already (jref.prestart).
+        self.ref = jref.take_spare(self)
+        self.breakdown["ref_prestarted"] = self.ref is not None
+        if self.ref is None:
+            self.ref = jref.RefProc(self, life)
         if self.backend == "cuda":
             if not torch.cuda.is_available():
                 raise jp.ProblemError("backend cuda requested but PyTorch sees no GPU")
             self.device = torch.device("cuda", int(self.req.get("device", 0)))
             torch.cuda.set_device(self.device)
-            # The truth for an fp32 problem is fp32: no TF32 in the reference
-            # (cuDNN allows it by default), and eager is timed the same way.
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
             self.device_name = torch.cuda.get_device_name(self.device)
         else:
             self.device = torch.device("cpu")
             self.device_name = "cpu"
-        p = self.req
-        self.problem = jp.Problem(p["problem"], p.get("class", "Model"),
-                                  p.get("init_fn", "get_init_inputs"),
-                                  p.get("inputs_fn", "get_inputs"),
-                                  p.get("variants_fn", "get_input_variants"))
-        self.model = self.problem.build(self.seed, self.device)
-        self.state = jp.state_tensors(self.model)
-        self.breakdown["problem_load"] = time.perf_counter() - t0
         # One reused host buffer between the device and the files (CUDA).
         self.staging = jio.Staging(self.device) if self.backend == "cuda" else None
+        self.ref.load(self.seed, self.trials, trial_seed)
+        self.breakdown["problem_load"] = time.perf_counter() - t0
         self._draw_sets()
         self._write_inputs()
         self.breakdown["judge_setup"] = time.perf_counter() - t0
 
     def _draw_sets(self):
-        """sets[i] = {trial, variant, args, expected}; every trial draws
-        the main inputs and every declared variant afresh."""
-        self.sets = []
-        draws = []
-        with torch.no_grad():
-            for t in range(self.trials):
-                d = self.problem.draw(trial_seed(self.seed, t), self.device)
-                draws.append(d)
-                for v, args in enumerate(d):
-                    try:
-                        outs = jp.as_outputs(self.model(*args))
-                    except jp.ProblemError:
-                        raise
-                    except Exception as e:
-                        raise jp.ProblemError("the reference failed on input set %d/%d: %s: %s"
-                                              % (t, v, type(e).__name__, e))
-                    self.sets.append({"trial": t, "variant": v, "args": args,
-                                      "expected": [o.detach().clone().contiguous() for o in outs]})
-            if self.trials < 2:
-                d = self.problem.draw(trial_seed(self.seed, self.trials), self.device)
-                other = jp.as_outputs(self.model(*d[0]))
-            else:
-                other = self.sets[len(draws[0])]["expected"]
-        why = cmp.degenerate(self.sets[0]["expected"], other)
+        """sets[i] = {trial, variant, args, expected}, as the reference
+        process drew and computed them (every trial draws the main inputs
+        and every declared variant afresh); the degenerate check on them."""
+        other = self.other if self.trials < 2 else None
+        variants = sum(1 for s in self.sets if s["trial"] == 0)
+        if other is None:
+            other = self.sets[variants]["expected"] if len(self.sets) > variants else None
+        why = None
+        if other is not None and [o.shape for o in other] == [e.shape for e in self.sets[0]["expected"]]:
+            why = cmp.degenerate(self.sets[0]["expected"], other)
         if why:
             self.problem_flags.append("degenerate_outputs")
             self.degenerate_why = why
         else:
             self.degenerate_why = None
-        self.variants = len(draws[0])
+        self.variants = variants
         self.timing_sets = [i for i, s in enumerate(self.sets) if s["variant"] == 0][:MAX_TIMING_SETS]
+
+    def arg_names(self, n):
+        """forward's argument names, as the reference process read them."""
+        names = getattr(self, "forward_names", None) or []
+        return [names[i] if i < len(names) and names[i] else "arg%d" % i for i in range(n)]
 
     def _write_inputs(self):
         self.inputs_dir = os.path.join(self.workdir, "inputs")
         os.makedirs(self.inputs_dir, exist_ok=True)
-        init_args = self.problem.init_args()
+        init_args = self.init_args
         manifest = {"sets": [], "n_args": None, "seed": self.seed,
                     "init_args": init_args if _jsonable(init_args) else None}
         for i, s in enumerate(self.sets):
-            names = jp.arg_names(self.model, len(s["args"]))
+            names = self.arg_names(len(s["args"]))
             named = list(zip(names, s["args"])) + self.state
             fname = "set%d.bin" % i
             entries = jio.write_set(os.path.join(self.inputs_dir, fname), named, self.staging)
@@ -178,8 +189,26 @@ class Context:
         for name in os.listdir(self.inputs_dir):
             os.chmod(os.path.join(self.inputs_dir, name), 0o644)
 
+    def reference_outputs(self, k, changes, sample=None):
+        """The reference's outputs on set k after the element changes
+        [[arg, position, hex bytes], ...] (kbh/judge_perturb.py), computed
+        by the reference process; with sample [a, b, m], only the m
+        elements at (a + j*b) mod n of each output of n > m elements.
+        Raises jref.ProblemFailed when the problem's forward raised."""
+        return self.ref.reference(k, changes, sample)
+
+    def time_baseline(self, fn, sets):
+        """[(event_ms, host_ms)] of the baseline fn ("eager", "compile")
+        on the given sets, one flushed run each, in the reference process."""
+        return self.ref.time(fn, sets)
+
+    def close(self):
+        ref = getattr(self, "ref", None)
+        if ref is not None:
+            ref.close()
+
     def float32_only(self):
-        ts = [t for _, t in self.state] + self.sets[0]["args"] + self.sets[0]["expected"]
+        ts = [t for _, t in self.state] + list(self.sets[0]["args"]) + list(self.sets[0]["expected"])
         fl = [t for t in ts if t.is_floating_point()]
         return bool(fl) and all(t.dtype == torch.float32 for t in fl)
 
@@ -189,12 +218,16 @@ class Context:
         if hasattr(self, "timer"):
             return
         t0 = time.perf_counter()
+        # The judge's own timer: the flush size of the cache key and the
+        # reference cost of a flush and a poison (untimed_work). The
+        # baselines themselves run in the reference process: eager_fn and
+        # compile_fn name them there.
         self.timer = jt.Timer(self.device)
         args = [self.sets[k]["args"] for k in self.timing_sets]
-        self.eager_fn = self.model if "eager" in self.baselines else None
+        self.eager_fn = "eager" if "eager" in self.baselines else None
         self.compile_fn, self.compile_note = None, None
         if self.eager_fn is not None:
-            self.timer.time(self.eager_fn, (args * self.warmup)[:max(1, self.warmup)])
+            self.time_baseline(self.eager_fn, (self.timing_sets * self.warmup)[:max(1, self.warmup)])
         self.breakdown["eager_warmup"] = time.perf_counter() - t0
         if self.eager_fn is not None and self.cache_dir:
             t1 = time.perf_counter()
@@ -229,8 +262,8 @@ class Context:
         self.cache_info["lookup"] = why or "hit"
         if entry is None:
             return
-        probe = [e for e, _ in self.timer.time(self.eager_fn, [args[i % len(args)]
-                                                               for i in range(self.reps)])]
+        probe = [e for e, _ in self.time_baseline(self.eager_fn, [
+            self.timing_sets[i % len(self.timing_sets)] for i in range(self.reps)])]
         drift = stats.drift(probe, entry["eager_rounds"])
         self.cache_info["probe_drift"] = drift
         if drift is None or abs(drift - 1) > self.drift_max:
@@ -249,19 +282,15 @@ class Context:
         self.bw = jt.bandwidth_gbs(self.device)
         t1 = time.perf_counter()
         if "compile" in self.baselines:
-            self.compile_fn, self.compile_note = jt.compiled(self.model)
-        if self.compile_fn is not None:
-            try:
-                self.timer.time(self.compile_fn, args + args[:1])
-                # A compiled model must also be right before it is a baseline.
-                with torch.no_grad():
-                    got = jp.as_outputs(self.compile_fn(*self.sets[0]["args"]))
+            # Built, warmed on the timing sets and run on set 0 in the
+            # reference process; checked here against the expected outputs:
+            # a compiled model must also be right before it is a baseline.
+            ok, self.compile_note, got = self.ref.compile(self.timing_sets)
+            if ok:
+                self.compile_fn = "compile"
                 bad, _ = cmp.compare("compile", got[0], self.sets[0]["expected"][0])
                 if bad:
                     self.compile_fn, self.compile_note = None, "torch.compile output differs: " + bad
-            except Exception as e:
-                self.compile_fn = None
-                self.compile_note = "torch.compile failed: %s: %s" % (type(e).__name__, str(e)[:300])
         self.breakdown["compile_baseline_build"] = time.perf_counter() - t1
 
     def cache_store(self):
@@ -300,13 +329,19 @@ def run(req, start_s=None, waited=None):
         # how long it then waited for the request (time hidden, not spent).
         ctx.breakdown["judge_start"] = start_s
         ctx.breakdown["judge_wait"] = waited
-    try:
-        ctx.setup()
-    except jp.ProblemError as e:
-        return _err("load", str(e))
     results = []
-    for c in req["candidates"]:
-        results.append(CandidateRun(ctx, c).run())
+    try:
+        try:
+            ctx.setup()
+        except jp.ProblemError as e:
+            return _err("load", str(e))
+        for c in req["candidates"]:
+            results.append(CandidateRun(ctx, c).run())
+    except jref.RefError as e:
+        return _err(e.stage, e.message)
+    finally:
+        # The reference process (and its sandboxed tree) goes with the batch.
+        ctx.close()
     t_end = time.perf_counter()
     eager = stats.summary(ctx.eager_all)
     comp = stats.summary(ctx.compile_all)

@@ -150,6 +150,12 @@ class Perturber:
     def changed(self, k):
         return any(self.cur.get(k, {}).values())
 
+    def changes(self, k):
+        """Set k's changes so far, [[arg, position, hex bytes], ...]: what
+        the reference process applies to its pristine copy of the set."""
+        return [[j, pos, v.hex()] for j, cur in sorted(self.cur.get(k, {}).items())
+                for pos, v in cur.items()]
+
     def args(self, k):
         """Set k's forward arguments in their current, perturbed state (the
         unperturbed tensors themselves for inputs never changed)."""

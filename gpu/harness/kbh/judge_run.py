@@ -15,7 +15,6 @@ import torch
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
 from kbh import judge_perturb as jpert
-from kbh import judge_problem as jp
 from kbh import judge_profile
 from kbh import judge_sanitize as jsan
 from kbh import judge_stats as stats
@@ -117,11 +116,34 @@ def untimed_work(seen_ms, host_ms, overhead_ref_ms):
     return None
 
 
+def sandbox_argv(ctx, profile, scratch, timeout, gpu, ro):
+    """kernelbot sandbox-exec's argv up to the caller's own options: the
+    profile, a scratch directory, a deadline in seconds, the GPU it may
+    open (None: no option, -1: none) and read-only paths. The one builder
+    for workers, tools and the reference process (kbh/judge_ref.py)."""
+    outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
+             "--timeout", str(timeout)]
+    if gpu is not None:
+        outer += ["--gpu", str(gpu)]
+    for p in ro:
+        outer += ["--ro", p]
+    if getattr(ctx, "disk_bytes", 0):
+        outer += ["--disk", str(ctx.disk_bytes)]
+    if ctx.req.get("allow_degraded"):
+        outer.append("--allow-degraded")
+    return outer
+
+
 class Failed(Exception):
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class ProblemFailed(Exception):
+    """The problem's own forward raised in the reference process
+    (kbh/judge_ref.py raises it)."""
 
 
 def ctx_start_timeout(run):
@@ -234,21 +256,7 @@ class CandidateRun:
         return outer + ["--"] + inner, dict(ctx.worker_env, PATH=env["PATH"], LANG="C.UTF-8"), 0
 
     def sandbox(self, profile, scratch, timeout, gpu, ro):
-        """kernelbot sandbox-exec's argv up to the caller's own options:
-        the profile, a scratch directory, a deadline in seconds, the GPU
-        it may open (None: no option, -1: none) and read-only paths."""
-        ctx = self.ctx
-        outer = [ctx.kernelbot, "sandbox-exec", "--profile", profile, "--scratch", scratch,
-                 "--timeout", str(timeout)]
-        if gpu is not None:
-            outer += ["--gpu", str(gpu)]
-        for p in ro:
-            outer += ["--ro", p]
-        if getattr(ctx, "disk_bytes", 0):
-            outer += ["--disk", str(ctx.disk_bytes)]
-        if ctx.req.get("allow_degraded"):
-            outer.append("--allow-degraded")
-        return outer
+        return sandbox_argv(self.ctx, profile, scratch, timeout, gpu, ro)
 
     def run_tool(self, argv, timeout=60):
         """A toolkit program (cuobjdump) over the candidate's shared
@@ -524,13 +532,12 @@ class CandidateRun:
                         self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
                     t0 = time.perf_counter()
-                    eager_rounds.append([e for e, _ in ctx.timer.time(
-                        ctx.eager_fn, [ctx.sets[k]["args"] for k in rot[:eager_reps]])])
+                    eager_rounds.append([e for e, _ in ctx.time_baseline(
+                        ctx.eager_fn, rot[:eager_reps])])
                     self.add_time("timing_eager", t0)
                 elif who == "compile" and ctx.compile_fn is not None:
                     t0 = time.perf_counter()
-                    comp_rounds.append([e for e, _ in ctx.timer.time(
-                        ctx.compile_fn, [ctx.sets[k]["args"] for k in rot])])
+                    comp_rounds.append([e for e, _ in ctx.time_baseline(ctx.compile_fn, rot)])
                     self.add_time("timing_compile", t0)
             r += 1
         self.res["timing"] = {"rounds": r, "reps": ctx.reps, "adaptive": ctx.adaptive,
@@ -744,7 +751,7 @@ class CandidateRun:
         hold that state too (the same elements)."""
         s = self.ctx.sets[k]
         req = {"cmd": "dump", "set": k}
-        specs, idx = s["specs"], None
+        specs, idx, idx_done = s["specs"], None, False
         changed = self.pert.changed(k)
         args = self.pert.args(k) if changed else s["args"]
         in_specs = s["in_specs"][:len(args)]
@@ -785,24 +792,33 @@ class CandidateRun:
                     raise Failed("mismatch", "timing round %d: the candidate modified its input %s "
                                  "during timing (it differs from the judge's copy of the set)"
                                  % (rnd, s["in_specs"][j]["name"]))
-            with torch.no_grad():
-                try:
-                    expected = [o.detach() for o in jp.as_outputs(self.ctx.model(*args))]
-                except Exception as e:
-                    raise Failed("runtime_error", "the reference failed on the perturbed timing "
-                                 "inputs: %s: %s" % (type(e).__name__, e))
+            # The reference process computes them (sampled as the outputs
+            # are): the judge never runs the problem's code.
+            try:
+                expected = self.ctx.reference_outputs(k, self.pert.changes(k), req.get("sample"))
+            except ProblemFailed as e:
+                raise Failed("runtime_error", "the reference failed on the perturbed timing "
+                             "inputs: %s" % e)
+            if len(expected) != len(s["expected"]):
+                raise Failed("runtime_error", "the reference returned %d outputs on the perturbed "
+                             "timing inputs, %d before" % (len(expected), len(s["expected"])))
+            if idx is not None:
+                expected = [e if i is None else e.reshape(-1) for e, i in zip(expected, idx)]
             # Whether the changes moved the expected outputs at all: where
             # they did not (outputs insensitive to single elements), a
             # replayed output would pass this spot check.
             self.pert.spots += 1
-            self.pert.moved += any(cmp.compare("out", e, o, self.ctx.atol, self.ctx.rtol)[0]
-                                   for e, o in zip(expected, s["expected"]))
+            self.pert.moved += any(
+                cmp.compare("out", e, o if i is None else o.reshape(-1)[i], self.ctx.atol,
+                            self.ctx.rtol)[0]
+                for e, o, i in zip(expected, s["expected"], idx or [None] * len(expected)))
+            idx_done = True
         else:
             expected = s["expected"]
         for j, (got, exp) in enumerate(zip(outs, expected)):
             name = "out%d" % j
             if idx is not None and idx[j] is not None:
-                exp = exp.reshape(-1)[idx[j]]
+                exp = exp if idx_done else exp.reshape(-1)[idx[j]]
                 name = "out%d (%d sampled elements)" % (j, exp.numel())
             bad, _ = cmp.compare(name, got, exp, self.ctx.atol, self.ctx.rtol)
             if bad:

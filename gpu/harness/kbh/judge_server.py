@@ -17,9 +17,14 @@ anything but a HarnessError closes the connection unanswered and ends the
 server (its state is no longer known good); the client then runs a
 one-shot judge, which reports the crash as today.
 
-Nothing that could change a verdict is kept between requests: the judge
-loads the problem as a fresh module object per request; modules a problem
-imported from its own directory are dropped afterwards; PyTorch's global
+The server never imports a problem module: each request's reference
+process does (kbh/judge_ref.py), in its own sandbox, and dies with the
+request. A client that closes its connection while its request runs
+(killed, or past its deadline) cancels it: the reference process and the
+workers are killed, nothing is answered, and the server waits for the next
+client. Nothing that could change a verdict is kept between requests:
+modules a request imported from its problem's directory (none, unless a
+future change imports one) are dropped afterwards; PyTorch's global
 switches a problem might flip (default dtype, threads, TF32, cuDNN,
 determinism, grad mode) are restored; torch.compile's in-memory caches are
 reset; inputs and expected outputs are released and the CUDA caching
@@ -30,10 +35,12 @@ import fcntl
 import gc
 import json
 import os
+import select
 import signal
 import socket
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -118,6 +125,41 @@ def _read_request(conn):
     return json.loads(b"".join(chunks).decode())
 
 
+class _Watch:
+    """While a request runs: a client that closes its connection (killed,
+    or given up) cancels the request's work (kbh/judge_worker.py's
+    cancel_all kills the reference process and the workers), so that a
+    gone client's evaluation stops and the server is free for the next.
+    The client shut its writing side after the request, so the socket reads
+    EOF throughout; only a full close raises POLLHUP."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.done = threading.Event()
+        self.gone = False
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        from kbh import judge_worker
+        p = select.poll()
+        p.register(self.conn.fileno(), 0)	# POLLHUP and POLLERR are always reported
+        while not self.done.is_set():
+            try:
+                ev = p.poll(200)
+            except (OSError, ValueError):
+                return
+            if any(e & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, e in ev):
+                if not self.done.is_set():
+                    self.gone = True
+                    judge_worker.cancel_all()
+                return
+
+    def stop(self):
+        self.done.set()
+        self.th.join()
+
+
 def _forget_problem_modules(before, problem):
     """Drop modules a request imported from its problem's directory, so the
     next request imports them afresh."""
@@ -138,6 +180,8 @@ def _serve(opts, listener, ino, t_spawn):
     from kbh import protocol
     import torch
     from kbh import judge
+    from kbh import judge_worker
+    from kbh import judge_ref as jref
     backend, device = opts["backend"], int(opts["device"])
     if backend == "cuda" and torch.cuda.is_available():
         try:
@@ -165,6 +209,7 @@ def _serve(opts, listener, ino, t_spawn):
             if time.time() - meta["last_used"] >= idle_s or not _ours(opts["sock"], ino):
                 return "idle" if _ours(opts["sock"], ino) else "socket replaced"
             continue
+        req_next = None
         with conn:
             conn.settimeout(None)
             pid, uid, _gid = struct.unpack("3i", conn.getsockopt(
@@ -193,22 +238,35 @@ def _serve(opts, listener, ino, t_spawn):
                 start_s = max(0.0, t_ready - t_spawn) if first else 0.0
                 waited = max(0.0, t_req - t_ready) if first else 0.0
                 before = set(sys.modules)
+                judge_worker.reset_cancel()
+                watch = _Watch(conn)
                 try:
                     reply = judge.run(req, start_s, waited)
                 except protocol.HarnessError as e:
                     reply = protocol.error_reply(e)
+                except judge_worker.Cancelled:
+                    # Its processes are gone; the server is as before.
+                    reply = None
                 except BaseException:  # noqa: B902 -- state unknown: answer nothing, end
                     traceback.print_exc()
                     return "crashed on a request from pid %d" % pid
                 finally:
+                    watch.stop()
                     _forget_problem_modules(before, req.get("problem"))
                     baseline.restore()
+                if watch.gone:
+                    print("judge-server: the client (pid %d) went away: its evaluation was "
+                          "stopped" % pid, file=sys.stderr)
+                    reply = None
+                elif isinstance(reply, dict) and reply.get("ok"):
+                    req_next = req
                 first = False
                 bd = reply.get("timing_breakdown_s") if isinstance(reply, dict) else None
                 if isinstance(bd, dict):
                     bd["judge_server_requests"] = meta["requests"] + 1
             try:
-                conn.sendall(protocol.encode_reply(reply).encode())
+                if reply is not None:
+                    conn.sendall(protocol.encode_reply(reply).encode())
             except OSError as e:
                 print("judge-server: the client (pid %d) went away: %s" % (pid, e), file=sys.stderr)
             del req, reply
@@ -224,6 +282,18 @@ def _serve(opts, listener, ino, t_spawn):
         meta["requests"] += 1
         meta["last_used"] = time.time()
         _write_meta(opts["meta"], meta)
+        if req_next is not None:
+            # The next request's reference process, started now: its
+            # sandbox and PyTorch import overlap the caller's compiles
+            # (kbh/judge_ref.py; a request that does not match closes it).
+            try:
+                judge_worker.reset_cancel()
+                nctx = judge.Context(req_next)
+                nctx.problem_path = os.path.abspath(str(req_next["problem"]))
+                jref.prestart(nctx)
+            except Exception as e:  # noqa: B902 -- an optimization only
+                print("judge-server: no prestarted reference process: %s: %s"
+                      % (type(e).__name__, e), file=sys.stderr)
 
 
 def main(argv):
@@ -272,6 +342,8 @@ def main(argv):
         traceback.print_exc()
         why = "crashed"
     finally:
+        if "kbh.judge_ref" in sys.modules:
+            sys.modules["kbh.judge_ref"].drop_spare()
         if _ours(opts["sock"], ino):
             os.unlink(opts["sock"])
             try:

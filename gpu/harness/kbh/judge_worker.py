@@ -8,10 +8,45 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
 REPLY_MAX = 1 << 20
 STDERR_TAIL = 4000
+
+
+# The processes of the evaluation in progress (workers and the reference
+# process), for cancel_all(): a judge server whose client went away stops
+# them from its watchdog thread.
+_live = set()
+_cancelled = threading.Event()
+
+
+class Cancelled(BaseException):
+    """The evaluation was cancelled (its client went away): not a
+    verdict, nothing to report; a BaseException so that no handler of the
+    judge's turns it into one."""
+
+
+def cancel_all():
+    """From another thread: end every live process tree now; every later
+    start or request of this evaluation raises Cancelled."""
+    _cancelled.set()
+    for w in list(_live):
+        try:
+            os.killpg(w.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def reset_cancel():
+    """Before the next evaluation."""
+    _cancelled.clear()
+
+
+def check_cancel():
+    if _cancelled.is_set():
+        raise Cancelled()
 
 
 class WorkerError(Exception):
@@ -26,7 +61,15 @@ class WorkerError(Exception):
 
 def _limits(mem_bytes):
     def apply():
+        import ctypes
         import resource
+        # The launcher dies with the judge (and the sandbox's tree with
+        # the launcher): a judge killed from outside leaves no worker or
+        # reference process behind, hung in a problem's code or not.
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)	# PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if mem_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
@@ -39,6 +82,7 @@ class Worker:
         per_request: seconds one request may take (the kernel's deadline).
         mem_bytes: RLIMIT_AS for unsandboxed CPU runs (the sandbox sets
         its own limits; CUDA reserves too much address space for AS)."""
+        check_cancel()
         self.deadline = deadline
         self.per_request = per_request
         self.errpath = errpath
@@ -49,6 +93,10 @@ class Worker:
                                      start_new_session=True,
                                      preexec_fn=_limits(mem_bytes))
         self.walls = []
+        _live.add(self)
+        if _cancelled.is_set():	# cancelled while it started
+            self.kill()
+            check_cancel()
 
     def stderr_tail(self):
         try:
@@ -61,6 +109,7 @@ class Worker:
             return ""
 
     def _died(self, what):
+        check_cancel()
         try:
             st = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -87,6 +136,7 @@ class Worker:
         end = min(self.deadline, time.monotonic() + timeout)
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.buf:
+            check_cancel()
             left = end - time.monotonic()
             if left <= 0:
                 self.kill()
@@ -149,6 +199,7 @@ class Worker:
                 pass
 
     def close(self):
+        _live.discard(self)
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.write(b'{"cmd":"quit"}\n')
