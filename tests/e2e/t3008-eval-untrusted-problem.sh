@@ -1,5 +1,5 @@
 #!/bin/sh
-# t3006: the problem module is repository code, and the judge never runs
+# t3008: the problem module is repository code, and the judge never runs
 # it (docs/evaluation.md, "The reference process"): a module that copies
 # the caller's secrets at import leaks nothing; one that patches the
 # judge's comparison at import does not change the next evaluation on the
@@ -106,4 +106,4 @@ TMPDIR="$tmp/w" "$KERNELBOT" eval "$P" "$C" $FAST --timeout 20 --json >"$tmp/aft
 expect "$tmp/after.json" correct.c "r['status'] == 'correct' and r['timing_breakdown_s']['judge_shared']['judge_server'] == 'hit' and r['timing_breakdown_s']['judge_shared'].get('judge_server_pid') == $pid" \
 	"the same judge server answers after the hangs, correct"
 
-done_tests t3006-eval-untrusted-problem
+done_tests t3008-eval-untrusted-problem
