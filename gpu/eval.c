@@ -314,6 +314,10 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
 		json_object_set_new(req, "spot_sample",
 		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
+	/* The probability that the judge checks a timed run's outputs. */
+	if (getenv("KERNELBOT_CHECK_FRACTION") && *getenv("KERNELBOT_CHECK_FRACTION"))
+		json_object_set_new(req, "check_fraction",
+		    json_real(strtod(getenv("KERNELBOT_CHECK_FRACTION"), NULL)));
 	/* A switch back to fixed timing inputs, in case the changes misbehave
 	 * on a host; every result then says so in a failed check. */
 	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
