@@ -43,23 +43,27 @@ class Timer:
 
     def overhead_ms(self, out_bytes, reps=5):
         """What the worker does between two timed runs, done here: the
-        flush and a poison of out_bytes (single-threaded on the CPU, like
+        flush, a poison of out_bytes and the snapshot of the outputs (a
+        copy of out_bytes on the device; single-threaded on the CPU, like
         the worker's), then a device-wide synchronize; the median of reps,
         in ms."""
         poison = torch.empty(max(1, out_bytes), dtype=torch.uint8, device=self.device)
+        snap = torch.empty_like(poison)
         got = []
         for _ in range(reps):
             t0 = time.perf_counter()
             if self.cuda:
                 self.flush()
                 poison.fill_(0xFF)
+                snap.copy_(poison)
                 torch.cuda.synchronize(self.device)
             else:
                 self.flushes += 1
                 self.flush_buf.numpy().fill(self.flushes & 0xFF)
                 poison.numpy().fill(0xFF)
+                snap.numpy()[:] = poison.numpy()
             got.append((time.perf_counter() - t0) * 1e3)
-        del poison
+        del poison, snap
         got.sort()
         return got[len(got) // 2]
 

@@ -8,7 +8,9 @@ It is untrusted like the native worker: it never holds expected outputs.
 The reference model never ran in this process, so a ModelNew that returns
 torch.empty() it never writes cannot find the reference's result in freed
 memory; and before every call the allocator's block of each output size
-is filled with poison, so such an output shows up as unwritten.
+is filled with poison (the judge's value for that run, drawn alike for
+trials and timed runs), so such an output shows up as unwritten. A timed
+run's outputs are copied as the call returns: a dump reads that copy.
 """
 import argparse
 import json
@@ -91,11 +93,31 @@ class PyWorker:
             self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
         return self.slots[k]
 
-    def poison_allocator(self, k, which):
-        torch = self.torch
-        for spec in self.sets[k]["outputs"]:
+    def patterns(self, k, poison, runs, run, dflt):
+        """Run `run` of `runs`' poison for set k's outputs, as signed
+        integers of each element's size: the request's "poison" (one list
+        per run of one hex string per output), or the fixed pattern dflt."""
+        torch, out = self.torch, []
+        specs = self.sets[k]["outputs"]
+        if poison is not None and (not isinstance(poison, list) or len(poison) != runs
+                                   or not isinstance(poison[run], list)
+                                   or len(poison[run]) != len(specs)):
+            raise ValueError("poison holds one list per run of one value per output")
+        for i, spec in enumerate(specs):
             es = torch.empty(0, dtype=self.jio.BY_NAME[spec["dtype"]]).element_size()
-            pat = PATTERNS.get(es, PATTERNS[1])[which]
+            if poison is None:
+                out.append(PATTERNS.get(es, PATTERNS[1])[dflt])
+                continue
+            b = bytes.fromhex(poison[run][i])
+            if len(b) != es:
+                raise ValueError("poison[%d][%d]: not %d bytes" % (run, i, es))
+            out.append(int.from_bytes(b, "little"))
+        return out
+
+    def poison_allocator(self, k, pats):
+        torch = self.torch
+        for spec, pat in zip(self.sets[k]["outputs"], pats):
+            es = torch.empty(0, dtype=self.jio.BY_NAME[spec["dtype"]]).element_size()
             view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[es]
             n = max(1, spec["nbytes"] // es)
             block = torch.empty(n, dtype=view, device=self.device)
@@ -120,13 +142,12 @@ class PyWorker:
                                                         list(o.shape), s["dtype"], s["shape"])
         return None
 
-    def unwritten(self, outs, which):
+    def unwritten(self, outs, pats):
         counts = []
-        for o in outs:
+        for o, pat in zip(outs, pats):
             es = o.element_size()
             view = {1: self.torch.uint8, 2: self.torch.int16, 4: self.torch.int32,
                     8: self.torch.int64}[es]
-            pat = PATTERNS[es][which]
             pat = pat - (1 << (8 * es)) if pat >= 1 << (8 * es - 1) else pat
             flat = o.detach().contiguous().reshape(-1)
             if o.dtype == self.torch.bool:
@@ -143,11 +164,12 @@ class PyWorker:
             files.append(path)
         return files
 
-    def cmd_run(self, k, tag):
+    def cmd_run(self, k, tag, poison=None):
         args, pristine = self.slot(k)
         rc, files, unw, late, mod = [], [], [], [], []
+        pats = [self.patterns(k, poison, 2, run, run) for run in (0, 1)]
         for run in (0, 1):
-            self.poison_allocator(k, run)
+            self.poison_allocator(k, pats[run])
             outs = self.call(args)
             bad = self.check_shapes(k, outs)
             if bad:
@@ -157,7 +179,7 @@ class PyWorker:
             if self.cuda:
                 self.torch.cuda.synchronize()
             late.append(sum(a != self.jio.to_bytes(o) for a, o in zip(first, outs)))
-            unw.append(self.unwritten(outs, run))
+            unw.append(self.unwritten(outs, pats[run]))
             for i, (a, p) in enumerate(zip(args, pristine)):
                 if not self.torch.equal(a, p):
                     mod.append(self.sets[k]["inputs"][i]["name"])
@@ -178,15 +200,16 @@ class PyWorker:
             v = self.jio.from_bytes(bytes.fromhex(hx), specs[j]["dtype"], [1])
             args[j].view(-1)[e] = v[0].to(args[j].device)
 
-    def cmd_time(self, sets, perturb=None):
+    def cmd_time(self, sets, perturb=None, poison=None):
         torch = self.torch
         ev, host, over = [], [], 0.0
         if perturb is not None and len(perturb) != len(sets):
             raise ValueError("time: perturb holds one list per timed run")
+        pats = [self.patterns(k, poison, len(sets), i, 0) for i, k in enumerate(sets)]
         for i, k in enumerate(sets):
             args, _ = self.slot(k)
             t0 = time.perf_counter()
-            self.poison_allocator(k, 0)
+            self.poison_allocator(k, pats[i])
             self.flushes += 1
             self.flush_buf.fill_(self.flushes & 0xFF)
             if perturb:
@@ -206,7 +229,13 @@ class PyWorker:
                 else:
                     out = self.model(*args)
                     h = e = (time.perf_counter() - t1) * 1e3
-            self.last[k] = self.jp.as_outputs(out)
+            # The snapshot a dump reads, at once: not what a thread the
+            # model started writes into its outputs later.
+            t2 = time.perf_counter()
+            self.last[k] = ([o.detach().clone() for o in self.jp.as_outputs(out)], pats[i])
+            if self.cuda:
+                torch.cuda.synchronize()
+            over += time.perf_counter() - t2
             ev.append(e)
             host.append(h)
         return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3}
@@ -217,8 +246,8 @@ class PyWorker:
         native worker's rule, docs/evaluation.md)."""
         if k not in self.last:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
-        outs = self.last[k]
-        unw = self.unwritten(outs, 0)
+        outs, pats = self.last[k]
+        unw = self.unwritten(outs, pats)
         ins = self.slot(k)[0][:int(n_in)]
         if sample is not None:
             a, b, m = (int(x) for x in sample)
@@ -272,9 +301,9 @@ def main(argv):
             elif cmd == "noop":
                 r = {"ok": True}
             elif cmd == "run":
-                r = w.cmd_run(int(c["set"]), _tag(c))
+                r = w.cmd_run(int(c["set"]), _tag(c), c.get("poison"))
             elif cmd == "time":
-                r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"))
+                r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"), c.get("poison"))
             elif cmd == "dump":
                 r = w.cmd_dump(int(c["set"]), _tag(c), c.get("sample"), c.get("inputs", 0))
             else:
