@@ -125,6 +125,38 @@ printf '%s\n' '{"cmd":"run","set":0,"poison":[["0700c07f"]]}' '{"cmd":"quit"}' |
 [ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 2p "$tmp/rq")")" = True ] &&
 	ok "run: poison for one run of two refused" || bad "run poison: $(sed -n 2p "$tmp/rq")"
 
+# Through the judge's own client (a socket for the worker's stdout): every
+# timed run's outputs come back as a memfd sealed against writes and
+# resizing, holding what the run left; neither writing nor mapping it
+# writable is possible any more.
+mkdir -p "$tmp/scratch5"
+"$PY" - "$KERNELBOT" "$tmp/in" "$tmp/scratch5" "$tmp/correct.so" "$ROOT/gpu/harness" <<'PYEOF' && ok "time over a socket: one sealed snapshot per run, right values, unwritable" || bad "sealed snapshots"
+import errno, fcntl, math, mmap, os, struct, sys, time
+sys.path.insert(0, sys.argv[5])
+from kbh.judge_worker import Worker
+d = sys.argv[3]
+w = Worker([sys.argv[1], "__worker", "--backend", "cpu", "--dir", sys.argv[2], "--scratch", d,
+            "--so", sys.argv[4]], dict(os.environ), d + "/err", time.monotonic() + 60, 30)
+good = w.read_reply("start")["ok"]
+r = w.request({"cmd": "time", "sets": [0, 0]})
+fds = w.take_fds()
+good = good and r["sealed"] == 2 and len(fds) == 2
+for f in fds:
+    good = good and fcntl.fcntl(f, 1034) & 0xF == 0xF and os.fstat(f).st_size == 32
+    v = struct.unpack("<8f", os.pread(f, 32, 0))
+    good = good and all(abs(a - math.tanh(i + 1)) < 1e-6 for i, a in enumerate(v))
+    for attempt in (lambda: os.pwrite(f, b"x", 0),
+                    lambda: mmap.mmap(f, 32, mmap.MAP_SHARED, mmap.PROT_WRITE)):
+        try:
+            attempt()
+            good = False
+        except OSError as e:
+            good = good and e.errno == errno.EPERM
+    os.close(f)
+w.close()
+sys.exit(0 if good else 1)
+PYEOF
+
 # The judge's perturbations: element 2 of x set to 10.0 before the first
 # timed run, element 5 to -1.0 before the second; they persist, and a
 # dump with "inputs" returns x as changed and the outputs of that state.

@@ -35,6 +35,7 @@ expect "$tmp/out.json" correct.c 'all(c["passed"] for c in r["checks"] if c["nam
 expect "$tmp/out.json" correct.c 'len(r["timing"]["checks"]["by_set"]) == 3 and all(c > 0 for c, n in r["timing"]["checks"]["by_set"].values())' "every timing set checked"
 expect "$tmp/out.json" correct.c 'r["timing"]["checks"]["runs"] == 100 and r["timing"]["checks"]["fraction"] == 0.8 and 50 <= r["timing"]["checks"]["checked"] <= 100' "100 timed runs, about 80 checked at p = 0.8"
 expect "$tmp/out.json" correct.c 'any(c["name"] == "spot_checks" and "escapes with probability" in c["detail"] for c in r["checks"])' "the spot_checks detail states the escape bound"
+expect "$tmp/out.json" correct.c '("; %d read from the run" % (r["timing"]["checks"]["checked"] + r["timing"]["checks"]["extra"])) in str(r["checks"])' "every check read the run's sealed snapshot"
 expect "$tmp/out.json" skip_new_buffers.c 'r["status"] == "mismatch" and "timing round" in r["errors"][0]' "full work on the trials' two buffers, a quarter elsewhere: mismatch in timing"
 expect "$tmp/out.json" poison_tell.c 'r["status"] == "mismatch"' "telling trials from timing by the poison: mismatch"
 expect "$tmp/out.json" skip_random.c 'r["status"] == "mismatch" and "timing round" in r["errors"][0]' "a quarter of the rows on 50% of the timed runs: mismatch"

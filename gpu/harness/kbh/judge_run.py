@@ -1,7 +1,9 @@
 """One candidate's evaluation inside the judge: start its worker, run the
 correctness trials, time it interleaved with the baselines, decide."""
+import fcntl
 import json
 import math
+import mmap
 import os
 import random
 import shutil
@@ -41,6 +43,10 @@ SIDE_STREAM_SLACK_MS = 0.05
 # from the cache (judge_cache.py): enough for the drift check and the
 # eager speedup's interval, a third of the cost.
 EAGER_CACHED_DIV = 3
+# fcntl's sealing commands and seals (Linux), which Python names from 3.9
+# on only for memfd_create's flags.
+F_GET_SEALS = 1034
+SEALS_ALL = 0x1 | 0x2 | 0x4 | 0x8	# SEAL, SHRINK, GROW, WRITE
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
 ADAPTIVE_WALL_FACTOR = 4
 # A candidate this many times slower than eager over its first
@@ -138,7 +144,11 @@ class CandidateRun:
         # Poison values and check decisions: the system's RNG, never the
         # evaluation seed (the worker reads it in the manifest).
         self.prng = random.SystemRandom()
-        self.spot_n = {"full": 0, "sampled": 0}
+        self.spot_n = {"full": 0, "sampled": 0, "sealed": 0}
+        # Per timing set: the sealed snapshot of its last timed run (an fd
+        # from the worker, or None) and that run's poison.
+        self.snap = {}
+        self.last_poison = {}
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -320,6 +330,8 @@ class CandidateRun:
         finally:
             if w is not None:
                 w.close()
+            for k in list(self.snap):
+                self.close_snap(k)
             self.sandbox_checks()
         if self.res["status"] == "correct" and self.ctx.sanitize:
             t3 = time.perf_counter()
@@ -565,8 +577,11 @@ class CandidateRun:
         self.res["speedup"] = {"eager": se, "eager_ci95": se_ci, "compile": sc, "compile_ci95": sc_ci}
         sn = self.spot_n
         self.check("spot_checks", True, "%s; compared: %d in full, %d on %d elements per output "
-                   "drawn after the run" % (self.sched.summary(), sn["full"], sn["sampled"],
-                                            getattr(ctx, "spot_sample", SPOT_SAMPLE)))
+                   "drawn after the run; %d read from the run's sealed snapshot"
+                   % (self.sched.summary(), sn["full"], sn["sampled"],
+                      getattr(ctx, "spot_sample", SPOT_SAMPLE), sn["sealed"]))
+        for k in list(self.snap):
+            self.close_snap(k)
         self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
                    (self.pert.runs > 0 or self.pert.plain == 0),
                    self.pert.summary())
@@ -598,10 +613,22 @@ class CandidateRun:
         """Timed runs on sets, one request: (event ms, host ms, the
         judge's wall seconds less the round trip, the worker's overhead
         ms). Every run gets its own poison, drawn like the trials'."""
+        poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
         r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
-                       "perturb": self.pert.request(sets),
-                       "poison": [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng)
-                                  for k in sets]}, timeout)
+                       "perturb": self.pert.request(sets), "poison": poison}, timeout)
+        fds = w.take_fds() if hasattr(w, "take_fds") else []
+        sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
+        for i, k in enumerate(sets):
+            self.close_snap(k)
+            self.last_poison[k] = poison[i]
+            # Runs in order: a set's last snapshot is the one that counts.
+            self.snap[k] = fds[i] if sealed else None
+        if not sealed:
+            for f in fds:
+                os.close(f)
+        else:
+            for f in set(fds) - {self.snap[k] for k in sets}:
+                os.close(f)
         ev, host, over = r.get("ev_ms"), r.get("host_ms"), r.get("overhead_ms", 0)
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
@@ -686,8 +713,14 @@ class CandidateRun:
             in_idx, in_specs = sample_specs(args, in_specs, a, b, m)
         r = w.request(req)
         self.phases(r, "spot_checks_worker")
-        outs = self.read_outs(r.get("files"), specs)
-        for j, n in enumerate(r.get("unwritten") or []):
+        sealed = self.sealed_outputs(k, idx)
+        if sealed is not None:
+            # The values the run left, not the worker's account of them.
+            outs, unwritten = sealed
+            self.spot_n["sealed"] += 1
+        else:
+            outs, unwritten = self.read_outs(r.get("files"), specs), r.get("unwritten")
+        for j, n in enumerate(unwritten or []):
             if n:
                 raise Failed("mismatch", "timing round %d: %d elements of out%d were not written by "
                              "the timed run" % (rnd, n, j))
@@ -723,6 +756,54 @@ class CandidateRun:
                                  "precomputed output?): %s" % (rnd, bad))
                 raise Failed("mismatch", "output of a timed run (round %d): %s" % (rnd, bad))
         self.spot_n["sampled" if idx is not None else "full"] += 1
+
+    def close_snap(self, k):
+        f = self.snap.pop(k, None)
+        if f is not None:
+            os.close(f)
+
+    def sealed_outputs(self, k, idx):
+        """Set k's last timed run's outputs from the worker's sealed
+        snapshot (a memfd sealed against writes and resizing before the
+        worker replied): each whole, or its elements idx[j]; and the
+        elements of each still holding that run's poison, counted over
+        all of them. None without a snapshot."""
+        import numpy as np
+        fd = self.snap.get(k)
+        if fd is None:
+            return None
+        s = self.ctx.sets[k]
+        size = sum(o["nbytes"] for o in s["specs"])
+        try:
+            seals = fcntl.fcntl(fd, F_GET_SEALS)
+        except OSError as e:
+            raise Failed("runtime_error", "the snapshot of a timed run is not a sealed memfd: %s" % e)
+        if seals & SEALS_ALL != SEALS_ALL or os.fstat(fd).st_size != size:
+            raise Failed("runtime_error", "the snapshot of a timed run is not sealed (seals %#x) "
+                         "or not %d bytes (%d)" % (seals, size, os.fstat(fd).st_size))
+        outs, unwritten, off = [], [], 0
+        mm = mmap.mmap(fd, max(1, size), mmap.MAP_SHARED, mmap.PROT_READ) if size else None
+        try:
+            for j, spec in enumerate(s["specs"]):
+                dt = jio.BY_NAME[spec["dtype"]]
+                es = torch.empty(0, dtype=dt).element_size()
+                n = spec["nbytes"] // es
+                view = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[es]
+                a = np.frombuffer(mm, dtype=view, count=n, offset=off) if n else np.empty(0, view)
+                pat = np.frombuffer(bytes.fromhex(self.last_poison[k][j]), dtype=view)[0]
+                unwritten.append(int(np.count_nonzero(a == pat)))
+                got = a[idx[j].cpu().numpy()] if idx is not None and idx[j] is not None else a.copy()
+                t = torch.from_numpy(got).view(torch.uint8 if dt == torch.bool else dt)
+                t = t.to(torch.bool) if dt == torch.bool else t
+                if idx is None or idx[j] is None:
+                    t = t.reshape(spec["shape"])
+                outs.append(t.to(s["expected"][j].device))
+                off += spec["nbytes"]
+                del a
+        finally:
+            if mm is not None:
+                mm.close()
+        return outs, unwritten
 
     def expected_after(self, k, args):
         """The reference's outputs for set k's forward arguments args, in
