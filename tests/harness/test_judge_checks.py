@@ -214,3 +214,81 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
     with pytest.raises(jr.Failed, match="did not match its inputs"):
         for r in range(10):
             run.timed_round(w, [(r + i) % 3 for i in range(10)], r, [], [])
+
+
+def _memfd(data, seal=True):
+    import fcntl
+    fd = os.memfd_create("t", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.write(fd, data)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK
+                    | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def _sealed_run(tmp_path, data, seal=True, poison="0100807f"):
+    from kbh import judge_perturb as jpert
+    from kbh import judge_run as jr
+    x = torch.randn(64)
+    exp = [torch.tanh(x)]
+    sets = [{"expected": exp, "specs": jio.out_specs(exp), "args": [x],
+             "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]}]
+    ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
+                                staging=None, model=torch.tanh, timing_sets=[0], sets=sets,
+                                perturb=False)
+    run = jr.CandidateRun(ctx, {"id": 0})
+    run.pert = jpert.Perturber(ctx)
+    # The worker's dump files hold something else: a sealed snapshot wins.
+    w = _Worker(run.scratch, lambda t: t * 0, {0: [x]})
+    run.snap[0] = _memfd(data(exp[0]), seal)
+    run.last_poison[0] = [poison]
+    return run, w
+
+
+def test_checks_read_the_sealed_snapshot(tmp_path):
+    run, w = _sealed_run(tmp_path, lambda e: jio.to_bytes(e))
+    run.spot_check(w, 0, 1, full=True)
+    assert run.spot_n == {"full": 1, "sampled": 0, "sealed": 1}
+    run.close_snap(0)
+
+
+def test_an_unsealed_snapshot_is_refused(tmp_path):
+    from kbh import judge_run as jr
+    run, w = _sealed_run(tmp_path, lambda e: jio.to_bytes(e), seal=False)
+    with pytest.raises(jr.Failed, match="not sealed"):
+        run.spot_check(w, 0, 1, full=True)
+    run.close_snap(0)
+
+
+def test_the_judge_counts_the_poison_in_the_snapshot(tmp_path):
+    from kbh import judge_run as jr
+
+    def half(e):
+        b = bytearray(jio.to_bytes(e))
+        b[:128] = bytes.fromhex("0100807f") * 32
+        return bytes(b)
+    run, w = _sealed_run(tmp_path, half)
+    with pytest.raises(jr.Failed, match="32 elements of out0 were not written"):
+        run.spot_check(w, 0, 1, full=True)
+    run.close_snap(0)
+
+
+def test_a_set_timed_twice_keeps_its_last_snapshot(tmp_path):
+    run, w = _sealed_run(tmp_path, lambda e: jio.to_bytes(e))
+    run.close_snap(0)
+    fds = [_memfd(b"a" * 256), _memfd(b"b" * 256)]
+    w.take_fds = lambda: list(fds)
+    real = w.request
+
+    def sealed(req, timeout=None):
+        r = real(req, timeout)
+        r["sealed"] = len(req.get("sets", []))
+        return r
+    w.request = sealed
+    run.rtt = 0.0
+    run.timed(w, [0, 0])
+    assert run.snap[0] == fds[1] and os.pread(fds[1], 1, 0) == b"b"
+    with pytest.raises(OSError):
+        os.fstat(fds[0])			# closed once, by the judge
+    assert run.last_poison[0] == w.reqs[-1]["poison"][1]
+    run.close_snap(0)

@@ -626,9 +626,6 @@ class CandidateRun:
         if not sealed:
             for f in fds:
                 os.close(f)
-        else:
-            for f in set(fds) - {self.snap[k] for k in sets}:
-                os.close(f)
         ev, host, over = r.get("ev_ms"), r.get("host_ms"), r.get("overhead_ms", 0)
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
@@ -782,7 +779,8 @@ class CandidateRun:
             raise Failed("runtime_error", "the snapshot of a timed run is not sealed (seals %#x) "
                          "or not %d bytes (%d)" % (seals, size, os.fstat(fd).st_size))
         outs, unwritten, off = [], [], 0
-        mm = mmap.mmap(fd, max(1, size), mmap.MAP_SHARED, mmap.PROT_READ) if size else None
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ) if size else None
+        a = None
         try:
             for j, spec in enumerate(s["specs"]):
                 dt = jio.BY_NAME[spec["dtype"]]
@@ -799,8 +797,9 @@ class CandidateRun:
                     t = t.reshape(spec["shape"])
                 outs.append(t.to(s["expected"][j].device))
                 off += spec["nbytes"]
-                del a
+                a = None
         finally:
+            a = None	# no view of the mapping may outlive it
             if mm is not None:
                 mm.close()
         return outs, unwritten
