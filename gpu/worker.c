@@ -1032,7 +1032,7 @@ gather(const struct wspec *specs, int n, const unsigned char *src, uint64_t a, u
  * the set as it perturbed it.
  */
 static int
-cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
+cmd_dump(struct worker *w, int k, json_t *sample, long long n_in, int outputs)
 {
 	struct wslot *sl;
 	struct wset *s;
@@ -1066,18 +1066,21 @@ cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
 		in_bytes += s->in[i].nbytes;
 	if ((error = host_room(w, out_total(s) > in_bytes ? out_total(s) : in_bytes)) < 0)
 		goto out;
+	/* "outputs": false: the judge holds the run's sealed snapshot. */
 	t = wdev_now_ms();
-	if ((error = get_snapshot(w, sl, w->host[0])) < 0) {
+	if (outputs && (error = get_snapshot(w, sl, w->host[0])) < 0) {
 		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
 		error = -EIO;
 		goto out;
 	}
 	ph.d2h = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	gather(s->out, s->nout, w->host[0], a, b, m, w->host[1], sizes, unw, sl->pat);
+	if (outputs)
+		gather(s->out, s->nout, w->host[0], a, b, m, w->host[1], sizes, unw, sl->pat);
 	ph.check = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	if ((error = write_outputs(w, s, m ? w->host[1] : w->host[0], sizes, m ? "smp" : "out", 0, files)) < 0) {
+	if (outputs && (error = write_outputs(w, s, m ? w->host[1] : w->host[0], sizes,
+	    m ? "smp" : "out", 0, files)) < 0) {
 		snprintf(err, sizeof(err), "writing outputs: %s", strerror(-error));
 		goto out;
 	}
@@ -1177,7 +1180,8 @@ serve(struct worker *w)
 			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
 			    json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
-			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0));
+			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0),
+			    !json_is_false(json_object_get(c, "outputs")));
 		} else {
 			reply_error(w, "request", "unknown command or bad set");
 		}

@@ -112,7 +112,9 @@ sys.exit(0 if run["unwritten"] == [[8], [8]] and b0 == bytes.fromhex("0700c07f")
 PYEOF
 printf '%s\n' '{"cmd":"time","sets":[0,0],"poison":[["1234a57f"],["4321b5ff"]]}' \
 	'{"cmd":"dump","set":0}' '{"cmd":"time","sets":[0],"poison":[["1234a5"]]}' \
-	'{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
+	'{"cmd":"dump","set":0,"outputs":false,"inputs":1}' '{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
+[ "$(py x 'r["files"] == [] and r["unwritten"] == [] and len(r["in_files"]) == 1' "$(sed -n 5p "$tmp/rq")")" = True ] &&
+	ok "dump with outputs false: the inputs only" || bad "outputs false: $(sed -n 5p "$tmp/rq")"
 "$PY" - "$(sed -n 3p "$tmp/rq")" <<'PYEOF' && ok "time and dump: the last run's poison, left and counted" || bad "time poison: $(sed -n 2,3p "$tmp/rq")"
 import json, sys
 dump = json.loads(sys.argv[1])

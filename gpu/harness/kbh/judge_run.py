@@ -708,14 +708,16 @@ class CandidateRun:
             req["sample"] = [a, b, m]
             idx, specs = sample_specs(s["expected"], s["specs"], a, b, m)
             in_idx, in_specs = sample_specs(args, in_specs, a, b, m)
-        r = w.request(req)
-        self.phases(r, "spot_checks_worker")
         sealed = self.sealed_outputs(k, idx)
         if sealed is not None:
-            # The values the run left, not the worker's account of them.
+            # The values the run left, not the worker's account of them;
+            # the worker sends the inputs only, if anything.
             outs, unwritten = sealed
             self.spot_n["sealed"] += 1
-        else:
+            req["outputs"] = False
+        r = w.request(req) if sealed is None or changed else {}
+        self.phases(r, "spot_checks_worker")
+        if sealed is None:
             outs, unwritten = self.read_outs(r.get("files"), specs), r.get("unwritten")
         for j, n in enumerate(unwritten or []):
             if n:
