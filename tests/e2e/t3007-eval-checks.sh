@@ -45,4 +45,4 @@ expect "$tmp/out.json" skip_random.c 'r["status"] == "mismatch" and "timing roun
 expect "$tmp/out.json" skip_random5.c 'r["status"] == "mismatch" and "timing round" in r["errors"][0]' "a quarter of the rows on 5% of the timed runs: mismatch"
 expect "$tmp/out.json" finish_after_return.c 'r["status"] == "mismatch" and "timing round" in r["errors"][0]' "outputs finished by a thread after return: mismatch (the snapshot)"
 
-done_tests t3006-eval-checks
+done_tests t3007-eval-checks
