@@ -1,5 +1,5 @@
 #!/bin/sh
-# t3006: every timed run can be checked, and a kernel cannot tell which.
+# t3007: every timed run can be checked, and a kernel cannot tell which.
 # Kernels that are right in the trials and wrong on some timed runs (on
 # buffers the trials never used, on a random share of the calls, when
 # the poison says "timing", or finished by a thread after the call
