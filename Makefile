@@ -126,11 +126,11 @@ bench: all $(BUILD)/bench/loadgen
 # to end; the graph compiler's kernels for the 16 development problems
 # judged by the evaluator (tests/gpu/compiler-gpu.sh); their kept scratch
 # under several streams and graph capture (scratch-gpu.sh); the
-# coordinator, the PR's drop-in module and the LLM proposer on CUDA. No build step: a GPU
+# coordinator, the PR's drop-in module, its reproduce command and the LLM proposer on CUDA. No build step: a GPU
 # host without the build dependencies runs a carried device-bundle/ (see
 # tests/gpu/eval-gpu.sh). Every script runs; any failure fails the target.
 test-gpu:
-	rc=0; for t in eval-gpu compiler-gpu scratch-gpu coord-gpu report-gpu llm-gpu profile-gpu; do \
+	rc=0; for t in eval-gpu compiler-gpu scratch-gpu coord-gpu report-gpu repro-gpu llm-gpu profile-gpu; do \
 		sh tests/gpu/$$t.sh || rc=1; done; exit $$rc
 
 # On a GPU host: evaluator throughput and repeatability (docs/BENCHMARKS.md).

@@ -32,6 +32,29 @@ cli_parse_num(const char *s, double *out)
 }
 
 int
+cli_parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || !v || v > (~0ull >> shift))
+		return -EINVAL;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+int
 cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -6,6 +6,8 @@
 #ifndef KB_BOT_CLI_H
 #define KB_BOT_CLI_H
 
+#include <stddef.h>
+
 #define EXIT_USAGE 2
 
 struct cli_command {
@@ -43,6 +45,8 @@ extern const struct cli_command cli_commands[];
  */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_num(const char *s, double *out);
+/* Bytes, not 0: "123", "512K", "64M", "4G". 0, or -EINVAL with *out unchanged. */
+int cli_parse_size(const char *s, size_t *out);
 
 /* 1 when this binary has `kernelbot sandbox-exec` (eval_opts'
  * have_sandbox_exec). In bot/main.c, with the table: not for library

@@ -377,8 +377,10 @@ start_serve(struct demo *d)
 {
 	static char cfg[PATH_MAX + 32];
 	/* LD_LIBRARY_PATH: a device bundle's libraries (make device-bundle) */
+	/* the thread settings: what a PR's reproduce command repeats (gpu/evalenv.h) */
 	const char *keep[] = { "PATH=", "HOME=", "LANG=", "LD_LIBRARY_PATH=", "KERNELBOT_",
-		"CUDA_VISIBLE_DEVICES=", "OMP_NUM_THREADS=" };
+		"CUDA_VISIBLE_DEVICES=", "OMP_NUM_THREADS=", "OMP_PROC_BIND=", "OMP_PLACES=",
+		"MKL_NUM_THREADS=" };
 	extern char **environ;
 	size_t n = 0;
 

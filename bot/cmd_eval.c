@@ -5,6 +5,7 @@
  * correct, 1 when any is not (or the evaluator could not run), 2 for a
  * usage or problem error.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -21,10 +22,32 @@ static const char eval_usage[] =
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
     "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
-    "                      [--no-judge-server]\n";
+    "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
+    "                      [--compile-timeout SECONDS] [--runners N] [--seed N]\n"
+    "  --seed N  the evaluation's seed (0 to 2^63-1) instead of a fresh one: to\n"
+    "            reproduce a result (same model parameters and trial inputs); the\n"
+    "            spot checks' positions and the timed runs' input changes still\n"
+    "            come from the system's RNG\n";
 
 
 
+
+/* A seed: the whole of s, decimal, below 2^63 (what the judge reads). 0 or -EINVAL. */
+static int
+parse_seed(const char *s, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > EVAL_SEED_MASK)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 static void
 print_summary(const json_t *results)
@@ -86,6 +109,11 @@ cmd_eval(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
 		{ "no-judge-server", no_argument, NULL, 'N' },
+		{ "mem", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "compile-timeout", required_argument, NULL, 'C' },
+		{ "runners", required_argument, NULL, 'Q' },
+		{ "seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -152,6 +180,27 @@ cmd_eval(int argc, char **argv)
 			break;
 		case 'N':
 			o.judge_server_off = 1;
+			break;
+		case 'M':
+			if (cli_parse_size(optarg, &o.mem_bytes) < 0)
+				return cli_usage_error("eval", "--mem takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (cli_parse_size(optarg, &o.disk_bytes) < 0)
+				return cli_usage_error("eval", "--disk takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'C':
+			if (cli_parse_int(optarg, 1, 86400, &o.build_timeout_s) < 0)
+				return cli_usage_error("eval", "--compile-timeout: 1 to 86400 seconds");
+			break;
+		case 'Q':
+			if (cli_parse_int(optarg, 1, 1024, &o.runners) < 0)
+				return cli_usage_error("eval", "--runners: 1 to 1024");
+			break;
+		case 'S':
+			if (parse_seed(optarg, &o.seed) < 0)
+				return cli_usage_error("eval", "--seed: a decimal integer, 0 to 2^63-1");
+			o.seed_given = 1;
 			break;
 		case 'h': fputs(eval_usage, stdout); return 0;
 		default: fputs(eval_usage, stderr); return EXIT_USAGE;

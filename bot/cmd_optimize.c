@@ -35,7 +35,9 @@ static const char optimize_usage[] =
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
     "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--llm-tokens N] [--llm-usd X]\n"
-    "                          [--device N] [--class NAME]\n";
+    "                          [--device N] [--class NAME]\n"
+    "                          [--mem BYTES] [--disk BYTES] [--compile-timeout SECONDS]\n"
+    "                          [--runners N]\n";
 
 struct opt_args {
 	struct evolve_opts eo;
@@ -101,6 +103,10 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "llm-tokens", required_argument, NULL, 'K' },
 		{ "llm-usd", required_argument, NULL, 'U' },
+		{ "mem", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "compile-timeout", required_argument, NULL, 'X' },
+		{ "runners", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -190,6 +196,22 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			a->eo.device = (int)v;
 			break;
 		case 'c': a->class_name = optarg; break;
+		case 'M':
+			if (cli_parse_size(optarg, &a->eo.mem_bytes) < 0)
+				return cli_usage_error("optimize", "--mem takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (cli_parse_size(optarg, &a->eo.disk_bytes) < 0)
+				return cli_usage_error("optimize", "--disk takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'X':
+			if (cli_parse_int(optarg, 1, 86400, &a->eo.build_timeout_s) < 0)
+				return cli_usage_error("optimize", "--compile-timeout: 1 to 86400 seconds");
+			break;
+		case 'Q':
+			if (cli_parse_int(optarg, 1, 1024, &a->eo.runners) < 0)
+				return cli_usage_error("optimize", "--runners: 1 to 1024");
+			break;
 		case 'W':
 		case 'G': {
 			char *end;

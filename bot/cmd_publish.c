@@ -283,7 +283,7 @@ cmd_publish(int argc, char **argv)
 	if (status && forge_state_parse(status, &q.status_state) < 0) {
 		free(fs);
 		return cli_usage_error("publish", "--status: '%s' is not pending, "
-		    "success, failure or error", status);
+		    "success, failure, error or neutral", status);
 	}
 	if (!(body = slurp(body_file, BUF_MAX_DEFAULT, "publish")) ||
 	    (comment_file && !(comment = slurp(comment_file, BUF_MAX_DEFAULT,
@@ -416,7 +416,7 @@ cmd_forge(int argc, char **argv)
 		if (forge_state_parse(argv[2], &st) < 0) {
 			forge_close(f);
 			return cli_usage_error("forge", "'%s' is not pending, success, "
-			    "failure or error", argv[2]);
+			    "failure, error or neutral", argv[2]);
 		}
 		rc = forge_status_set(f, argv[1], st, argv[3], n > 4 ? argv[4] : "",
 		    n > 5 ? argv[5] : NULL, err, sizeof(err));

@@ -50,7 +50,8 @@ pr_json(const struct report_pr *p)
 
 	for (size_t i = 0; i < p->n_files; i++)
 		json_array_append_new(files, json_string(p->files[i].path));
-	j = json_pack("{s:b,s:s,s:s,s:s,s:s,s:s,s:o}", "improved", p->improved, "title", p->title,
+	j = json_pack("{s:b,s:b,s:s,s:s,s:s,s:s,s:s,s:o}", "improved", p->improved,
+	    "needs_review", p->needs_review, "title", p->title,
 	    "body", p->body, "comment", p->comment, "message", p->message,
 	    "status_description", p->status_description, "files", files);
 	return j;

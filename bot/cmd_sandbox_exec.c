@@ -27,7 +27,8 @@ static const char usage_text[] =
     "usage: kernelbot sandbox-exec [--profile compiler|candidate] --scratch DIR\n"
     "           [--ro PATH]... [--mem BYTES] [--timeout SECONDS] [--gpu N]\n"
     "           [--env K=V]... [--cpu SECONDS] [--nproc N] [--nofile N]\n"
-    "           [--fsize BYTES] [--allow-degraded] [--report FILE] [--verbose]\n"
+    "           [--fsize BYTES] [--disk BYTES] [--allow-degraded] [--report FILE]\n"
+    "           [--verbose]\n"
     "           -- PROGRAM [ARGS...]\n";
 
 /* "123", "512M", "4G": bytes. */
@@ -84,6 +85,7 @@ cmd_sandbox_exec(int argc, char **argv)
 		{ "nproc", required_argument, NULL, 'n' },
 		{ "nofile", required_argument, NULL, 'f' },
 		{ "fsize", required_argument, NULL, 'F' },
+		{ "disk", required_argument, NULL, 'D' },
 		{ "allow-degraded", no_argument, NULL, 'd' },
 		{ "report", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -129,6 +131,10 @@ cmd_sandbox_exec(int argc, char **argv)
 		case 'F':
 			if (parse_size(optarg, &so.fsize_bytes) < 0)
 				return cli_usage_error("sandbox-exec", "--fsize takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (parse_size(optarg, &so.disk_bytes) < 0)
+				return cli_usage_error("sandbox-exec", "--disk takes bytes (K, M, G suffixes allowed)");
 			break;
 		case 't':
 			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &timeout_s) < 0)

@@ -128,6 +128,8 @@ cmd_trace(int argc, char **argv)
 	long timeout_s = TRACE_TIMEOUT_S;
 	char path[PATH_MAX], err[2048], *end;
 	json_t *req = NULL, *reply = NULL;
+	struct harness_opts ho = HARNESS_OPTS_INIT;
+	const char *ro[] = { path, NULL };
 	int json_out = 0, c, rc = 1, error;
 
 	optind = 1;
@@ -176,7 +178,10 @@ cmd_trace(int argc, char **argv)
 	    path, "class", cls, "seed", seed, "verify", verify);
 	if (!req)
 		goto out;
-	if ((error = harness_call(req, (int)timeout_s * 1000, &reply, err,
+	/* The module runs at import: the sandbox shows the harness only it. */
+	ho.ro_paths = ro;
+	ho.stage = "trace";
+	if ((error = harness_call_sandboxed(req, (int)timeout_s * 1000, &ho, &reply, err,
 	    sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot trace: %s\n", err);
 		goto out;

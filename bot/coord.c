@@ -426,7 +426,8 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 		goto out;
 	}
 	if (!pr.improved) {
-		status(f, j->sha, FORGE_SUCCESS, t->slug, pr.status_description ?
+		/* nothing shipped: never success, which reads as "delivered" */
+		status(f, j->sha, FORGE_NEUTRAL, t->slug, pr.status_description ?
 		    pr.status_description : "no faster kernel was found");
 		goto out;
 	}
@@ -465,7 +466,8 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	q.reviewers = reviewers;
 	snprintf(desc, sizeof(desc), COORD_STATUS_CONTEXT "%s", t->slug);
 	q.status_context = desc;
-	q.status_state = FORGE_SUCCESS;
+	/* a PR whose kernel awaits review has no verified speedup to succeed with */
+	q.status_state = pr.needs_review ? FORGE_NEUTRAL : FORGE_SUCCESS;
 	q.status_description = pr.status_description;
 	if ((rc = deliver(&q, &res, err, sizeof(err))) < 0)
 		goto fail;

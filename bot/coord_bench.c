@@ -16,6 +16,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "gitops/modules.h"
+#include "pipeline/report/report.h"
 
 #define BENCH_MARKER "<!-- kernelbot:benchmark:%lld:%s:%s -->"
 
@@ -54,6 +55,27 @@ speedup_cell(struct buf *b, const json_t *r, const char *vs)
 		buf_printf(b, " [%.2f, %.2f]", json_number_value(json_array_get(ci, 0)),
 		    json_number_value(json_array_get(ci, 1)));
 	buf_addstr(b, " |");
+}
+
+/*
+ * How to repeat this measurement on the runner's host: the thread settings
+ * in effect, the seed and the flags the evaluation recorded (pipeline/
+ * report/report.h), in a code span; the bare command when the result
+ * cannot give one (a backtick would end the span).
+ */
+static void
+reproduce_line(struct buf *b, const struct store_task *t, const char *kernel,
+    const json_t *r, const char *backend)
+{
+	struct buf cmd = BUF_INIT(1u << 16);
+
+	if (report_reproduce_cmd(r, t->module, kernel, backend, t->class_name, &cmd) == 0 &&
+	    !strchr(buf_cstr(&cmd), '`'))
+		buf_printf(b, "`%s --json`\n", buf_cstr(&cmd));
+	else
+		buf_printf(b, "`kernelbot eval %s %s --class %s --backend %s --json`\n", t->module,
+		    kernel, t->class_name, backend);
+	buf_free(&cmd);
 }
 
 /* The comment for a finished benchmark task (summary: bench_summary()'s object). */
@@ -108,9 +130,8 @@ bench_body(struct buf *b, const struct store_job *j, const struct store_task *t,
 	    jsonx_str(r, "device", "?")), jsonx_str(r, "arch", "?"));
 	if (jsonx_str(r, "device_info.torch", NULL))
 		buf_printf(b, ", PyTorch %s", jsonx_str(r, "device_info.torch", ""));
-	buf_printf(b, ".\n\n**Reproduce**: `kernelbot eval %s %s --class %s "
-	    "--backend %s --json`\n", t->module, kernel, t->class_name,
-	    jsonx_str(s, "backend", "cpu"));
+	buf_addstr(b, ".\n\n**Reproduce**: ");
+	reproduce_line(b, t, kernel, r, jsonx_str(s, "backend", "cpu"));
 }
 
 int

@@ -732,9 +732,9 @@ int
 forge_state_parse(const char *s, enum forge_state *out)
 {
 	static const char *const names[] = { "pending", "success", "failure",
-		"error" };
+		"error", "neutral" };
 
-	for (int i = 0; s && i < 4; i++)
+	for (int i = 0; s && i < 5; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum forge_state)i;
 			return 0;

@@ -133,9 +133,19 @@ enum forge_state {
 	FORGE_SUCCESS,
 	FORGE_FAILURE,		/* the bot ran and the result is bad */
 	FORGE_ERROR,		/* the bot could not run */
+	/*
+	 * The bot ran and shipped nothing verified: no faster kernel, or
+	 * only kernels that need review. Never success, which would read as
+	 * "a kernel was delivered". Drivers map it to the forge's closest
+	 * non-success state (docs/forges.md): a GitHub check run's
+	 * "neutral", "failure" for a GitHub commit status (it has no
+	 * neutral), GitLab's "failed", Gitea's "warning"; the description
+	 * says why.
+	 */
+	FORGE_NEUTRAL,
 };
 
-/* "pending", "success", "failure", "error"; -EINVAL otherwise. */
+/* "pending", "success", "failure", "error", "neutral"; -EINVAL otherwise. */
 int forge_state_parse(const char *s, enum forge_state *out);
 
 /*

@@ -130,8 +130,9 @@ gt_status_set(struct forge *f, const char *sha, enum forge_state st,
     const char *context, const char *description, const char *target_url,
     char *err, size_t errlen)
 {
+	/* "warning": Gitea's one non-success state that is not a failure */
 	static const char *const states[] = { "pending", "success", "failure",
-		"error" };
+		"error", "warning" };
 	char url[512];
 
 	snprintf(url, sizeof(url), "/repos/%s/%s/statuses/%s", GT(f)->owner,

@@ -244,7 +244,7 @@ check_run(struct forge *f, const char *sha, enum forge_state st,
 	    context, "summary", summary[0] ? summary : context);
 	if (st != FORGE_PENDING)
 		json_object_set_new(req, "conclusion", json_string(
-		    st == FORGE_SUCCESS ? "success" : "failure"));
+		    st == FORGE_SUCCESS ? "success" : st == FORGE_NEUTRAL ? "neutral" : "failure"));
 	if (target_url)
 		json_object_set_new(req, "details_url", json_string(target_url));
 	if (id > 0) {
@@ -271,8 +271,9 @@ gh_status_set(struct forge *f, const char *sha, enum forge_state st,
     const char *context, const char *description, const char *target_url,
     char *err, size_t errlen)
 {
+	/* commit statuses have no neutral state: "failure", the reason in the description */
 	static const char *const states[] = { "pending", "success", "failure",
-		"error" };
+		"error", "failure" };
 	char url[512];
 
 	if (GH(f)->key_pem)

@@ -204,8 +204,9 @@ gl_status_set(struct forge *f, const char *sha, enum forge_state st,
     const char *context, const char *description, const char *target_url,
     char *err, size_t errlen)
 {
+	/* no neutral state a commit status takes: "failed", the reason in the description */
 	static const char *const states[] = { "running", "success", "failed",
-		"failed" };
+		"failed", "failed" };
 	char url[512];
 	int rc;
 

@@ -161,7 +161,7 @@ static const char *
 state_icon(const char *s)
 {
 	return !strcmp(s, "success") ? "✅" : !strcmp(s, "pending") ? "⏳" :
-	    !strcmp(s, "failure") ? "❌" : "⚠️";
+	    !strcmp(s, "failure") ? "❌" : !strcmp(s, "neutral") ? "➖" : "⚠️";
 }
 
 /* The statuses of one commit: OUT/statuses/SHA.json, an array. */
@@ -467,7 +467,7 @@ lf_status_set(struct forge *f, const char *sha, enum forge_state st,
     char *err, size_t errlen)
 {
 	static const char *const states[] = { "pending", "success", "failure",
-		"error" };
+		"error", "neutral" };
 	struct resave x = { sha, 0, err, errlen };
 	char path[GITOPS_MAX_PATH], ts[32];
 	json_t *all = statuses_of(f, sha), *it, *entry;

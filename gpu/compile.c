@@ -427,7 +427,7 @@ build_one(struct job *j)
 	if (so.allow_degraded)
 		log_checks(&log, checks);
 	if (r.timed_out)
-		buf_printf(&log, "\nkernelbot: the compiler passed its deadline of %d s and was killed\n",
+		buf_printf(&log, "\nkernelbot: the compiler timed out after %d s and was killed\n",
 		    o.timeout_ms / 1000);
 	if (r.status != 0) {
 		res->status = r.status;

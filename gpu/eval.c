@@ -17,13 +17,14 @@
 #include "gpu/compile.h"
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
+#include "gpu/sandbox.h"
+#include "gpu/evalenv.h"
 #include "gpu/harness.h"
 #include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
 
 #define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
 #define BUILD_TIMEOUT_PY_S 900	/* load_inline builds: 46 s measured, much more cold */
-#define MEM_LIMIT_BYTES (16ull << 30)	/* host memory of one worker (GPU-sized tensors, nvcc) */
 
 enum kind { KIND_C, KIND_CU, KIND_PY };
 
@@ -75,6 +76,23 @@ capped(const char *s, char *dst, size_t len)
 		return s;
 	snprintf(dst, len, "...%s", s + n - (len - 4));
 	return dst;
+}
+
+size_t
+eval_default_mem(int runners)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	size_t total = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : EVAL_MEM_CAP;
+	size_t m = total / 4 * 3 / (size_t)(runners > 0 ? runners : 1);
+
+	return m < EVAL_MEM_FLOOR ? EVAL_MEM_FLOOR : m > EVAL_MEM_CAP ? EVAL_MEM_CAP : m;
+}
+
+/* The limits a worker ran under, as the result reports them. */
+static size_t
+mem_limit(const struct eval_opts *o)
+{
+	return o->mem_bytes ? o->mem_bytes : eval_default_mem(o->runners);
 }
 
 static json_t *
@@ -259,7 +277,8 @@ loads_code(const char *path)
 
 static json_t *
 build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
-    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu)
+    const char *workdir, const char *exe, int unsandboxed, const struct gpu_device *gpu,
+    uint64_t seed)
 {
 	json_t *req, *list = json_array(), *env = json_object();
 	const char *ld = getenv("LD_LIBRARY_PATH"), *v;
@@ -291,20 +310,27 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	 * and on a loaded host a team larger than the free cores waits in
 	 * every parallel region.
 	 */
-	if (getenv("OMP_NUM_THREADS"))
-		json_object_set_new(env, "OMP_NUM_THREADS", json_string(getenv("OMP_NUM_THREADS")));
+	/* OMP_PROC_BIND, OMP_PLACES, MKL_NUM_THREADS likewise: the result's
+	 * environment records them as set here (gpu/evalenv.h). */
+	for (int k = 0; evalenv_thread_vars[k]; k++)
+		if (getenv(evalenv_thread_vars[k]))
+			json_object_set_new(env, evalenv_thread_vars[k],
+			    json_string(getenv(evalenv_thread_vars[k])));
 	/* A device bundle's libraries: the worker is this same binary. */
 	if (ld)
 		json_object_set_new(env, "LD_LIBRARY_PATH", json_string(ld));
 	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:i, s:I, s:o, s:o}",
 	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
-	    "seed", (json_int_t)crypto_random_seed(), "trials", o->trials,
+	    "seed", (json_int_t)seed, "trials", o->trials,
 	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
 	    "kernelbot", exe, "sandbox", !unsandboxed, "workdir", workdir,
-	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)MEM_LIMIT_BYTES,
+	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)mem_limit(o),
 	    "worker_env", env, "candidates", list);
 	if (!req)
 		return NULL;
+	/* The scratch quota: sandbox-exec --disk (0: the sandbox's default). */
+	if (o->disk_bytes)
+		json_object_set_new(req, "disk_bytes", json_integer((json_int_t)o->disk_bytes));
 	/* The operator's explicit choice (docs/sandbox.md): run where the host
 	 * lacks a sandbox feature; each missing one is a failed check. */
 	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
@@ -379,7 +405,7 @@ static void
 merge(json_t *res, const json_t *judged, const json_t *reply)
 {
 	static const char *const copy[] = { "status", "correct", "timings_ms", "speedup",
-		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", NULL };
+		"max_rel_error", "eval_s", "build_s", "baselines", "timing", "profile", "needs_review", NULL };
 	json_t *v;
 	size_t i;
 
@@ -524,6 +550,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	char *exe = NULL;
 	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
 	size_t nbuild = 0;
+	uint64_t seed;
+	json_t *environment = NULL;
 	struct judge judge = { 0 };
 	struct judgesrv srv;
 	int early = !env_is("KERNELBOT_JUDGE_EARLY", "0"), use_srv = 0, srv_spawned = 0;
@@ -603,7 +631,8 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			srv_state = "fallback";
 	}
 	if (early && !use_srv) {
-		long wait_s = (long)EVAL_BUILD_TIMEOUT_S * (long)o->n_candidates + 60;
+		long wait_s = (long)(o->build_timeout_s > 0 ? o->build_timeout_s :
+		    EVAL_BUILD_TIMEOUT_S) * (long)o->n_candidates + 60;
 
 		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
 		    wait_s + judge_budget(o, o->n_candidates))) < 0) {
@@ -628,6 +657,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			if (!cs[i].reject && cs[i].kind != KIND_PY) {
 				bs[nbuild].source = cs[i].path;
 				bs[nbuild].cuda = cs[i].kind == KIND_CU;
+				bs[nbuild].timeout_s = o->build_timeout_s;
 				idx[nbuild++] = i;
 			}
 		error = eval_build_all(bs, nbuild, cuda ? arch : NULL, workdir,
@@ -646,6 +676,13 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		json_t *bd;
 
 		c->res = new_result(c, backend, "rejected");
+		/* What the candidate ran under (docs/evaluation.md "limits"). */
+		json_object_set_new(c->res, "limits", json_pack("{s:I, s:I, s:i}",
+		    "mem_bytes", (json_int_t)mem_limit(o), "disk_bytes", (json_int_t)(o->disk_bytes ?
+		    o->disk_bytes : c->kind == KIND_PY ? SANDBOX_DEFAULT_DISK_COMPILER :
+		    SANDBOX_DEFAULT_DISK_CANDIDATE),
+		    "compile_timeout_s", o->build_timeout_s > 0 ? o->build_timeout_s :
+		    EVAL_BUILD_TIMEOUT_S));
 		bd = json_object();
 		json_object_set_new(c->res, "timing_breakdown_s", bd);
 		if (c->reject) {
@@ -667,8 +704,10 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		}
 	}
 
+	/* --seed reproduces a result; otherwise a fresh one, never reused */
+	seed = o->seed_given ? o->seed & EVAL_SEED_MASK : crypto_random_seed();
 	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed,
-	    cuda ? &gpus[o->device] : NULL))) {
+	    cuda ? &gpus[o->device] : NULL, seed))) {
 		error = -ENOMEM;
 		goto out;
 	}
@@ -714,6 +753,15 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	}
 	problem = json_object_get(reply, "problem");
 	fp32 = jsonx_bool(problem, "float32_only", 0);
+	{
+		struct evalenv_in ei = { o, backend, cuda ? arch : NULL, cuda ? &gpus[o->device] : NULL,
+			reply, seed, o->seed_given, nbuild > 0 };
+
+		if (!(environment = evalenv_json(&ei))) {
+			error = -ENOMEM;
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < o->n_candidates; i++) {
 		struct cand *c = &cs[i];
 		json_t *v;
@@ -733,6 +781,11 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
 		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
 		    cuda ? arch : "cpu", reply));
+		/* The judge's own account of the seed; the request's for a
+		 * candidate it never saw (rejected, not built). */
+		if (!json_object_get(c->res, "seed"))
+			json_object_set_new(c->res, "seed", json_integer((json_int_t)seed));
+		json_object_set_new(c->res, "environment", json_deep_copy(environment));
 		json_array_append(results, c->res);
 	}
 	*out = results;
@@ -751,6 +804,7 @@ out:
 	json_decref(req);
 	json_decref(reply);
 	json_decref(results);
+	json_decref(environment);
 	if (workdir[0] && !getenv("KERNELBOT_EVAL_KEEP"))
 		rm_tree(workdir);
 	return error;

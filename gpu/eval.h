@@ -23,6 +23,7 @@
 #define EVAL_MAX_TRIALS 100
 #define EVAL_ERROR_CHARS 4000		/* per errors[] entry fed back to an LLM */
 #define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
+#define EVAL_SEED_MASK 0x7fffffffffffffffull	/* seeds are 63 bits, as the judge reads them */
 
 struct eval_opts {
 	const char *problem;
@@ -46,13 +47,40 @@ struct eval_opts {
 	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
 	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
 					 * "timeout_s"}: gpu/profile.h), or NULL */
+	size_t mem_bytes;		/* a worker's memory limit; 0 = eval_default_mem(runners) */
+	int runners;			/* evaluations this host runs at once (the default
+					 * memory limit's share); 0 = 1 */
+	size_t disk_bytes;		/* a worker's scratch quota; 0 = the sandbox's default */
+	int build_timeout_s;		/* a native candidate's compile deadline; 0 =
+					 * EVAL_BUILD_TIMEOUT_S (gpu/eval_build.h) */
+	/*
+	 * --seed: the evaluation's seed (below 2^63) instead of a fresh one,
+	 * to reproduce a result (its model parameters and every trial's
+	 * inputs). Never for a search: a fixed seed is one a kernel could
+	 * learn. The spot checks' positions and the timed runs' input changes
+	 * come from the system's RNG either way.
+	 */
+	int seed_given;
+	unsigned long long seed;
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0 }
+
+#define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */
+#define EVAL_MEM_FLOOR ((size_t)1 << 30)	/* and its floor */
 
 /*
- * Evaluate. 0 and *out (a JSON array, one object per candidate, in order;
+ * The default memory limit of one worker: 3/4 of the host's memory shared
+ * by runners evaluations at once (runners < 1: 1), within
+ * [EVAL_MEM_FLOOR, EVAL_MEM_CAP].
+ */
+size_t eval_default_mem(int runners);
+
+/*
+ * Evaluate. Each result carries "seed" and "environment" (gpu/evalenv.h:
+ * what the measurement depended on, and the `kernelbot eval` flags that
+ * repeat it). 0 and *out (a JSON array, one object per candidate, in order;
  * the caller's reference). -EINVAL: the problem or the options are bad
  * (err says how; exit status 2). Other -errno: the evaluator itself could
  * not run (no harness, no sandbox, a crashed judge; exit status 1).

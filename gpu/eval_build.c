@@ -43,7 +43,7 @@ build_sandboxed(struct eval_build *b, size_t n, const char *arch, int jobs,
 		reqs[i].source_path = b[i].source;
 		reqs[i].backend = b[i].cuda ? COMPILE_CUDA : COMPILE_CPU;
 		reqs[i].arch = arch;
-		reqs[i].timeout_s = EVAL_BUILD_TIMEOUT_S;
+		reqs[i].timeout_s = b[i].timeout_s > 0 ? b[i].timeout_s : EVAL_BUILD_TIMEOUT_S;
 	}
 	if ((error = compile_batch(cache, reqs, n, jobs, res)) < 0) {
 		snprintf(err, errlen, "compile_batch: %s", strerror(-error));
@@ -105,7 +105,7 @@ build_one(struct pool *p, size_t i)
 	o.argv = argv;
 	o.envp = envp;
 	o.search_path = 1;
-	o.timeout_ms = EVAL_BUILD_TIMEOUT_S * 1000;
+	o.timeout_ms = (b->timeout_s > 0 ? b->timeout_s : EVAL_BUILD_TIMEOUT_S) * 1000;
 	o.out_max = o.err_max = EVAL_BUILD_LOG_MAX;
 	if ((error = spawn_run(&o, &r)) < 0) {
 		b->status = error;
@@ -115,7 +115,8 @@ build_one(struct pool *p, size_t i)
 		buf_add_capped(&log, buf_cstr(&r.err), r.err.len);
 		buf_add_capped(&log, buf_cstr(&r.out), r.out.len);
 		if (r.timed_out)
-			buf_printf(&log, "\ncompiler killed after %d s", EVAL_BUILD_TIMEOUT_S);
+			buf_printf(&log, "\nkernelbot: the compiler timed out after %d s and was killed",
+			    (int)(o.timeout_ms / 1000));
 		b->seconds = r.wall_s;
 		if (b->status == 0)
 			b->so_path = strdup(so);

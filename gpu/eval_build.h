@@ -13,11 +13,13 @@
 #include <stddef.h>
 
 #define EVAL_BUILD_LOG_MAX (64u << 10)
-#define EVAL_BUILD_TIMEOUT_S 300
+/* A candidate build's deadline when none is given (kernelbot eval --compile-timeout). */
+#define EVAL_BUILD_TIMEOUT_S 120
 
 struct eval_build {
 	const char *source;	/* in: kernel.c or kernel.cu */
 	int cuda;		/* in: nvcc for the CUDA backend, cc for CPU */
+	int timeout_s;		/* in: the compiler's deadline; 0 = EVAL_BUILD_TIMEOUT_S */
 	int status;		/* out: 0 built, >0 the compiler failed, <0 -errno could not run */
 	char *so_path;		/* out: malloc'ed on success */
 	char *log;		/* out: malloc'ed compiler output (may be "") */

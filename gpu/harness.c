@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,11 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/fsx.h"
 #include "common/jsonx.h"
+#include "common/log.h"
 #include "common/spawn.h"
+#include "gpu/sandbox.h"
 
 #ifndef KB_DATADIR
 #define KB_DATADIR "/usr/local/share/kernelbot"
@@ -91,8 +95,9 @@ locate(void)
 	}
 
 	if (env_script && *env_script) {
+		/* absolute: the sandbox shows its folder, and starts elsewhere */
 		if (access(env_script, R_OK) == 0)
-			found_script = strdup(env_script);
+			found_script = realpath(env_script, NULL);
 	} else if ((dir = exe_dir())) {
 		for (int i = 0; rel[i] && !found_script; i++) {
 			char p[PATH_MAX];
@@ -126,12 +131,19 @@ harness_locate(const char **python, const char **script, char *err,
 	return 0;
 }
 
-/* The child's whole environment: what Python and PyTorch need, nothing else. */
+/*
+ * The child's whole environment: what Python and PyTorch need, nothing else.
+ * The thread settings pass as they are (never defaulted): eager PyTorch's
+ * team in the judge is then the one the workers get through the request's
+ * worker_env (gpu/eval.c) and the one the result records (gpu/evalenv.h).
+ * They are part of harness_identity(), so a judge server never serves a
+ * caller whose settings differ from those it was started with.
+ */
 static int
 build_env(const char *script, char **envp, size_t max)
 {
 	static const char *const pass[] = { "HOME", "CUDA_VISIBLE_DEVICES",
-		"TMPDIR", "OMP_NUM_THREADS", NULL };
+		"TMPDIR", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", NULL };
 	const char *slash = strrchr(script, '/');
 	size_t n = 0;
 	char tmp[PATH_MAX + 64];
@@ -165,6 +177,27 @@ free_env(char **envp)
 		free(envp[i]);
 }
 
+/* The reply on r's stdout, or why there is none in err (-EPROTO). */
+static int
+parse_reply(const struct spawn_result *r, json_t **reply, char *err, size_t errlen)
+{
+	json_t *v = NULL;
+
+	if (r->status != 0 || r->out_dropped ||
+	    jsonx_parse(buf_cstr(&r->out), r->out.len, &v, NULL, 0) < 0 ||
+	    !json_is_object(v)) {
+		const char *e = buf_cstr(&r->err);
+		size_t len = strlen(e);
+
+		snprintf(err, errlen, "the harness failed (exit %d)%s%s", r->status,
+		    len ? ": " : "", len > 1500 ? e + len - 1500 : e);
+		json_decref(v);
+		return -EPROTO;
+	}
+	*reply = v;
+	return 0;
+}
+
 int
 harness_call(const json_t *request, int timeout_ms, json_t **reply,
     char *err, size_t errlen)
@@ -175,7 +208,6 @@ harness_call(const json_t *request, int timeout_ms, json_t **reply,
 	const char *python, *script;
 	char *envp[16] = { 0 };
 	const char *argv[4];
-	json_t *v = NULL;
 	int error;
 
 	if ((error = harness_locate(&python, &script, err, errlen)) < 0)
@@ -204,21 +236,236 @@ harness_call(const json_t *request, int timeout_ms, json_t **reply,
 		error = -ETIMEDOUT;
 		goto out;
 	}
-	if (r.status != 0 || r.out_dropped ||
-	    jsonx_parse(buf_cstr(&r.out), r.out.len, &v, NULL, 0) < 0 ||
-	    !json_is_object(v)) {
-		const char *e = buf_cstr(&r.err);
-		size_t len = strlen(e);
+	error = parse_reply(&r, reply, err, errlen);
+out:
+	free_env(envp);
+	buf_free(&req);
+	spawn_result_free(&r);
+	return error;
+}
 
-		snprintf(err, errlen, "the harness failed (exit %d)%s%s", r.status,
-		    len ? ": " : "", len > 1500 ? e + len - 1500 : e);
-		json_decref(v);
+int
+harness_failed_checks(const json_t *checks, char *out, size_t outlen)
+{
+	struct buf b = BUF_INIT(64u << 10);
+	size_t i;
+	json_t *c;
+	int n = 0;
+
+	json_array_foreach(checks, i, c) {
+		if (!json_is_object(c) || jsonx_bool(c, "passed", 1))
+			continue;
+		buf_printf(&b, "%s%s (%s)", n++ ? "; " : "", jsonx_str(c, "name", "?"),
+		    jsonx_str(c, "detail", "no detail"));
+	}
+	if (outlen)
+		snprintf(out, outlen, "%s", buf_cstr(&b));
+	buf_free(&b);
+	return n;
+}
+
+static int
+under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Cut the last two components off path: .../bin/python3 -> ... ("" when none). */
+static void
+up_two(char *path)
+{
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(path, '/');
+		if (!slash || slash == path) {
+			path[0] = '\0';
+			return;
+		}
+		*slash = '\0';
+	}
+}
+
+/*
+ * What the interpreter needs beyond what the sandbox always shows (/usr,
+ * /opt, KERNELBOT_PYTHON's virtualenv): the virtualenv it belongs to, and
+ * the prefix of the binary it resolves to (a pyenv or a conda install).
+ * Paths under /usr or /opt are skipped; at most two, into paths[].
+ */
+static size_t
+interp_paths(const char *python, char paths[2][PATH_MAX])
+{
+	char p[PATH_MAX], cfg[PATH_MAX + 16];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s", python);
+	up_two(p);
+	if (p[0] && snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", p) < (int)sizeof(cfg) &&
+	    access(cfg, R_OK) == 0 && realpath(p, paths[n]) && strcmp(paths[n], "/") &&
+	    !under(paths[n], "/usr") && !under(paths[n], "/opt"))
+		n++;
+	if (realpath(python, p)) {
+		up_two(p);
+		if (p[0] && strcmp(p, "/") && !under(p, "/usr") && !under(p, "/opt") &&
+		    (n == 0 || strcmp(p, paths[0])))
+			snprintf(paths[n++], PATH_MAX, "%s", p);
+	}
+	return n;
+}
+
+/*
+ * The developer fallbacks of evaluations and builds, one rule for every
+ * verb: run with the confinement the host has rather than refuse.
+ */
+static const char *
+degraded_allowed(void)
+{
+	static const char *const names[] = { "KERNELBOT_EVAL_UNSANDBOXED",
+		"KERNELBOT_SANDBOX_ALLOW_DEGRADED", NULL };
+
+	for (int i = 0; names[i]; i++) {
+		const char *v = getenv(names[i]);
+		if (v && !strcmp(v, "1"))
+			return names[i];
+	}
+	return NULL;
+}
+
+/* RLIMIT_CPU counts every thread: a multithreaded torch may use all CPUs for the whole deadline. */
+static int
+cpu_limit_s(int timeout_ms)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long long s = (timeout_ms > 0 ? timeout_ms : SANDBOX_DEFAULT_TIMEOUT_MS) / 1000 + 1;
+
+	s = s * (cpus > 0 ? cpus : 1) + 60;
+	return s > INT_MAX / 2 ? INT_MAX / 2 : (int)s;
+}
+
+int
+harness_call_sandboxed(const json_t *request, int timeout_ms,
+    const struct harness_opts *ho, json_t **reply, char *err, size_t errlen)
+{
+	struct buf req = BUF_INIT(REPLY_MAX);
+	struct sandbox_opts so = SANDBOX_OPTS_INIT;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = { 0 };
+	const char *python, *script, *argv[4], *extra[8], *ro[SANDBOX_RO_PATHS_MAX + 1];
+	const char *stage = ho->stage ? ho->stage : jsonx_str(request, "verb", "harness");
+	const char *tmp = ho->tmp_dir ? ho->tmp_dir : getenv("TMPDIR");
+	char scratch[PATH_MAX] = "", dir[PATH_MAX], pypath[PATH_MAX + 16], omp[64];
+	char ipaths[2][PATH_MAX], why[1536], base[PATH_MAX];
+	char **env = NULL;
+	json_t *checks = NULL;
+	size_t nro = 0, nx = 0, ni;
+	int error, deadline_ms = timeout_ms > 0 ? timeout_ms : SANDBOX_DEFAULT_TIMEOUT_MS;
+	const char *slash, *fallback;
+
+	if ((error = harness_locate(&python, &script, err, errlen)) < 0)
+		return error;
+	if ((error = jsonx_dump(request, JSON_COMPACT, &req)) < 0)
+		goto out;
+	/* The scratch folder first, absolute (the sandbox's rule), before anything is shown. */
+	errno = 0;
+	if (!realpath(tmp && *tmp ? tmp : "/tmp", base) ||
+	    snprintf(scratch, sizeof(scratch), "%s/kernelbot-harness-XXXXXX", base) >=
+	    (int)sizeof(scratch) || !mkdtemp(scratch)) {
+		error = errno ? -errno : -ENAMETOOLONG;
+		snprintf(err, errlen, "%s: cannot make a scratch folder in %s: %s", stage,
+		    tmp && *tmp ? tmp : "/tmp", strerror(-error));
+		scratch[0] = '\0';
+		goto out;
+	}
+	slash = strrchr(script, '/');
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - script), script);
+	ro[nro++] = dir;
+	ni = interp_paths(python, ipaths);
+	for (size_t i = 0; i < ni; i++)
+		ro[nro++] = ipaths[i];
+	for (const char *const *p = ho->ro_paths; p && *p; p++) {
+		if (nro >= SANDBOX_RO_PATHS_MAX) {
+			snprintf(err, errlen, "%s: too many files to show the harness (at most %d)",
+			    stage, SANDBOX_RO_PATHS_MAX - 3);
+			error = -E2BIG;
+			goto out;
+		}
+		ro[nro++] = *p;
+	}
+	ro[nro] = NULL;
+
+	snprintf(pypath, sizeof(pypath), "PYTHONPATH=%s", dir);
+	extra[nx++] = pypath;
+	extra[nx++] = "PYTHONDONTWRITEBYTECODE=1";
+	extra[nx++] = "PYTHONUNBUFFERED=1";
+	if (getenv("OMP_NUM_THREADS") &&
+	    snprintf(omp, sizeof(omp), "OMP_NUM_THREADS=%s", getenv("OMP_NUM_THREADS")) < (int)sizeof(omp))
+		extra[nx++] = omp;
+	if (ho->gpu >= 0)
+		extra[nx++] = "CUDA_VISIBLE_DEVICES=0";	/* the one GPU shown */
+	extra[nx] = NULL;
+	if ((error = sandbox_env_build(scratch, extra, &env)) < 0)
+		goto out;
+
+	so.profile = SANDBOX_COMPILER;	/* torch may start compilers */
+	so.scratch = scratch;
+	so.ro_paths = ro;
+	so.mem_bytes = ho->mem_bytes ? ho->mem_bytes : HARNESS_SANDBOX_MEM;
+	so.cpu_s = cpu_limit_s(deadline_ms);
+	so.gpu = ho->gpu;
+	argv[0] = python;
+	argv[1] = "-u";
+	argv[2] = script;
+	argv[3] = NULL;
+	o.argv = argv;
+	o.envp = (const char *const *)env;
+	o.input = req.data;
+	o.input_len = req.len;
+	o.timeout_ms = deadline_ms;
+	o.out_max = REPLY_MAX;
+	o.err_max = 64u << 10;
+	error = sandbox_run(&so, &o, &r, &checks);
+	if (error == -ENOTSUP && (fallback = degraded_allowed())) {
+		harness_failed_checks(checks, why, sizeof(why));
+		log_warn("running the harness with the host's partial sandbox",
+		    "stage=%s missing=\"%s\" because=%s=1", stage, why, fallback);
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		memset(&r, 0, sizeof(r));
+		so.allow_degraded = 1;
+		error = sandbox_run(&so, &o, &r, &checks);
+	}
+	harness_failed_checks(checks, why, sizeof(why));
+	if (error == -ENOTSUP) {
+		snprintf(err, errlen, "%s: this host cannot sandbox the harness, which runs the "
+		    "module's code; missing: %s. For a developer run with what the host has, "
+		    "set KERNELBOT_EVAL_UNSANDBOXED=1", stage, why);
+		goto out;
+	}
+	if (error < 0) {
+		snprintf(err, errlen, "%s: cannot run the harness in the sandbox: %s%s%s", stage,
+		    strerror(-error), why[0] ? ": " : "", why);
+		goto out;
+	}
+	if (r.timed_out) {
+		snprintf(err, errlen, "%s: timed out after %d s; the harness and every process "
+		    "it started were killed", stage, (deadline_ms + 999) / 1000);
+		error = -ETIMEDOUT;
+		goto out;
+	}
+	if (r.term_signal == SIGKILL) {
+		/* the cgroup's OOM killer, or RLIMIT_CPU's last word; its stderr has nothing */
+		snprintf(err, errlen, "%s: the harness was killed (SIGKILL), most likely at its "
+		    "memory limit (%zu MiB)", stage, so.mem_bytes >> 20);
 		error = -EPROTO;
 		goto out;
 	}
-	*reply = v;
+	error = parse_reply(&r, reply, err, errlen);
 out:
-	free_env(envp);
+	if (scratch[0] && fsx_rmtree(scratch) < 0)
+		log_warn("cannot remove a harness scratch folder", "path=%s", scratch);
+	json_decref(checks);
+	sandbox_env_free(env);
 	buf_free(&req);
 	spawn_result_free(&r);
 	return error;

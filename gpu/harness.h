@@ -34,6 +34,52 @@ int harness_call(const json_t *request, int timeout_ms, json_t **reply,
     char *err, size_t errlen);
 
 /*
+ * A harness call that imports repository or LLM-written code ("trace",
+ * "equivalent"): the same protocol, run inside the sandbox (gpu/sandbox.h,
+ * docs/sandbox.md) with the compiler profile, because such code runs
+ * whatever it likes at import.
+ */
+struct harness_opts {
+	const char *const *ro_paths;	/* NULL-terminated: every file or folder the request
+					   names that the harness reads (absolute, real paths) */
+	const char *tmp_dir;		/* where the call's scratch folder is made and removed;
+					   NULL: $TMPDIR, else /tmp */
+	size_t mem_bytes;		/* 0: HARNESS_SANDBOX_MEM */
+	int gpu;			/* -1: no GPU device at all (trace and equivalence run
+					   on the CPU); N: that GPU, CUDA device 0 inside */
+	const char *stage;		/* names the call in errors ("trace"); NULL: the verb */
+};
+#define HARNESS_OPTS_INIT { NULL, NULL, 0, -1, NULL }
+
+#define HARNESS_SANDBOX_MEM	((size_t)16 << 30)	/* a full-size problem's inputs on the CPU */
+
+/*
+ * harness_call() for untrusted code. A fresh scratch folder (HOME, TMPDIR
+ * and the working directory; the only writable place) is made under
+ * o->tmp_dir and removed after the call; the harness, the interpreter (its
+ * virtualenv, or its prefix outside /usr) and o->ro_paths are shown
+ * read-only; no network, an environment built from nothing, a memory
+ * limit, and the deadline (timeout_ms; 0 = SANDBOX_DEFAULT_TIMEOUT_MS)
+ * kills the whole process tree. Returns as harness_call(), plus:
+ * -ENOTSUP when the host cannot sandbox, err naming the missing features
+ * (unless KERNELBOT_EVAL_UNSANDBOXED=1 or KERNELBOT_SANDBOX_ALLOW_DEGRADED=1,
+ * the developer fallbacks: then it runs with whatever confinement the host
+ * has, and says so on the log); -EACCES when a path
+ * of o->ro_paths is not readable by the sandbox's uid. On -ETIMEDOUT err
+ * says "STAGE: timed out after N s"; a harness killed by SIGKILL before
+ * its deadline (the memory limit, most likely) is -EPROTO saying so.
+ */
+int harness_call_sandboxed(const json_t *request, int timeout_ms,
+    const struct harness_opts *o, json_t **reply, char *err, size_t errlen);
+
+/*
+ * The names of the failed checks of a sandbox_run() checks array, with
+ * each one's detail ("net_ns (no network namespace: ...); seccomp (...)"),
+ * into out. The number of failed checks (0: out is "").
+ */
+int harness_failed_checks(const json_t *checks, char *out, size_t outlen);
+
+/*
  * Run the harness in one of its own modes (`python -u harness.py ARGS...`)
  * with the judge's environment (the same as harness_call()'s child gets),
  * in /, to completion, at most timeout_ms: for a launcher that detaches a judge

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,7 @@ init_once_fn(void)
  * paths. It can only take confinement away, and every run reports it.
  */
 static void
-pretend_missing(struct sandbox_features *f, int *no_cgroup)
+pretend_missing(struct sandbox_features *f, int *no_cgroup, int *no_disk)
 {
 	const char *env = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
 	static const struct { const char *name; size_t off; } names[] = {
@@ -71,9 +72,10 @@ pretend_missing(struct sandbox_features *f, int *no_cgroup)
 		{ "proc_mount", offsetof(struct sandbox_features, proc_mount) },
 	};
 
-	*no_cgroup = 0;
+	*no_cgroup = *no_disk = 0;
 	if (!env)
 		return;
+	*no_disk = strstr(env, "disk") != NULL;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strstr(env, names[i].name))
 			*(int *)(void *)((char *)f + names[i].off) = 0;
@@ -107,6 +109,7 @@ add_mount(struct sbx_plan *p, int kind, int is_dir, const char *src, const char 
 	m = &p->mounts[p->n_mounts];
 	m->kind = kind;
 	m->is_dir = is_dir;
+	m->flags = 0;
 	if (snprintf(m->src, sizeof(m->src), "%s%s",
 	    "", src ? src : "") >= (int)sizeof(m->src) ||
 	    snprintf(m->dst, sizeof(m->dst), SBX_NEWROOT "%s",
@@ -224,8 +227,9 @@ gpu_minor(int index, char *note, size_t len)
 	return minor;
 }
 
+/* extra: MS_* flags for /dev/shm (MS_NOEXEC for a candidate). */
 static int
-plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
+plan_dev(struct sbx_plan *p, int gpu, unsigned long extra, json_t *ck)
 {
 	struct buf bound = BUF_INIT(4096), absent = BUF_INIT(4096);
 	char path[64], note[256] = "";
@@ -278,6 +282,7 @@ plan_dev(struct sbx_plan *p, int gpu, json_t *ck)
 	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/2", "/dev/stderr")) < 0 ||
 	    (error = add_mount(p, SBX_TMPFS, 1, "mode=1777," TMPFS_SMALL, "/dev/shm")) < 0)
 		goto out;
+	p->mounts[p->n_mounts - 1].flags = extra;
 	error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/dev");
 out:
 	buf_free(&bound);
@@ -416,8 +421,11 @@ plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratc
 		}
 	qsort(paths, n, sizeof(paths[0]), by_length);
 	for (size_t i = 0; i < n && !error; i++) {
-		if (!strcmp(paths[i], scratch))
+		if (!strcmp(paths[i], scratch)) {
 			error = add_mount(p, SBX_BIND_RW, 1, scratch, scratch);
+			if (!error && so->profile == SANDBOX_CANDIDATE)
+				p->mounts[p->n_mounts - 1].flags = MS_NOEXEC;
+		}
 		else
 			error = add_ro(p, paths[i], shown);
 	}
@@ -535,6 +543,8 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
     const char *scratch, int root, json_t *ck, int *missing)
 {
 	struct buf shown = BUF_INIT(16384);
+	/* A candidate never runs code from a file it wrote (W^X, with the lockdown). */
+	unsigned long noexec = so->profile == SANDBOX_CANDIDATE ? MS_NOEXEC : 0;
 	int error = 0;
 
 	if (!(p->clone_flags & CLONE_NEWNS)) {
@@ -550,7 +560,7 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	for (int i = 0; etc_files[i] && !error; i++)
 		error = add_ro(p, etc_files[i], NULL);
 	if (!error)
-		error = plan_dev(p, so->gpu, ck);
+		error = plan_dev(p, so->gpu, noexec, ck);
 	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
 		error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
 		check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
@@ -576,7 +586,8 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	if (!error)
 		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
 		    "the needed /etc files; minimal /dev, read-only /tmp (TMPDIR is in "
-		    "scratch), a private 64 MiB /dev/shm", buf_cstr(&shown));
+		    "scratch), a private 64 MiB /dev/shm%s", buf_cstr(&shown),
+		    noexec ? "; scratch and /dev/shm noexec" : "");
 	buf_free(&shown);
 	return error;
 }
@@ -685,8 +696,13 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	char scratch[PATH_MAX];
 	char **env = NULL;
 	json_t *ck = json_array(), *mem_check = NULL, *deadline_check;
-	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup;
+	int diag_p[2] = { -1, -1 }, error = 0, missing = 0, root = geteuid() == 0, no_cgroup, no_disk;
 	size_t mem = so->mem_bytes ? so->mem_bytes : SANDBOX_DEFAULT_MEM;
+	size_t disk = so->disk_bytes ? so->disk_bytes : so->profile == SANDBOX_CANDIDATE ?
+	    SANDBOX_DEFAULT_DISK_CANDIDATE : SANDBOX_DEFAULT_DISK_COMPILER, used;
+	struct sbx_disk dq = { .under_fd = -1, .janitor_fd = -1 };
+	json_t *disk_check = NULL;
+	char why[512];
 	long nproc = so->nproc > 0 ? so->nproc : default_nproc();
 	struct stat st;
 
@@ -703,7 +719,7 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	}
 	pthread_once(&init_once, init_once_fn);
 	feat = feats;
-	pretend_missing(&feat, &no_cgroup);
+	pretend_missing(&feat, &no_cgroup, &no_disk);
 	if (!(p = calloc(1, sizeof(*p)))) {
 		error = -ENOMEM;
 		goto out;
@@ -727,6 +743,20 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		run.timeout_ms = SANDBOX_DEFAULT_TIMEOUT_MS;
 	missing += plan_rest(p, so, &feat, &run, ck);
 	deadline_check = json_array_get(ck, json_array_size(ck) - 1);
+	/*
+	 * Without root there is no mount in the caller's namespace, so no
+	 * quota: reported, but not a reason to refuse, or an unprivileged
+	 * daemon (the shipped systemd unit) could sandbox nothing.
+	 * RLIMIT_FSIZE still bounds each file.
+	 */
+	if (no_disk) {
+		check(ck, "disk_quota", 0, "no quota on the scratch: "
+		    "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
+		missing++;
+	} else if (!root) {
+		check(ck, "disk_quota", 0, "no quota on the scratch: mounting a size-limited "
+		    "tmpfs over it needs root (each file is still limited by RLIMIT_FSIZE)");
+	}
 	/* Refuse before touching anything: no cgroup made, scratch untouched. */
 	if (missing && !so->allow_degraded) {
 		error = -ENOTSUP;
@@ -737,6 +767,23 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	mem_check = json_pack("{s:s, s:b, s:s}", "name", "memory_limit", "passed", 1,
 	    "detail", buf_cstr(&detail));
 	json_array_append_new(ck, mem_check);
+	if (root && !no_disk) {
+		int noexec = so->profile == SANDBOX_CANDIDATE;
+		if ((error = sbx_disk_mount(&dq, scratch, disk, noexec, why, sizeof(why))) < 0) {
+			check(ck, "disk_quota", 0, "no quota on the scratch: %s", why);
+			if (!so->allow_degraded) {
+				error = -ENOTSUP;
+				goto out;
+			}
+			error = 0;
+		} else {
+			disk_check = json_pack("{s:s, s:b}", "name", "disk_quota", "passed", 1);
+			json_object_set_new(disk_check, "detail", json_sprintf("%zu MiB and %zu files "
+			    "in all (a tmpfs over the scratch): writes past it fail with ENOSPC",
+			    disk >> 20, disk / 16384 < 1024 ? (size_t)1024 : disk / 16384));
+			json_array_append_new(ck, disk_check);
+		}
+	}
 	if ((error = prepare_scratch(scratch, root)) < 0) {
 		check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
 		goto out;
@@ -769,11 +816,16 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		json_object_set_new(deadline_check, "detail", json_sprintf("%.3g s wall "
 		    "clock: it passed, and the whole process tree was killed",
 		    run.timeout_ms / 1000.0));
+	if (disk_check && sbx_disk_full(&dq, &used))
+		json_object_set_new(disk_check, "detail", json_sprintf("the quota was hit: "
+		    "%zu MiB used of %zu MiB (a tmpfs over the scratch); writes past it "
+		    "failed with ENOSPC", used >> 20, disk >> 20));
 	if (cg.version) {
 		sbx_cgroup_report(&cg, &detail);
 		json_object_set_new(mem_check, "detail", json_string(buf_cstr(&detail)));
 	}
 out:
+	sbx_disk_release(&dq);
 	sbx_cgroup_destroy(&cg);
 	for (int i = 0; i < 2; i++)
 		if (diag_p[i] >= 0)

@@ -18,6 +18,12 @@
  * gpu >= 0 counts GPUs in PCI bus order (nvidia-smi's index); inside, that
  * GPU is CUDA device 0.
  *
+ * The scratch has a disk quota (disk_bytes): run as root, a size-limited
+ * tmpfs is mounted over it for the run, in the caller's mount namespace
+ * (the caller sees the files while the program runs); its top-level files
+ * are carried in before and back (up to 64 MiB each) after the run. Where
+ * no such mount can be made, the "disk_quota" check is missing.
+ *
  * Run as root, the sandbox's processes run as uid/gid SANDBOX_ROOT_UID
  * (nobody) on the host, and the scratch directory is handed to that uid;
  * run as another user, they keep that user's uid (mapped into the user
@@ -65,12 +71,15 @@ struct sandbox_opts {
 	int nofile, nproc;		/* 0 = defaults */
 	int gpu;			/* -1: no GPU device nodes at all; N: only /dev/nvidiaN (+ nvidiactl, nvidia-uvm*) */
 	int allow_degraded;		/* run even when a host feature is missing (each is reported); default: refuse */
+	size_t disk_bytes;		/* scratch quota (a tmpfs over it, as root); 0 = the profile's default */
 };
-#define SANDBOX_OPTS_INIT { SANDBOX_COMPILER, NULL, NULL, 0, 0, 0, 0, 0, -1, 0 }
+#define SANDBOX_OPTS_INIT { SANDBOX_COMPILER, NULL, NULL, 0, 0, 0, 0, 0, -1, 0, 0 }
 
 /* Defaults and named limits. */
 #define SANDBOX_DEFAULT_MEM	((size_t)1 << 30)
 #define SANDBOX_DEFAULT_CPU_S	600	/* RLIMIT_CPU, per process */
+#define SANDBOX_DEFAULT_DISK_COMPILER	((size_t)4 << 30)	/* scratch quota of a build */
+#define SANDBOX_DEFAULT_DISK_CANDIDATE	((size_t)2 << 30)	/* scratch quota of a candidate */
 #define SANDBOX_DEFAULT_NOFILE	1024
 #define SANDBOX_DEFAULT_NPROC	512	/* processes and threads, raised to 4 x CPUs + 64 on big hosts */
 #define SANDBOX_DEFAULT_TIMEOUT_MS (600 * 1000)	/* when spawn_opts.timeout_ms is 0 */
@@ -114,5 +123,17 @@ void sandbox_env_free(char **env);
  * Applies to every thread of the process (TSYNC). 0 or -errno.
  */
 int sandbox_lockdown(void);
+
+/*
+ * sandbox_lockdown() plus W^X, for a CPU candidate worker: mmap, mprotect
+ * and pkey_mprotect fail with EPERM for PROT_WRITE|PROT_EXEC, mprotect for
+ * any PROT_EXEC, mmap for an anonymous PROT_EXEC mapping, shmat for
+ * SHM_EXEC, personality with READ_IMPLIES_EXEC, memfd_create without
+ * MFD_NOEXEC_SEAL. Executable mappings of
+ * files (dlopen) still work; the candidate profile mounts the scratch and
+ * /dev/shm noexec so no file the candidate writes can be one. Not for CUDA
+ * workers (the driver maps executable memory). 0 or -errno.
+ */
+int sandbox_lockdown_wx(void);
 
 #endif

@@ -229,7 +229,7 @@ apply_mount(const struct sbx_plan *p, struct sbx_mount *m, int src_fd)
 	case SBX_BIND_RW:
 		if (mount(src, m->dst, NULL, MS_BIND, NULL) < 0)
 			return diag(p, "bind-mounting", m->src, errno);
-		if ((err = remount(m->dst, 0)))
+		if ((err = remount(m->dst, m->flags)))
 			return diag(p, "remounting nosuid,nodev", m->dst, err);
 		break;
 	case SBX_BIND_DEV:
@@ -237,7 +237,7 @@ apply_mount(const struct sbx_plan *p, struct sbx_mount *m, int src_fd)
 			return diag(p, "bind-mounting device", m->src, errno);
 		break;
 	case SBX_TMPFS:
-		if (mount("tmpfs", m->dst, "tmpfs", MS_NOSUID | MS_NODEV, m->src) < 0)
+		if (mount("tmpfs", m->dst, "tmpfs", MS_NOSUID | MS_NODEV | m->flags, m->src) < 0)
 			return diag(p, "mounting tmpfs on", m->dst, errno);
 		break;
 	case SBX_PROC:

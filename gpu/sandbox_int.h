@@ -37,6 +37,7 @@ enum sbx_mount_kind {
 struct sbx_mount {
 	int kind;
 	int is_dir;			/* the target is a directory, else a file */
+	unsigned long flags;		/* SBX_BIND_RW, SBX_TMPFS: MS_* flags added (MS_NOEXEC) */
 	char src[SBX_PATH_MAX];		/* under SBX_OLDROOT, or link target, or options */
 	char dst[SBX_PATH_MAX];		/* under SBX_NEWROOT */
 };
@@ -75,7 +76,7 @@ int sbx_child_setup(void *arg);
 int sbx_write_file(const char *path, const char *s);
 
 /* seccomp (sandbox_seccomp.c, the one includer of libseccomp). */
-enum sbx_filter { SBX_FILTER_BASELINE, SBX_FILTER_LOCKDOWN };
+enum sbx_filter { SBX_FILTER_BASELINE, SBX_FILTER_LOCKDOWN, SBX_FILTER_LOCKDOWN_WX };
 /* Compile a filter into a malloc'ed BPF program. 0 or -errno. */
 int sbx_seccomp_build(enum sbx_filter which, struct sock_fprog *out);
 /* Load a filter into this process, every thread. 0 or -errno. */
@@ -84,6 +85,29 @@ int sbx_seccomp_load(enum sbx_filter which);
 int sbx_seccomp_try(void);
 /* One line saying what the filter denies, for checks. */
 const char *sbx_seccomp_describe(enum sbx_filter which);
+
+/* The scratch's disk quota (sandbox_disk.c). */
+#define SBX_DISK_KEEP_MAX ((size_t)64 << 20)	/* files larger are not carried back after a run */
+struct sbx_disk {
+	int mounted;
+	size_t bytes;
+	dev_t dev;			/* the tmpfs's device number (0 until known) */
+	int under_fd;			/* the scratch directory beneath the tmpfs */
+	pid_t janitor;			/* unmounts when janitor_fd's pipe ends */
+	int janitor_fd;
+	char path[SBX_PATH_MAX * 4];
+};
+/*
+ * Mount a tmpfs of bytes (and bytes/16 KiB inodes) over scratch, in our
+ * own mount namespace, carrying the top-level files in. 0, or -errno with
+ * why set (EPERM: not root).
+ */
+int sbx_disk_mount(struct sbx_disk *d, const char *scratch, size_t bytes, int noexec,
+    char *why, size_t cap);
+/* Whether the tmpfs is full (bytes or inodes); *used gets the bytes used. */
+int sbx_disk_full(const struct sbx_disk *d, size_t *used);
+/* Carry top-level files up to SBX_DISK_KEEP_MAX back, unmount, stop the janitor. */
+void sbx_disk_release(struct sbx_disk *d);
 
 /* cgroups (sandbox_cgroup.c). */
 struct sbx_cgroup {

@@ -11,6 +11,18 @@
  * no new processes (fork, vfork, clone without CLONE_THREAD), no exec, no
  * sockets of any family.
  *
+ * Lockdown W^X (a CPU candidate worker): the lockdown plus no memory that
+ * is both writable and executable, and no way to make code at run time:
+ * mmap/mprotect/pkey_mprotect never with PROT_WRITE|PROT_EXEC, mprotect
+ * never adding PROT_EXEC, no anonymous PROT_EXEC mapping, no shmat with
+ * SHM_EXEC, no personality(READ_IMPLIES_EXEC) (the kernel would add
+ * PROT_EXEC to every later PROT_READ mapping, behind the filter's back), no
+ * memfd_create without MFD_NOEXEC_SEAL (with it, the memfd can
+ * never be mapped executable). Executable mappings of files stay allowed:
+ * that is how dlopen loads the candidate and its libraries, and every
+ * file system the candidate can write is mounted noexec. A CUDA worker
+ * keeps the plain lockdown: the driver maps executable memory of its own.
+ *
  * Denials return EPERM (ENOSYS for clone3 and io_uring), so untrusted code
  * sees a failed call and the worker can report it, instead of a kill.
  */
@@ -23,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,6 +64,14 @@ static const char *const lockdown_deny[] = {
 	NULL,
 };
 
+/* The memfd flag that makes a memfd never executable (Linux 6.3). */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#ifndef SHM_EXEC
+#define SHM_EXEC 0100000
+#endif
+
 static const char *const enosys[] = {
 	"clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
 	NULL,
@@ -75,6 +97,55 @@ deny_names(scmp_filter_ctx ctx, const char *const *names, int err)
 	return 0;
 }
 
+/* W^X: see the top of the file. A rule's conditions all hold (AND). */
+static int
+add_wx_rules(scmp_filter_ctx ctx)
+{
+	const scmp_datum_t wx = PROT_WRITE | PROT_EXEC, x = PROT_EXEC;
+	const int prot_calls[] = { SCMP_SYS(mmap), SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect) };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(prot_calls) / sizeof(prot_calls[0]); i++) {
+		/* prot is the third argument of all three. */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), prot_calls[i], 1,
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, wx, wx))) < 0 && rc != -EDOM)
+			return rc;
+	}
+	/*
+	 * mprotect cannot tell what it adds, so it may never ask for
+	 * PROT_EXEC: code already mapped keeps its protection from mmap.
+	 */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mprotect), 1,
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, x, x))) < 0 ||
+	    ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(pkey_mprotect), 1,
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, x, x))) < 0 && rc != -EDOM))
+		return rc;
+	/* Anonymous executable memory is only ever for code made at run time. */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mmap), 2,
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, x, x),
+	    SCMP_A3(SCMP_CMP_MASKED_EQ, (scmp_datum_t)MAP_ANONYMOUS,
+	    (scmp_datum_t)MAP_ANONYMOUS))) < 0)
+		return rc;
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(shmat), 1,
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, (scmp_datum_t)SHM_EXEC, (scmp_datum_t)SHM_EXEC))) < 0 &&
+	    rc != -EDOM)
+		return rc;
+	/*
+	 * READ_IMPLIES_EXEC: every later readable mapping executable. The
+	 * query personality(0xffffffff) has the bit too and is refused with
+	 * it: any other value with the bit set would set it.
+	 */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)READ_IMPLIES_EXEC,
+	    (scmp_datum_t)READ_IMPLIES_EXEC))) < 0)
+		return rc;
+	/* A memfd is a writable file that no noexec mount covers: sealed only. */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create), 1,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, (scmp_datum_t)MFD_NOEXEC_SEAL, 0))) < 0 && rc != -EDOM)
+		return rc;
+	return 0;
+}
+
 static int
 add_rules(scmp_filter_ctx ctx, enum sbx_filter which)
 {
@@ -89,13 +160,15 @@ add_rules(scmp_filter_ctx ctx, enum sbx_filter which)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)ns_flags[i],
 		    (scmp_datum_t)ns_flags[i]))) < 0)
 			return rc;
-	if (which == SBX_FILTER_LOCKDOWN) {
+	if (which == SBX_FILTER_LOCKDOWN || which == SBX_FILTER_LOCKDOWN_WX) {
 		if ((rc = deny_names(ctx, lockdown_deny, EPERM)) < 0)
 			return rc;
 		/* Threads only: a clone without CLONE_THREAD is a new process. */
 		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_THREAD, 0))) < 0)
 			return rc;
+		if (which == SBX_FILTER_LOCKDOWN_WX)
+			return add_wx_rules(ctx);
 		return 0;
 	}
 	/* Baseline: local sockets only (the network namespace has no route anyway). */
@@ -205,6 +278,13 @@ sbx_seccomp_try(void)
 const char *
 sbx_seccomp_describe(enum sbx_filter which)
 {
+	if (which == SBX_FILTER_LOCKDOWN_WX)
+		return "no fork/vfork/clone of processes (threads only), no "
+		    "execve/execveat, no sockets, no ptrace, no mounts or "
+		    "namespaces, no bpf/perf/keyctl/kexec/modules/io_uring; W^X: "
+		    "no writable+executable, anonymous executable or mprotect(PROT_EXEC) "
+		    "memory, no memfd without MFD_NOEXEC_SEAL, no shmat(SHM_EXEC), no "
+		    "personality(READ_IMPLIES_EXEC)";
 	if (which == SBX_FILTER_LOCKDOWN)
 		return "no fork/vfork/clone of processes (threads only), no "
 		    "execve/execveat, no sockets, no ptrace, no mounts or "
@@ -218,4 +298,10 @@ int
 sandbox_lockdown(void)
 {
 	return sbx_seccomp_load(SBX_FILTER_LOCKDOWN);
+}
+
+int
+sandbox_lockdown_wx(void)
+{
+	return sbx_seccomp_load(SBX_FILTER_LOCKDOWN_WX);
 }

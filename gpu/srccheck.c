@@ -18,7 +18,8 @@ static const struct {
 	{ "threads", "threads", "threads or processes may work after the call returns" },
 	{ "timer_tampering", "timer_tampering", "timers, symbol lookup or hooks into the harness" },
 	{ "runtime_code_loading", "runtime_code_loading",
-	    "device code built or loaded at run time escapes review and the sanitizer's kernel list" },
+	    "code built or loaded at run time (device modules, or host code in executable "
+	    "memory: a JIT) escapes review and the sanitizer's kernel list" },
 	{ "file_or_network_access", "file_or_network_access", "files, sockets or the environment" },
 	{ "precision_downgrade", "precision_downgrade", "reduced precision on an fp32 problem" },
 	{ "result_caching", "result_caching", "state kept between calls may return stale results" },
@@ -46,7 +47,11 @@ static const struct rule {
 	    "sys\\.modules|builtins" },
 	{ LOADING, 3, "cuModuleLoad|cuLibraryLoad|cudaLibraryLoad|cuLink(Create|Add|Complete)|"
 	    "\\bnvrtc[A-Z]|nvJitLink|cuGetProcAddress|cudaGetDriverEntryPoint" },
-	{ LOADING, 4, "RawKernel|RawModule|cuModuleLoad|\\bnvrtc|load_cubin" },
+	/* Host code made at run time: executable memory, memfds, icache flushes. */
+	{ LOADING, 3, "PROT_EXEC|\\b(pkey_)?mprotect\\b|\\bmemfd_create\\b|MAP_JIT|SHM_EXEC|"
+	    "__builtin___clear_cache|\\b__clear_cache\\b|pthread_jit_write_protect" },
+	{ LOADING, 4, "RawKernel|RawModule|cuModuleLoad|\\bnvrtc|load_cubin|PROT_EXEC|memfd_create|"
+	    "\\bmprotect\\b" },
 	{ IO, 3, "\\bf?open(at)?[[:space:]]*\\(|\\bsocket[[:space:]]*\\(|\\bconnect[[:space:]]*\\(|"
 	    "\\bgetenv[[:space:]]*\\(|\\benviron\\b|/etc/|/tmp/|/home/|/root/" },
 	{ IO, 4, "\\bopen[[:space:]]*\\(|os\\.environ|getenv|socket|urllib|requests\\.|/etc/|/home/" },

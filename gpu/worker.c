@@ -1250,7 +1250,8 @@ worker_main(const struct worker_opts *o)
 		goto out;
 	}
 	if (o->lockdown) {
-		if ((error = sandbox_lockdown()) < 0) {
+		/* CPU candidates also get W^X; CUDA's driver maps code of its own. */
+		if ((error = o->cuda ? sandbox_lockdown() : sandbox_lockdown_wx()) < 0) {
 			snprintf(err, sizeof(err), "lockdown failed: %s", strerror(-error));
 			reply_error(&w, "setup", err);
 			status = 1;

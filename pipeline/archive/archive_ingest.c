@@ -275,7 +275,8 @@ ingest_one(struct store *s, const char *dir, const char *slug,
 	    errlen)) < 0)
 		goto out;
 	best = json_object_get(o.summary, "best");
-	if (!json_is_object(best)) {
+	/* a flagged best waits for review: never an exemplar */
+	if (!json_is_object(best) || !strcmp(jsonx_str(o.summary, "status", ""), "needs_review")) {
 		st->skipped++;
 		error = 0;
 		goto out;

@@ -22,6 +22,8 @@ irload(const char *arg, const char *class_name, json_t **ir, char *err, size_t e
 {
 	char path[PATH_MAX];
 	json_t *req = NULL, *reply = NULL, *doc = NULL;
+	struct harness_opts ho = HARNESS_OPTS_INIT;
+	const char *ro[] = { path, NULL };
 	int error;
 
 	if (!realpath(arg, path)) {
@@ -45,7 +47,11 @@ irload(const char *arg, const char *class_name, json_t **ir, char *err, size_t e
 	    "class", class_name ? class_name : "Model");
 	if (!req)
 		return -ENOMEM;
-	if ((error = harness_call(req, IRLOAD_TIMEOUT_S * 1000, &reply, err, errlen)) < 0)
+	/* Tracing imports the module, which runs its code: sandboxed, shown only the file. */
+	ho.ro_paths = ro;
+	ho.stage = "trace";
+	if ((error = harness_call_sandboxed(req, IRLOAD_TIMEOUT_S * 1000, &ho, &reply, err,
+	    errlen)) < 0)
 		goto out;
 	if (!jsonx_bool(reply, "ok", 0) || !json_is_object(json_object_get(reply, "ir"))) {
 		snprintf(err, errlen, "%s: trace failed: %s", arg,

@@ -152,6 +152,10 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.class_name = r->o->class_name;
 	eo.have_sandbox_exec = r->o->have_sandbox_exec;
 	eo.sanitize = sanitize;
+	eo.mem_bytes = r->o->mem_bytes;
+	eo.disk_bytes = r->o->disk_bytes;
+	eo.runners = r->o->runners;
+	eo.build_timeout_s = r->o->build_timeout_s;
 	if ((error = fn(&eo, results, r->error, sizeof(r->error))) < 0)
 		return error;
 	if (!json_is_array(*results) || json_array_size(*results) != n) {
@@ -342,8 +346,10 @@ generation(struct evo_run *r, int want)
 		e->ms = e->correct ? jsonx_num(res, "timings_ms.candidate.median", -1) : -1;
 		if (e->correct && e->ms < 0)
 			e->correct = 0;	/* correct but untimed: nothing to rank it by */
-		if (e->correct && evo_barring_flag(res))
+		if (e->correct && evo_barring_flag(res)) {
 			e->correct = 0;
+			e->flagged = 1;
+		}
 		for (int k = 0; k < 2; k++)
 			e->parents[k] = cands[i].parents[k] >= 0 && (size_t)cands[i].parents[k] < base ?
 			    cands[i].parents[k] : -1;
@@ -394,13 +400,18 @@ out:
 /* ------------------------------------------------------------ the end */
 
 /*
- * Confirm the best: write it as best/kernel.EXT and evaluate that file
- * with more trials and both baselines. The next of the population is
- * tried when a confirmation finds the kernel wrong (a flaky kernel must
- * not ship). 1 and *result when one confirmed, 0 when none did.
+ * Confirm the best of list (n entries, fastest first): write it as
+ * best/kernel.EXT and evaluate that file with more trials and both
+ * baselines. The next is tried when a confirmation finds the kernel
+ * wrong (a flaky kernel must not ship). 1 and *result when one confirmed
+ * unflagged, 0 when none did. A confirmation that is correct but flagged
+ * (evo_barring_flag) is not a failure of the kernel: the first such is
+ * kept in *review and *review_id (when *review is NULL) for a run that
+ * confirms nothing else.
  */
 static int
-confirm(struct evo_run *r, json_t **result, int *which)
+confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n, json_t **result,
+    int *which, json_t **review, int *review_id)
 {
 	char dir[PATH_MAX], file[PATH_MAX], name[32];
 	const char *paths[1] = { file };
@@ -413,8 +424,8 @@ confirm(struct evo_run *r, json_t **result, int *which)
 	snprintf(name, sizeof(name), "kernel%s", r->ext);
 	if ((error = evo_join(file, sizeof(file), dir, name)) < 0)
 		return error;
-	for (size_t i = 0; i < r->n_pop && i < EVO_CONFIRM_TRIES; i++) {
-		const struct evolve_entry *e = r->pop[i];
+	for (size_t i = 0; i < n && i < EVO_CONFIRM_TRIES; i++) {
+		const struct evolve_entry *e = list[i];
 		const char *why, *flag;
 		json_t *res = NULL, *r0;
 
@@ -433,6 +444,10 @@ confirm(struct evo_run *r, json_t **result, int *which)
 			*which = e->id;
 			json_decref(res);
 			return 1;
+		}
+		if (jsonx_bool(r0, "correct", 0) && flag && !*review) {
+			*review = json_incref(r0);
+			*review_id = e->id;
 		}
 		/* with the evaluator's first error (a sanitizer's report, a
 		 * trial's mismatch): the log is where a user looks for why */
@@ -454,32 +469,87 @@ improved(const json_t *best)
 	    json_real_value(json_array_get(ci, 0)) > 1;
 }
 
+/* The flagged entries (correct, kept out of the population), fastest first. */
+static size_t
+flagged_entries(const struct evo_run *r, const struct evolve_entry **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_hist; i++)
+		if (r->hist[i].flagged && r->hist[i].ms >= 0)
+			out[n++] = &r->hist[i];
+	qsort(out, n, sizeof(*out), pop_cmp);
+	return n < max ? n : max;
+}
+
+/*
+ * The confirmations: the population first; when none of it confirms
+ * unflagged, the flagged kernels, so that a run whose correct kernels are
+ * all flagged reports one for review instead of "no correct kernel".
+ * 1 and *best when a kernel confirmed unflagged; 0 and *review (a
+ * correct, flagged confirmation, written to best/) or nothing; -errno.
+ */
+static int
+confirm_all(struct evo_run *r, json_t **best, int *best_id, json_t **review, int *review_id)
+{
+	const struct evolve_entry **fl;
+	char file[PATH_MAX], name[32];
+	size_t n;
+	int got = 0;
+
+	if (r->n_pop && (got = confirm(r, r->pop, r->n_pop, best, best_id, review, review_id)) != 0)
+		return got;
+	if (!(fl = calloc(r->n_hist + 1, sizeof(*fl))))
+		return -ENOMEM;
+	n = flagged_entries(r, fl, EVO_CONFIRM_TRIES);
+	if (n && !*review)
+		got = confirm(r, fl, n, best, best_id, review, review_id);
+	free(fl);
+	if (got || !*review)
+		return got;
+	/* the reviewed kernel is the one best/ holds */
+	snprintf(name, sizeof(name), "best/kernel%s", r->ext);
+	if ((got = evo_out_path(r, file, sizeof(file), name)) < 0 ||
+	    (got = fsx_write_file(file, r->hist[*review_id].source,
+	    strlen(r->hist[*review_id].source))) < 0)
+		return got;
+	return 0;
+}
+
 static int
 finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 {
-	json_t *best = NULL, *s = NULL, *h = NULL;
+	json_t *best = NULL, *s = NULL, *h = NULL, *review = NULL;
 	const char *status;
 	char path[PATH_MAX];
-	int best_id = -1, error = 0, got = 0;
+	int best_id = -1, review_id = -1, error = 0, got = 0;
 
-	if (r->n_pop) {
+	if (r->n_pop || r->n_hist) {
 		/* a run that broke still confirms what it found, if the evaluator works */
 		char keep[sizeof(r->error)];
 		memcpy(keep, r->error, sizeof(keep));
 		r->error[0] = '\0';
-		if ((got = confirm(r, &best, &best_id)) < 0) {
+		if ((got = confirm_all(r, &best, &best_id, &review, &review_id)) < 0) {
 			if (!keep[0])
 				snprintf(keep, sizeof(keep), "confirmation: %s",
 				    r->error[0] ? r->error : strerror(-got));
 			r->stop_reason = "error";
 			got = 0;
+			json_decref(review);
+			review = NULL;
 		}
 		memcpy(r->error, keep, sizeof(keep));
 	}
 	r->spent.wall_s = clock_mono_s() - r->t0;
 	if (got)
 		status = improved(best) ? "improved" : "not_faster";
-	else if (!r->n_hist && r->unsupported[0] && !r->error[0])
+	else if (review) {
+		/* correct but flagged: kept and reported, never "no correct kernel" */
+		status = "needs_review";
+		best = review;
+		best_id = review_id;
+		review = NULL;
+	} else if (!r->n_hist && r->unsupported[0] && !r->error[0])
 		status = "unsupported";
 	else if (r->error[0])
 		status = "error";
@@ -510,6 +580,7 @@ out:
 	json_decref(s);
 	json_decref(h);
 	json_decref(best);
+	json_decref(review);
 	return error;
 }
 

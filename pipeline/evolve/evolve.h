@@ -42,8 +42,14 @@ struct evolve_entry {
 	const char *source_sha;	/* hex SHA-256 of source */
 	const json_t *origin;
 	const json_t *result;	/* the evaluator's object for it (gpu/eval.h) */
-	int correct;
-	double ms;		/* timings_ms.candidate.median, < 0 unless correct */
+	int correct;		/* correct, timed and not flagged: in the population */
+	/*
+	 * Correct and timed, but a plausibility flag (evo_barring_flag) keeps
+	 * it out of the population; kept for review, never dropped: a run
+	 * whose correct kernels are all flagged ends "needs_review".
+	 */
+	int flagged;
+	double ms;		/* timings_ms.candidate.median, < 0 unless correct or flagged */
 	int parents[2];
 };
 
@@ -157,6 +163,8 @@ struct evolve_opts {
 	int64_t tokens_before;
 	double dollars_before;
 	int have_sandbox_exec;		/* passed to eval_opts */
+	size_t mem_bytes, disk_bytes;	/* passed to eval_opts (0: its defaults) */
+	int runners, build_timeout_s;	/* passed to eval_opts (0: its defaults) */
 	int quiet;			/* no progress lines on stderr */
 	evolve_eval_fn eval;		/* NULL: eval_run */
 };
@@ -170,7 +178,9 @@ struct evolve_opts {
  * optimize.md): summary.json, best/, history.json, candidates/,
  * problem.py, REPORT.md. 0 and *summary (the summary.json object, the
  * caller's reference) whatever the outcome of the search: its "status"
- * says "improved", "not_faster", "no_correct", "unsupported" or "error"
+ * says "improved", "not_faster", "needs_review" (the only confirmed
+ * kernels carry a plausibility flag: best is that kernel, with its
+ * flags, for a person to judge), "no_correct", "unsupported" or "error"
  * (a proposer or the evaluator failed mid-run; what was found so far is
  * still written). An earlier run's files in out_dir are replaced; an
  * out_dir that holds other files is -EEXIST. -EINVAL for bad options,

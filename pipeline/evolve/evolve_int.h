@@ -70,6 +70,8 @@ int evo_write_history(const struct evo_run *r);
  * "untimed_work": physically implausible, or work the timer did not see),
  * or NULL. Such a kernel stays in the history, marked excluded: a
  * search must not climb on an exploit the checks flagged but did not fail.
+ * It is not dropped either: when no unflagged kernel confirms, the
+ * flagged ones are confirmed and the run ends "needs_review".
  */
 const char *evo_barring_flag(const json_t *result);
 

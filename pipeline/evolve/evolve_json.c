@@ -139,7 +139,17 @@ evo_summary_json(const struct evo_run *r, const char *status, const json_t *best
 		    jsonx_path(best, "speedup.eager_ci95") : json_null(),
 		    "compile_ci95", jsonx_path(best, "speedup.compile_ci95") ?
 		    jsonx_path(best, "speedup.compile_ci95") : json_null());
+		/* The confirmation's seed and environment: what reproduces the
+		 * headline (the coordinator keeps this summary as the task's). */
+		if (b && json_object_get(best, "seed"))
+			json_object_set(b, "seed", json_object_get(best, "seed"));
+		if (b && json_is_object(json_object_get(best, "environment")))
+			json_object_set_new(b, "environment",
+			    json_deep_copy(json_object_get(best, "environment")));
 	}
+	/* the confirmation's flags: a needs_review best names what to review */
+	if (b && json_is_array(json_object_get(best, "flags")))
+		json_object_set(b, "flags", json_object_get(best, "flags"));
 	s = json_pack("{s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o}", "problem", r->o->problem,
 	    "status", status, "best", b, "candidates_evaluated", r->spent.candidates,
 	    "generations", r->spent.generations, "stop_reason", r->stop_reason,

@@ -211,7 +211,19 @@ evolve_write_report(const char *path, const json_t *summary, const json_t *histo
 		}
 		buf_addstr(&b, any ? "\n\n" : " none\n\n");
 	}
-	if (best)
+	if (best && !strcmp(jsonx_str(summary, "status", ""), "needs_review")) {
+		const json_t *f;
+		size_t i;
+
+		/* correct, but its timing is implausible: no speedup is claimed */
+		buf_printf(&b, "## Needs review\n\nCandidate %lld is correct, but the evaluator flagged "
+		    "its timing:", jsonx_int(summary, "best.candidate", -1));
+		json_array_foreach(json_object_get(best, "flags"), i, f)
+			buf_printf(&b, "%s `%s`", i ? "," : "", json_string_value(f) ? json_string_value(f) : "?");
+		buf_addstr(&b, ". No correct kernel was free of such a flag; its figures below are "
+		    "for review, not a verified speedup.\n\n");
+		speedup_table(&b, best, (int)jsonx_int(summary, "best.candidate", -1));
+	} else if (best)
 		speedup_table(&b, best, (int)jsonx_int(summary, "best.candidate", -1));
 	else
 		buf_addstr(&b, "## Speedup\n\nNo verified kernel: nothing to compare.\n\n");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/buf.h"
 #include "common/jsonx.h"
@@ -72,7 +73,10 @@ write_text(const char *path, const char *text)
 
 	if (!f)
 		return -errno;
-	if (fwrite(text, 1, n, f) != n)
+	/* the sandbox's uid (nobody, under root) must read it, whatever the umask */
+	if (fchmod(fileno(f), 0644) < 0)
+		error = -errno;
+	if (!error && fwrite(text, 1, n, f) != n)
 		error = -EIO;
 	if (fclose(f) != 0 && !error)
 		error = -errno;
@@ -85,7 +89,9 @@ check_rewrite(const struct llm_functionalize_opts *o, const char *path, json_t *
     char *why, size_t whylen)
 {
 	json_t *req = NULL, *reply = NULL;
-	char err[2048];
+	struct harness_opts ho = HARNESS_OPTS_INIT;
+	char err[2048], orig[PATH_MAX], rewrite[PATH_MAX];
+	const char *ro[] = { orig, rewrite, NULL };
 	int error;
 
 	if (irload(path, "Model", ir, err, sizeof(err)) < 0) {
@@ -93,15 +99,26 @@ check_rewrite(const struct llm_functionalize_opts *o, const char *path, json_t *
 		*ir = NULL;
 		return -EINVAL;
 	}
+	/* The sandbox's working directory is its scratch: absolute, real paths. */
+	if (!realpath(o->problem, orig) || !realpath(path, rewrite)) {
+		error = -errno;
+		snprintf(why, whylen, "the equivalence check could not run: %s", strerror(errno));
+		goto fail;
+	}
 	req = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "verb", "equivalent",
-	    "problem", o->problem, "rewrite", path, "class",
+	    "problem", orig, "rewrite", rewrite, "class",
 	    o->class_name ? o->class_name : "Model", "rewrite_class", "Model",
 	    "seeds", FUNC_EQUIV_SEEDS);
 	if (!req) {
 		error = -ENOMEM;
 		goto fail;
 	}
-	if ((error = harness_call(req, FUNC_TIMEOUT_S * 1000, &reply, err, sizeof(err))) < 0) {
+	/* Both modules run at import (one is the model's): sandboxed, shown only the two files. */
+	ho.ro_paths = ro;
+	ho.tmp_dir = o->work_dir;
+	ho.stage = "equivalence check";
+	if ((error = harness_call_sandboxed(req, FUNC_TIMEOUT_S * 1000, &ho, &reply, err,
+	    sizeof(err))) < 0) {
 		snprintf(why, whylen, "the equivalence check could not run: %.1500s", err);
 		goto fail;
 	}

@@ -9,6 +9,9 @@
  *      copies the original's state_dict into it (strict), runs both on the
  *      original's get_inputs() for a few fresh seeds and on every declared
  *      input variant, and compares at the fp32 tolerances.
+ * Both import model-written code, so both run in the sandbox
+ * (gpu/harness.h, harness_call_sandboxed()), shown only the two files; the
+ * equivalence check's scratch folder is made in work_dir.
  * A rewrite that fails either goes back to a model with the error, up to
  * llm.fix_rounds more times. Only the IR is used: every candidate is still
  * judged against the ORIGINAL problem.

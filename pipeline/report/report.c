@@ -117,7 +117,12 @@ read_dir(struct report_dir *d, char *err, size_t errlen)
 	    json_is_string(dev) ? json_string_value(dev) : jsonx_str(dev, "name", "cpu"));
 	if (!strcmp(d->backend, "cuda"))
 		arch_of(dev, d->arch);
-	if (strcmp(status, "improved") != 0)
+	/*
+	 * needs_review: the search's only confirmed kernels are flagged
+	 * (docs/optimize.md). They ship in a PR that asks for review, with
+	 * no headline speedup (report_flagged), never silently dropped.
+	 */
+	if (strcmp(status, "improved") != 0 && strcmp(status, "needs_review") != 0)
 		return 0;
 
 	/* An improved result must carry its kernel and its confirmation. */
@@ -321,7 +326,7 @@ or_null(const json_t *v)
 }
 
 static json_t *
-manifest_kernel(const struct report_dir *d)
+manifest_kernel(const struct report_ctx *c, const struct report_dir *d)
 {
 	const json_t *cand = best_candidate(d);
 	json_t *k = json_pack("{s:s,s:s,s:s,s:s,s:s}", "file", d->file, "backend", d->backend,
@@ -340,8 +345,11 @@ manifest_kernel(const struct report_dir *d)
 		{ "spent", json_object_get(d->summary, "spent") },
 		{ "seed", jsonx_path(d->result, "seed") },
 		{ "flags", jsonx_path(d->result, "flags") },
+		/* what the confirmation's measurement depended on (gpu/evalenv.h) */
+		{ "environment", jsonx_path(d->result, "environment") },
 	};
 	json_t *times = json_object();
+	struct buf cmd = BUF_INIT(1u << 16);
 
 	json_object_set_new(k, "arch", d->arch[0] ? json_string(d->arch) : json_null());
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
@@ -353,6 +361,10 @@ manifest_kernel(const struct report_dir *d)
 	json_object_set_new(k, "proposer", json_string(jsonx_str(cand, "proposer", "unknown")));
 	json_object_set_new(k, "proposers", distinct(d->history, "proposer"));
 	json_object_set_new(k, "models", distinct(d->history, "model"));
+	/* the body's reproduce line, from the repository root */
+	json_object_set_new(k, "reproduce", report_repro_cmd(c, d, &cmd) == 0 ?
+	    json_string(buf_cstr(&cmd)) : json_null());
+	buf_free(&cmd);
 	return k;
 }
 
@@ -385,7 +397,7 @@ manifest(const struct report_ctx *c)
 	manifest_inputs(c, man);
 	for (size_t i = 0; i < c->n; i++)
 		if (c->d[i].file[0])
-			json_array_append_new(ks, manifest_kernel(&c->d[i]));
+			json_array_append_new(ks, manifest_kernel(c, &c->d[i]));
 	json_object_set_new(man, "kernels", ks);
 	return man;
 }
@@ -488,7 +500,7 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 		char speed[sizeof(flagged) + 64];
 
 		/* DESIGN.md 6.6: an implausible speedup is flagged, never headlined */
-		if (report_flagged(best, flagged, sizeof(flagged)))
+		if ((p->needs_review = report_flagged(best, flagged, sizeof(flagged))))
 			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
 		else
 			snprintf(speed, sizeof(speed), "%.2fx faster", jsonx_num(best->result, "speedup.eager", 0));
@@ -500,8 +512,9 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 			goto out;
 		if ((error = buf_printf(&b, "kernels/%s: verified kernel for %s\n\n"
 		    "kernelbot found a kernel for %s (class %s) at %.12s that passed its\n"
-		    "correctness trials and is faster than PyTorch eager: ", m->slug, m->module_path,
-		    m->module_path, c->cls, m->commit ? m->commit : "?")) < 0 ||
+		    "correctness trials and %s: ", m->slug, m->module_path,
+		    m->module_path, c->cls, m->commit ? m->commit : "?", p->needs_review ?
+		    "needs review: its timing was flagged" : "is faster than PyTorch eager")) < 0 ||
 		    (error = report_md_headline(best, &b)) < 0 ||
 		    (error = buf_addstr(&b, ".\nThe drop-in module falls back to the original where the kernel\n"
 		    "cannot run; see kernels/")) < 0 || (error = buf_printf(&b, "%s/REPORT.md.\n", m->slug)) < 0 ||

@@ -22,8 +22,10 @@
 #ifndef KB_PIPELINE_REPORT_H
 #define KB_PIPELINE_REPORT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
+#include "common/buf.h"
 #include "gitops/publish.h"	/* struct gitops_file */
 
 struct report_module {
@@ -47,6 +49,12 @@ struct report_pr {
 	char *title, *body, *comment, *message;	/* PR title and body, results comment, commit message */
 	char *status_description;	/* one line for the commit status */
 	int improved;			/* 0: nothing faster was found: no PR, only the status */
+	/*
+	 * 1: the PR's best kernel carries a plausibility flag (report_flagged)
+	 * and its speedup is not headlined: the PR asks for review, and its
+	 * commit status is not success.
+	 */
+	int needs_review;
 };
 
 /*
@@ -57,6 +65,22 @@ struct report_pr {
  */
 int report_pr_build(const struct report_module *m, struct report_pr *out,
     char *err, size_t errlen);
+
+/*
+ * The command that repeats the evaluation result (a `kernelbot eval
+ * --json` object) of kernel_path against module_path, appended to b on one
+ * line without a newline, to be run from the repository root: the thread
+ * variables that were set (result.environment.threads, gpu/evalenv.h) as
+ * assignments, `kernelbot eval MODULE KERNEL`, the flags it ran with
+ * (environment.eval_args: --backend, --seed, ...; for a result without
+ * them --backend, --seed and, on CUDA, --sanitize), and --class cls when
+ * cls is not NULL or Model and the flags do not name it. Words the shell
+ * would read otherwise are single-quoted. 0; -EINVAL (b unchanged) when a
+ * recorded value cannot be written on one shell line (a control
+ * character); -ENOMEM.
+ */
+int report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+    const char *backend, const char *cls, struct buf *b);
 
 /* Frees what report_pr_build() allocated; NULL-safe; zeroes p. */
 void report_pr_free(struct report_pr *p);

@@ -47,7 +47,9 @@ int report_md_body(const struct report_ctx *c, int full, struct buf *b);
 int report_md_comment(const struct report_ctx *c, struct buf *b);
 /*
  * The result's flags that forbid headlining its speedup (suspicious_speedup,
- * below_bandwidth_floor), comma-separated into out; 1 when there is one.
+ * below_bandwidth_floor, untimed_work; for a summary whose status is
+ * needs_review also side_stream, else "needs_review"), comma-separated into out;
+ * 1 when there is one.
  */
 int report_flagged(const struct report_dir *d, char *out, size_t len);
 /*
@@ -55,6 +57,10 @@ int report_flagged(const struct report_dir *d, char *out, size_t len);
  * for a flagged result "verified kernel on DEVICE, flagged for review: FLAGS".
  */
 int report_md_headline(const struct report_dir *d, struct buf *b);
+/* report_reproduce_cmd() for d's confirmation: kernels/SLUG/FILE against the module. */
+int report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b);
+/* s as one shell word (single-quoted unless plain). -EINVAL for control characters. */
+int report_sh_word(struct buf *b, const char *s);
 /* The best dir by speedup over eager among improved ones (or all); NULL if none. */
 const struct report_dir *report_best(const struct report_ctx *c, int improved_only);
 

@@ -7,10 +7,12 @@
  * message is not ours to trust.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "gpu/evalenv.h"
 #include "pipeline/report/report_internal.h"
 
 #define CHECK_DETAIL_MAX 300
@@ -68,6 +70,11 @@ speedup(struct buf *b, const json_t *res, const char *which)
 int
 report_flagged(const struct report_dir *d, char *out, size_t len)
 {
+	/*
+	 * Not side_stream: the static check's finding of a stream API call
+	 * is a note in the body; a search whose best needs review for it
+	 * (status needs_review) names it below.
+	 */
 	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
 	    "untimed_work", NULL };
 	const json_t *v;
@@ -78,6 +85,14 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 		for (const char *const *f = blocking; *f; f++)
 			if (json_is_string(v) && !strcmp(json_string_value(v), *f) && strlen(out) + strlen(*f) + 3 < len)
 				n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", *f) > 0;
+	/* the search said so (side_stream), or said so without naming a flag */
+	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review")) {
+		json_array_foreach(jsonx_path(d->result, "flags"), i, v)
+			if (json_is_string(v) && !strcmp(json_string_value(v), "side_stream"))
+				n += (size_t)snprintf(out, len, "side_stream") > 0;
+		if (!n)
+			n += (size_t)snprintf(out, len, "needs_review") > 0;
+	}
 	return n > 0;
 }
 
@@ -234,7 +249,7 @@ checks(struct buf *b, const struct report_dir *d, int full)
 	}
 	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
 	    (error = buf_printf(b, "**: %zu of %zu checks passed; largest relative error %.3g; seed %lld "
-	    "(rerun it with the same seed to reproduce the inputs).\n\n", passed, total,
+	    "(`--seed` of the command under Reproduce draws the same inputs).\n\n", passed, total,
 	    jsonx_num(d->result, "max_rel_error", 0), jsonx_int(d->result, "seed", 0))) < 0 ||
 	    (error = buf_addstr(b, "| check | result | detail |\n| --- | --- | --- |\n")) < 0)
 		return error;
@@ -291,6 +306,59 @@ findings(struct buf *b, const struct report_dir *d)
 	    !strcmp(d->backend, "cuda") ? "not run on this result" : "not applicable (CPU backend)");
 }
 
+/* ", key VALUE" for a string or integer member of o; nothing otherwise. */
+static int
+env_item(struct buf *b, const json_t *o, const char *key, const char *label, size_t max)
+{
+	const json_t *v = json_object_get(o, key);
+	int error;
+
+	if (!json_is_string(v) && !json_is_integer(v))
+		return 0;
+	if ((error = buf_printf(b, ", %s ", label)) < 0)
+		return error;
+	return json_is_string(v) ? cell(b, json_string_value(v), max) :
+	    buf_printf(b, "%lld", json_integer_value(v));
+}
+
+/*
+ * What the confirmation's measurement depended on (result.environment):
+ * a reproduction that differs can be told why, the thread settings first.
+ */
+static int
+environment(struct buf *b, const struct report_dir *d)
+{
+	const json_t *env = jsonx_path(d->result, "environment"), *threads;
+	int error;
+
+	if (!json_is_object(env))
+		return 0;
+	threads = json_object_get(env, "threads");
+	if ((error = buf_printf(b, "- %s measured with", d->backend)) < 0)
+		return error;
+	for (size_t i = 0; evalenv_thread_vars[i]; i++) {
+		const char *v = jsonx_str(threads, evalenv_thread_vars[i], NULL);
+
+		if ((error = buf_printf(b, "%s %s", i ? "," : "", evalenv_thread_vars[i])) < 0 ||
+		    (error = v ? buf_addch(b, '=') : buf_addstr(b, " unset")) < 0 ||
+		    (v && (error = cell(b, v, 60)) < 0))
+			return error;
+	}
+	if ((error = env_item(b, env, "torch_threads", "torch threads", 0)) < 0 ||
+	    (error = env_item(b, env, "cpu_model", "CPU", 120)) < 0 ||
+	    (error = env_item(b, env, "logical_cpus", "logical CPUs", 0)) < 0 ||
+	    (error = env_item(b, env, "cpus_allowed", "allowed", 0)) < 0 ||
+	    (error = env_item(b, json_object_get(env, "gpu"), "name", "GPU", 80)) < 0 ||
+	    (error = env_item(b, json_object_get(env, "gpu"), "driver", "driver", 40)) < 0 ||
+	    (error = env_item(b, env, "compiler_version", "compiler", 120)) < 0 ||
+	    (error = env_item(b, env, "compile_flags", "flags", 300)) < 0 ||
+	    (error = env_item(b, env, "python", "Python", 40)) < 0 ||
+	    (error = env_item(b, env, "torch", "PyTorch", 40)) < 0 ||
+	    (error = env_item(b, env, "seed_str", "seed", 40)) < 0)
+		return error;
+	return buf_addch(b, '\n');
+}
+
 static int
 hardware(struct buf *b, const struct report_dir *d)
 {
@@ -327,7 +395,9 @@ hardware(struct buf *b, const struct report_dir *d)
 		    (error = buf_addch(b, ' ')) < 0 || (error = cell(b, json_string_value(v), 120)) < 0)
 			return error;
 	}
-	return buf_addch(b, '\n');
+	if ((error = buf_addch(b, '\n')) < 0)
+		return error;
+	return environment(b, d);
 }
 
 static int
@@ -342,24 +412,116 @@ usage(struct buf *b, const struct report_ctx *c)
 	    ".load(model)   # model: your %s instance; fast(*inputs) runs the kernel\n```\n", slug, c->cls);
 }
 
+int
+report_sh_word(struct buf *b, const char *s)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789_-./:,+@%=";
+	int error = 0;
+
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return -EINVAL;	/* a line break would leave the code block */
+	if (*s && strspn(s, safe) == strlen(s))
+		return buf_addstr(b, s);
+	if ((error = buf_addch(b, '\'')) < 0)
+		return error;
+	for (; *s && error == 0; s++)
+		error = *s == '\'' ? buf_addstr(b, "'\\''") : buf_addch(b, *s);
+	return error < 0 ? error : buf_addch(b, '\'');
+}
+
+/* 1 when the array of strings holds flag. */
+static int
+has_arg(const json_t *args, const char *flag)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(args, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), flag))
+			return 1;
+	return 0;
+}
+
+int
+report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+    const char *backend, const char *cls, struct buf *b)
+{
+	const json_t *env = jsonx_path(result, "environment");
+	const json_t *args = json_object_get(env, "eval_args"), *v;
+	size_t i, n0 = b->len;
+	int error = 0;
+
+	/* The thread settings in effect, as assignments (an unset one stays unset). */
+	for (i = 0; evalenv_thread_vars[i]; i++) {
+		const char *val = jsonx_str(json_object_get(env, "threads"), evalenv_thread_vars[i], NULL);
+
+		if (val && ((error = buf_printf(b, "%s=", evalenv_thread_vars[i])) < 0 ||
+		    (error = report_sh_word(b, val)) < 0 || (error = buf_addch(b, ' ')) < 0))
+			goto out;
+	}
+	if ((error = buf_addstr(b, "kernelbot eval ")) < 0 ||
+	    (error = report_sh_word(b, module_path)) < 0 || (error = buf_addch(b, ' ')) < 0 ||
+	    (error = report_sh_word(b, kernel_path)) < 0)
+		goto out;
+	if (json_is_array(args) && json_array_size(args)) {
+		/* the flags the measurement ran with (gpu/evalenv.h) */
+		json_array_foreach(args, i, v) {
+			if (!json_is_string(v)) {
+				error = -EINVAL;
+				goto out;
+			}
+			if ((error = buf_addch(b, ' ')) < 0 ||
+			    (error = report_sh_word(b, json_string_value(v))) < 0)
+				goto out;
+		}
+	} else {
+		/* a result from before the environment was recorded */
+		if ((error = buf_addstr(b, " --backend ")) < 0 || (error = report_sh_word(b, backend)) < 0 ||
+		    (json_is_integer(jsonx_path(result, "seed")) &&
+		    (error = buf_printf(b, " --seed %lld", jsonx_int(result, "seed", 0))) < 0) ||
+		    (!strcmp(backend, "cuda") && (error = buf_addstr(b, " --sanitize")) < 0))
+			goto out;
+	}
+	if (cls && strcmp(cls, "Model") && !has_arg(args, "--class") &&
+	    ((error = buf_addstr(b, " --class ")) < 0 || (error = report_sh_word(b, cls)) < 0))
+		goto out;
+out:
+	if (error < 0)
+		buf_truncate(b, n0);
+	return error;
+}
+
+int
+report_repro_cmd(const struct report_ctx *c, const struct report_dir *d, struct buf *b)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "kernels/%s/%s", c->m->slug, d->file);
+	return report_reproduce_cmd(d->result, c->m->module_path, path, d->backend, c->cls, b);
+}
+
 static int
 reproduce(struct buf *b, const struct report_ctx *c)
 {
 	const struct report_module *m = c->m;
 	int error;
 
-	if ((error = buf_addstr(b, "```sh\n")) < 0)
+	if ((error = buf_addstr(b, "On the host that measured it, this repeats the measurement with the "
+	    "same seed (model parameters and inputs), thread settings and flags; its speedup should "
+	    "come out near the interval above (a loaded host moves it). What else it depended on (CPU, GPU and driver, compiler "
+	    "and flags, Python, PyTorch) is in the manifest's `environment`.\n\n```sh\n")) < 0)
 		return error;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct report_dir *d = &c->d[i];
 
 		if (!d->file[0])
 			continue;
-		if ((error = buf_printf(b, "kernelbot eval %s kernels/%s/%s --backend %s", m->module_path,
-		    m->slug, d->file, d->backend)) < 0 ||
-		    (strcmp(c->cls, "Model") && (error = buf_printf(b, " --class %s", c->cls)) < 0) ||
-		    (!strcmp(d->backend, "cuda") && (error = buf_addstr(b, " --sanitize")) < 0) ||
-		    (error = buf_addch(b, '\n')) < 0)
+		if ((error = report_repro_cmd(c, d, b)) == -EINVAL)
+			error = buf_printf(b, "# kernels/%s/%s: its recorded settings cannot be written "
+			    "as a command; see manifest.json", m->slug, d->file);
+		if (error < 0 || (error = buf_addch(b, '\n')) < 0)
 			return error;
 	}
 	return buf_printf(b, "python3 -m pytest kernels/%s/test_kernel.py\n```\n", m->slug);

@@ -20,6 +20,23 @@ expect "$tmp/one.json" correct.c 'r["flags"] == [] or r["flags"] == ["nondetermi
 expect "$tmp/one.json" correct.c 'set(["compile","judge"]) <= set(r["timing_breakdown_s"]) and r["compile_s"] > 0' "per-step times reported"
 expect "$tmp/one.json" correct.c 'r["errors"] == []' "no errors"
 
+# What the measurement depended on: a fresh seed, and the flags that repeat it.
+expect "$tmp/one.json" correct.c '(e := r["environment"])["seed"] == r["seed"] and e["seed_str"] == str(r["seed"]) and e["seed_given"] is False' "environment: the fresh seed, not given"
+expect "$tmp/one.json" correct.c 'r["environment"]["eval_args"] == ["--backend", "cpu", "--seed", str(r["seed"]), "--trials", "3", "--rounds", "3", "--reps", "5", "--warmup", "1"]' "environment: the eval flags that repeat it"
+expect "$tmp/one.json" correct.c '(e := r["environment"])["compile_flags"].startswith("-O3 -march=native -fopenmp") and e["compiler_version"] and e["cpu_model"] and e["logical_cpus"] >= 1 and e["gpu"] is None and e["python"] and e["torch"] and sorted(e["threads"]) == ["MKL_NUM_THREADS", "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND"]' "environment: CPU, compiler and flags, Python, PyTorch, thread settings"
+
+# --seed: the judge uses the given seed (its reply says which it used);
+# the thread settings reach the judge and are recorded as set (3 threads:
+# no host's default here, where torch counts physical cores).
+OMP_NUM_THREADS=3 OMP_PROC_BIND=close "$KERNELBOT" eval "$P" "$C" $FAST --seed 9223372036854775807 --json \
+	>"$tmp/seed.json" 2>"$tmp/err" || bad "--seed run failed: $(cat "$tmp/err")"
+expect "$tmp/seed.json" correct.c 'r["seed"] == 9223372036854775807 and r["environment"]["seed_given"] is True and r["environment"]["eval_args"][2:4] == ["--seed", "9223372036854775807"]' "--seed: the judge used the given 63-bit seed"
+expect "$tmp/seed.json" correct.c 'r["environment"]["threads"] == {"OMP_NUM_THREADS": "3", "OMP_PROC_BIND": "close", "OMP_PLACES": None, "MKL_NUM_THREADS": None} and r["environment"]["torch_threads"] == 3' "thread settings recorded; torch in the judge runs the 3 threads"
+for s in -1 9223372036854775808 12x ""; do
+	"$KERNELBOT" eval "$P" "$C" --backend cpu --seed "$s" >/dev/null 2>"$tmp/err"; st=$?
+	[ "$st" -eq 2 ] && grep -q -- "--seed" "$tmp/err" && ok "--seed '$s': exit 2" || bad "--seed '$s': exit $st"
+done
+
 # Without --rounds, timing is adaptive: at least 10 rounds, at most 60,
 # stopping once the median is within +-0.25%; with --rounds, exactly that.
 "$KERNELBOT" eval "$P" "$C" --backend cpu --trials 1 --reps 2 --warmup 1 --timeout 20 --json \

@@ -40,9 +40,20 @@ check_eq "best.path and speedup keys" "$(json_get "$S" '(d["best"]["path"], sort
 check_eq "spent keys" "$(json_get "$S" 'sorted(d["spent"])')" \
 	"['candidates', 'dollars', 'generations', 'gpu_s', 'malformed', 'tokens', 'wall_s']"
 check "best/kernel.c" test -s "$OUT/best/kernel.c"
+check_eq "summary keeps the confirmation's seed, fresh, and its environment" \
+	"$(json_get "$S" '(d["best"]["seed"] == json.load(open(sys.argv[1].replace("summary.json", "best/result.json")))["seed"], d["best"]["environment"]["seed"] == d["best"]["seed"], d["best"]["environment"]["seed_given"])')" \
+	"(True, True, False)"
+check_eq "the environment has the confirmation's flags" \
+	"$(json_get "$S" 'd["best"]["environment"]["eval_args"][:2] + d["best"]["environment"]["eval_args"][4:]')" \
+	"['--backend', 'cpu', '--trials', '3', '--rounds', '3', '--reps', '3', '--warmup', '1']"
 check_eq "best/result.json is a correct verdict on best/kernel.c" \
 	"$(json_get "$OUT/best/result.json" '(d["correct"], d["status"], d["candidate"].endswith("best/kernel.c"))')" \
 	"(True, 'correct', True)"
+# A working set of under 1 MiB fits in any last-level cache: the bandwidth
+# floor does not apply, so no run here depends on a copy's timing.
+check_eq "the bandwidth floor does not apply to a working set that fits in the cache" \
+	"$(json_get "$OUT/best/result.json" '[("does not apply" in c["detail"], c["passed"]) for c in d["checks"] if c["name"] == "bandwidth_floor"] + [d["needs_review"]]')" \
+	"[(True, True), False]"
 check_eq "the confirmation ran --confirm-trials (3 trials)" \
 	"$(json_get "$OUT/best/result.json" '"(3 trials x 1 shapes)" in str(d["checks"])')" True
 check "problem.py is the problem" cmp -s "$P" "$OUT/problem.py"

@@ -103,4 +103,40 @@ check_eq "4: one attempt, then the budget's stop before any candidate" \
 	"$(json_get "$TMP/out4/summary.json" '(d["functionalized"]["attempts"], d["stop_reason"], d["candidates_evaluated"], d["spent"]["tokens"])')" \
 	"(1, 'budget:tokens', 0, 20)"
 check_eq "4: one request" "$(wc -l <"$TMP/three.log" | tr -d ' ')" 1
+
+# ---- 5. a rewrite that attacks at import: its trace and its equivalence
+# check run sandboxed, so it is judged like any other and copies nothing ----
+# File modes are not the defense (under root the sandbox is nobody): the
+# secret is world-readable, the drop folder world-writable.
+chmod 0755 "$TMP"
+mkdir -m 1777 "$TMP/drop"
+printf 'whsec-t5103-%s\n' "$$" >"$TMP/secret"
+chmod 0644 "$TMP/secret"
+LEAK="$TMP/drop/leak"
+{
+	echo "An equivalent rewrite:"
+	echo '```python'
+	echo "import os"
+	sed -n '/^SECRET = /,/^    pass$/p' "$KB_ROOT/tests/fixtures/untrusted/leak_at_import.py" |
+		sed -e "s|@SECRET@|$TMP/secret|" -e "s|@LEAK@|$LEAK|"
+	cat "$F/rewrite_good.py"
+	echo '```'
+} >"$TMP/rewrite_leak.md"
+sed -n '/^```python$/,/^```$/p' "$TMP/rewrite_leak.md" | sed '1d;$d' >"$TMP/rewrite_leak.py"
+$PY -c 'import os; exec(open(os.sys.argv[1]).read())' "$TMP/rewrite_leak.py" >/dev/null 2>&1
+check "5: bare, the rewrite copies the secret (else this proves nothing)" cmp -s "$TMP/secret" "$LEAK"
+rm -f "$LEAK" "$LEAK.sh"
+cat >"$TMP/five.json" <<END
+[{"match": "# Task: a traceable functional version", "reply_file": "$TMP/rewrite_leak.md", "usage": [10, 10]},
+ {"match": "# Task: write kernel.c", "reply": "no kernel here", "usage": [10, 10]}]
+END
+fakellm five "$TMP/five.json"
+config "$TMP/five.yml"
+"$KERNELBOT" optimize "$P" --proposer llm --config "$TMP/five.yml" --budget 1 \
+	$FAST --out "$TMP/out5" >/dev/null 2>"$TMP/five.err"
+check_eq "5: the attacking rewrite traced and passed the equivalence check in the sandbox" \
+	"$(json_get "$TMP/out5/summary.json" '(d["functionalized"]["accepted"], d["functionalized"]["attempts"])')" \
+	"(True, 1)"
+check "5: nothing copied by open()" sh -c "! test -s '$LEAK'"
+check "5: nothing copied by the shell" sh -c "! test -s '$LEAK.sh'"
 t_done

@@ -4,7 +4,8 @@
 # module, its local CPU runner runs (the optimize stand-in) on them, and
 # the local forge gets one PR for the improved module and only a status
 # for the other. A second push of the same module updates that PR; a
-# module whose optimize crashes gets a failure status.
+# module whose optimize crashes gets a failure status; one whose only
+# kernel is flagged gets a PR for review and a neutral status.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t7001
 . "$KB_ROOT/tests/e2e/lib-coord.sh"
@@ -29,6 +30,10 @@ check "the PR body has the speedup table" grep -q 'eager ms' "$TMP/forge/prs/mod
 st=$(cat "$TMP/forge/statuses/$SHA0.json" 2>/dev/null)
 check_match "status: the PR's module succeeded" "$st" '"kernelbot/models-fast"'
 check_match "status: the other says nothing faster" "$st" '"kernelbot/models-same"'
+check_eq "states: success for the PR, neutral (never success) for nothing shipped" \
+    "$(printf '%s' "$st" | $PY -c "import json, sys
+print(' '.join(sorted(s['context'] + ':' + s['state'] for s in json.load(sys.stdin))))")" \
+    "kernelbot/models-fast:success kernelbot/models-same:neutral"
 check_eq "the module is remembered as delivered with its PR" \
     "$(db "SELECT slug, arch, pr FROM delivered")" "models-fast|cpu|1"
 check_eq "the runner archived the verified kernel, with its provenance" \
@@ -47,12 +52,13 @@ check "the local runner is started again" wait_for 15 sh -c "[ \"\$(sqlite3 '$TM
 # --- a second push changing the improved module updates its PR ---
 module "$TMP/w/models/fast.py" "# v2"
 module "$TMP/w/models/broken.py" "# standin: crash"
+module "$TMP/w/models/review.py" "# standin: needs_review"
 coord_commit "v2"
 gh_push "$SHA0" "$SHA"
 wait_sql 60 "SELECT state FROM jobs WHERE id = 2" done
 check_eq "job 2: the changed module and the new one" \
     "$(db "SELECT module, state FROM tasks WHERE job = 2 ORDER BY module" | tr '\n' ' ')" \
-    "models/broken.py|failed models/fast.py|done "
+    "models/broken.py|failed models/fast.py|done models/review.py|done "
 check_eq "still one PR for the module, updated" \
     "$($PY -c "import json; d=json.load(open('$TMP/forge/prs/models-fast.json')); print(d['number'], d['updates'], d['head_sha'] != '')")" "1 1 True"
 check "no PR for the crashed module" test ! -e "$TMP/forge/prs/models-broken.md"
@@ -60,7 +66,17 @@ check_match "the crashed module's status says it failed" \
     "$(cat "$TMP/forge/statuses/$SHA.json")" 'optimization failed'
 check_eq "the failure is recorded" \
     "$(db "SELECT error LIKE '%without a summary.json%standin: crashing%' FROM tasks WHERE module = 'models/broken.py'")" 1
-check_eq "the stand-in ran once per task" "$(wc -l <"$STANDIN_LOG" | tr -d ' ')" 4
+check_eq "the stand-in ran once per task" "$(wc -l <"$STANDIN_LOG" | tr -d ' ')" 5
+# Its only kernel is correct but flagged: a PR for review, no headline,
+# and a neutral status, never success.
+check_match "the flagged module gets a PR marked for review" \
+    "$($PY -c "import json; print(json.load(open('$TMP/forge/prs/models-review.json'))['title'])" 2>&1)" \
+    'flagged for review \(below_bandwidth_floor\)'
+check_eq "its status is neutral; the verified PR's success" \
+    "$(cat "$TMP/forge/statuses/$SHA.json" | $PY -c "import json, sys
+print(' '.join(sorted(s['context'] + ':' + s['state'] for s in json.load(sys.stdin)
+                      if s['context'] != 'kernelbot/models-broken')))")" \
+    "kernelbot/models-fast:success kernelbot/models-review:neutral"
 
 # --- a push that changes no module: a job with no tasks, done ---
 prev=$SHA

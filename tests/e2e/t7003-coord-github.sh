@@ -23,9 +23,14 @@ ST="[x['body'] for x in r if x['method'] == 'POST' and '/statuses/' in x['path']
 check_eq "each module's first status: pending, queued" \
     "$(ghq "' '.join(sorted(b['context'] + ':' + b['state'] + ':' + b['description'][:6] for b in $ST if b['description'].startswith('queued')))")" \
     "kernelbot/models-fast:pending:queued kernelbot/models-same:pending:queued"
-check_eq "each module's last status: success" \
+# A commit status has no neutral state: nothing shipped is a failure
+# with the reason, never a success.
+check_eq "each module's last status: success for the PR, failure for nothing shipped" \
     "$(ghq "' '.join(sorted(set(c + ':' + [b for b in $ST if b['context'] == c][-1]['state'] for c in set(b['context'] for b in $ST))))")" \
-    "kernelbot/models-fast:success kernelbot/models-same:success"
+    "kernelbot/models-fast:success kernelbot/models-same:failure"
+check_match "the failure says why" \
+    "$(ghq "[b for b in $ST if b['context'] == 'kernelbot/models-same'][-1]['description']")" 'no faster kernel'
+
 check_eq "the first statuses came before any result" \
     "$(ghq "[b['state'] for b in $ST][:2]")" "['pending', 'pending']"
 check "the branch was pushed" sh -c "git -C '$TMP/origin.git' rev-parse -q --verify refs/heads/kernelbot/models-fast >/dev/null"

@@ -36,7 +36,11 @@ check_match "the answer has the speedup table" "$b" "\| backend, device \| input
 check_match "a row for the CPU with a speedup and its interval" "$b" "\| cpu, cpu \(cpu\) \|.*\| \*\*[0-9.]+x\*\* \[[0-9.]+, [0-9.]+\] \|"
 check_match "the verification" "$b" "Verification\*\*: correct"
 check_match "the device" "$b" "Device\*\*: cpu, cpu"
-check_match "how to reproduce" "$b" "kernelbot eval models/fast.py kernels/models-fast/kernel.c --class Model --backend cpu"
+check_match "how to reproduce: the thread setting, the seed, the flags" "$b" \
+	"OMP_NUM_THREADS=1 kernelbot eval models/fast.py kernels/models-fast/kernel.c --backend cpu --seed [0-9]+ --json"
+check_eq "... the seed the evaluation drew" \
+	"$(printf '%s\n' "$b" | grep -o -- '--seed [0-9]*' | cut -d' ' -f2)" \
+	"$(db "SELECT summary FROM tasks WHERE job = 2" | $PY -c 'import json,sys; print(json.load(sys.stdin)["result"]["seed"])')"
 check_eq "no second PR" "$(ghq "n('POST', '$R/pulls')")" 1
 check_eq "the PR's branch is unchanged" "$(git --git-dir "$TMP/origin.git" rev-parse kernelbot/models-fast)" "$HEAD1"
 

@@ -3,9 +3,9 @@
 eval --json` of OUT/NAME.cu) for each problem and print one row each:
 status, kernel / eager / torch.compile medians, speedups with their 95%
 intervals, and for memory-bound kernels (no cuBLAS or cuDNN call) the
-percent of the memory roofline: the evaluator's floor (bytes of all inputs
-and outputs at the device's measured copy bandwidth, its bandwidth_floor
-check) over the kernel's median. Exits 1 when any problem has no correct
+percent of the memory roofline: the time to move all bytes of inputs,
+parameters and outputs at the measured copy bandwidth (the "roofline" the
+evaluator's bandwidth_floor check states) over the kernel's median. Exits 1 when any problem has no correct
 kernel. Standard library only.
 
 usage: compiler_table.py OUT PROBLEM.py...

@@ -69,7 +69,7 @@ fake_eval(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 /* ------------------------------------------------------------ scripted proposer */
 
 enum mode { M_IMPROVING, M_FLAT, M_DUPS, M_NONE, M_UNSUPPORTED, M_WRONG, M_TOKENS, M_EMPTY,
-	M_FLAGGED };
+	M_FLAGGED, M_ALL_FLAGGED };
 
 struct fake {
 	enum mode mode;
@@ -129,6 +129,8 @@ fake_propose(struct proposer *p, const struct evolve_ctx *ctx, struct evolve_can
 			snprintf(src, sizeof(src), n % 2 ? n % 4 == 1 ? "ms=%d flag=untimed_work" :
 			    "ms=%d flag=below_bandwidth_floor" : "ms=%d",
 			    n % 2 ? 1 + f->next : 100 + f->next);
+		else if (f->mode == M_ALL_FLAGGED)	/* correct, every one flagged */
+			snprintf(src, sizeof(src), "ms=%d flag=below_bandwidth_floor", 50 - f->next);
 		else if (f->mode == M_EMPTY && f->calls == 1 && n == 0)
 			src[0] = '\0';
 		else
@@ -411,6 +413,45 @@ test_flagged(void)
 	CHECK("the flagged ones are in the history, excluded", excluded == 4);
 	CHECK("untimed_work excluded like below_bandwidth_floor", untimed > 0 && untimed < 4);
 	json_decref(h);
+	json_decref(s);
+}
+
+/*
+ * A run whose correct kernels are all flagged is not "no correct kernel":
+ * the fastest flagged one is confirmed, kept as the best for review, and
+ * the status says needs_review with its flags.
+ */
+static void
+test_all_flagged(void)
+{
+	struct evolve_budget b = { .candidates = 8 };
+	struct buf k = BUF_INIT(1 << 20), rep = BUF_INIT(1 << 20);
+	char path[600];
+	struct fake f;
+	json_t *s, *res;
+	int rc;
+
+	s = run(M_ALL_FLAGGED, b, 4, &f, "allflagged", &rc);
+	CHECK_INT("all flagged: the run returns 0", rc, 0);
+	CHECK_STR("all flagged: needs_review, not no_correct", jsonx_str(s, "status", ""), "needs_review");
+	CHECK_INT("the best for review is the fastest flagged one", jsonx_int(s, "best.candidate", -1), 7);
+	CHECK_STR("its flags named in the summary",
+	    json_string_value(json_array_get(jsonx_path(s, "best.flags"), 0)), "below_bandwidth_floor");
+	CHECK("it went through a confirmation", last_trials == EVOLVE_DEFAULT_CONFIRM_TRIALS);
+	snprintf(path, sizeof(path), "%s/allflagged/best/kernel.c", tmpdir);
+	buf_read_file(&k, path);
+	CHECK("best/kernel.c holds that kernel", k.data && !strcmp(k.data, "ms=42 flag=below_bandwidth_floor"));
+	res = load("allflagged", "best/result.json");
+	CHECK("best/result.json: correct, flagged", jsonx_bool(res, "correct", 0) &&
+	    !strcmp(json_string_value(json_array_get(json_object_get(res, "flags"), 0)) ?
+	    json_string_value(json_array_get(json_object_get(res, "flags"), 0)) : "", "below_bandwidth_floor"));
+	snprintf(path, sizeof(path), "%s/allflagged/REPORT.md", tmpdir);
+	buf_read_file(&rep, path);
+	CHECK("REPORT.md asks for review, names the flag", rep.data && strstr(rep.data, "## Needs review") &&
+	    strstr(rep.data, "`below_bandwidth_floor`"));
+	buf_free(&k);
+	buf_free(&rep);
+	json_decref(res);
 	json_decref(s);
 }
 
@@ -757,6 +798,7 @@ main(void)
 	test_generations_and_convergence();
 	test_outcomes();
 	test_flagged();
+	test_all_flagged();
 	test_rerun();
 	test_bad_opts();
 	test_prop_compiler();

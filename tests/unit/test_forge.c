@@ -133,8 +133,45 @@ test_calls(void)
 	CHECK_INT("state parse", forge_state_parse("failure", &st), 0);
 	CHECK_INT("state value", st, FORGE_FAILURE);
 	CHECK_INT("bad state", forge_state_parse("done", &st), -EINVAL);
+	CHECK_INT("neutral parses", forge_state_parse("neutral", &st), 0);
+	CHECK_INT("neutral value", st, FORGE_NEUTRAL);
 	CHECK_STR("perm names", forge_perm_name(FORGE_PERM_WRITE), "write");
 	CHECK_STR("result names", forge_result_name(FORGE_UNCHANGED), "unchanged");
+}
+
+/*
+ * FORGE_NEUTRAL (the bot ran and shipped nothing verified) is recorded as
+ * "neutral" by the local forge, never as success.
+ */
+static void
+test_local_neutral(void)
+{
+	struct forge *f = NULL;
+	json_t *conf, *all = NULL;
+	char err[512] = "", cfg[512], path[256], jerr[128];
+	const char *sha = "0123456789abcdef0123456789abcdef01234567";
+
+	snprintf(cfg, sizeof(cfg), "{\"out_dir\": \"%s/lf\", \"bare_repo\": \"%s/lf.git\"}",
+	    tmp, tmp);
+	conf = json_loads(cfg, 0, NULL);
+	CHECK_INT("open local", forge_open("local", conf, "acme/m", &f, err, sizeof(err)), 0);
+	json_decref(conf);
+	if (!f) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK_INT("neutral status set", forge_status_set(f, sha, FORGE_NEUTRAL,
+	    "kernelbot/m", "no faster kernel: best 0.98x vs eager", NULL, err, sizeof(err)), 0);
+	forge_close(f);
+	snprintf(path, sizeof(path), "%s/lf/statuses/%s.json", tmp, sha);
+	if (jsonx_load_file(path, 1 << 20, &all, jerr, sizeof(jerr)) < 0) {
+		CHECK("statuses file read", 0);
+		return;
+	}
+	CHECK_STR("recorded neutral", jsonx_str(json_array_get(all, 0), "state", ""), "neutral");
+	CHECK_STR("with its reason", jsonx_str(json_array_get(all, 0), "description", ""),
+	    "no faster kernel: best 0.98x vs eager");
+	json_decref(all);
 }
 
 static void
@@ -207,6 +244,7 @@ main(void)
 	unsetenv("KB_TEST_UNSET_TOKEN");
 	test_open();
 	test_calls();
+	test_local_neutral();
 	test_http();
 	test_jwt();
 	{

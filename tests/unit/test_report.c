@@ -13,6 +13,7 @@
 
 #include "common/jsonx.h"
 #include "pipeline/report/report.h"
+#include "pipeline/report/report_internal.h"
 #include "t.h"
 
 static char root[] = "/tmp/kbreportXXXXXX";
@@ -35,6 +36,24 @@ put(const char *dir, const char *name, const char *text)
 	}
 }
 
+/* The text of dir/name as put() wrote it (static; one at a time). */
+static const char *
+file_text(const char *d, const char *name)
+{
+	static char text[8192];
+	char path[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", root, d, name);
+	if ((f = fopen(path, "r"))) {
+		n = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+	}
+	text[n] = '\0';
+	return text;
+}
+
 static const char *
 dir(const char *name)
 {
@@ -55,7 +74,23 @@ static const char RESULT[] =
     " \"checks\": [{\"name\": \"trials\", \"passed\": true, \"detail\": \"5 trials | 2 variants\"},"
     "  {\"name\": \"static:side_stream\", \"passed\": false, \"detail\": \"cudaStreamCreate at line 3\"},"
     "  {\"name\": \"sanitize:memcheck\", \"passed\": true, \"detail\": \"0 errors\"}],"
-    " \"flags\": [\"side_stream\"], \"max_rel_error\": 1e-7, \"seed\": 42}";
+    " \"flags\": [\"side_stream\"], \"max_rel_error\": 1e-7, \"seed\": 42,"
+    " \"environment\": {\"cpu_model\": \"AMD EPYC 9654\", \"logical_cpus\": 192, \"cpus_allowed\": 16,"
+    "  \"threads\": {\"OMP_NUM_THREADS\": \"1\", \"OMP_PROC_BIND\": null, \"OMP_PLACES\": \"{0,1}\","
+    "   \"MKL_NUM_THREADS\": null}, \"torch_threads\": 1,"
+    "  \"gpu\": {\"name\": \"NVIDIA H200\", \"driver\": \"580.1\", \"arch\": \"sm_90\"},"
+    "  \"compiler\": \"/usr/local/cuda/bin/nvcc\", \"compiler_version\": \"Cuda compilation tools, release 12.8\","
+    "  \"compile_flags\": \"-O3 -arch=sm_90 --shared\", \"python\": \"3.11.2\", \"torch\": \"2.5.1\","
+    "  \"seed\": 42, \"seed_str\": \"42\", \"seed_given\": false,"
+    "  \"eval_args\": [\"--backend\", \"cuda\", \"--seed\", \"42\", \"--trials\", \"8\", \"--sanitize\"]}}";
+
+/* The same verdict as written before the evaluator recorded its environment. */
+static const char RESULT_OLD[] =
+    "{\"candidate\": \"best/kernel.cu\", \"status\": \"correct\", \"correct\": true,"
+    " \"backend\": \"cuda\", \"device\": \"NVIDIA H200\","
+    " \"timings_ms\": {\"candidate\": {\"median\": 0.5}, \"eager\": {\"median\": 1.25}},"
+    " \"speedup\": {\"eager\": 2.5, \"eager_ci95\": [2.25, 2.75]},"
+    " \"checks\": [], \"flags\": [], \"max_rel_error\": 1e-7, \"seed\": 4611686018427387904}";
 
 static void
 improved_dir(const char *name, const char *arch, double speedup)
@@ -98,15 +133,113 @@ file(const struct report_pr *p, const char *path)
 	return NULL;
 }
 
+static const char *cls;	/* the module's class for build(); NULL = Model */
+
 static int
 build(const char *const *dirs, size_t n, struct report_pr *p, char *err, size_t errlen)
 {
 	struct report_module m = {
 		.repo = "acme/models", .commit = "0123456789abcdef0123456789abcdef01234567",
 		.module_path = "models/mlp.py", .slug = "models-mlp", .optimize_dirs = dirs, .n_dirs = n,
+		.module_class = cls,
 	};
 
 	return report_pr_build(&m, p, err, errlen);
+}
+
+/* report_sh_word(s) as a string ("<EINVAL>" when refused) */
+static const char *
+word(const char *s)
+{
+	static char out[256];
+	struct buf b = BUF_INIT(4096);
+	int error = report_sh_word(&b, s);
+
+	snprintf(out, sizeof(out), "%s", error == 0 ? buf_cstr(&b) : error == -EINVAL ? "<EINVAL>" : "<error>");
+	buf_free(&b);
+	return out;
+}
+
+/*
+ * The reproduce command: the thread settings as assignments (quoted where
+ * the shell needs it), the recorded flags and seed, in the body and the
+ * manifest alike; the environment line of the hardware section; a result
+ * from before the environment was recorded still gets its seed.
+ */
+static void
+reproduce(void)
+{
+	struct report_pr p;
+	char err[512];
+	const struct gitops_file *f;
+	json_t *man = NULL, *k;
+	const char *want = "OMP_NUM_THREADS=1 OMP_PLACES='{0,1}' kernelbot eval models/mlp.py "
+	    "kernels/models-mlp/kernel.cu --backend cuda --seed 42 --trials 8 --sanitize";
+
+	CHECK_STR("sh word: plain", word("models/mlp.py"), "models/mlp.py");
+	CHECK_STR("sh word: flag value with = and ,", word("--baselines=eager,compile"), "--baselines=eager,compile");
+	CHECK_STR("sh word: braces quoted", word("{0,1}"), "'{0,1}'");
+	CHECK_STR("sh word: a quote inside", word("it's $HOME"), "'it'\\''s $HOME'");
+	CHECK_STR("sh word: empty", word(""), "''");
+	CHECK_STR("sh word: a newline is refused", word("a\nb"), "<EINVAL>");
+
+	improved_dir("env", "sm_90", 2.5);
+	const char *env[] = { dir("env") };
+	CHECK_INT("a result with its environment builds", build(env, 1, &p, err, sizeof(err)), 0);
+	CHECK("body: the reproduce command, assignments and recorded flags",
+	    p.body && strstr(p.body, want) && strstr(p.body, want)[strlen(want)] == '\n');
+	CHECK("body: the environment line", strstr(p.body, "- cuda measured with OMP_NUM_THREADS=1, "
+	    "OMP_PROC_BIND unset, OMP_PLACES={0,1}, MKL_NUM_THREADS unset, torch threads 1, CPU AMD EPYC 9654, "
+	    "logical CPUs 192, allowed 16, GPU NVIDIA H200, driver 580.1, compiler Cuda compilation tools, "
+	    "release 12.8, flags -O3 -arch=sm_90 --shared, Python 3.11.2, PyTorch 2.5.1, seed 42\n"));
+	f = file(&p, "kernels/models-mlp/manifest.json");
+	CHECK_INT("manifest is JSON", f ? jsonx_parse(f->data, f->len, &man, err, sizeof(err)) : -1, 0);
+	k = json_array_get(json_object_get(man, "kernels"), 0);
+	CHECK_STR("manifest: the reproduce command", jsonx_str(k, "reproduce", NULL), want);
+	CHECK_STR("manifest: environment threads", jsonx_str(k, "environment.threads.OMP_NUM_THREADS", NULL), "1");
+	CHECK("manifest: an unset variable is null",
+	    json_is_null(jsonx_path(k, "environment.threads.OMP_PROC_BIND")));
+	CHECK_INT("manifest: torch threads", (int)jsonx_int(k, "environment.torch_threads", -1), 1);
+	CHECK_STR("manifest: compiler", jsonx_str(k, "environment.compiler_version", NULL),
+	    "Cuda compilation tools, release 12.8");
+	CHECK_INT("manifest: the seed", (int)jsonx_int(k, "seed", 0), 42);
+	json_decref(man);
+	report_pr_free(&p);
+
+	/* a class other than Model is named when the flags do not */
+	cls = "MLP";
+	CHECK_INT("with a class", build(env, 1, &p, err, sizeof(err)), 0);
+	CHECK("body: --class after the recorded flags", p.body && strstr(p.body, "--sanitize --class MLP\n"));
+	report_pr_free(&p);
+	cls = NULL;
+
+	/* before the environment was recorded: backend, the seed, sanitize */
+	improved_dir("old", "sm_90", 2.5);
+	put("old", "best/result.json", RESULT_OLD);
+	const char *old[] = { dir("old") };
+	CHECK_INT("an older result builds", build(old, 1, &p, err, sizeof(err)), 0);
+	CHECK("body: its seed in the command", p.body && strstr(p.body, "\nkernelbot eval models/mlp.py "
+	    "kernels/models-mlp/kernel.cu --backend cuda --seed 4611686018427387904 --sanitize\n"));
+	CHECK("body: no environment line", !strstr(p.body, "measured with"));
+	report_pr_free(&p);
+
+	/* a recorded value that cannot go on a shell line: said, not printed */
+	{
+		char *r = strdup(RESULT), *at = strstr(r, "\"{0,1}\""), bad[sizeof(RESULT) + 16];
+
+		*at = '\0';
+		snprintf(bad, sizeof(bad), "%s\"{0,\\n1}\"%s", r, at + strlen("\"{0,1}\""));
+		put("badenv", "best/result.json", bad);
+		free(r);
+	}
+	improved_dir("badenv2", "sm_90", 2.5);
+	put("badenv2", "best/result.json", file_text("badenv", "best/result.json"));
+	const char *badenv[] = { dir("badenv2") };
+	CHECK_INT("a newline in a recorded value builds", build(badenv, 1, &p, err, sizeof(err)), 0);
+	CHECK("body: the command is replaced by a note", p.body &&
+	    strstr(p.body, "# kernels/models-mlp/kernel.cu: its recorded settings cannot be written") &&
+	    !strstr(p.body, "OMP_NUM_THREADS=1 OMP_PLACES"));
+	report_pr_free(&p);
 }
 
 int
@@ -185,6 +318,7 @@ main(void)
 	CHECK("no kernel.cu", !file(&p, "kernels/models-mlp/kernel.cu"));
 	CHECK_INT("two sources, four other files", p.n_files, 6);
 	CHECK("the title takes the best", strstr(p.title, "2.50x"));
+	CHECK_INT("a verified speedup needs no review", p.needs_review, 0);
 	report_pr_free(&p);
 
 	/* an implausible time is flagged, never headlined (DESIGN.md 6.6) */
@@ -207,6 +341,39 @@ main(void)
 	    "verified kernel on NVIDIA H200, flagged for review: below_bandwidth_floor");
 	CHECK("the body warns above the table", p.body && strstr(p.body, "> **Flagged for review (cuda, NVIDIA H200): "
 	    "`below_bandwidth_floor`.**"));
+	CHECK_INT("it asks for review", p.needs_review, 1);
+	CHECK("the commit message claims no speedup", p.message && strstr(p.message, "needs review") &&
+	    !strstr(p.message, "faster than PyTorch eager"));
+	report_pr_free(&p);
+
+	/* a search whose only correct kernels are flagged: needs_review ships
+	 * as a PR for review, without a headline (docs/pull-requests.md) */
+	improved_dir("review", "sm_90", 2.5);
+	put("review", "summary.json", "{\"problem\": \"models/mlp.py\", \"status\": \"needs_review\","
+	    " \"backend\": \"cuda\", \"best\": {\"path\": \"best/kernel.cu\", \"speedup\": {\"eager\": 2.5,"
+	    " \"compile\": 1.5}, \"flags\": [\"below_bandwidth_floor\"]}, \"candidates_evaluated\": 24,"
+	    " \"generations\": 3, \"stop_reason\": \"budget:candidates\", \"spent\": {}}");
+	{
+		char *r = strdup(RESULT), *at = strstr(r, "[\"side_stream\"]");
+		char fixed[sizeof(RESULT) + 64];
+
+		*at = '\0';
+		snprintf(fixed, sizeof(fixed), "%s[\"below_bandwidth_floor\"]%s", r, at + strlen("[\"side_stream\"]"));
+		put("review", "best/result.json", fixed);
+		free(r);
+	}
+	const char *review[] = { dir("review") };
+	CHECK_INT("a needs_review result builds", build(review, 1, &p, err, sizeof(err)), 0);
+	CHECK_INT("it ships, for review", p.improved, 1);
+	CHECK_INT("marked needs_review", p.needs_review, 1);
+	CHECK("no headline speedup, the flag named", p.title && !strstr(p.title, "2.50x") &&
+	    strstr(p.title, "flagged for review (below_bandwidth_floor)"));
+	report_pr_free(&p);
+	/* flagged only by the search's status (side_stream is a note elsewhere) */
+	put("review", "best/result.json", RESULT);
+	CHECK_INT("needs_review with side_stream builds", build(review, 1, &p, err, sizeof(err)), 0);
+	CHECK("side_stream named when the search asked for review", p.needs_review && p.title &&
+	    strstr(p.title, "flagged for review (side_stream)"));
 	report_pr_free(&p);
 
 	/* nothing faster: no PR, a status */
@@ -248,6 +415,8 @@ main(void)
 	struct report_module m = { .module_path = "m.py", .slug = "../x", .optimize_dirs = one, .n_dirs = 1 };
 	CHECK_INT("a slug that is not one", report_pr_build(&m, &p, err, sizeof(err)), -EINVAL);
 	CHECK("nothing left after an error", p.files == NULL && p.body == NULL);
+
+	reproduce();
 
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);

@@ -63,14 +63,34 @@ boxed_opts(struct sandbox_opts *so, int timeout_ms, json_t **checks,
 	return r->status;
 }
 
+/* Whether a mount point is dir (a tmpfs of the quota left behind). */
 static int
-boxed(const char *a1, const char *a2, const char *a3)
+mounted(const char *dir)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strchr(line, ' ');
+		if (sp && !strncmp(sp + 1, dir, strlen(dir)) && sp[1 + strlen(dir)] == ' ')
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+static int
+boxed_profile(enum sandbox_profile profile, const char *a1, const char *a2, const char *a3)
 {
 	struct sandbox_opts so = SANDBOX_OPTS_INIT;
 	const char *ro[] = { helper_dir, ro_dir, NULL };
 	struct spawn_result r;
 	int st;
 
+	so.profile = profile;
 	so.scratch = scratch;
 	so.ro_paths = ro;
 	st = boxed_opts(&so, 0, NULL, &r, a1, a2, a3);
@@ -79,6 +99,12 @@ boxed(const char *a1, const char *a2, const char *a3)
 		    st, buf_cstr(&r.out), buf_cstr(&r.err));
 	spawn_result_free(&r);
 	return st;
+}
+
+static int
+boxed(const char *a1, const char *a2, const char *a3)
+{
+	return boxed_profile(SANDBOX_COMPILER, a1, a2, a3);
 }
 
 /* The control: the same attempt with only the spawner, and our environment. */
@@ -291,6 +317,89 @@ main(void)
 	CHECK_INT("control: fork works in the sandbox before lockdown", boxed("fork", NULL, NULL), 0);
 	CHECK_INT("lockdown inside the sandbox", boxed("lockdown", NULL, NULL), 0);
 	CHECK_INT("lockdown without the sandbox", bare("lockdown", NULL, NULL), 0);
+
+	/* Disk quota: the scratch holds at most disk_bytes, whatever the program writes. */
+	if (geteuid() != 0) {
+		printf("skip disk quota (a tmpfs over the scratch needs root)\n");
+	} else {
+		const char *ro[] = { helper_dir, NULL };
+		char fill_dir[400];
+		json_t *dq;
+		size_t i;
+		long long used = 0;
+
+		snprintf(fill_dir, sizeof(fill_dir), "%s/fill-bare", tmp);
+		mkdir(fill_dir, 0700);
+		CHECK_INT("control: bare, 16 MiB are written", bare("fill", fill_dir, NULL), 0);
+		so = (struct sandbox_opts)SANDBOX_OPTS_INIT;
+		so.profile = SANDBOX_CANDIDATE;
+		so.scratch = scratch;
+		so.ro_paths = ro;
+		so.disk_bytes = 8u << 20;
+		st = boxed_opts(&so, 0, &checks, &r, "fill", scratch, NULL);
+		CHECK_INT("sandbox: writing past an 8 MiB quota fails with ENOSPC", st, REFUSED);
+		dq = NULL;
+		json_array_foreach(checks, i, dq)
+			if (!strcmp(json_string_value(json_object_get(dq, "name")), "disk_quota"))
+				break;
+		CHECK("the disk_quota check says the quota was hit", dq && i < json_array_size(checks) &&
+		    json_is_true(json_object_get(dq, "passed")) &&
+		    strstr(json_string_value(json_object_get(dq, "detail")), "quota was hit"));
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		for (int k = 0; k < 16; k++) {
+			struct stat fst;
+			snprintf(path, sizeof(path), "%s/fill%d", scratch, k);
+			if (stat(path, &fst) == 0)
+				used += (long long)fst.st_size;
+			unlink(path);
+		}
+		CHECK("the host scratch holds no more than the quota", used <= (8ll << 20));
+		CHECK("no tmpfs is left mounted over the scratch", !mounted(scratch));
+		/* Where no quota can be had, the run is refused unless degraded runs are allowed. */
+		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "disk", 1);
+		so.disk_bytes = 0;
+		st = boxed_opts(&so, 0, &checks, &r, "echo", "hi", NULL);
+		CHECK_INT("no disk quota: refused", st, -1000 - ENOTSUP);
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		so.allow_degraded = 1;
+		st = boxed_opts(&so, 0, &checks, &r, "echo", "hi", NULL);
+		CHECK_INT("no disk quota, allow_degraded: runs", st, 0);
+		json_decref(checks);
+		checks = NULL;
+		spawn_result_free(&r);
+		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	}
+
+	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
+	{
+		static const char *const ways[] = { "rwx", "anonx", "mprotect", "memfd", "rie" };
+		char label[128], file[400];
+
+		snprintf(file, sizeof(file), "%s/code.bin", tmp);
+		for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+			snprintf(label, sizeof(label), "control: exec %s works bare", ways[i]);
+			CHECK_INT(label, bare("exec", ways[i], NULL), 0);
+			snprintf(label, sizeof(label), "W^X: exec %s refused", ways[i]);
+			CHECK_INT(label, bare("wx", ways[i], NULL), REFUSED);
+			snprintf(label, sizeof(label), "W^X in the candidate sandbox: exec %s refused", ways[i]);
+			CHECK_INT(label, boxed_profile(SANDBOX_CANDIDATE, "wx", ways[i], NULL), REFUSED);
+		}
+		CHECK_INT("W^X: a memfd with MFD_NOEXEC_SEAL is still allowed", bare("wx", "sealed", NULL), 0);
+		CHECK_INT("W^X: threads start and files still map r-x (dlopen)", bare("wx", "thread", file), 0);
+		/* noexec scratch: a file the candidate wrote never maps executable. */
+		snprintf(file, sizeof(file), "%s/code.bin", scratch);
+		CHECK_INT("control: the compiler profile's scratch maps r-x",
+		    boxed_profile(SANDBOX_COMPILER, "exec", "file", file), 0);
+		CHECK_INT("candidate profile: scratch is noexec",
+		    boxed_profile(SANDBOX_CANDIDATE, "exec", "file", file), REFUSED);
+		CHECK_INT("candidate profile: /dev/shm is noexec",
+		    boxed_profile(SANDBOX_CANDIDATE, "exec", "file", "/dev/shm/code.bin"), REFUSED);
+		unlink(file);
+	}
 
 	/* Deadline: a hung program costs its deadline, nothing more. */
 	{

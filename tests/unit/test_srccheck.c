@@ -48,6 +48,13 @@ static const struct {
 	  "a driver entry point looked up is flagged", SRCCHECK_CUDA },
 	{ "nvrtcCreateProgram(&p, src, \"k.cu\", 0, 0, 0);\n", "NVRTC flagged", SRCCHECK_C },
 	{ "k = cupy.RawKernel(src, 'k')\n", "CuPy's RawKernel flagged", SRCCHECK_PY },
+	{ "void *p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n",
+	  "an executable mapping (a JIT) flagged", SRCCHECK_C },
+	{ "mprotect(p, 4096, 5);\n", "mprotect flagged, whatever its protection", SRCCHECK_C },
+	{ "int fd = memfd_create(\"x\", 0);\n", "memfd_create flagged", SRCCHECK_CUDA },
+	{ "__builtin___clear_cache(p, p + n);\n", "an instruction-cache flush flagged", SRCCHECK_C },
+	{ "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n",
+	  "PROT_EXEC flagged in Python", SRCCHECK_PY },
 };
 
 int
@@ -88,6 +95,12 @@ main(void)
 		json_decref(c);
 		json_decref(f);
 	}
+	/* a large allocation through mmap is not code */
+	scan("float *b = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n",
+	    SRCCHECK_C, 1, &c, &f);
+	CHECK("a writable, not executable mapping is not flagged", !has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
 
 	scan("__half h = __float2half(x);\n", SRCCHECK_CUDA, 0, &c, &f);
 	CHECK("half on an fp16 problem is not a flag", !has_flag(f, "precision_downgrade"));

@@ -78,6 +78,8 @@ class Context:
         self.profile = req.get("profile") if isinstance(req.get("profile"), dict) else None
         self.baselines = req.get("baselines", ["eager", "compile"])
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
+        # sandbox-exec --disk: the scratch quota (0: the sandbox's default)
+        self.disk_bytes = int(req.get("disk_bytes", 0))
         self.worker_env = dict(req.get("worker_env") or {})
         self.harness_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                        "harness.py")
@@ -329,6 +331,7 @@ def run(req, start_s=None, waited=None):
         "device": ctx.device_name,
         "torch": torch.__version__,
         "python": sys.version.split()[0],
+        "torch_threads": torch.get_num_threads(),
         "seed": ctx.seed,
         "bandwidth_gbs": ctx.bw,
         "problem": {

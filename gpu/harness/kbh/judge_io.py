@@ -2,6 +2,7 @@
 endian bytes, C order, described by a JSON manifest (docs/evaluation.md)."""
 import json
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -92,16 +93,11 @@ class Staging:
         b.copy_(flat.view(torch.uint8))
         pwrite_all(fd, memoryview(b.numpy()), off)
 
-    def read(self, path, size, dtype, shape):
-        """A new tensor on the device from the first size bytes of path."""
+    def read(self, fd, size, dtype, shape):
+        """A new tensor on the device from the first size bytes of open
+        file fd (see open_untrusted: never a path a worker can redirect)."""
         b = self.get(size)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            pread_exact(fd, memoryview(b.numpy()), 0)
-        except ValueError as e:
-            raise ValueError("output file %s: %s" % (os.path.basename(path), e))
-        finally:
-            os.close(fd)
+        pread_exact(fd, memoryview(b.numpy()), 0)
         t = b.view(torch.uint8 if dtype == torch.bool else dtype).reshape(shape)
         # copy=True: a tensor of its own, never a view of the reused buffer.
         t = t.to(self.device, copy=True)
@@ -176,26 +172,118 @@ def discard_output(path, scratch):
             pass
 
 
+def plain_name(name):
+    """name when it is one plain file name (no "/", not "." or ".."),
+    else ValueError: the only kind of name the judge opens in a directory
+    an untrusted process writes."""
+    if (not isinstance(name, str) or not name or "/" in name or "\0" in name
+            or name in (".", "..")):
+        raise ValueError("%r is not a plain file name" % (name,))
+    return name
+
+
+def open_untrusted(dirpath, name, size=None):
+    """Open file name of directory dirpath, which a sandboxed process can
+    write (its scratch), for reading; the open fd (the caller closes it).
+
+    The process may swap the file for a symlink, a hard link, a FIFO or a
+    directory between any two calls of ours, so nothing is looked up twice:
+    the directory is opened once (O_DIRECTORY|O_NOFOLLOW), the file
+    relative to it (O_NOFOLLOW, O_NONBLOCK so a FIFO cannot block us), and
+    only what fstat says of that fd counts: a regular file with one link
+    and, when size is given, exactly size bytes. Everything is read through
+    the fd. ValueError (refused) or OSError (could not open)."""
+    plain_name(name)
+    dfd = os.open(dirpath, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                     | os.O_NOCTTY, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("%s is not a regular file" % name)
+        if st.st_nlink != 1:
+            raise ValueError("%s has %d links (a hard link to another file?)"
+                             % (name, st.st_nlink))
+        if size is not None and st.st_size != size:
+            raise ValueError("output file %s holds %d bytes, expected %d"
+                             % (name, st.st_size, size))
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_tail(dirpath, name, n):
+    """The last n characters (about) of text file name of untrusted
+    directory dirpath (open_untrusted), "" when it cannot be read."""
+    try:
+        fd = open_untrusted(dirpath, name)
+    except (OSError, ValueError):
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        want = min(size, 4 * n)
+        data = os.pread(fd, want, size - want)
+        return data.decode("utf-8", "replace")[-n:]
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _split_in(path, scratch):
+    """The plain name of path when it names a file directly in scratch
+    (compared as strings: nothing on the way is resolved), else ValueError."""
+    d, name = os.path.split(os.path.normpath(path) if isinstance(path, str) else "")
+    if not name or os.path.normpath(d) != os.path.normpath(scratch):
+        raise ValueError("output file %r is outside the worker's scratch (or not a plain file name in it)" % (path,))
+    return plain_name(name)
+
+
+def discard_output(path, scratch):
+    """Remove an output file already read, if it lies in the scratch."""
+    try:
+        name = _split_in(path, scratch)
+    except ValueError:
+        return
+    try:
+        dfd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.unlink(name, dir_fd=dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
 def read_output(path, spec, scratch, staging=None):
     """Read one output file a worker wrote. The worker is untrusted: the
-    path must lie in its scratch and the size must be exact. Through
-    staging: straight onto its device."""
-    import numpy as np
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(scratch):
-        raise ValueError("output file %r is outside the worker's scratch" % path)
-    size = os.stat(real).st_size
-    if size != spec["nbytes"]:
-        raise ValueError("output file %s holds %d bytes, expected %d"
-                         % (os.path.basename(path), size, spec["nbytes"]))
+    path must name a file directly in its scratch, opened as open_untrusted
+    says (no links followed, a regular file of exactly the expected size).
+    Through staging: straight onto its device."""
+    name = _split_in(path, scratch)
+    size = spec["nbytes"]
     dt = BY_NAME[spec["dtype"]]
-    if size == 0:
-        return torch.empty(spec["shape"], dtype=dt)
-    if staging is not None:
-        return staging.read(real, size, dt, spec["shape"])
-    # Straight from the file into the tensor's memory: these are the
-    # largest transfers of an evaluation.
-    t = torch.from_numpy(np.fromfile(real, dtype=np.uint8, count=size))
+    fd = open_untrusted(scratch, name, size)
+    try:
+        if size == 0:
+            return torch.empty(spec["shape"], dtype=dt)
+        try:
+            if staging is not None:
+                return staging.read(fd, size, dt, spec["shape"])
+            # Straight from the file into the tensor's memory: these are
+            # the largest transfers of an evaluation.
+            t = torch.empty(size, dtype=torch.uint8)
+            pread_exact(fd, memoryview(t.numpy()), 0)
+        except ValueError as e:
+            raise ValueError("output file %s: %s" % (name, e))
+    finally:
+        os.close(fd)
     if dt == torch.bool:
         return t.to(torch.bool).reshape(spec["shape"])
     return t.view(dt).reshape(spec["shape"])

@@ -11,6 +11,18 @@ import torch
 CPU_FLUSH_MAX = 64 << 20
 BW_BYTES_CUDA = 1 << 30
 BW_BYTES_CPU = 64 << 20
+SYSFS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
+# The bandwidth floor is FLOOR_MARGIN x (bytes that must move) / (copy
+# bandwidth). Half, because the copy is torch's, not the device's peak:
+# a hand-written kernel that mostly reads, or reads with wider loads,
+# moves bytes faster than a copy_ does, and on a shared host one copy can
+# land in a quieter moment than the candidate's runs. Below half of what a
+# copy takes, the bytes did not move: work was skipped, not done faster.
+FLOOR_MARGIN = 0.5
+# CopyProbe's copy: the working set's size within these bounds.
+PROBE_MIN = 1 << 20
+PROBE_MAX_CUDA = 1 << 30
+PROBE_MAX_CPU = 64 << 20
 
 
 def llc_bytes():
@@ -128,6 +140,113 @@ def bandwidth_gbs(device):
         best = s if best is None else min(best, s)
     del src, dst
     return 2.0 * n / best / 1e9 if best and best > 0 else None
+
+
+def cache_bytes(device):
+    """The last-level cache the floor's working set can live in: the
+    GPU's L2 on CUDA; on the CPU the level-3 cache of cpu0 from sysfs
+    (else its largest cache there, else llc_bytes()). The floor only
+    counts the bytes that cannot stay in it."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return int(getattr(props, "L2_cache_size", 0) or getattr(props, "l2_cache_size", 0)
+                   or (64 << 20))
+    return sysfs_llc_bytes() or llc_bytes()
+
+
+def _size_bytes(text):
+    t = text.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(t.rstrip("KMG") or 0) * mult
+
+
+def sysfs_llc_bytes(root=SYSFS_CACHE):
+    """Level 3 of root's index*/ (level, size), else the largest; 0 when
+    none can be read (a container without sysfs)."""
+    import glob
+    import os
+    got = []
+    for d in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(d, "level")) as f:
+                level = int(f.read().strip())
+            with open(os.path.join(d, "size")) as f:
+                size = _size_bytes(f.read())
+        except (OSError, ValueError):
+            continue
+        got.append((level, size))
+    l3 = [sz for lv, sz in got if lv == 3]
+    return max(l3) if l3 else max((sz for _, sz in got), default=0)
+
+
+def must_move_bytes(working_set, cache):
+    """The bytes of a working set no cache can hold: at most `cache` of
+    them can be served without touching memory. The worker's flush before
+    every timed run is meant to make all of them cold, but the floor does
+    not rely on it (docs/evaluation.md, "The bandwidth floor")."""
+    return max(0, int(working_set) - int(cache))
+
+
+def floor_ms(working_set, cache, bw):
+    """The plausibility floor in ms: FLOOR_MARGIN x the bytes that must
+    move at bw GB/s; None when nothing must move (the working set fits in
+    the cache) or there is no bandwidth figure."""
+    must = must_move_bytes(working_set, cache)
+    if must <= 0 or not bw or bw <= 0:
+        return None
+    return FLOOR_MARGIN * must / (bw * 1e9) * 1e3
+
+
+class CopyProbe:
+    """The device's copy bandwidth, measured one copy per timing round
+    right next to the candidate's round: the same load, the same clocks
+    as the candidate saw. gbs() is the median of the rounds' figures
+    (bytes read + written per second, GB/s); fresh() starts over for a
+    re-time. A copy of the working set's size (clamped), so a working set
+    past the cache is copied past it too."""
+
+    def __init__(self, device, working_set):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        n = min(max(int(working_set), PROBE_MIN), PROBE_MAX_CUDA if self.cuda else PROBE_MAX_CPU)
+        if self.cuda:
+            free, _ = torch.cuda.mem_get_info(device)
+            n = max(1 << 20, min(n, free // 8))
+            self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        self.n = n
+        self.src = torch.empty(n, dtype=torch.uint8, device=device).fill_(1)
+        self.dst = torch.empty_like(self.src)
+        self.rounds = []
+        self._copy()	# the first copy pays for page faults: not counted
+
+    def _copy(self):
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            self.ev[0].record()
+            self.dst.copy_(self.src)
+            self.ev[1].record()
+            torch.cuda.synchronize(self.device)
+            return self.ev[0].elapsed_time(self.ev[1]) / 1e3
+        t0 = time.perf_counter()
+        self.dst.copy_(self.src)
+        return time.perf_counter() - t0
+
+    def round(self):
+        s = self._copy()
+        if s > 0:
+            self.rounds.append(2.0 * self.n / s / 1e9)
+
+    def fresh(self):
+        self.rounds = []
+
+    def gbs(self):
+        if not self.rounds:
+            return None
+        r = sorted(self.rounds)
+        return r[len(r) // 2] if len(r) % 2 else 0.5 * (r[len(r) // 2 - 1] + r[len(r) // 2])
+
+    def close(self):
+        self.src = self.dst = None
 
 
 def compiled(model):
