@@ -281,7 +281,7 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
     uint64_t seed)
 {
 	json_t *req, *list = json_array(), *env = json_object();
-	const char *ld = getenv("LD_LIBRARY_PATH");
+	const char *ld = getenv("LD_LIBRARY_PATH"), *v;
 	char *cache = NULL;
 
 	for (size_t i = 0; i < o->n_candidates; i++) {
@@ -340,6 +340,21 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
 		json_object_set_new(req, "spot_sample",
 		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
+	/*
+	 * The probability that the judge checks a timed run's outputs
+	 * (docs/evaluation.md, What a check guarantees); a value that is not
+	 * a number from 0 to 1 is ignored, not taken as 0.
+	 */
+	if ((v = getenv("KERNELBOT_CHECK_FRACTION")) && *v) {
+		char *end;
+		double p = strtod(v, &end);
+
+		if (*end == '\0' && p >= 0 && p <= 1)
+			json_object_set_new(req, "check_fraction", json_real(p));
+		else
+			fprintf(stderr, "kernelbot: KERNELBOT_CHECK_FRACTION=%s is not a number "
+			    "from 0 to 1; using the judge's default\n", v);
+	}
 	/* A switch back to fixed timing inputs, in case the changes misbehave
 	 * on a host; every result then says so in a failed check. */
 	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))

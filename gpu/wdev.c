@@ -222,19 +222,26 @@ wdev_pattern(int elsize, int which, unsigned char pat[8])
 }
 
 int
-wdev_poison(struct wdev *d, void *p, size_t n, int elsize, int which)
+wdev_poison(struct wdev *d, void *p, size_t n, int elsize, const unsigned char pat[8])
 {
-	unsigned char pat[8];
 	unsigned char *b = p;
 	size_t i;
 
-	wdev_pattern(elsize, which, pat);
 	if (d->cuda)
 		return wdev_cuda_fill(d->c, p, n, elsize, pat);
 	for (i = 0; i + 8 <= n; i += 8)
 		memcpy(b + i, pat, 8);
 	for (; i < n; i++)
 		b[i] = pat[i % 8];
+	return 0;
+}
+
+int
+wdev_copy(struct wdev *d, void *dst, const void *src, size_t n)
+{
+	if (d->cuda)
+		return wdev_cuda_copy(d->c, dst, src, n);
+	memcpy(dst, src, n);
 	return 0;
 }
 

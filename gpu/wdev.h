@@ -64,15 +64,26 @@ int wdev_put(struct wdev *d, void *dst, const void *src, size_t n);
 int wdev_get(struct wdev *d, void *dst, const void *src, size_t n);
 
 /*
- * Fill n bytes with poison pattern `which` (0 or 1) for elements of
- * elsize bytes: NaN-like patterns that no kernel writes by accident, and
- * different for the two runs of a trial so an element that is never
- * written differs between them. Asynchronous on the stream.
+ * Fill n bytes, elements of elsize bytes, with the 8-byte poison pattern
+ * pat (an element's bytes repeated; on CUDA an 8-byte element's is filled
+ * as a 32-bit word, so its two halves must be equal). The judge draws a
+ * pattern per run (docs/evaluation.md, *Poison*). Asynchronous on the
+ * stream.
  */
-int wdev_poison(struct wdev *d, void *p, size_t n, int elsize, int which);
+int wdev_poison(struct wdev *d, void *p, size_t n, int elsize, const unsigned char pat[8]);
 
-/* Bytes of element `which` poison for elsize (1, 2, 4, 8) into pat. */
+/*
+ * The fixed pattern `which` (0 or 1) for elsize (1, 2, 4, 8) into pat:
+ * NaN-like, different for the two runs of a trial. What a request that
+ * names no poison gets (the worker protocol by hand).
+ */
 void wdev_pattern(int elsize, int which, unsigned char pat[8]);
+
+/*
+ * Copy n bytes of device memory (the worker's snapshot of a run's
+ * outputs); synchronous: done when it returns. 0 or -EIO.
+ */
+int wdev_copy(struct wdev *d, void *dst, const void *src, size_t n);
 
 /* Evict the last-level cache (L2 on CUDA) with a write of 2x its size. */
 int wdev_flush(struct wdev *d);

@@ -43,6 +43,7 @@ struct cu {
 	CUresult (*mem_free)(CUdeviceptr);
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+	CUresult (*dtod)(CUdeviceptr, CUdeviceptr, size_t);
 	CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream);
 	CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
 	CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
@@ -107,6 +108,7 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 		{ (void **)&cu->mem_free, "cuMemFree_v2", NULL },
 		{ (void **)&cu->htod, "cuMemcpyHtoD_v2", NULL },
 		{ (void **)&cu->dtoh, "cuMemcpyDtoH_v2", NULL },
+		{ (void **)&cu->dtod, "cuMemcpyDtoD_v2", NULL },
 		{ (void **)&cu->memset8, "cuMemsetD8Async", NULL },
 		{ (void **)&cu->memset16, "cuMemsetD16Async", NULL },
 		{ (void **)&cu->memset32, "cuMemsetD32Async", NULL },
@@ -247,6 +249,20 @@ wdev_cuda_get(struct wdev_cuda *c, void *dst, const void *src, size_t n)
 	if ((error = wdev_cuda_sync(c)) < 0)
 		return error;
 	return cu_check(c, c->cu.dtoh(dst, (CUdeviceptr)(uintptr_t)src, n), "cuMemcpyDtoH");
+}
+
+int
+wdev_cuda_copy(struct wdev_cuda *c, void *dst, const void *src, size_t n)
+{
+	int error;
+
+	if ((error = wdev_cuda_sync(c)) < 0)
+		return error;
+	/* Device to device returns before the copy is done: wait for it. */
+	if ((error = cu_check(c, c->cu.dtod((CUdeviceptr)(uintptr_t)dst,
+	    (CUdeviceptr)(uintptr_t)src, n), "cuMemcpyDtoD")) < 0)
+		return error;
+	return wdev_cuda_sync(c);
 }
 
 int

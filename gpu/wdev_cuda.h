@@ -20,6 +20,8 @@ void wdev_cuda_host_free(struct wdev_cuda *c, void *p);
 void wdev_cuda_free(struct wdev_cuda *c, void *p);
 int wdev_cuda_put(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 int wdev_cuda_get(struct wdev_cuda *c, void *dst, const void *src, size_t n);
+/* Device to device, then a context synchronize. */
+int wdev_cuda_copy(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 int wdev_cuda_fill(struct wdev_cuda *c, void *p, size_t n, int elsize, const unsigned char pat[8]);
 int wdev_cuda_sync(struct wdev_cuda *c);
 void *wdev_cuda_stream(struct wdev_cuda *c);

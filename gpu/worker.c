@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +19,10 @@
 #include "gpu/sandbox.h"
 #include "gpu/wdev.h"
 #include "gpu/wpar.h"
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U	/* Linux 6.3; older C libraries lack the name */
+#endif
 
 #define KDL_BOOL 6	/* kDLBool, DLPack >= 0.8; Debian's header is 0.6 */
 
@@ -43,6 +50,16 @@ struct wslot {
 	DLTensor din[WORKER_MAX_TENSORS], dout[WORKER_MAX_TENSORS];
 	unsigned char *pristine;	/* the set's file: the inputs as given */
 	size_t pristine_cap;
+	/*
+	 * Timing slots: the outputs of the last timed run, copied right after
+	 * the call returned and the device synchronized, and the poison that
+	 * run got. A dump reads these, so work a candidate leaves running
+	 * after the call cannot finish the outputs before the judge's check.
+	 */
+	void *snap[WORKER_MAX_TENSORS];
+	size_t snap_cap[WORKER_MAX_TENSORS];
+	unsigned char pat[WORKER_MAX_TENSORS][8];
+	int snapped;
 };
 
 struct worker {
@@ -54,6 +71,7 @@ struct worker {
 	struct wslot main;		/* correctness runs: same buffers every trial */
 	struct wslot timing[WORKER_MAX_SLOTS];
 	int reply_fd;
+	int pass_fds;		/* reply_fd is a socket: snapshots go as sealed memfds */
 	unsigned char *host[2], *tmp;	/* output snapshots */
 	size_t host_cap;
 };
@@ -314,6 +332,22 @@ get_outputs(struct worker *w, struct wslot *sl, unsigned char *dst)
 	return 0;
 }
 
+/* Copy the slot's snapshot of its last timed run, back to back, into dst. */
+static int
+get_snapshot(struct worker *w, struct wslot *sl, unsigned char *dst)
+{
+	struct wset *s = &w->sets[sl->set];
+	size_t off = 0;
+	int error;
+
+	for (int i = 0; i < s->nout; i++) {
+		if ((error = wdev_get(w->d, dst + off, sl->snap[i], s->out[i].nbytes)) < 0)
+			return error;
+		off += s->out[i].nbytes;
+	}
+	return 0;
+}
+
 /*
  * Write one file per tensor (specs[0..n-1], back to back in buf) into the
  * scratch under fixed names (prefix, run, kind 'o' output or 'i' input,
@@ -356,6 +390,25 @@ write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
 	return write_tensors(w, s->out, s->nout, buf, sizes, prefix, run, 'o', files);
 }
 
+/* write() all n bytes at fd's offset. 0 or -errno. */
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, b, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
 /* Where a request's time went in the worker, in ms (the judge reports it). */
 struct phases {
 	double load, device, d2h, check, write;
@@ -368,13 +421,42 @@ phases_json(const struct phases *p)
 	    "d2h", p->d2h, "check", p->check, "write", p->write);
 }
 
+/*
+ * Send a reply line; with nfd > 0, fds go with its first bytes as
+ * SCM_RIGHTS (the judge's end is a socket then). The fds stay open here.
+ */
 static void
-reply(struct worker *w, json_t *r)
+reply_fds(struct worker *w, json_t *r, const int *fds, int nfd)
 {
 	struct buf b = BUF_INIT(BUF_MAX_DEFAULT);
 
 	if (jsonx_dump(r, JSON_COMPACT, &b) == 0 && buf_addch(&b, '\n') == 0) {
 		size_t done = 0;
+
+		while (nfd > 0 && done == 0) {
+			union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int) * WORKER_MAX_FDS)]; } u;
+			struct iovec iov = { b.data, b.len };
+			struct msghdr m = { 0 };
+			struct cmsghdr *c;
+			ssize_t n;
+
+			memset(&u, 0, sizeof(u));
+			m.msg_iov = &iov;
+			m.msg_iovlen = 1;
+			m.msg_control = u.buf;
+			m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+			c = CMSG_FIRSTHDR(&m);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfd);
+			n = sendmsg(w->reply_fd, &m, MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done = (size_t)n;
+		}
 		while (done < b.len) {
 			ssize_t n = write(w->reply_fd, b.data + done, b.len - done);
 			if (n < 0 && errno == EINTR)
@@ -389,6 +471,57 @@ reply(struct worker *w, json_t *r)
 }
 
 static void
+reply(struct worker *w, json_t *r)
+{
+	reply_fds(w, r, NULL, 0);
+}
+
+/*
+ * The sealed copy of set s's outputs in slot sl's snapshot, for the
+ * judge: a memfd written with write() (through w->tmp on CUDA) and sealed
+ * against writes and resizing before the reply, so nothing the candidate
+ * does after that changes what the judge reads. Sealing fails while
+ * anyone holds a writable mapping of it: then so does the run. The fd in
+ * *fd, or -errno (-EOPNOTSUPP: no memfd here).
+ */
+static int
+seal_snapshot(struct worker *w, struct wslot *sl, const struct wset *s, int *fd)
+{
+	int f, error = 0;
+
+	*fd = -1;
+	/* Refused (a kernel before 6.3, a filter): -EOPNOTSUPP, none sent. */
+	if ((f = memfd_create("kb-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+	    MFD_NOEXEC_SEAL)) < 0)
+		return -EOPNOTSUPP;
+	for (int i = 0; i < s->nout && error == 0; i++) {
+		const unsigned char *src = sl->snap[i];
+		size_t n = s->out[i].nbytes;
+
+		if (wdev_dl(w->d).device_type == kDLCUDA) {
+			/* Through the host buffer: the memfd is host memory. */
+			for (size_t off = 0; off < n && error == 0; off += w->host_cap) {
+				size_t k = n - off < w->host_cap ? n - off : w->host_cap;
+
+				if ((error = wdev_get(w->d, w->tmp, src + off, k)) == 0)
+					error = write_all(f, w->tmp, k);
+			}
+		} else {
+			error = write_all(f, src, n);
+		}
+	}
+	if (error == 0 && fcntl(f, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_SEAL) < 0)
+		error = -errno;
+	if (error < 0) {
+		close(f);
+		return error;
+	}
+	*fd = f;
+	return 0;
+}
+
+static void
 reply_error(struct worker *w, const char *stage, const char *msg)
 {
 	reply(w, json_pack("{s:b, s:s, s:s}", "ok", 0, "stage", stage, "error", msg));
@@ -397,8 +530,50 @@ reply_error(struct worker *w, const char *stage, const char *msg)
 /* Fatal device errors end the worker: the context may be lost. */
 #define DEVICE_FAILED 1
 
+static int hex_bytes(const char *h, unsigned char *v, int n);
+
+/*
+ * Run `run` of `runs`' poison for set s's outputs into pat: pj is the
+ * request's "poison", one list per run of one hex string per output (an
+ * element's bytes, little-endian), drawn by the judge for every run from
+ * one distribution so a kernel cannot tell a trial from a timed run by
+ * it. Absent: the fixed pattern `dflt`. 0 or -EINVAL with err set.
+ */
 static int
-cmd_run(struct worker *w, int k)
+parse_poison(json_t *pj, size_t runs, size_t run, const struct wset *s, int dflt,
+    unsigned char pat[][8], char *err, size_t errlen)
+{
+	json_t *r;
+
+	if (!pj) {
+		for (int i = 0; i < s->nout; i++)
+			wdev_pattern(s->out[i].elsize, dflt, pat[i]);
+		return 0;
+	}
+	r = json_array_get(pj, run);
+	if (!json_is_array(pj) || json_array_size(pj) != runs || !json_is_array(r) ||
+	    json_array_size(r) != (size_t)s->nout) {
+		snprintf(err, errlen, "poison holds one list per run of one value per output");
+		return -EINVAL;
+	}
+	for (int i = 0; i < s->nout; i++) {
+		const char *hx = json_string_value(json_array_get(r, (size_t)i));
+		int es = s->out[i].elsize;
+
+		if (!hx || es > 8 || hex_bytes(hx, pat[i], es) < 0 ||
+		    (es == 8 && memcmp(pat[i], pat[i] + 4, 4))) {
+			snprintf(err, errlen, "poison[%zu][%d]: not %d bytes in hex%s", run, i, es,
+			    es == 8 ? " (a 32-bit word twice)" : "");
+			return -EINVAL;
+		}
+		for (int b = es; b < 8; b++)
+			pat[i][b] = pat[i][b - es];
+	}
+	return 0;
+}
+
+static int
+cmd_run(struct worker *w, int k, json_t *poison)
 {
 	struct wslot *sl = &w->main;
 	struct wset *s = &w->sets[k];
@@ -407,12 +582,15 @@ cmd_run(struct worker *w, int k)
 	json_t *late = json_array(), *mod = json_array(), *ms = json_array();
 	struct phases ph = { 0 };
 	char err[512] = "";
+	unsigned char pats[2][WORKER_MAX_TENSORS][8];
 	size_t differ = 0;
 	double t;
 	int error = 0;
 
 	t = wdev_now_ms();
-	if ((error = slot_load(w, sl, k, err, sizeof(err))) < 0 ||
+	if ((error = parse_poison(poison, 2, 0, s, 0, pats[0], err, sizeof(err))) < 0 ||
+	    (error = parse_poison(poison, 2, 1, s, 1, pats[1], err, sizeof(err))) < 0 ||
+	    (error = slot_load(w, sl, k, err, sizeof(err))) < 0 ||
 	    (error = host_room(w, total > s->file_bytes ? total : s->file_bytes)) < 0)
 		goto out;
 	ph.load = wdev_now_ms() - t;
@@ -426,7 +604,8 @@ cmd_run(struct worker *w, int k)
 		json_array_append_new(files, f);
 		t = wdev_now_ms();
 		for (int i = 0; i < s->nout && error == 0; i++)
-			error = wdev_poison(w->d, sl->out[i], s->out[i].nbytes, s->out[i].elsize, run);
+			error = wdev_poison(w->d, sl->out[i], s->out[i].nbytes, s->out[i].elsize,
+			    pats[run][i]);
 		if (error < 0 ||
 		    (error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
 			&ev, &host)) < 0)
@@ -446,11 +625,9 @@ cmd_run(struct worker *w, int k)
 		/* One pass per output: poison left, changed since, differing from run 1. */
 		for (int i = 0; i < s->nout; i++) {
 			struct wpar_counts c = { 0 };
-			unsigned char pat[8];
 
-			wdev_pattern(s->out[i].elsize, run, pat);
 			wpar_count(w->host[run] + off, w->tmp + off, run ? w->host[0] + off : NULL,
-			    s->out[i].nbytes, s->out[i].elsize, pat, &c);
+			    s->out[i].nbytes, s->out[i].elsize, pats[run][i], &c);
 			json_array_append_new(u, json_integer((json_int_t)c.poison));
 			changed += c.late;
 			differ += c.differ * (size_t)s->out[i].elsize;
@@ -651,16 +828,20 @@ bad:
 
 /*
  * Timed runs. Before each, outside the timed region: the outputs
- * poisoned, the cache flushed, then the judge's perturbations written
- * into the set's input buffers (one element per input and run, so no
- * timed call sees inputs it has seen before; docs/evaluation.md), then a
- * device-wide synchronize. overhead_ms is the sum of those steps.
+ * poisoned (with the judge's value for that run, or the fixed pattern),
+ * the cache flushed, then the judge's perturbations written into the
+ * set's input buffers (one element per input and run, so no timed call
+ * sees inputs it has seen before; docs/evaluation.md), then a
+ * device-wide synchronize. After each, also outside it: the outputs
+ * copied into the slot's snapshot, which a dump reads. overhead_ms is
+ * the sum of those steps.
  */
 static int
-cmd_time(struct worker *w, json_t *sets, json_t *perturb)
+cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 {
 	struct wslot *order[256];
 	size_t first[257];
+	int fds[WORKER_MAX_FDS], nfd = 0;
 	struct pert *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
 	size_t n = json_array_size(sets), i;
@@ -683,16 +864,39 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb)
 		}
 		if (!(order[i] = timing_slot(w, (int)k, 1, err, sizeof(err), &error)))
 			goto out;
+		/* Validated before any run; snapshot room allocated before too. */
+		if ((error = parse_poison(poison, n, i, &w->sets[k], 0, order[i]->pat, err,
+		    sizeof(err))) < 0)
+			goto out;
+		for (int j = 0; j < w->sets[k].nout; j++)
+			if ((error = ensure(w, &order[i]->snap[j], &order[i]->snap_cap[j],
+			    w->sets[k].out[j].nbytes)) < 0) {
+				snprintf(err, sizeof(err), "snapshot of %s: %s", w->sets[k].out[j].name,
+				    wdev_error(w->d));
+				goto out;
+			}
 	}
 	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0)
 		goto out;
+	if (w->pass_fds && n <= WORKER_MAX_FDS) {
+		size_t most = 0;
+
+		for (i = 0; i < n; i++)
+			if (out_total(&w->sets[order[i]->set]) > most)
+				most = out_total(&w->sets[order[i]->set]);
+		if ((error = host_room(w, most)) < 0)
+			goto out;
+	}
 	for (i = 0; i < n && krc == 0; i++) {
 		struct wslot *sl = order[i];
 		struct wset *s = &w->sets[sl->set];
 
 		t0 = wdev_now_ms();
+		if ((error = parse_poison(poison, n, i, s, 0, sl->pat, err, sizeof(err))) < 0)
+			goto out;
 		for (int j = 0; j < s->nout && error == 0; j++)
-			error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, 0);
+			error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize,
+			    sl->pat[j]);
 		if (error < 0 || (error = wdev_flush(w->d)) < 0)
 			goto device;
 		for (size_t j = first[i]; j < first[i + 1]; j++)
@@ -704,11 +908,37 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb)
 		if ((error = wdev_call(w->d, w->fn, sl->din, s->nin, sl->dout, s->nout, &krc,
 		    &e, &h)) < 0)
 			goto device;
+		/*
+		 * The snapshot, at once: wdev_call returned after a device-wide
+		 * synchronize, so what the judge may check is what the call left,
+		 * not what a thread or stream it started writes later. A copy on
+		 * the device (its bandwidth, not the bus's) for every run: the
+		 * judge decides only after the reply which runs it checks.
+		 */
+		t0 = wdev_now_ms();
+		for (int j = 0; j < s->nout; j++)
+			if ((error = wdev_copy(w->d, sl->snap[j], sl->out[j], s->out[j].nbytes)) < 0)
+				goto device;
+		sl->snapped = 1;
+		if (w->pass_fds && n <= WORKER_MAX_FDS) {
+			if ((error = seal_snapshot(w, sl, s, &fds[nfd])) == -EOPNOTSUPP) {
+				/* The judge reads the dump instead ("sealed" < runs). */
+				w->pass_fds = 0;
+				error = 0;
+			} else if (error < 0) {
+				snprintf(err, sizeof(err), "time: sealing the snapshot of run %zu: %s "
+				    "(a writable mapping of it?)", i, strerror(-error));
+				goto out;
+			} else {
+				nfd++;
+			}
+		}
+		over += wdev_now_ms() - t0;
 		json_array_append_new(ev, json_real(e));
 		json_array_append_new(host, json_real(h));
 	}
-	reply(w, json_pack("{s:b, s:i, s:O, s:O, s:f}", "ok", 1, "rc", krc, "ev_ms", ev,
-	    "host_ms", host, "overhead_ms", over));
+	reply_fds(w, json_pack("{s:b, s:i, s:O, s:O, s:f, s:i}", "ok", 1, "rc", krc, "ev_ms", ev,
+	    "host_ms", host, "overhead_ms", over, "sealed", nfd), fds, nfd);
 	goto out;
 device:
 	snprintf(err, sizeof(err), "%s", wdev_error(w->d));
@@ -716,6 +946,8 @@ device:
 out:
 	if (error < 0)
 		reply_error(w, "time", err);
+	while (nfd > 0)
+		close(fds[--nfd]);
 	free(pt);
 	json_decref(ev);
 	json_decref(host);
@@ -750,11 +982,11 @@ parse_sample(json_t *v, uint64_t *a, uint64_t *b, uint64_t *m)
  * each of more than m elements only its m elements at (a + j * b) mod ne,
  * in that order, the others whole; m = 0 copies nothing (src is what the
  * caller writes). The sizes written into sizes. With
- * unw, the output poison left in each (over every element) is appended.
+ * unw, the poison pats[i] left in each (over every element) is appended.
  */
 static void
 gather(const struct wspec *specs, int n, const unsigned char *src, uint64_t a, uint64_t b,
-    uint64_t m, unsigned char *dst, size_t *sizes, json_t *unw)
+    uint64_t m, unsigned char *dst, size_t *sizes, json_t *unw, unsigned char (*pats)[8])
 {
 	size_t off = 0, soff = 0;
 
@@ -763,10 +995,8 @@ gather(const struct wspec *specs, int n, const unsigned char *src, uint64_t a, u
 
 		if (unw) {
 			struct wpar_counts c = { 0 };
-			unsigned char pat[8];
 
-			wdev_pattern(specs[i].elsize, 0, pat);
-			wpar_count(src + off, NULL, NULL, specs[i].nbytes, specs[i].elsize, pat, &c);
+			wpar_count(src + off, NULL, NULL, specs[i].nbytes, specs[i].elsize, pats[i], &c);
 			json_array_append_new(unw, json_integer((json_int_t)c.poison));
 		}
 		if (m && m < ne) {
@@ -792,16 +1022,17 @@ gather(const struct wspec *specs, int n, const unsigned char *src, uint64_t a, u
 }
 
 /*
- * The outputs the last timed run on set k left, for the judge's spot
- * check: all of them, or with "sample" only the sampled elements (the
- * poison count is over all elements either way). The judge picks the
+ * The outputs the last timed run on set k left (its snapshot, taken when
+ * the call returned), for the judge's spot check: all of them, or with
+ * "sample" only the sampled elements (the poison count is over all
+ * elements either way, against that run's poison). The judge picks the
  * sample after the run, so the kernel cannot know which elements count.
  * With "inputs": n, the first n inputs' current contents too (sampled
  * alike), as "in_files": the judge compares them with its own copy of
  * the set as it perturbed it.
  */
 static int
-cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
+cmd_dump(struct worker *w, int k, json_t *sample, long long n_in, int outputs)
 {
 	struct wslot *sl;
 	struct wset *s;
@@ -814,9 +1045,9 @@ cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
 	double t;
 
 	if (k < 0 || k >= w->nsets ||
-	    !(sl = timing_slot(w, k, 0, err, sizeof(err), &error))) {
+	    !(sl = timing_slot(w, k, 0, err, sizeof(err), &error)) || !sl->snapped) {
 		if (!err[0])
-			snprintf(err, sizeof(err), "dump: no set %d", k);
+			snprintf(err, sizeof(err), "dump: set %d was never timed", k);
 		error = -EINVAL;
 		goto out;
 	}
@@ -835,18 +1066,21 @@ cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
 		in_bytes += s->in[i].nbytes;
 	if ((error = host_room(w, out_total(s) > in_bytes ? out_total(s) : in_bytes)) < 0)
 		goto out;
+	/* "outputs": false: the judge holds the run's sealed snapshot. */
 	t = wdev_now_ms();
-	if ((error = get_outputs(w, sl, w->host[0])) < 0) {
+	if (outputs && (error = get_snapshot(w, sl, w->host[0])) < 0) {
 		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
 		error = -EIO;
 		goto out;
 	}
 	ph.d2h = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	gather(s->out, s->nout, w->host[0], a, b, m, w->host[1], sizes, unw);
+	if (outputs)
+		gather(s->out, s->nout, w->host[0], a, b, m, w->host[1], sizes, unw, sl->pat);
 	ph.check = wdev_now_ms() - t;
 	t = wdev_now_ms();
-	if ((error = write_outputs(w, s, m ? w->host[1] : w->host[0], sizes, m ? "smp" : "out", 0, files)) < 0) {
+	if (outputs && (error = write_outputs(w, s, m ? w->host[1] : w->host[0], sizes,
+	    m ? "smp" : "out", 0, files)) < 0) {
 		snprintf(err, sizeof(err), "writing outputs: %s", strerror(-error));
 		goto out;
 	}
@@ -865,7 +1099,7 @@ cmd_dump(struct worker *w, int k, json_t *sample, long long n_in)
 		}
 		ph.d2h += wdev_now_ms() - t;
 		t = wdev_now_ms();
-		gather(s->in, (int)n_in, w->host[0], a, b, m, w->host[1], sizes, NULL);
+		gather(s->in, (int)n_in, w->host[0], a, b, m, w->host[1], sizes, NULL, NULL);
 		ph.check += wdev_now_ms() - t;
 		t = wdev_now_ms();
 		if ((error = write_tensors(w, s->in, (int)n_in, m ? w->host[1] : w->host[0], sizes,
@@ -941,11 +1175,13 @@ serve(struct worker *w)
 		} else if (!strcmp(cmd, "noop")) {
 			reply(w, json_pack("{s:b}", "ok", 1));
 		} else if (!strcmp(cmd, "run") && k >= 0 && k < w->nsets) {
-			status = cmd_run(w, k);
+			status = cmd_run(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "time")) {
-			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"));
+			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
+			    json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
-			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0));
+			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0),
+			    !json_is_false(json_object_get(c, "outputs")));
 		} else {
 			reply_error(w, "request", "unknown command or bad set");
 		}
@@ -965,6 +1201,8 @@ slot_free(struct worker *w, struct wslot *sl)
 			wdev_free(w->d, sl->in[i]);
 		if (sl->out[i])
 			wdev_free(w->d, sl->out[i]);
+		if (sl->snap[i])
+			wdev_free(w->d, sl->snap[i]);
 	}
 	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
@@ -988,6 +1226,12 @@ worker_main(const struct worker_opts *o)
 	if ((w.reply_fd = fcntl(1, F_DUPFD_CLOEXEC, 3)) < 0 || dup2(2, 1) < 0) {
 		fprintf(stderr, "worker: cannot set up stdout: %s\n", strerror(errno));
 		return 2;
+	}
+	/* A socket from the judge: timed runs' snapshots go back sealed. */
+	{
+		struct stat st;
+
+		w.pass_fds = fstat(w.reply_fd, &st) == 0 && S_ISSOCK(st.st_mode);
 	}
 	if ((error = load_manifest(&w, err, sizeof(err))) < 0) {
 		reply_error(&w, "setup", err);

@@ -26,6 +26,7 @@
 #define WORKER_MAX_SETS 4096
 #define WORKER_MAX_SLOTS 8		/* input sets resident at once for timing */
 #define WORKER_MAX_REPS 100000
+#define WORKER_MAX_FDS 16		/* sealed snapshots one time reply carries */
 #define WORKER_LINE_MAX (64u << 10)	/* one command */
 #define WORKER_MANIFEST_MAX (16u << 20)
 #define WORKER_DEFER_MS 5		/* wait before the second look at outputs */

@@ -60,9 +60,11 @@ expect "$tmp/one.json" correct.c '"stopped" not in r["timing"]' "a kernel near e
 # the plain way, after the compiles.
 KERNELBOT_SPOT_SAMPLE=16 KERNELBOT_JUDGE_EARLY=0 "$KERNELBOT" eval "$P" "$C" $FAST --json \
 	>"$tmp/smp.json" 2>"$tmp/err" || bad "sampled run failed: $(cat "$tmp/err")"
-expect "$tmp/smp.json" correct.c 'r["status"] == "correct" and "1 in full, 2 on 16 elements" in str(r["checks"])' "spot checks: two on 16 sampled elements, the last in full"
+# 15 timed runs, each checked with p = 0.8: none checked has probability
+# 0.2^15 (3e-11).
+expect "$tmp/smp.json" correct.c 'r["status"] == "correct" and r["timing"]["checks"]["checked"] > 0 and ("1 in full, %d on 16 elements" % r["timing"]["checks"]["checked"]) in str(r["checks"])' "spot checks: the drawn ones on 16 sampled elements, the last run in full"
 expect "$tmp/smp.json" correct.c '"judge_wait" not in r["timing_breakdown_s"]["judge_shared"]' "KERNELBOT_JUDGE_EARLY=0: the judge starts after the compiles"
-expect "$tmp/one.json" correct.c '"judge_wait" in r["timing_breakdown_s"]["judge_shared"] and "3 in full, 0 on 65536" in str(r["checks"])' "by default the judge starts before the compiles; outputs under the sample size are checked in full"
+expect "$tmp/one.json" correct.c '"judge_wait" in r["timing_breakdown_s"]["judge_shared"] and ("%d in full, 0 on 65536" % (r["timing"]["checks"]["checked"] + r["timing"]["checks"]["extra"])) in str(r["checks"])' "by default the judge starts before the compiles; outputs under the sample size are checked in full"
 
 # A batch: an array in order; a compile error carries the compiler's
 # message; a missing entry point is rejected; one bad candidate makes exit 1.

@@ -13,6 +13,7 @@ F="$ROOT/tests/fixtures/eval"
 st=$?
 [ "$st" -eq 1 ] && ok "exit 1" || bad "exit $st: $(tail -5 "$tmp/err")"
 expect "$tmp/out.json" kb_correct.py 'r["status"] == "correct" and r["timings_ms"]["candidate"]["runs"] == 6' "a correct ModelNew passes and is timed"
+expect "$tmp/out.json" kb_correct.py 'any(c["name"] == "spot_checks" and "read from the run" in c["detail"] and "; 0 read from" not in c["detail"] for c in r["checks"])' "its timed runs' checks read sealed snapshots"
 expect "$tmp/out.json" kb_correct.py '"build_s" in r' "its build time is reported"
 expect "$tmp/out.json" kb_empty.py 'r["status"] == "mismatch"' "torch.empty never written: mismatch"
 expect "$tmp/out.json" kb_wrong_shape.py 'r["status"] == "mismatch" and "expected" in r["errors"][0]' "wrong output shape: mismatch"

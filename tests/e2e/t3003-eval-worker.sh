@@ -87,6 +87,78 @@ sys.exit(0 if r["unwritten"] == [0] and all(abs(a - math.tanh(i + 1)) < 1e-6
                                             for a, i in zip(v, (5, 0, 3))) else 1)
 PYEOF
 
+# The judge's poison, one value per run and output: a kernel that writes
+# nothing leaves exactly that value, counted against that run's value
+# (run: two runs, two values; time: one per timed call; dump: the last
+# run's). A set never timed has nothing to dump; malformed poison is
+# refused. Output files are rewritten by the next request: one worker
+# per look.
+mkdir -p "$tmp/scratch4"
+cc -O2 -fPIC -shared -o "$tmp/unwritten.so" "$X/unwritten.c" -lm || bad "cc"
+UW() { "$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch4" \
+	--so "$tmp/unwritten.so"; }
+printf '%s\n' '{"cmd":"dump","set":0}' \
+	'{"cmd":"run","set":0,"poison":[["0700c07f"],["0900c0ff"]]}' '{"cmd":"quit"}' |
+	UW >"$tmp/rq" 2>/dev/null
+[ "$(py x 'r["ok"] is False and "never timed" in r["error"]' "$(sed -n 2p "$tmp/rq")")" = True ] &&
+	ok "dump of a set never timed refused" || bad "dump untimed: $(sed -n 2p "$tmp/rq")"
+"$PY" - "$(sed -n 3p "$tmp/rq")" <<'PYEOF' && ok "run: each run's own poison, left and counted" || bad "run poison: $(sed -n 3p "$tmp/rq")"
+import json, sys
+run = json.loads(sys.argv[1])
+b0 = open(run["files"][0][0], "rb").read()
+b1 = open(run["files"][1][0], "rb").read()
+sys.exit(0 if run["unwritten"] == [[8], [8]] and b0 == bytes.fromhex("0700c07f") * 8
+         and b1 == bytes.fromhex("0900c0ff") * 8 else 1)
+PYEOF
+printf '%s\n' '{"cmd":"time","sets":[0,0],"poison":[["1234a57f"],["4321b5ff"]]}' \
+	'{"cmd":"dump","set":0}' '{"cmd":"time","sets":[0],"poison":[["1234a5"]]}' \
+	'{"cmd":"dump","set":0,"outputs":false,"inputs":1}' '{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
+[ "$(py x 'r["files"] == [] and r["unwritten"] == [] and len(r["in_files"]) == 1' "$(sed -n 5p "$tmp/rq")")" = True ] &&
+	ok "dump with outputs false: the inputs only" || bad "outputs false: $(sed -n 5p "$tmp/rq")"
+"$PY" - "$(sed -n 3p "$tmp/rq")" <<'PYEOF' && ok "time and dump: the last run's poison, left and counted" || bad "time poison: $(sed -n 2,3p "$tmp/rq")"
+import json, sys
+dump = json.loads(sys.argv[1])
+d = open(dump["files"][0], "rb").read()
+sys.exit(0 if dump["unwritten"] == [8] and d == bytes.fromhex("4321b5ff") * 8 else 1)
+PYEOF
+[ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 4p "$tmp/rq")")" = True ] &&
+	ok "poison of the wrong size refused" || bad "bad poison: $(sed -n 4p "$tmp/rq")"
+printf '%s\n' '{"cmd":"run","set":0,"poison":[["0700c07f"]]}' '{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
+[ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 2p "$tmp/rq")")" = True ] &&
+	ok "run: poison for one run of two refused" || bad "run poison: $(sed -n 2p "$tmp/rq")"
+
+# Through the judge's own client (a socket for the worker's stdout): every
+# timed run's outputs come back as a memfd sealed against writes and
+# resizing, holding what the run left; neither writing nor mapping it
+# writable is possible any more.
+mkdir -p "$tmp/scratch5"
+"$PY" - "$KERNELBOT" "$tmp/in" "$tmp/scratch5" "$tmp/correct.so" "$ROOT/gpu/harness" <<'PYEOF' && ok "time over a socket: one sealed snapshot per run, right values, unwritable" || bad "sealed snapshots"
+import errno, fcntl, math, mmap, os, struct, sys, time
+sys.path.insert(0, sys.argv[5])
+from kbh.judge_worker import Worker
+d = sys.argv[3]
+w = Worker([sys.argv[1], "__worker", "--backend", "cpu", "--dir", sys.argv[2], "--scratch", d,
+            "--so", sys.argv[4]], dict(os.environ), d + "/err", time.monotonic() + 60, 30)
+good = w.read_reply("start")["ok"]
+r = w.request({"cmd": "time", "sets": [0, 0]})
+fds = w.take_fds()
+good = good and r["sealed"] == 2 and len(fds) == 2
+for f in fds:
+    good = good and fcntl.fcntl(f, 1034) & 0xF == 0xF and os.fstat(f).st_size == 32
+    v = struct.unpack("<8f", os.pread(f, 32, 0))
+    good = good and all(abs(a - math.tanh(i + 1)) < 1e-6 for i, a in enumerate(v))
+    for attempt in (lambda: os.pwrite(f, b"x", 0),
+                    lambda: mmap.mmap(f, 32, mmap.MAP_SHARED, mmap.PROT_WRITE)):
+        try:
+            attempt()
+            good = False
+        except OSError as e:
+            good = good and e.errno == errno.EPERM
+    os.close(f)
+w.close()
+sys.exit(0 if good else 1)
+PYEOF
+
 # The judge's perturbations: element 2 of x set to 10.0 before the first
 # timed run, element 5 to -1.0 before the second; they persist, and a
 # dump with "inputs" returns x as changed and the outputs of that state.

@@ -284,7 +284,7 @@ def test_spot_check_sampled_and_full(tmp_path):
     a, b, m = w.reqs[-1]["sample"]
     assert m == jr.SPOT_SAMPLE and __import__("math").gcd(b % n, n) == 1
     run.spot_check(w, 0, 2, full=True)
-    assert "sample" not in w.reqs[-1] and run.spot_n == {"full": 1, "sampled": 1}
+    assert "sample" not in w.reqs[-1] and run.spot_n == {"full": 1, "sampled": 1, "sealed": 0}
 
 
 def test_spot_check_sample_catches_skipped_work(tmp_path):

@@ -26,6 +26,7 @@ from kbh import judge_ref as jref
 from kbh import judge_stats as stats
 from kbh import judge_timing as jt
 from kbh.judge_worker import Worker, WorkerError
+from kbh.judge_checks import CHECK_FRACTION
 from kbh.judge_run import CandidateRun, SPOT_SAMPLE, SPOT_CHECKS
 
 MASK63 = (1 << 63) - 1
@@ -78,6 +79,8 @@ class Context:
         # Elements per output of the spot checks before the last (0: all
         # of them, every time; KERNELBOT_SPOT_SAMPLE in the command).
         self.spot_sample = max(0, int(req.get("spot_sample", SPOT_SAMPLE)))
+        # The probability of checking each timed run (KERNELBOT_CHECK_FRACTION).
+        self.check_fraction = min(1.0, max(0.0, float(req.get("check_fraction", CHECK_FRACTION))))
         # Fixed timing inputs (KERNELBOT_PERTURB=0): the replay hole reopens.
         self.perturb = bool(req.get("perturb", True))
         self.timeout_s = float(req.get("timeout_s", 60))

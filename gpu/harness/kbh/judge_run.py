@@ -1,7 +1,9 @@
 """One candidate's evaluation inside the judge: start its worker, run the
 correctness trials, time it interleaved with the baselines, decide."""
+import fcntl
 import json
 import math
+import mmap
 import os
 import random
 import shutil
@@ -12,6 +14,7 @@ import time
 
 import torch
 
+from kbh import judge_checks as jchk
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
 from kbh import judge_perturb as jpert
@@ -24,10 +27,9 @@ from kbh.judge_worker import Worker, WorkerError
 ERRORS_MAX = 8
 ERROR_CHARS = 2000
 NOOP_PROBES = 5
-SPOT_CHECKS = 3
-# Spot checks before the last compare this many elements of each output,
-# drawn after the timed run (a random offset and a stride coprime with the
-# output's size); the last one compares every element.
+# Spot checks compare this many elements of each output, drawn after the
+# timed run (a random offset and a stride coprime with the output's size);
+# one more, after the last timed run, compares every element.
 SPOT_SAMPLE = 1 << 16
 SANITIZER_EXIT = 86
 SANITIZER_PADDING = 4096	# bytes of memcheck's guard after every allocation
@@ -49,6 +51,10 @@ SIDE_STREAM_SLACK_MS = 0.05
 # from the cache (judge_cache.py): enough for the drift check and the
 # eager speedup's interval, a third of the cost.
 EAGER_CACHED_DIV = 3
+# fcntl's sealing commands and seals (Linux), which Python names from 3.9
+# on only for memfd_create's flags.
+F_GET_SEALS = 1034
+SEALS_ALL = 0x1 | 0x2 | 0x4 | 0x8	# SEAL, SHRINK, GROW, WRITE
 # Adaptive timing's extra rounds may cost at most this many times the floor's.
 ADAPTIVE_WALL_FACTOR = 4
 # A candidate this many times slower than eager over its first
@@ -164,6 +170,14 @@ class CandidateRun:
         os.makedirs(self.scratch, exist_ok=True)
         self.report = os.path.join(ctx.workdir, "cand%s.sandbox.json" % cand.get("id"))
         self.acc = {}
+        # Poison values and check decisions: the system's RNG, never the
+        # evaluation seed (the worker reads it in the manifest).
+        self.prng = random.SystemRandom()
+        self.spot_n = {"full": 0, "sampled": 0, "sealed": 0}
+        # Per timing set: the sealed snapshot of its last timed run (an fd
+        # from the worker, or None) and that run's poison.
+        self.snap = {}
+        self.last_poison = {}
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -284,7 +298,9 @@ class CandidateRun:
         or timing round); a worker gets that for each of its requests,
         plus the build for load_inline solutions."""
         ctx = self.ctx
-        n = len(ctx.sets) + ctx.max_rounds + SPOT_CHECKS + 2 * NOOP_PROBES + 2
+        # A round's timed runs share one --timeout (timed_round); its
+        # checks are dumps, about one a run.
+        n = len(ctx.sets) + 2 * ctx.max_rounds + 2 * NOOP_PROBES + 3
         return (ctx.timeout_s * n + (ctx.build_timeout_s if self.kind != "native" else 0))
 
     def start(self, **kw):
@@ -331,6 +347,8 @@ class CandidateRun:
         finally:
             if w is not None:
                 w.close()
+            for k in list(self.snap):
+                self.close_snap(k)
             self.sandbox_checks()
         if self.res["status"] == "correct" and self.ctx.sanitize:
             t3 = time.perf_counter()
@@ -413,7 +431,9 @@ class CandidateRun:
             where = "trial %d, %s" % (s["trial"], "main inputs" if s["variant"] == 0
                                        else "input variant %d" % s["variant"])
             t0 = time.perf_counter()
-            r = w.request({"cmd": "run", "set": i})
+            p0 = jchk.draw_poison(s["specs"], self.prng)
+            r = w.request({"cmd": "run", "set": i,
+                           "poison": [p0, jchk.draw_poison(s["specs"], self.prng, p0)]})
             self.add_time("trials_worker", t0)
             self.phases(r, "trials_worker")
             t0 = time.perf_counter()
@@ -490,9 +510,9 @@ class CandidateRun:
             # Warm-up times are not judged: first calls may load modules
             # (and the worker loads its timing sets on first use).
             t0 = time.perf_counter()
-            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)], [], [])
+            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)])
             self.add_time("timing_warmup", t0)
-        spots = set(range(ctx.rounds - 1, -1, -max(1, ctx.rounds // SPOT_CHECKS)))
+        self.sched = jchk.Schedule(getattr(ctx, "check_fraction", jchk.CHECK_FRACTION), self.prng)
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         t_rounds, floor_s, precision = time.perf_counter(), None, None
         r, stopped, rot = 0, None, []
@@ -500,10 +520,6 @@ class CandidateRun:
             slow = stats.slowdown(eager_rounds, cand_rounds) if r >= SLOW_MIN_ROUNDS else None
             if slow is not None and slow > SLOW_FACTOR:
                 stopped = "%.3gx slower than eager after %d rounds" % (slow, r)
-                if max(spots) >= r and rot:	# the full one's round was not reached
-                    t0 = time.perf_counter()
-                    self.spot_check(w, rot[-1], r - 1, full=True)
-                    self.add_time("spot_checks", t0)
                 break
             if r >= ctx.rounds:
                 # Past the floor (adaptive timing only): stop once the
@@ -519,17 +535,11 @@ class CandidateRun:
             order = order[r % 3:] + order[:r % 3]
             for who in order:
                 if who == "cand":
-                    t0 = time.perf_counter()
-                    cand_rounds.append(self.timed(w, rot, side_notes, untimed_notes))
-                    self.add_time("timing_candidate", t0)
+                    cand_rounds.append(self.timed_round(w, rot, r, side_notes, untimed_notes))
                     if probe is not None:
                         t0 = time.perf_counter()
                         probe.round()	# the copy bandwidth right next to this round
                         self.add_time("timing_bandwidth", t0)
-                    if r in spots:
-                        t0 = time.perf_counter()
-                        self.spot_check(w, rot[-1], r, full=r == max(spots))
-                        self.add_time("spot_checks", t0)
                 elif who == "eager" and ctx.eager_fn is not None:
                     t0 = time.perf_counter()
                     eager_rounds.append([e for e, _ in ctx.time_baseline(
@@ -540,10 +550,18 @@ class CandidateRun:
                     comp_rounds.append([e for e, _ in ctx.time_baseline(ctx.compile_fn, rot)])
                     self.add_time("timing_compile", t0)
             r += 1
+        if rot and not self.spot_n["full"]:
+            # At least one comparison of every element: the last timed run's
+            # (its slot's snapshot is still that run's), beside the draws.
+            t0 = time.perf_counter()
+            self.sched.extra += 1
+            self.spot_check(w, rot[-1], r - 1, full=True)
+            self.add_time("spot_checks", t0)
         self.res["timing"] = {"rounds": r, "reps": ctx.reps, "adaptive": ctx.adaptive,
                               "max_rounds": ctx.max_rounds, "target_precision": ctx.precision,
                               "median_precision": precision if precision is not None else
-                              stats.median_precision(cand_rounds, seed)}
+                              stats.median_precision(cand_rounds, seed),
+                              "checks": self.sched.info()}
         if stopped:
             self.res["timing"]["stopped"] = stopped
         for x in eager_rounds:
@@ -582,10 +600,13 @@ class CandidateRun:
             "compile": stats.summary([x for rd in comp_rounds for x in rd]),
         }
         self.res["speedup"] = {"eager": se, "eager_ci95": se_ci, "compile": sc, "compile_ci95": sc_ci}
-        sn = getattr(self, "spot_n", {"full": 0, "sampled": 0})
-        self.check("spot_checks", True, "outputs of %d timed runs compared: %d in full, %d on %d "
-                   "elements per output drawn after the run" % (len(spots), sn["full"], sn["sampled"],
-                                                               getattr(ctx, "spot_sample", SPOT_SAMPLE)))
+        sn = self.spot_n
+        self.check("spot_checks", True, "%s; compared: %d in full, %d on %d elements per output "
+                   "drawn after the run; %d read from the run's sealed snapshot"
+                   % (self.sched.summary(), sn["full"], sn["sampled"],
+                      getattr(ctx, "spot_sample", SPOT_SAMPLE), sn["sealed"]))
+        for k in list(self.snap):
+            self.close_snap(k)
         self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
                    (self.pert.runs > 0 or self.pert.plain == 0),
                    self.pert.summary())
@@ -695,13 +716,14 @@ class CandidateRun:
         comp_fn = getattr(ctx, "compile_fn", None) if baselines and ctx.cached is None else None
         for r in range(RETIME_ROUNDS):
             rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
-            cand.append(self.timed(w, rot, [], []))
+            # Timed runs like the others: each may be checked.
+            cand.append(self.timed_round(w, rot, r, [], []))
             if probe is not None:
                 probe.round()
             if eager_fn is not None:
-                eager.append([e for e, _ in ctx.timer.time(eager_fn, [ctx.sets[k]["args"] for k in rot])])
+                eager.append([e for e, _ in ctx.time_baseline(eager_fn, rot)])
             if comp_fn is not None:
-                comp.append([e for e, _ in ctx.timer.time(comp_fn, [ctx.sets[k]["args"] for k in rot])])
+                comp.append([e for e, _ in ctx.time_baseline(comp_fn, rot)])
         med = statistics.median([x for rd in cand for x in rd])
         rse = stats.speedup(eager, cand, seed)[0] if eager and se is not None else None
         if comp and sc is not None:
@@ -714,39 +736,76 @@ class CandidateRun:
             rse, rsc = se, sc
         return med, rse, rsc
 
-    def timed(self, w, sets, side_notes, untimed_notes):
+    def timed(self, w, sets, timeout=None):
+        """Timed runs on sets, one request: (event ms, host ms, the
+        judge's wall seconds less the round trip, the worker's overhead
+        ms). Every run gets its own poison, drawn like the trials'."""
+        poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
         r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
-                       "perturb": self.pert.request(sets)})
-        ev, host = r.get("ev_ms"), r.get("host_ms")
+                       "perturb": self.pert.request(sets), "poison": poison}, timeout)
+        fds = w.take_fds() if hasattr(w, "take_fds") else []
+        sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
+        for i, k in enumerate(sets):
+            self.close_snap(k)
+            self.last_poison[k] = poison[i]
+            # Runs in order: a set's last snapshot is the one that counts.
+            self.snap[k] = fds[i] if sealed else None
+        if not sealed:
+            for f in fds:
+                os.close(f)
+        ev, host, over = r.get("ev_ms"), r.get("host_ms"), r.get("overhead_ms", 0)
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
         if (not isinstance(ev, list) or not isinstance(host, list) or len(ev) != len(sets)
                 or len(host) != len(sets) or not all(isinstance(x, (int, float)) and x >= 0
-                                                     for x in ev + host)):
+                                                     for x in ev + host)
+                or not isinstance(over, (int, float))):
             raise Failed("runtime_error", "worker returned malformed timings")
+        return ev, host, w.walls[-1] - self.rtt, float(over)
+
+    def timed_round(self, w, rot, rnd, side_notes, untimed_notes):
+        """One round of the candidate: a request per timed run, so the
+        judge can decide after each run whether to check it (the worker
+        keeps only each set's last run); the round's runs share one
+        --timeout, as when they were one request. The event times."""
+        ctx = self.ctx
+        ev, host, seen, over, used = [], [], 0.0, 0.0, 0.0
+        for k in rot:
+            t0 = time.perf_counter()
+            e, h, s, o = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
+            used += w.walls[-1]
+            self.add_time("timing_candidate", t0)
+            ev += e
+            host += h
+            seen += s
+            over += o
+            if self.sched.decide(k):
+                t0 = time.perf_counter()
+                self.spot_check(w, k, rnd, full=False)
+                self.add_time("spot_checks", t0)
         notes = []
-        if self.ctx.backend == "cuda":
+        if ctx.backend == "cuda":
             me, mh = statistics.median(ev), statistics.median(host)
             if mh > SIDE_STREAM_RATIO * me + SIDE_STREAM_SLACK_MS:
                 notes.append("host clock with a device-wide sync %.4g ms vs events %.4g ms "
                              "(work outside the given stream?)" % (mh, me))
-        accounted = (sum(host) + float(r.get("overhead_ms", 0))) / 1e3
-        seen = w.walls[-1] - self.rtt
+        accounted = (sum(host) + over) / 1e3
         if seen > 1.5 * accounted + 0.05:
-            notes.append("the judge observed %.4g ms for a request the worker accounts %.4g ms"
+            notes.append("the judge observed %.4g ms for requests the worker accounts %.4g ms"
                          % (seen * 1e3, accounted * 1e3))
         if notes:
             side_notes.append("; ".join(notes))
-        why = untimed_work(seen * 1e3, host, self.ctx.overhead_ref_ms(sets))
+        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot))
         if why:
             untimed_notes.append(why)
         return ev
 
     def spot_check(self, w, k, rnd, full=True):
-        """Compare the outputs of the last timed run on set k: all of
-        them, or (full=False) ctx.spot_sample (SPOT_SAMPLE) elements of
-        each, at positions the judge draws from the system's RNG only now,
-        after the run. Expected: the outputs of the set in the state the
+        """Compare the outputs of the last timed run on set k (the
+        worker's snapshot, taken as the call returned): all of them, or
+        (full=False) ctx.spot_sample (SPOT_SAMPLE) elements of each, at
+        positions the judge draws from the system's RNG only now, after
+        the run. Expected: the outputs of the set in the state the
         judge's perturbations left it in; the worker's input buffers must
         hold that state too (the same elements)."""
         s = self.ctx.sets[k]
@@ -776,10 +835,18 @@ class CandidateRun:
             req["sample"] = [a, b, m]
             idx, specs = sample_specs(s["expected"], s["specs"], a, b, m)
             in_idx, in_specs = sample_specs(args, in_specs, a, b, m)
-        r = w.request(req)
+        sealed = self.sealed_outputs(k, idx)
+        if sealed is not None:
+            # The values the run left, not the worker's account of them;
+            # the worker sends the inputs only, if anything.
+            outs, unwritten = sealed
+            self.spot_n["sealed"] += 1
+            req["outputs"] = False
+        r = w.request(req) if sealed is None or changed else {}
         self.phases(r, "spot_checks_worker")
-        outs = self.read_outs(r.get("files"), specs)
-        for j, n in enumerate(r.get("unwritten") or []):
+        if sealed is None:
+            outs, unwritten = self.read_outs(r.get("files"), specs), r.get("unwritten")
+        for j, n in enumerate(unwritten or []):
             if n:
                 raise Failed("mismatch", "timing round %d: %d elements of out%d were not written by "
                              "the timed run" % (rnd, n, j))
@@ -828,8 +895,57 @@ class CandidateRun:
                                  "inputs (changed by the judge before the run: a replayed or "
                                  "precomputed output?): %s" % (rnd, bad))
                 raise Failed("mismatch", "output of a timed run (round %d): %s" % (rnd, bad))
-        self.spot_n = getattr(self, "spot_n", {"full": 0, "sampled": 0})
         self.spot_n["sampled" if idx is not None else "full"] += 1
+
+    def close_snap(self, k):
+        f = self.snap.pop(k, None)
+        if f is not None:
+            os.close(f)
+
+    def sealed_outputs(self, k, idx):
+        """Set k's last timed run's outputs from the worker's sealed
+        snapshot (a memfd sealed against writes and resizing before the
+        worker replied): each whole, or its elements idx[j]; and the
+        elements of each still holding that run's poison, counted over
+        all of them. None without a snapshot."""
+        import numpy as np
+        fd = self.snap.get(k)
+        if fd is None:
+            return None
+        s = self.ctx.sets[k]
+        size = sum(o["nbytes"] for o in s["specs"])
+        try:
+            seals = fcntl.fcntl(fd, F_GET_SEALS)
+        except OSError as e:
+            raise Failed("runtime_error", "the snapshot of a timed run is not a sealed memfd: %s" % e)
+        if seals & SEALS_ALL != SEALS_ALL or os.fstat(fd).st_size != size:
+            raise Failed("runtime_error", "the snapshot of a timed run is not sealed (seals %#x) "
+                         "or not %d bytes (%d)" % (seals, size, os.fstat(fd).st_size))
+        outs, unwritten, off = [], [], 0
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ) if size else None
+        a = None
+        try:
+            for j, spec in enumerate(s["specs"]):
+                dt = jio.BY_NAME[spec["dtype"]]
+                es = torch.empty(0, dtype=dt).element_size()
+                n = spec["nbytes"] // es
+                view = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[es]
+                a = np.frombuffer(mm, dtype=view, count=n, offset=off) if n else np.empty(0, view)
+                pat = np.frombuffer(bytes.fromhex(self.last_poison[k][j]), dtype=view)[0]
+                unwritten.append(int(np.count_nonzero(a == pat)))
+                got = a[idx[j].cpu().numpy()] if idx is not None and idx[j] is not None else a.copy()
+                t = torch.from_numpy(got).view(torch.uint8 if dt == torch.bool else dt)
+                t = t.to(torch.bool) if dt == torch.bool else t
+                if idx is None or idx[j] is None:
+                    t = t.reshape(spec["shape"])
+                outs.append(t.to(s["expected"][j].device))
+                off += spec["nbytes"]
+                a = None
+        finally:
+            a = None	# no view of the mapping may outlive it
+            if mm is not None:
+                mm.close()
+        return outs, unwritten
 
     def sanitize(self):
         """memcheck and racecheck on set 0, each in its own sandboxed

@@ -2,17 +2,24 @@
 send JSON-line requests, read replies under a deadline, kill its process
 group when done. The worker is untrusted: replies are size-capped and
 parsed defensively, and its death or silence ends only its candidate.
+
+Its stdout is one end of a socket pair, not a pipe: a native worker sends
+the sealed snapshots of timed runs' outputs as file descriptors with its
+replies (SCM_RIGHTS; docs/evaluation.md, *What a check guarantees*).
 """
+import array
 import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
 
 REPLY_MAX = 1 << 20
 STDERR_TAIL = 4000
+FDS_MAX = 16		# the worker's WORKER_MAX_FDS
 
 
 # The processes of the evaluation in progress (workers and the reference
@@ -88,11 +95,17 @@ class Worker:
         self.errpath = errpath
         self.buf = b""
         self.err = open(errpath, "wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.err, env=env, close_fds=True,
-                                     start_new_session=True,
-                                     preexec_fn=_limits(mem_bytes))
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=child.fileno(),
+                                         stderr=self.err, env=env, close_fds=True,
+                                         start_new_session=True,
+                                         preexec_fn=_limits(mem_bytes))
+        finally:
+            child.close()
         self.walls = []
+        self.fds = []		# received with the reply being read
+        self.last_fds = []	# received with the last reply, not yet taken
         _live.add(self)
         if _cancelled.is_set():	# cancelled while it started
             self.kill()
@@ -134,7 +147,8 @@ class Worker:
         if timeout is None:
             timeout = self.per_request
         end = min(self.deadline, time.monotonic() + timeout)
-        fd = self.proc.stdout.fileno()
+        fd = self.sock.fileno()
+        self.drop_fds()
         while b"\n" not in self.buf:
             check_cancel()
             left = end - time.monotonic()
@@ -144,7 +158,16 @@ class Worker:
             r, _, _ = select.select([fd], [], [], left)
             if not r:
                 continue
-            chunk = os.read(fd, 65536)
+            chunk, anc, flags, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(4 * FDS_MAX))
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+                    self.fds.extend(fds)
+            if flags & socket.MSG_CTRUNC or len(self.fds) > FDS_MAX:
+                self.kill()
+                raise WorkerError("runtime_error", "worker sent more descriptors than a reply "
+                                  "may carry during %s" % what)
             if not chunk:
                 raise self._died(what)
             self.buf += chunk
@@ -152,6 +175,9 @@ class Worker:
                 self.kill()
                 raise WorkerError("runtime_error", "worker reply to %s exceeds %d bytes" % (what, REPLY_MAX))
         line, self.buf = self.buf.split(b"\n", 1)
+        # Replies answer requests one at a time: what came with this line
+        # belongs to it.
+        self.last_fds, self.fds = self.fds, []
         try:
             reply = json.loads(line)
         except ValueError:
@@ -167,6 +193,19 @@ class Worker:
             self.kill()
             raise WorkerError(kind, "%s: %s" % (what, msg))
         return reply
+
+    def take_fds(self):
+        """The descriptors that came with the last reply; the caller closes them."""
+        fds, self.last_fds = self.last_fds, []
+        return fds
+
+    def drop_fds(self):
+        for f in self.fds + self.last_fds:
+            try:
+                os.close(f)
+            except OSError:
+                pass
+        self.fds, self.last_fds = [], []
 
     def request(self, cmd, timeout=None):
         """Send one command; the reply, with the judge-observed wall time
@@ -208,7 +247,8 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        for f in (self.proc.stdin, self.proc.stdout, self.err):
+        self.drop_fds()
+        for f in (self.proc.stdin, self.sock, self.err):
             try:
                 f.close()
             except OSError:

@@ -8,7 +8,9 @@ It is untrusted like the native worker: it never holds expected outputs.
 The reference model never ran in this process, so a ModelNew that returns
 torch.empty() it never writes cannot find the reference's result in freed
 memory; and before every call the allocator's block of each output size
-is filled with poison, so such an output shows up as unwritten.
+is filled with poison (the judge's value for that run, drawn alike for
+trials and timed runs), so such an output shows up as unwritten. A timed
+run's outputs are copied as the call returns: a dump reads that copy.
 """
 import argparse
 import json
@@ -21,9 +23,48 @@ PATTERNS = {1: (0xA5, 0x5A), 2: (0x7DA5, 0x7DB5), 4: (0x7FA5A5A5, 0x7FB5B5B5),
             8: (0x7FA5A5A57FA5A5A5, 0x7FB5B5B57FB5B5B5)}
 
 
-def _reply(out, obj):
-    out.write(json.dumps(obj) + "\n")
+def _reply(out, obj, fds=()):
+    """One reply line; fds (the sealed snapshots of a time request) go
+    with it as SCM_RIGHTS when out is a socket (the judge's socket pair)."""
+    line = (json.dumps(obj) + "\n").encode()
+    if fds:
+        import socket
+        sock = socket.socket(fileno=os.dup(out.fileno()))
+        try:
+            sent = socket.send_fds(sock, [line], list(fds))
+            sock.sendall(line[sent:])
+        finally:
+            sock.close()
+        return
+    out.write(line)
     out.flush()
+
+
+def _is_socket(f):
+    import stat
+    try:
+        return stat.S_ISSOCK(os.fstat(f.fileno()).st_mode)
+    except OSError:
+        return False
+
+
+def _seal(outs, to_bytes):
+    """A memfd holding outs back to back, sealed against writes and
+    resizing (the native worker's sealed snapshot); its fd."""
+    import fcntl
+    fd = os.memfd_create("kb-snapshot", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        for o in outs:
+            mv = memoryview(to_bytes(o))
+            done = 0
+            while done < len(mv):
+                done += os.write(fd, mv[done:])
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK
+                    | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class PyWorker:
@@ -40,6 +81,8 @@ class PyWorker:
         self.device = torch.device("cuda", 0) if self.cuda else torch.device("cpu")
         self.slots = {}
         self.last = {}
+        self.sealing = _is_socket(out) and hasattr(os, "memfd_create")
+        self.fds = []		# sealed snapshots for the reply being built
         if self.cuda:
             torch.cuda.set_device(self.device)
             l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (64 << 20)
@@ -91,11 +134,31 @@ class PyWorker:
             self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
         return self.slots[k]
 
-    def poison_allocator(self, k, which):
-        torch = self.torch
-        for spec in self.sets[k]["outputs"]:
+    def patterns(self, k, poison, runs, run, dflt):
+        """Run `run` of `runs`' poison for set k's outputs, as signed
+        integers of each element's size: the request's "poison" (one list
+        per run of one hex string per output), or the fixed pattern dflt."""
+        torch, out = self.torch, []
+        specs = self.sets[k]["outputs"]
+        if poison is not None and (not isinstance(poison, list) or len(poison) != runs
+                                   or not isinstance(poison[run], list)
+                                   or len(poison[run]) != len(specs)):
+            raise ValueError("poison holds one list per run of one value per output")
+        for i, spec in enumerate(specs):
             es = torch.empty(0, dtype=self.jio.BY_NAME[spec["dtype"]]).element_size()
-            pat = PATTERNS.get(es, PATTERNS[1])[which]
+            if poison is None:
+                out.append(PATTERNS.get(es, PATTERNS[1])[dflt])
+                continue
+            b = bytes.fromhex(poison[run][i])
+            if len(b) != es:
+                raise ValueError("poison[%d][%d]: not %d bytes" % (run, i, es))
+            out.append(int.from_bytes(b, "little"))
+        return out
+
+    def poison_allocator(self, k, pats):
+        torch = self.torch
+        for spec, pat in zip(self.sets[k]["outputs"], pats):
+            es = torch.empty(0, dtype=self.jio.BY_NAME[spec["dtype"]]).element_size()
             view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[es]
             n = max(1, spec["nbytes"] // es)
             block = torch.empty(n, dtype=view, device=self.device)
@@ -120,13 +183,12 @@ class PyWorker:
                                                         list(o.shape), s["dtype"], s["shape"])
         return None
 
-    def unwritten(self, outs, which):
+    def unwritten(self, outs, pats):
         counts = []
-        for o in outs:
+        for o, pat in zip(outs, pats):
             es = o.element_size()
             view = {1: self.torch.uint8, 2: self.torch.int16, 4: self.torch.int32,
                     8: self.torch.int64}[es]
-            pat = PATTERNS[es][which]
             pat = pat - (1 << (8 * es)) if pat >= 1 << (8 * es - 1) else pat
             flat = o.detach().contiguous().reshape(-1)
             if o.dtype == self.torch.bool:
@@ -143,11 +205,12 @@ class PyWorker:
             files.append(path)
         return files
 
-    def cmd_run(self, k, tag):
+    def cmd_run(self, k, tag, poison=None):
         args, pristine = self.slot(k)
         rc, files, unw, late, mod = [], [], [], [], []
+        pats = [self.patterns(k, poison, 2, run, run) for run in (0, 1)]
         for run in (0, 1):
-            self.poison_allocator(k, run)
+            self.poison_allocator(k, pats[run])
             outs = self.call(args)
             bad = self.check_shapes(k, outs)
             if bad:
@@ -157,7 +220,7 @@ class PyWorker:
             if self.cuda:
                 self.torch.cuda.synchronize()
             late.append(sum(a != self.jio.to_bytes(o) for a, o in zip(first, outs)))
-            unw.append(self.unwritten(outs, run))
+            unw.append(self.unwritten(outs, pats[run]))
             for i, (a, p) in enumerate(zip(args, pristine)):
                 if not self.torch.equal(a, p):
                     mod.append(self.sets[k]["inputs"][i]["name"])
@@ -178,15 +241,16 @@ class PyWorker:
             v = self.jio.from_bytes(bytes.fromhex(hx), specs[j]["dtype"], [1])
             args[j].view(-1)[e] = v[0].to(args[j].device)
 
-    def cmd_time(self, sets, perturb=None):
+    def cmd_time(self, sets, perturb=None, poison=None):
         torch = self.torch
         ev, host, over = [], [], 0.0
         if perturb is not None and len(perturb) != len(sets):
             raise ValueError("time: perturb holds one list per timed run")
+        pats = [self.patterns(k, poison, len(sets), i, 0) for i, k in enumerate(sets)]
         for i, k in enumerate(sets):
             args, _ = self.slot(k)
             t0 = time.perf_counter()
-            self.poison_allocator(k, 0)
+            self.poison_allocator(k, pats[i])
             self.flushes += 1
             self.flush_buf.fill_(self.flushes & 0xFF)
             if perturb:
@@ -206,10 +270,19 @@ class PyWorker:
                 else:
                     out = self.model(*args)
                     h = e = (time.perf_counter() - t1) * 1e3
-            self.last[k] = self.jp.as_outputs(out)
+            # The snapshot a dump reads, at once: not what a thread the
+            # model started writes into its outputs later.
+            t2 = time.perf_counter()
+            self.last[k] = ([o.detach().clone() for o in self.jp.as_outputs(out)], pats[i])
+            if self.cuda:
+                torch.cuda.synchronize()
+            if self.sealing and len(sets) <= 16:
+                self.fds.append(_seal(self.last[k][0], self.jio.to_bytes))
+            over += time.perf_counter() - t2
             ev.append(e)
             host.append(h)
-        return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3}
+        return {"ok": True, "rc": 0, "ev_ms": ev, "host_ms": host, "overhead_ms": over * 1e3,
+                "sealed": len(self.fds)}
 
     def cmd_dump(self, k, tag, sample=None, n_in=0):
         """The last timed run's outputs; with sample [a, b, m] only the m
@@ -217,8 +290,8 @@ class PyWorker:
         native worker's rule, docs/evaluation.md)."""
         if k not in self.last:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
-        outs = self.last[k]
-        unw = self.unwritten(outs, 0)
+        outs, pats = self.last[k]
+        unw = self.unwritten(outs, pats)
         ins = self.slot(k)[0][:int(n_in)]
         if sample is not None:
             a, b, m = (int(x) for x in sample)
@@ -252,7 +325,7 @@ def main(argv):
     p.add_argument("--class", dest="cls", default="ModelNew")
     args = p.parse_args(argv)
     sys.stdout.flush()
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
@@ -272,16 +345,21 @@ def main(argv):
             elif cmd == "noop":
                 r = {"ok": True}
             elif cmd == "run":
-                r = w.cmd_run(int(c["set"]), _tag(c))
+                r = w.cmd_run(int(c["set"]), _tag(c), c.get("poison"))
             elif cmd == "time":
-                r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"))
+                r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"), c.get("poison"))
             elif cmd == "dump":
                 r = w.cmd_dump(int(c["set"]), _tag(c), c.get("sample"), c.get("inputs", 0))
             else:
                 r = {"ok": False, "stage": "request", "error": "unknown command"}
         except Exception as e:
             r = {"ok": False, "stage": "run", "error": "%s: %s" % (type(e).__name__, str(e)[:2000])}
-        _reply(out, r)
+        fds, w.fds = w.fds, []
+        try:
+            _reply(out, r, fds if r.get("ok") else ())
+        finally:
+            for f in fds:
+                os.close(f)
         if not r.get("ok"):
             return 1
     return 0
