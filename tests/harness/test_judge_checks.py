@@ -15,6 +15,31 @@ from kbh import judge_checks as jchk  # noqa: E402
 from kbh import judge_io as jio  # noqa: E402
 
 
+def _with_reference(ctx, model):
+    """What the reference process does for a spot check (kbh/refproc.py):
+    the judge's changes on a pristine copy of the set, the forward, and
+    the sampled elements (a + j*b) mod n of each output of n > m."""
+    def reference_outputs(k, changes, sample=None):
+        a = [t.clone() for t in ctx.sets[k]["args"]]
+        for j, pos, hx in changes:
+            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hx), jio.dtype_name(a[j]), [1])[0]
+        outs = [model(*a)]
+        if sample:
+            sa, sb, m = sample
+            picked = []
+            for o in outs:
+                n = o.numel()
+                if n > m:
+                    idx = (sa % n + torch.arange(m, dtype=torch.int64) * (sb % n)) % n
+                    picked.append(o.reshape(-1)[idx])
+                else:
+                    picked.append(o)
+            outs = picked
+        return outs
+    ctx.reference_outputs = reference_outputs
+    return ctx
+
+
 def test_every_set_checked_at_about_p():
     s = jchk.Schedule()
     assert s.p == jchk.CHECK_FRACTION == 0.8
@@ -158,6 +183,7 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0)
+    _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0
     run.sched = jchk.Schedule(0.8)
@@ -194,6 +220,7 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0)
+    _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0
     run.sched = jchk.Schedule(0.8)
