@@ -27,7 +27,7 @@ from kbh import judge_stats as stats
 from kbh import judge_timing as jt
 from kbh.judge_worker import Worker, WorkerError
 from kbh.judge_checks import CHECK_FRACTION
-from kbh.judge_run import CandidateRun, SPOT_SAMPLE, SPOT_CHECKS
+from kbh.judge_run import CandidateRun, SPOT_SAMPLE, RETIME_ROUNDS
 
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -121,8 +121,11 @@ class Context:
         # The reference process first: its interpreter imports PyTorch
         # while this one sets up its device.
         n = len(p.get("candidates") or [])
+        # Per candidate and round: eager, torch.compile and a reference
+        # for each checked run (up to --reps); the re-time's rounds too.
         life = (jref.HELLO_S + self.build_timeout_s + self.timeout_s *
-                (self.trials + 4 + 2 * max(1, n) * (self.max_rounds + SPOT_CHECKS + 4)))
+                (self.trials + 4 + max(1, n) * (self.max_rounds + RETIME_ROUNDS + 4)
+                 * (2 + self.reps)))
         # A judge server may have started one already (jref.prestart).
         self.ref = jref.take_spare(self)
         self.breakdown["ref_prestarted"] = self.ref is not None

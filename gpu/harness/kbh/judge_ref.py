@@ -148,9 +148,10 @@ class RefProc:
         base = base or ctx.workdir
         self.dir = os.path.join(base, "ref")
         os.makedirs(self.dir, exist_ok=True)
-        # The scratch's own descriptor: the judge's workdir above it is
-        # not the sandbox's to change, so this is the directory it wrote.
-        self.dirfd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        # Opened per read (read()): as root the sandbox mounts its quota's
+        # tmpfs over the directory once the process starts, and a
+        # descriptor taken now would name the directory beneath it.
+        self.dirfd = None
         self.limit = max(1 << 20, ctx.mem_bytes)
         self.life_s = int(min(TIMEOUT_MAX_S, life_s))
         argv, env = self.argv()
@@ -227,8 +228,15 @@ class RefProc:
             raise RefError(phase, "%s (%s)" % (msg, stage) if e.kind != "rejected" else msg)
 
     def read(self, name, specs):
+        # The judge's workdir above the scratch is not the sandbox's to
+        # change, so this is the directory the process wrote (the mount
+        # over it, when there is one).
         try:
-            return read_tensors(self.dirfd, name, specs, self.ctx.device, self.limit)
+            dirfd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise RefError("reference", "the reference process's scratch: %s" % e)
+        try:
+            return read_tensors(dirfd, name, specs, self.ctx.device, self.limit)
         except (OSError, ValueError) as e:
             raise RefError("reference", "the reference process's data: %s" % e)
         finally:
@@ -236,9 +244,10 @@ class RefProc:
             # the sets of a GPU-sized problem never pile up in the
             # process's scratch (a quota'd tmpfs, charged to its memory).
             try:
-                os.unlink(name, dir_fd=self.dirfd)
+                os.unlink(name, dir_fd=dirfd)
             except OSError:
                 pass
+            os.close(dirfd)
 
     # --- loading ----------------------------------------------------------
     def load(self, seed, trials, trial_seed):
