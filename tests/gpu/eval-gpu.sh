@@ -34,6 +34,7 @@ cat >"$tmp/expect" <<'EOF2'
 correct.cu|correct
 unwritten.cu|r["status"] == "mismatch"
 partial_row.cu|r["status"] == "mismatch"
+skip_new_buffers.cu|r["status"] == "mismatch"
 mutate_input.cu|r["status"] == "mismatch"
 cache_ptr.cu|r["status"] == "mismatch"
 cache_fp.cu|r["status"] == "mismatch" and "did not match its inputs" in r["errors"][0]
