@@ -260,7 +260,18 @@ def jr_sample():
 def test_spot_check_on_perturbed_inputs_honest(tmp_path):
     for full in (True, False):
         run, w = _perturbed(tmp_path, full=full)
-        assert w.reqs[-1]["inputs"] == 1 and run.pert.runs == 3 and run.pert.moved == 1
+        assert w.reqs[-1]["inputs"] == 1 and run.pert.runs == 3
+        if full:
+            assert run.pert.moved == 1
+            continue
+        # Sampled: the reference process returns the sampled elements
+        # only, so "moved" is judged on them: exactly when a changed
+        # position is among the m drawn (about 7 in 8 here).
+        a, b, m = w.reqs[-1]["sample"]
+        n = jr_sample() * 2 + 3
+        drawn = {(a % n + j * (b % n)) % n for j in range(m)}
+        hit = any(pos in drawn for _, pos, _ in run.pert.changes(0))
+        assert run.pert.moved == int(hit)
 
 
 def test_spot_check_catches_a_replayed_output(tmp_path):
