@@ -168,6 +168,20 @@ def test_retime_clears_a_transient_trip(tmp_path, monkeypatch):
     assert chk["passed"] and "re-timed" in chk["detail"]
 
 
+def test_retime_of_a_slower_kernel_keeps_the_flag(tmp_path, monkeypatch):
+    # The same starved copy, but the candidate was 1 ms in the main rounds
+    # and is 8 ms once re-timed (it counts its calls): the re-time clears
+    # nothing, whatever the fresh copy says.
+    _with_probe(monkeypatch, 1.0, 10.0)
+    run = _run(tmp_path, 132 * MB, 32 * MB, rounds=4)
+    _timed(run, 1.0, 8.0, 4)
+    run.timing(None)
+    rt = run.res["timing"]["retime"]
+    assert rt["agrees"] is False and rt["still"] == rt["tripped"] == ["below_bandwidth_floor"]
+    assert "below_bandwidth_floor" in run.res["flags"]
+    chk = [c for c in run.res["checks"] if c["name"] == "timing_repeatable"][0]
+    assert not chk["passed"]
+
 def test_persistent_trip_flags_but_stays_correct(tmp_path, monkeypatch):
     _with_probe(monkeypatch, 10.0, 10.0)
     run = _run(tmp_path, 132 * MB, 32 * MB)

@@ -40,6 +40,10 @@ SUSPICIOUS_SPEEDUP = 10.0
 # for the speedup, fresh baseline rounds) and flagged only if it trips
 # again: one disturbed stretch of a loaded host must not decide.
 RETIME_ROUNDS = 5
+# How much slower than the first rounds a re-time may be and still clear
+# a flag: noise on a busy host is a few percent; a kernel that was fast
+# only while the figures were set is far more.
+RETIME_AGREE = 0.25
 # The flags that make a correct result ask for review instead of standing
 # as a verified speedup (res["needs_review"]).
 REVIEW_FLAGS = ("suspicious_speedup", "below_bandwidth_floor", "side_stream", "untimed_work")
@@ -667,10 +671,20 @@ class CandidateRun:
             self.add_time("timing_retime", t0)
             again, fig = self.trips(rmed, rse, rsc, probe)
             again &= got	# only what tripped first: the re-time confirms, it does not add
+            # The re-time clears a flag only when it timed the same kernel:
+            # one markedly slower now than in the rounds that set the
+            # figures (a kernel that counts its calls and is honest only
+            # once the re-time starts) keeps what it tripped.
+            agree = rmed <= (1 + RETIME_AGREE) * med
+            if not agree:
+                again = set(got)
             self.res["timing"]["retime"] = {
                 "rounds": RETIME_ROUNDS, "tripped": sorted(got), "still": sorted(again),
                 "median_ms": rmed, "bandwidth_gbs": fig["bandwidth_gbs"],
-                "speedup_eager": rse, "speedup_compile": rsc}
+                "speedup_eager": rse, "speedup_compile": rsc, "agrees": agree}
+            self.check("timing_repeatable", agree, "the re-time's median %.4g ms against the "
+                       "first rounds' %.4g ms (at most %.0f%% slower to clear a flag)"
+                       % (rmed, med, RETIME_AGREE * 100))
             got = again
         for f in sorted(got):
             self.flag(f)

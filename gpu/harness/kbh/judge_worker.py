@@ -19,6 +19,7 @@ import time
 
 REPLY_MAX = 1 << 20
 STDERR_TAIL = 4000
+STDERR_MAX = 1 << 20	# bytes of a process's stderr kept in its file
 FDS_MAX = 16		# the worker's WORKER_MAX_FDS
 
 
@@ -95,14 +96,23 @@ class Worker:
         self.errpath = errpath
         self.buf = b""
         self.err = open(errpath, "wb")
+        self.err_tail = b""
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # stderr through a pipe the judge drains, never a host file the
+        # process writes: what it prints past STDERR_MAX is dropped (its
+        # last STDERR_TAIL bytes kept), so it cannot fill the judge's disk
+        # outside its scratch's quota.
+        rd, wr = os.pipe()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=child.fileno(),
-                                         stderr=self.err, env=env, close_fds=True,
+                                         stderr=wr, env=env, close_fds=True,
                                          start_new_session=True,
                                          preexec_fn=_limits(mem_bytes))
         finally:
             child.close()
+            os.close(wr)
+        self.err_thread = threading.Thread(target=self._drain_stderr, args=(rd,), daemon=True)
+        self.err_thread.start()
         self.walls = []
         self.fds = []		# received with the reply being read
         self.last_fds = []	# received with the last reply, not yet taken
@@ -111,15 +121,32 @@ class Worker:
             self.kill()
             check_cancel()
 
-    def stderr_tail(self):
+    def _drain_stderr(self, rd):
+        kept = 0
         try:
-            with open(self.errpath, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                n = f.tell()
-                f.seek(max(0, n - STDERR_TAIL))
-                return f.read().decode("utf-8", "replace").strip()
+            while True:
+                b = os.read(rd, 65536)
+                if not b:
+                    break
+                self.err_tail = (self.err_tail + b)[-STDERR_TAIL:]
+                if kept < STDERR_MAX:
+                    b = b[:STDERR_MAX - kept]
+                    kept += len(b)
+                    try:
+                        self.err.write(b)
+                        self.err.flush()
+                    except (OSError, ValueError):
+                        kept = STDERR_MAX
         except OSError:
-            return ""
+            pass
+        finally:
+            os.close(rd)
+
+    def stderr_tail(self):
+        # The pipe may hold what the process printed last: a moment for the
+        # drain to take it (the process is usually gone by now).
+        self.err_thread.join(0.2)
+        return self.err_tail.decode("utf-8", "replace").strip()
 
     def _died(self, what):
         check_cancel()
