@@ -126,6 +126,30 @@ def untimed_work(seen_ms, host_ms, overhead_ref_ms):
     return None
 
 
+_SEALS = []
+
+
+def seals_work():
+    """Whether this host makes sealed, non-executable memfds (Linux 6.3 and
+    later): then every worker can, and a timed run's outputs must come as
+    one. Probed once, in the judge's own process."""
+    if not _SEALS:
+        ok = False
+        try:
+            import fcntl
+            fd = os.memfd_create("kb-probe", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+                                 | getattr(os, "MFD_NOEXEC_SEAL", 0x0008))
+            try:
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK
+                            | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+                ok = True
+            finally:
+                os.close(fd)
+        except (OSError, AttributeError):
+            ok = False
+        _SEALS.append(ok)
+    return _SEALS[0]
+
 def sandbox_argv(ctx, profile, scratch, timeout, gpu, ro):
     """kernelbot sandbox-exec's argv up to the caller's own options: the
     profile, a scratch directory, a deadline in seconds, the GPU it may
@@ -767,6 +791,12 @@ class CandidateRun:
         if not sealed:
             for f in fds:
                 os.close(f)
+            if hasattr(w, "take_fds") and seals_work():
+                # This host seals memfds (the judge just did): a worker
+                # that sends none had its memfd_create made to fail, and
+                # its outputs could still change before a check reads them.
+                raise Failed("runtime_error", "a timed run's outputs came without their sealed "
+                             "snapshot (%d of %d)" % (len(fds), len(sets)))
         ev, host, over = r.get("ev_ms"), r.get("host_ms"), r.get("overhead_ms", 0)
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
