@@ -349,13 +349,17 @@ class RefProc:
 _spare = None	# (key, RefProc)
 _swept = False
 PREFIX = "kernelbot-ref-"
+# Where prestart directories go: the judge server's own private directory
+# (set by it), never the TMPDIR of whichever caller spawned it, which that
+# caller may expect to find empty once it is done.
+BASE = None
 
 
 def _sweep():
     """Remove the prestart directories of judge servers that are gone (a
     server killed with SIGKILL cannot remove its own; its processes died
-    with it): TMPDIR/kernelbot-ref-PID-*, ours, PID not running."""
-    tmp = tempfile.gettempdir()
+    with it): BASE/kernelbot-ref-PID-*, ours, PID not running."""
+    tmp = BASE or tempfile.gettempdir()
     try:
         names = os.listdir(tmp)
     except OSError:
@@ -394,7 +398,8 @@ def prestart(ctx):
     if not _swept:
         _swept = True
         _sweep()
-    ref = RefProc(ctx, TIMEOUT_MAX_S, base=tempfile.mkdtemp(prefix="%s%d-" % (PREFIX, os.getpid())))
+    ref = RefProc(ctx, TIMEOUT_MAX_S, base=tempfile.mkdtemp(prefix="%s%d-" % (PREFIX, os.getpid()),
+                                                         dir=BASE))
     if ref.copied:
         # A copy of the problem file would be stale by the next request.
         ref.close()

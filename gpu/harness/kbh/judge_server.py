@@ -182,6 +182,9 @@ def _serve(opts, listener, ino, t_spawn):
     from kbh import judge
     from kbh import judge_worker
     from kbh import judge_ref as jref
+    # Prestart directories beside the socket, in the server's private
+    # directory: never in the TMPDIR of the caller that spawned it.
+    jref.BASE = os.path.dirname(os.path.abspath(opts["sock"]))
     backend, device = opts["backend"], int(opts["device"])
     if backend == "cuda" and torch.cuda.is_available():
         try:
