@@ -198,6 +198,28 @@ parse_reply(const struct spawn_result *r, json_t **reply, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * The spawn of one harness call, sandboxed or not: `python -u script`
+ * (argv, four slots, filled here), envp, the request on its stdin, the
+ * reply on its stdout up to REPLY_MAX, the deadline.
+ */
+static void
+child_opts(struct spawn_opts *o, const char **argv, const char *python,
+    const char *script, char **envp, const struct buf *req, int timeout_ms)
+{
+	argv[0] = python;
+	argv[1] = "-u";
+	argv[2] = script;
+	argv[3] = NULL;
+	o->argv = argv;
+	o->envp = (const char *const *)envp;
+	o->input = req->data;
+	o->input_len = req->len;
+	o->timeout_ms = timeout_ms;
+	o->out_max = REPLY_MAX;
+	o->err_max = 64u << 10;
+}
+
 int
 harness_call(const json_t *request, int timeout_ms, json_t **reply,
     char *err, size_t errlen)
@@ -215,17 +237,7 @@ harness_call(const json_t *request, int timeout_ms, json_t **reply,
 	if ((error = jsonx_dump(request, JSON_COMPACT, &req)) < 0 ||
 	    (error = build_env(script, envp, 16)) < 0)
 		goto out;
-	argv[0] = python;
-	argv[1] = "-u";
-	argv[2] = script;
-	argv[3] = NULL;
-	o.argv = argv;
-	o.envp = (const char *const *)envp;
-	o.input = req.data;
-	o.input_len = req.len;
-	o.timeout_ms = timeout_ms;
-	o.out_max = REPLY_MAX;
-	o.err_max = 64u << 10;
+	child_opts(&o, argv, python, script, envp, &req, timeout_ms);
 	if ((error = spawn_run(&o, &r)) < 0) {
 		snprintf(err, errlen, "cannot run %s: %s", python, strerror(-error));
 		goto out;
@@ -412,17 +424,7 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 	so.mem_bytes = ho->mem_bytes ? ho->mem_bytes : HARNESS_SANDBOX_MEM;
 	so.cpu_s = cpu_limit_s(deadline_ms);
 	so.gpu = ho->gpu;
-	argv[0] = python;
-	argv[1] = "-u";
-	argv[2] = script;
-	argv[3] = NULL;
-	o.argv = argv;
-	o.envp = (const char *const *)env;
-	o.input = req.data;
-	o.input_len = req.len;
-	o.timeout_ms = deadline_ms;
-	o.out_max = REPLY_MAX;
-	o.err_max = 64u << 10;
+	child_opts(&o, argv, python, script, env, &req, deadline_ms);
 	error = sandbox_run(&so, &o, &r, &checks);
 	if (error == -ENOTSUP && (fallback = degraded_allowed())) {
 		harness_failed_checks(checks, why, sizeof(why));

@@ -453,5 +453,19 @@ judgesrv_stop_all(const json_t *list)
 		if (is_server(pid) && kill(pid, SIGTERM) == 0)
 			n++;
 	}
+	/*
+	 * Stopped means gone: a server closes its prestarted reference
+	 * process on the way out (its sandbox's tmpfs unmounted), and a
+	 * caller removing the directory next must not race that.
+	 */
+	for (int t = 0; t < JUDGESRV_STOP_MS / 20; t++) {
+		int alive = 0;
+
+		json_array_foreach(list, i, v)
+			alive |= is_server((pid_t)jsonx_int(v, "pid", 0));
+		if (!alive)
+			break;
+		poll(NULL, 0, 20);
+	}
 	return n;
 }

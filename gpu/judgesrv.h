@@ -27,6 +27,7 @@
 
 #define JUDGESRV_IDLE_S 600		/* default: exit after this long unused */
 #define JUDGESRV_WAIT_S 30		/* default: wait this long for a busy server */
+#define JUDGESRV_STOP_MS 10000		/* judgesrv_stop_all() waits this long at most */
 #define JUDGESRV_SPAWN_MS 30000		/* the launcher: bind, detach, exit */
 
 struct judgesrv {
@@ -78,7 +79,10 @@ int judgesrv_call(struct judgesrv *s, const json_t *req, int timeout_ms,
  */
 int judgesrv_list(json_t **out, char *err, size_t errlen);
 
-/* SIGTERM to every live server of the list (judgesrv_list()'s). The count. */
+/*
+ * SIGTERM to every live server of the list (judgesrv_list()'s), then wait
+ * (at most JUDGESRV_STOP_MS) until they are gone. The count signalled.
+ */
 int judgesrv_stop_all(const json_t *list);
 
 #endif

@@ -19,7 +19,6 @@ sandbox kills what it started when the launcher dies).
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -59,27 +58,6 @@ class RefError(Exception):
         self.message = message
 
 
-def open_data(dirfd, name, size):
-    """A descriptor of dirfd/name: a regular file (no link followed, no
-    FIFO waited on) of exactly size bytes; ValueError otherwise."""
-    if "/" in name or name in (".", ".."):
-        raise ValueError("bad file name %r" % name)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
-    except OSError as e:
-        raise ValueError("%s: %s" % (name, e.strerror))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("%s is not a regular file" % name)
-        if st.st_size != size:
-            raise ValueError("%s holds %d bytes, expected %d" % (name, st.st_size, size))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def check_specs(specs, limit, what):
     """The specs of one file, checked and laid out by the judge: dtype
     known, shape a short list of non-negative integers, total size within
@@ -105,11 +83,18 @@ def check_specs(specs, limit, what):
     return out, off
 
 
-def read_tensors(dirfd, name, specs, device, limit):
-    """The tensors of dirfd/name, laid out as specs say, as the judge's own
-    copies on device."""
+def read_tensors(dirpath, name, specs, device, limit):
+    """The tensors of dirpath/name, laid out as specs say, as the judge's
+    own copies on device. The file is opened by jio.open_untrusted's rules
+    (no link followed, no FIFO waited on, a regular file of exactly the
+    specs' size); ValueError otherwise."""
+    if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+        raise ValueError("bad file name %r" % (name,))
     specs, total = check_specs(specs, limit, name)
-    fd = open_data(dirfd, name, total)
+    try:
+        fd = jio.open_untrusted(dirpath, name, total)
+    except OSError as e:
+        raise ValueError("%s: %s" % (name, e.strerror))
     try:
         buf = torch.empty(max(1, total), dtype=torch.uint8)
         if total:
@@ -148,10 +133,6 @@ class RefProc:
         base = base or ctx.workdir
         self.dir = os.path.join(base, "ref")
         os.makedirs(self.dir, exist_ok=True)
-        # Opened per read (read()): as root the sandbox mounts its quota's
-        # tmpfs over the directory once the process starts, and a
-        # descriptor taken now would name the directory beneath it.
-        self.dirfd = None
         self.limit = max(1 << 20, ctx.mem_bytes)
         self.life_s = int(min(TIMEOUT_MAX_S, life_s))
         argv, env = self.argv()
@@ -228,26 +209,21 @@ class RefProc:
             raise RefError(phase, "%s (%s)" % (msg, stage) if e.kind != "rejected" else msg)
 
     def read(self, name, specs):
-        # The judge's workdir above the scratch is not the sandbox's to
-        # change, so this is the directory the process wrote (the mount
-        # over it, when there is one).
+        # Opened by path each time: as root the sandbox mounts its quota's
+        # tmpfs over the directory once the process starts, and the
+        # judge's workdir above it is not the sandbox's to change.
         try:
-            dirfd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as e:
-            raise RefError("reference", "the reference process's scratch: %s" % e)
-        try:
-            return read_tensors(dirfd, name, specs, self.ctx.device, self.limit)
-        except (OSError, ValueError) as e:
+            return read_tensors(self.dir, name, specs, self.ctx.device, self.limit)
+        except ValueError as e:
             raise RefError("reference", "the reference process's data: %s" % e)
         finally:
             # Read once into the judge's own memory: the file is gone, so
             # the sets of a GPU-sized problem never pile up in the
             # process's scratch (a quota'd tmpfs, charged to its memory).
             try:
-                os.unlink(name, dir_fd=dirfd)
+                os.unlink(os.path.join(self.dir, name))
             except OSError:
                 pass
-            os.close(dirfd)
 
     # --- loading ----------------------------------------------------------
     def load(self, seed, trials, trial_seed):
@@ -331,9 +307,6 @@ class RefProc:
         if self.w is not None:
             self.w.close()
             self.w = None
-        if self.dirfd is not None:
-            os.close(self.dirfd)
-            self.dirfd = None
         if self.base:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
@@ -437,4 +410,4 @@ def ctx_timeout(ctx):
     return ctx.timeout_s
 
 
-__all__ = ["RefProc", "RefError", "ProblemFailed", "open_data", "read_tensors"]
+__all__ = ["RefProc", "RefError", "ProblemFailed", "read_tensors"]
