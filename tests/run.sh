@@ -12,7 +12,11 @@ suites=${*:-unit harness fuzz e2e}
 passed=0
 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# One cache for the whole run, never the user's: judge servers, baselines
+# and kernels of the tests live and end here.
+KERNELBOT_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/kb-tests-cache.XXXXXX") || exit 1
+export KERNELBOT_CACHE
+trap '"$KERNELBOT" judge stop >/dev/null 2>&1; rm -rf "$log" "$KERNELBOT_CACHE"' EXIT
 
 # Count "NAME: N passed, N failed" from a suite's last such line.
 tally() {

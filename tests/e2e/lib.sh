@@ -7,7 +7,8 @@
 #   t_done          # prints "t1234: N passed, N failed" and exits
 #
 # t_init makes $TMP (removed on exit) and kills, on exit, every process
-# registered with t_bg. Every wait is bounded.
+# registered with t_bg and the judge servers of a KERNELBOT_CACHE under
+# $TMP. Every wait is bounded.
 
 : "${KERNELBOT:?KERNELBOT must name the kernelbot binary (tests/run.sh sets it)}"
 : "${KB_ROOT:=$(pwd)}"
@@ -29,6 +30,11 @@ t_cleanup() {
 	for p in $T_PIDS; do
 		wait "$p" 2>/dev/null
 	done
+	# Judge servers of the test's own cache: their reference processes
+	# hold a tmpfs over a directory under $TMP until they end.
+	case ${KERNELBOT_CACHE:-} in
+	"$TMP"/*) [ -n "${TMP:-}" ] && "$KERNELBOT" judge stop >/dev/null 2>&1 ;;
+	esac
 	[ -n "${TMP:-}" ] && rm -rf "$TMP"
 }
 

@@ -97,7 +97,7 @@ class Context:
         self.mem_bytes = int(req.get("mem_bytes", 8 << 30))
         # sandbox-exec --disk: the scratch quota (0: the sandbox's default)
         self.disk_bytes = int(req.get("disk_bytes", 0))
-        self.worker_env = dict(req.get("worker_env") or {})
+        self.worker_env = dict(req.get("worker_env") or {}, **jt.MALLOC_ENV)
         self.harness_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                        "harness.py")
         self.breakdown = {}

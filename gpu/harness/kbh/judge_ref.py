@@ -18,6 +18,7 @@ sandbox kills what it started when the launcher dies).
 """
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -352,9 +353,34 @@ def _sweep():
         p = os.path.join(tmp, n)
         try:
             if os.lstat(p).st_uid == os.getuid():
+                _unmount_quotas(p)
                 shutil.rmtree(p, ignore_errors=True)
         except OSError:
             pass
+
+
+def _unmount_quotas(top):
+    """Detach the disk-quota tmpfs mounts (gpu/sandbox_disk.c, source
+    "kb-scratch") left beneath top: their janitor unmounts them when the
+    sandboxed process ends, but a kill of the whole service (SIGKILL to
+    its cgroup) takes the janitor too, and each leftover holds its files
+    in memory and the directory against removal."""
+    import ctypes
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for line in reversed(lines):	# the innermost first
+        pre, _, post = line.partition(" - ")
+        f, g = pre.split(), post.split()
+        if len(f) < 5 or len(g) < 2 or g[0] != "tmpfs" or g[1] != "kb-scratch":
+            continue
+        # mountinfo escapes space, tab, newline and backslash as \ooo
+        mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), f[4])
+        if mp.startswith(top.rstrip("/") + "/"):
+            libc.umount2(mp.encode(), 2 | 8)	# MNT_DETACH | UMOUNT_NOFOLLOW
 
 
 def _key(ctx):

@@ -23,6 +23,18 @@ FLOOR_MARGIN = 0.5
 PROBE_MIN = 1 << 20
 PROBE_MAX_CUDA = 1 << 30
 PROBE_MAX_CPU = 64 << 20
+# Both timed processes (the reference process and the candidate's worker)
+# run with glibc malloc's thresholds fixed. With its dynamic defaults a
+# process can settle into giving freed memory back to the kernel after
+# every call and faulting it in again on the next: eager RMSNorm on
+# 128x512 took 2 ms a call with 160 page faults in some reference
+# processes and 0.2 ms with none in others, the same build and inputs,
+# which process by chance; a 10x swing of the baseline that a
+# reproduction then misses. Fixed, blocks up to 32 MiB (glibc's largest
+# mmap threshold) come from the heap and the heap is never trimmed: no
+# run pays for the one before it, the baseline as fast as it can be.
+MALLOC_ENV = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=%d:glibc.malloc.trim_threshold=%d"
+              % (32 << 20, 1 << 40)}
 
 
 def llc_bytes():
