@@ -60,6 +60,7 @@ struct wslot {
 	size_t snap_cap[WORKER_MAX_TENSORS];
 	unsigned char pat[WORKER_MAX_TENSORS][8];
 	int snapped;
+	int prepared;		/* poisoned and flushed by "prepare", not yet timed */
 };
 
 struct worker {
@@ -827,17 +828,60 @@ bad:
 }
 
 /*
- * Timed runs. Before each, outside the timed region: the outputs
- * poisoned (with the judge's value for that run, or the fixed pattern),
- * the cache flushed, then the judge's perturbations written into the
- * set's input buffers (one element per input and run, so no timed call
- * sees inputs it has seen before; docs/evaluation.md), then a
- * device-wide synchronize. After each, also outside it: the outputs
- * copied into the slot's snapshot, which a dump reads. overhead_ms is
- * the sum of those steps.
+ * "prepare": what comes before set k's next timed run, in a request of
+ * its own: the outputs poisoned with the judge's value for that run, the
+ * cache flushed, a device-wide synchronize. The "time" request after it,
+ * with "prepared": true, then holds only the perturbations, the call and
+ * the snapshot, and the judge's own clock around that request bounds the
+ * call's time from outside this process, whose clocks a candidate can
+ * rewrite (docs/evaluation.md, "The judge's clock").
  */
 static int
-cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
+cmd_prepare(struct worker *w, int k, json_t *poison)
+{
+	struct wslot *sl;
+	struct wset *s;
+	char err[512] = "";
+	double t0 = wdev_now_ms();
+	int error = 0;
+
+	if (k < 0 || k >= w->nsets) {
+		snprintf(err, sizeof(err), "prepare: no set %d", k);
+		error = -EINVAL;
+		goto out;
+	}
+	if (!(sl = timing_slot(w, k, 1, err, sizeof(err), &error)))
+		goto out;
+	s = &w->sets[k];
+	if ((error = parse_poison(poison, 1, 0, s, 0, sl->pat, err, sizeof(err))) < 0)
+		goto out;
+	for (int j = 0; j < s->nout && error == 0; j++)
+		error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, sl->pat[j]);
+	if (error < 0 || (error = wdev_flush(w->d)) < 0 || (error = wdev_sync(w->d)) < 0) {
+		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
+		reply_error(w, "prepare", err);
+		return DEVICE_FAILED;
+	}
+	sl->prepared = 1;
+	reply(w, json_pack("{s:b, s:f}", "ok", 1, "overhead_ms", wdev_now_ms() - t0));
+	return 0;
+out:
+	reply_error(w, "prepare", err);
+	return 0;
+}
+
+/*
+ * Timed runs. Before each, outside the timed region: the outputs
+ * poisoned (with the judge's value for that run, or the fixed pattern),
+ * the cache flushed (or, with prepared, both done by "prepare" for the
+ * request's one run), then the judge's perturbations written into the
+ * set's input buffers (so no timed call sees inputs it has seen before;
+ * docs/evaluation.md), then a device-wide synchronize. After each, also
+ * outside it: the outputs copied into the slot's snapshot, which a dump
+ * reads. overhead_ms is the sum of those steps.
+ */
+static int
+cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison, int prepared)
 {
 	struct wslot *order[256];
 	size_t first[257];
@@ -850,8 +894,9 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 	int error = 0, krc = 0;
 	json_t *v;
 
-	if (n == 0 || n > sizeof(order) / sizeof(order[0])) {
-		snprintf(err, sizeof(err), "time: 1 to %zu sets per request", sizeof(order) / sizeof(order[0]));
+	if (n == 0 || n > sizeof(order) / sizeof(order[0]) || (prepared && n != 1)) {
+		snprintf(err, sizeof(err), "time: 1 to %zu sets per request (1 when prepared)",
+		    sizeof(order) / sizeof(order[0]));
 		error = -EINVAL;
 		goto out;
 	}
@@ -864,9 +909,14 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 		}
 		if (!(order[i] = timing_slot(w, (int)k, 1, err, sizeof(err), &error)))
 			goto out;
+		if (prepared && !order[i]->prepared) {
+			snprintf(err, sizeof(err), "time: set %lld was not prepared", k);
+			error = -EINVAL;
+			goto out;
+		}
 		/* Validated before any run; snapshot room allocated before too. */
-		if ((error = parse_poison(poison, n, i, &w->sets[k], 0, order[i]->pat, err,
-		    sizeof(err))) < 0)
+		if (!prepared && (error = parse_poison(poison, n, i, &w->sets[k], 0, order[i]->pat,
+		    err, sizeof(err))) < 0)
 			goto out;
 		for (int j = 0; j < w->sets[k].nout; j++)
 			if ((error = ensure(w, &order[i]->snap[j], &order[i]->snap_cap[j],
@@ -892,13 +942,16 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 		struct wset *s = &w->sets[sl->set];
 
 		t0 = wdev_now_ms();
-		if ((error = parse_poison(poison, n, i, s, 0, sl->pat, err, sizeof(err))) < 0)
-			goto out;
-		for (int j = 0; j < s->nout && error == 0; j++)
-			error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize,
-			    sl->pat[j]);
-		if (error < 0 || (error = wdev_flush(w->d)) < 0)
-			goto device;
+		if (!prepared) {
+			if ((error = parse_poison(poison, n, i, s, 0, sl->pat, err, sizeof(err))) < 0)
+				goto out;
+			for (int j = 0; j < s->nout && error == 0; j++)
+				error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes,
+				    s->out[j].elsize, sl->pat[j]);
+			if (error < 0 || (error = wdev_flush(w->d)) < 0)
+				goto device;
+		}
+		sl->prepared = 0;
 		for (size_t j = first[i]; j < first[i + 1]; j++)
 			if ((error = wdev_put(w->d, pt[j].dst, pt[j].v, (size_t)pt[j].n)) < 0)
 				goto device;
@@ -1178,7 +1231,9 @@ serve(struct worker *w)
 			status = cmd_run(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "time")) {
 			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
-			    json_object_get(c, "poison"));
+			    json_object_get(c, "poison"), json_is_true(json_object_get(c, "prepared")));
+		} else if (!strcmp(cmd, "prepare")) {
+			status = cmd_prepare(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
 			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0),
 			    !json_is_false(json_object_get(c, "outputs")));

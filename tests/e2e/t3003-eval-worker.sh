@@ -123,6 +123,30 @@ sys.exit(0 if dump["unwritten"] == [8] and d == bytes.fromhex("4321b5ff") * 8 el
 PYEOF
 [ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 4p "$tmp/rq")")" = True ] &&
 	ok "poison of the wrong size refused" || bad "bad poison: $(sed -n 4p "$tmp/rq")"
+# prepare: a timed run's poison and flush in a request of their own; the
+# prepared time request after it runs the call only, once.
+printf '%s\n' '{"cmd":"time","sets":[0],"prepared":true}' \
+	'{"cmd":"prepare","set":0,"poison":[["2222a57f"]]}' '{"cmd":"time","sets":[0],"prepared":true}' \
+	'{"cmd":"dump","set":0}' '{"cmd":"time","sets":[0],"prepared":true}' \
+	'{"cmd":"prepare","set":0,"poison":[["22"]]}' '{"cmd":"prepare","set":0}' \
+	'{"cmd":"time","sets":[0,0],"prepared":true}' '{"cmd":"quit"}' | UW >"$tmp/rp" 2>/dev/null
+[ "$(py x 'r["ok"] is False and "not prepared" in r["error"]' "$(sed -n 2p "$tmp/rp")")" = True ] &&
+	ok "prepared time before its prepare: refused" || bad "unprepared: $(sed -n 2p "$tmp/rp")"
+[ "$(py x 'r["ok"] is True and r["overhead_ms"] >= 0' "$(sed -n 3p "$tmp/rp")")" = True ] &&
+[ "$(py x 'r["ok"] is True and len(r["host_ms"]) == 1' "$(sed -n 4p "$tmp/rp")")" = True ] &&
+	ok "prepare, then the prepared time request" || bad "prepare: $(sed -n 3,4p "$tmp/rp")"
+"$PY" - "$(sed -n 5p "$tmp/rp")" <<'PYEOF' && ok "the prepared run: the prepare's poison, left and counted" || bad "prepared poison: $(sed -n 5p "$tmp/rp")"
+import json, sys
+dump = json.loads(sys.argv[1])
+sys.exit(0 if dump["unwritten"] == [8] and open(dump["files"][0], "rb").read() == bytes.fromhex("2222a57f") * 8 else 1)
+PYEOF
+[ "$(py x 'r["ok"] is False and "not prepared" in r["error"]' "$(sed -n 6p "$tmp/rp")")" = True ] &&
+	ok "a prepare serves one timed run" || bad "prepare reused: $(sed -n 6p "$tmp/rp")"
+[ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 7p "$tmp/rp")")" = True ] &&
+[ "$(py x 'r["ok"] is True' "$(sed -n 8p "$tmp/rp")")" = True ] &&
+[ "$(py x 'r["ok"] is False and "1 when prepared" in r["error"]' "$(sed -n 9p "$tmp/rp")")" = True ] &&
+	ok "prepare: bad poison refused, none given the fixed pattern; prepared takes one set" ||
+	bad "prepare errors: $(sed -n 7,9p "$tmp/rp")"
 printf '%s\n' '{"cmd":"run","set":0,"poison":[["0700c07f"]]}' '{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
 [ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 2p "$tmp/rq")")" = True ] &&
 	ok "run: poison for one run of two refused" || bad "run poison: $(sed -n 2p "$tmp/rq")"

@@ -147,6 +147,8 @@ class _Worker:
     def request(self, req, timeout=None):
         self.reqs.append(req)
         self.walls.append(0.0)
+        if req["cmd"] == "prepare":
+            return {"ok": True, "overhead_ms": 0.0}
         if req["cmd"] == "time":
             for k, run in zip(req["sets"], req["perturb"]):
                 for j, e, hx in run:
@@ -182,7 +184,8 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
-                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0)
+                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0
@@ -191,10 +194,15 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
     for r in range(10):
         assert len(run.timed_round(w, [(r + i) % 3 for i in range(10)], r, [], [])) == 10
     times = [q for q in w.reqs if q["cmd"] == "time"]
-    # One timed run per request, each with its own poison; a dump only
-    # ever right after the time request of its set (decided after it).
-    assert len(times) == 100 and all(len(q["sets"]) == 1 and len(q["poison"]) == 1 for q in times)
-    assert len({q["poison"][0][0] for q in times}) > 90
+    preps = [q for q in w.reqs if q["cmd"] == "prepare"]
+    # One timed run per request, prepared by the request before it with
+    # its own poison; a dump only ever right after the time request of
+    # its set (decided after it).
+    assert len(times) == 100 and all(len(q["sets"]) == 1 and q["prepared"] is True for q in times)
+    assert all(w.reqs[i - 1]["cmd"] == "prepare" and w.reqs[i - 1]["set"] == q["sets"][0]
+               for i, q in enumerate(w.reqs) if q["cmd"] == "time")
+    assert len(preps) == 100 and all(len(q["poison"]) == 1 for q in preps)
+    assert len({q["poison"][0][0] for q in preps}) > 90
     for i, q in enumerate(w.reqs):
         if q["cmd"] == "dump":
             assert w.reqs[i - 1]["cmd"] == "time" and w.reqs[i - 1]["sets"] == [q["set"]]
@@ -219,7 +227,8 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
-                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0)
+                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0

@@ -102,7 +102,7 @@ def _timed(run, ms_main, ms_again, main_rounds):
     """Candidate times: ms_main for the main rounds, ms_again after."""
     calls = {"n": 0}
 
-    def timed_round(w, sets, rnd, side, untimed):
+    def timed_round(w, sets, rnd, side, untimed, clock_runs=None):
         calls["n"] += 1
         return [ms_main if calls["n"] <= main_rounds else ms_again] * len(sets)
     # A round of the candidate (one request per run, each maybe checked).

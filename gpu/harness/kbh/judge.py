@@ -212,6 +212,24 @@ class Context:
         ref = getattr(self, "ref", None)
         if ref is not None:
             ref.close()
+        echo = self.__dict__.pop("_echo", None)
+        if echo is not None:
+            echo.close()
+
+    def echo_ms(self):
+        """The round trip to the judge's own echo process now, in ms."""
+        if "_echo" not in self.__dict__:
+            self._echo = jt.Echo()
+        return self._echo.rtt_ms()
+
+    def snapshot_ref_ms(self, k):
+        """The judge's own measure of a timed run's snapshot of set k's
+        outputs (the copy and the sealed memfd), ms; once per set and batch."""
+        ref = self.__dict__.setdefault("_snapshot_ref", {})
+        if k not in ref:
+            ref[k] = self.timer.overhead_ms(sum(o["nbytes"] for o in self.sets[k]["specs"]),
+                                            flush=False)
+        return ref[k]
 
     def float32_only(self):
         ts = [t for _, t in self.state] + list(self.sets[0]["args"]) + list(self.sets[0]["expected"])

@@ -75,6 +75,25 @@ SLOW_MIN_ROUNDS = 2
 # calls (a thread's or a stream's, precomputing) gets near it.
 UNTIMED_FACTOR = 4.0
 UNTIMED_SLACK_MS = 2.0
+# clock_bound: the judge's own clock around each prepared "time" request
+# (the perturbations, the call, the snapshot, the reply) against the
+# worker's time for the call. The worker's clocks run in the candidate's
+# address space and can be rewritten; the judge's cannot. What a request
+# takes beyond the call is the snapshot, the two processes' JSON and
+# descriptor passing and whatever the host's scheduling adds; the last
+# varies (a worker that just ran 1.5 ms of CPU is often preempted before
+# its reply on a loaded host), so the decision reads the runs the host
+# disturbed least: the CLOCK_QUANTILE of (request - call) over all the
+# candidate's runs may be at most CLOCK_REF_FACTOR x what the judge
+# measures for the rest (its own snapshot of the outputs, and its echo
+# process's round trip after each run) + CLOCK_CALL_FACTOR x the call +
+# CLOCK_SLACK_MS. A worker whose clock was rewritten to hide D ms of every
+# call has every run D ms over; one that hides D on some runs only gains
+# on those. Figures: docs/evaluation.md, "The judge's clock".
+CLOCK_QUANTILE = 0.1
+CLOCK_REF_FACTOR = 2.0
+CLOCK_CALL_FACTOR = 0.1
+CLOCK_SLACK_MS = 0.5
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -123,6 +142,26 @@ def untimed_work(seen_ms, host_ms, overhead_ref_ms):
         return ("the judge observed %.4g ms for %d timed runs of %.4g ms and %.4g ms of flushes, "
                 "poisons and perturbations: work outside the timed calls?"
                 % (seen_ms, n, sum(host_ms), n * overhead_ref_ms))
+    return None
+
+
+def clock_bound(runs):
+    """Why the candidate's prepared timing requests took too long on the
+    judge's clock for the calls the worker timed, or None. runs: one
+    (request ms on the judge's clock, the worker's call ms, the echo's
+    round trip ms, the judge's snapshot reference ms) per timed run."""
+    if not runs:
+        return None
+    over = sorted(j - h for j, h, _, _ in runs)
+    q = over[int(CLOCK_QUANTILE * (len(over) - 1))]
+    h = statistics.median(r[1] for r in runs)
+    ref = statistics.median(r[2] for r in runs) + statistics.median(r[3] for r in runs)
+    allowed = CLOCK_REF_FACTOR * ref + CLOCK_CALL_FACTOR * h + CLOCK_SLACK_MS
+    if q > allowed:
+        return ("the judge's clock: in %d of 10 timed runs or more, a request took over %.4g ms "
+                "beyond the call the worker timed (median %.4g ms), where its snapshot and the "
+                "host's scheduling explain %.4g ms: the worker's clock was rewritten?"
+                % (10 - round(10 * CLOCK_QUANTILE), q, h, allowed))
     return None
 
 
@@ -529,7 +568,7 @@ class CandidateRun:
         S = ctx.timing_sets
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
-        side_notes, untimed_notes = [], []
+        side_notes, untimed_notes, clock_runs = [], [], []
         self.pert = jpert.Perturber(ctx)
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
@@ -563,7 +602,8 @@ class CandidateRun:
             order = order[r % 3:] + order[:r % 3]
             for who in order:
                 if who == "cand":
-                    cand_rounds.append(self.timed_round(w, rot, r, side_notes, untimed_notes))
+                    cand_rounds.append(self.timed_round(w, rot, r, side_notes, untimed_notes,
+                                                        clock_runs))
                     if probe is not None:
                         t0 = time.perf_counter()
                         probe.round()	# the copy bandwidth right next to this round
@@ -639,12 +679,15 @@ class CandidateRun:
                    (self.pert.runs > 0 or self.pert.plain == 0),
                    self.pert.summary())
         # A majority of rounds, not one: a loaded host can stall one request.
-        if 2 * len(untimed_notes) > len(cand_rounds):
+        clock = clock_bound(clock_runs)
+        if 2 * len(untimed_notes) > len(cand_rounds) or clock:
             self.flag("untimed_work")
-            self.check("no_untimed_work", False, "; ".join(untimed_notes[:3]))
+            self.check("no_untimed_work", False, "; ".join(([clock] if clock else [])
+                                                           + untimed_notes[:3]))
         else:
             self.check("no_untimed_work", True, "the timing requests' wall clock is explained by "
-                       "the timed runs, flushes, poisons and perturbations")
+                       "the timed runs, flushes, poisons and perturbations, and the judge's "
+                       "clock by the calls the worker timed")
         if 2 * len(side_notes) > len(cand_rounds):
             self.flag("side_stream")
             self.check("timing_consistent", False, "; ".join(side_notes[:3]))
@@ -775,12 +818,25 @@ class CandidateRun:
         return med, rse, rsc
 
     def timed(self, w, sets, timeout=None):
-        """Timed runs on sets, one request: (event ms, host ms, the
-        judge's wall seconds less the round trip, the worker's overhead
-        ms). Every run gets its own poison, drawn like the trials'."""
+        """Timed runs on sets: (event ms, host ms, the judge's wall seconds
+        less the round trips, the worker's overhead ms, the judge's clock
+        in ms around the request that held the call). Every run gets its
+        own poison, drawn like the trials'. One set: a "prepare" request
+        (poison, flush) and then the "time" request with the perturbations,
+        the call and the snapshot only, which the judge's clock bounds
+        (clock_bound); several (the warm-up): one request."""
         poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
-        r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
-                       "perturb": self.pert.request(sets), "poison": poison}, timeout)
+        prep_s, prep_over = 0.0, 0.0
+        if len(sets) == 1:
+            p = w.request({"cmd": "prepare", "set": sets[0], "poison": poison}, timeout)
+            prep_s, prep_over = w.walls[-1] - self.rtt, p.get("overhead_ms", 0)
+            if timeout is not None:
+                timeout = max(0.001, timeout - w.walls[-1])
+            r = w.request({"cmd": "time", "sets": sets, "reps": 1, "prepared": True,
+                           "perturb": self.pert.request(sets)}, timeout)
+        else:
+            r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
+                           "perturb": self.pert.request(sets), "poison": poison}, timeout)
         fds = w.take_fds() if hasattr(w, "take_fds") else []
         sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
         for i, k in enumerate(sets):
@@ -798,6 +854,8 @@ class CandidateRun:
                 raise Failed("runtime_error", "a timed run's outputs came without their sealed "
                              "snapshot (%d of %d)" % (len(fds), len(sets)))
         ev, host, over = r.get("ev_ms"), r.get("host_ms"), r.get("overhead_ms", 0)
+        if not isinstance(prep_over, (int, float)):
+            raise Failed("runtime_error", "worker returned malformed timings")
         if r.get("rc", 0) != 0:
             raise Failed("runtime_error", "kernelbot_forward returned %s during timing" % r.get("rc"))
         if (not isinstance(ev, list) or not isinstance(host, list) or len(ev) != len(sets)
@@ -805,19 +863,23 @@ class CandidateRun:
                                                      for x in ev + host)
                 or not isinstance(over, (int, float))):
             raise Failed("runtime_error", "worker returned malformed timings")
-        return ev, host, w.walls[-1] - self.rtt, float(over)
+        return (ev, host, prep_s + w.walls[-1] - self.rtt, float(over) + float(prep_over),
+                w.walls[-1] * 1e3)
 
-    def timed_round(self, w, rot, rnd, side_notes, untimed_notes):
+    def timed_round(self, w, rot, rnd, side_notes, untimed_notes, clock_runs=None):
         """One round of the candidate: a request per timed run, so the
         judge can decide after each run whether to check it (the worker
         keeps only each set's last run); the round's runs share one
         --timeout, as when they were one request. The event times."""
         ctx = self.ctx
-        ev, host, seen, over, used = [], [], 0.0, 0.0, 0.0
+        ev, host, seen, over, used, clock, echo = [], [], 0.0, 0.0, 0.0, [], []
         for k in rot:
             t0 = time.perf_counter()
-            e, h, s, o = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
-            used += w.walls[-1]
+            n = len(w.walls)
+            e, h, s, o, c = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
+            used += sum(w.walls[n:])
+            clock.append(c)
+            echo.append(ctx.echo_ms())
             self.add_time("timing_candidate", t0)
             ev += e
             host += h
@@ -842,6 +904,8 @@ class CandidateRun:
         why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot))
         if why:
             untimed_notes.append(why)
+        if clock_runs is not None:
+            clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k) for k in rot]))
         return ev
 
     def spot_check(self, w, k, rnd, full=True):

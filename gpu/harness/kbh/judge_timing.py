@@ -66,13 +66,14 @@ class Timer:
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)
 
-    def overhead_ms(self, out_bytes, reps=5):
+    def overhead_ms(self, out_bytes, reps=5, flush=True):
         """What the worker does between two timed runs, done here: the
         flush, a poison of out_bytes and the snapshot of the outputs (a
         copy of out_bytes on the device, then written into a sealed memfd,
         through host memory on CUDA; single-threaded on the CPU, like the
         worker's), then a device-wide synchronize; the median of reps, in
-        ms."""
+        ms. flush=False: the snapshot only (what a prepared "time" request
+        does beside the call)."""
         poison = torch.empty(max(1, out_bytes), dtype=torch.uint8, device=self.device)
         snap = torch.empty_like(poison)
         host = torch.empty(poison.numel(), dtype=torch.uint8, pin_memory=self.cuda)
@@ -80,15 +81,17 @@ class Timer:
         for _ in range(reps):
             t0 = time.perf_counter()
             if self.cuda:
-                self.flush()
-                poison.fill_(0xFF)
+                if flush:
+                    self.flush()
+                    poison.fill_(0xFF)
                 snap.copy_(poison)
                 torch.cuda.synchronize(self.device)
                 host.copy_(snap)
             else:
-                self.flushes += 1
-                self.flush_buf.numpy().fill(self.flushes & 0xFF)
-                poison.numpy().fill(0xFF)
+                if flush:
+                    self.flushes += 1
+                    self.flush_buf.numpy().fill(self.flushes & 0xFF)
+                    poison.numpy().fill(0xFF)
                 snap.numpy()[:] = poison.numpy()
             fd = os.memfd_create("kb-overhead", os.MFD_CLOEXEC)
             try:
@@ -269,3 +272,32 @@ def compiled(model):
         return torch.compile(model), None
     except Exception as e:
         return None, "torch.compile failed: %s: %s" % (type(e).__name__, e)
+
+
+# The echo: a process of the judge's own that answers one byte with one
+# byte. Its round trip, taken right after each timed run, is what the
+# host's scheduling adds to a request's round trip at that moment, from a
+# process no candidate runs in (judge_run.clock_bound).
+_ECHO_SRC = "import os\nwhile os.read(0, 1):\n    os.write(1, b'.')\n"
+
+
+class Echo:
+    def __init__(self):
+        import subprocess
+        import sys
+        self.p = subprocess.Popen([sys.executable, "-S", "-c", _ECHO_SRC], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, bufsize=0)
+
+    def rtt_ms(self):
+        t0 = time.perf_counter()
+        self.p.stdin.write(b".")
+        if self.p.stdout.read(1) != b".":
+            raise OSError("the judge's echo process ended")
+        return (time.perf_counter() - t0) * 1e3
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=5)
+        except Exception:  # noqa: B902 -- best effort at exit
+            self.p.kill()

@@ -237,9 +237,10 @@ class Worker:
     def request(self, cmd, timeout=None):
         """Send one command; the reply, with the judge-observed wall time
         in seconds appended to self.walls."""
+        line = (json.dumps(cmd) + "\n").encode()
         t0 = time.perf_counter()
         try:
-            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            self.proc.stdin.write(line)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(cmd.get("cmd", "?"))

@@ -1,0 +1,38 @@
+#!/bin/sh
+# t3010: the worker's clock runs in the candidate's process, the judge's
+# does not. A kernel that rewrites the worker's start time (it reports a
+# tenth of its call) is flagged untimed_work by the judge's clock around
+# each timed request, and the honest kernel of the same arithmetic in the
+# same batch is not: the comparison reads the runs the host disturbed
+# least, so it holds on a loaded machine too. Check that the forgery
+# landed (its reported median is far below the honest one's), else the
+# flag would prove nothing.
+. "$(dirname "$0")/eval-lib.sh"
+X="$ROOT/tests/fixtures/exploits/cpu"
+# scale_bias.py at 256 x 1024: a CPU call of a few milliseconds, so what
+# the forgery hides is more than a request's own overhead.
+P="$tmp/scale_bias_wide.py"
+sed -e 's/^rows = 64$/rows = 256/' -e 's/^features = 256$/features = 1024/' \
+	"$ROOT/tests/fixtures/eval/scale_bias.py" >"$P"
+grep -q '^rows = 256$' "$P" && grep -q '^features = 1024$' "$P" || bad "the wide problem was not made"
+
+mkdir -p "$tmp/c"
+cp "$X/correct.c" "$X/forged_clock.c" "$tmp/c/"
+cd "$tmp/c"
+"$KERNELBOT" eval "$P" correct.c forged_clock.c --backend cpu --json --trials 2 --rounds 5 --reps 6 \
+	--warmup 2 --timeout 30 >"$tmp/out.json" 2>"$tmp/err"
+st=$?
+cd "$ROOT"
+[ "$st" -eq 0 ] && ok "exit 0: both correct in value" || bad "exit $st: $(tail -5 "$tmp/err")"
+
+expect "$tmp/out.json" correct.c 'r["status"] == "correct" and "untimed_work" not in r["flags"]' "the honest kernel: correct, not flagged"
+expect "$tmp/out.json" correct.c 'any(c["name"] == "no_untimed_work" and c["passed"] and "the judge" in c["detail"] for c in r["checks"])' "its no_untimed_work check passed, the judge's clock included"
+"$PY" - "$tmp/out.json" <<'PYEOF' && ok "the forgery landed: its reported median under a third of the honest one" || bad "the forged clock did not take effect: $(cat "$tmp/out.json" | head -c 300)"
+import json, sys
+by = {r["candidate"].rsplit("/", 1)[-1]: r for r in json.load(open(sys.argv[1]))}
+h, f = (by[n]["timings_ms"]["candidate"]["median"] for n in ("correct.c", "forged_clock.c"))
+sys.exit(0 if f < h / 3 else 1)
+PYEOF
+expect "$tmp/out.json" forged_clock.c '"untimed_work" in r["flags"]' "the forged clock: flagged untimed_work"
+expect "$tmp/out.json" forged_clock.c 'any(c["name"] == "no_untimed_work" and not c["passed"] and "the judge'"'"'s clock" in c["detail"] for c in r["checks"])' "no_untimed_work failed, naming the judge's clock"
+done_tests t3010-eval-forged-clock

@@ -1,0 +1,68 @@
+"""The judge's clock (kbh/judge_run.py clock_bound): a worker whose call
+times were rewritten is told apart from an honest one on a loaded host
+by the runs the host disturbed least; the echo process measures this
+host's scheduling from a process of the judge's own."""
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "harness"))
+
+from kbh import judge_run as jr  # noqa: E402
+from kbh import judge_timing as jt  # noqa: E402
+
+
+def _runs(call_ms, hidden_ms, over_ms, disturbed, n=100, seed=1):
+    """n runs of a call_ms call whose worker reports call_ms - hidden_ms;
+    each request takes over_ms beyond the call, and the host adds 2 to
+    8 ms to a share `disturbed` of them."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        extra = rng.uniform(2.0, 8.0) if rng.random() < disturbed else rng.uniform(0.0, 0.1)
+        out.append((call_ms + over_ms + extra, call_ms - hidden_ms, 0.08, 0.06))
+    return out
+
+
+def test_honest_passes_idle_and_loaded():
+    assert jr.clock_bound(_runs(1.3, 0.0, 0.35, 0.0)) is None
+    # Most runs preempted before their reply: the median is ms off, the
+    # least disturbed tenth is not.
+    assert jr.clock_bound(_runs(1.3, 0.0, 0.35, 0.8)) is None
+    # A long call: the allowance grows with it (0.1 x the call).
+    assert jr.clock_bound(_runs(40.0, 0.0, 0.35, 0.5)) is None
+
+
+def test_rewritten_clock_flagged():
+    why = jr.clock_bound(_runs(1.3, 1.17, 0.35, 0.0))
+    assert why and why.startswith("the judge's clock")
+    assert jr.clock_bound(_runs(1.3, 1.17, 0.35, 0.8))
+    # Hiding 2 ms of a 40 ms call (5%) is within the allowance; 8 ms is not.
+    assert jr.clock_bound(_runs(40.0, 2.0, 0.35, 0.0)) is None
+    assert jr.clock_bound(_runs(40.0, 8.0, 0.35, 0.0))
+
+
+def test_a_few_runs_hidden_gain_only_there():
+    # Hiding on 5 runs of 100 stays below the 10th percentile: not
+    # flagged, and those 5 runs move the median call by nothing.
+    runs = _runs(1.3, 0.0, 0.35, 0.0)
+    for i in range(5):
+        j, h, e, s = runs[i]
+        runs[i] = (j, 0.1, e, s)
+    assert jr.clock_bound(runs) is None
+    runs = [(j, 0.1, e, s) for j, h, e, s in runs]
+    assert jr.clock_bound(runs)
+
+
+def test_no_runs_no_verdict():
+    assert jr.clock_bound([]) is None
+
+
+def test_echo_round_trip():
+    e = jt.Echo()
+    try:
+        got = [e.rtt_ms() for _ in range(20)]
+    finally:
+        e.close()
+    assert all(0 < x < 1000 for x in got)
+    assert e.p.poll() is not None
