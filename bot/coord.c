@@ -631,33 +631,39 @@ job_advance(struct coord *c, struct coord_held *h)
 			goto out;
 		err[0] = '\0';
 		if ((rc = job_start(c, &j, f, err, sizeof(err))) == 0) {
-			/* the last retry's note goes: the job is under way */
+			/* the count and the last retry's note go: it is under way */
 			if (h->fails)
-				store_job_set_step(c->store, j.id, c->owner, "tasks", NULL);
+				store_job_retry(c->store, j.id, c->owner, NULL, NULL);
 			h->fails = 0;
 			h->next_try = 0;
 		} else if (!transient(rc)) {
 			released = 1;	/* failed, or the lease was lost */
-		} else if (++h->fails > c->opts.retries) {
+		} else if (h->fails + 1 > c->opts.retries) {
 			char why[1200];
 
 			snprintf(why, sizeof(why), "gave up after %d tries: %s",
-			    h->fails, err);
+			    h->fails + 1, err);
 			job_fail(c, &j, f, why);
 			released = 1;
 		} else {
-			/* The remote or the forge is down: again, less and less often. */
-			int64_t d = retry_delay_ms(&c->opts, h->fails);
+			/*
+			 * The remote or the forge is down: again, less and less
+			 * often. The count is in the store, so a restart goes on
+			 * from it rather than from 0.
+			 */
+			int n = h->fails + 1;
+			int64_t d = retry_delay_ms(&c->opts, n);
 			char note[1200];
 
-			h->next_try = mono_ms() + d;
 			snprintf(note, sizeof(note), "try %d of %d failed, next in "
-			    "%lld ms: %s", h->fails, c->opts.retries + 1,
-			    (long long)d, err);
+			    "%lld ms: %s", n, c->opts.retries + 1, (long long)d, err);
 			log_warn("job step failed; will retry", "job=%lld try=%d of=%d "
-			    "in_ms=%lld err=\"%s\"", (long long)j.id, h->fails,
+			    "in_ms=%lld err=\"%s\"", (long long)j.id, n,
 			    c->opts.retries + 1, (long long)d, err);
-			store_job_set_step(c->store, j.id, c->owner, "new", note);
+			if (store_job_retry(c->store, j.id, c->owner, note, &n) < 0)
+				n = h->fails + 1;
+			h->fails = n;
+			h->next_try = mono_ms() + d;
 		}
 		goto out;
 	}
@@ -702,6 +708,9 @@ jobs_tick(struct coord *c)
 		    "step=%s attempt=%d", (long long)j.id, j.repo, j.sha, j.trigger,
 		    j.step, j.attempts);
 		memset(&c->held[c->n_held], 0, sizeof(c->held[0]));
+		/* a fetch that failed before a restart goes on counting */
+		if (!strcmp(j.step, "new"))
+			c->held[c->n_held].fails = j.retries;
 		c->held[c->n_held++].id = j.id;
 		store_job_free(&j);
 	}

@@ -143,6 +143,7 @@ struct store_job {
 	char *payload;			/* JSON text or NULL */
 	char *step;			/* the coordinator's progress: new, tasks, publish */
 	char *error;			/* why it failed, or NULL */
+	int retries;			/* failed tries in a row of its fetch */
 };
 
 void store_job_free(struct store_job *j);
@@ -216,6 +217,15 @@ int store_job_add(struct store *s, const struct store_job_new *j, int64_t *id);
  */
 int store_job_set_step(struct store *s, int64_t id, const char *owner,
     const char *step, const char *error);
+
+/*
+ * Count one more failed try of the fetch of a job owner holds, with why
+ * as the job's error; *retries (may be NULL) gets the count. why NULL
+ * starts the count over and clears the error. -ESTALE when owner no
+ * longer holds it.
+ */
+int store_job_retry(struct store *s, int64_t id, const char *owner,
+    const char *why, int *retries);
 
 /* ---- Tasks: one module of one job, run by a runner (store_tasks.c) ---- */
 

@@ -247,6 +247,11 @@ static const char *const migrations[] = {
 	"INSERT OR IGNORE INTO intake_keys (provider, repo, key, delivery)"
 	"  SELECT provider, repo, 'comment ' || comment_id, delivery FROM commands"
 	"  WHERE delivery IS NOT NULL AND coalesce(comment_id, 0) <> 0 ORDER BY id;",
+	/*
+	 * 7 (issue 23): the failed tries in a row of a job's fetch, so the
+	 * coordinator's retry limit holds across restarts.
+	 */
+	"ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
 };
 
 int

@@ -5,7 +5,8 @@
 # `failed` with the reason: in `kernelbot jobs`, in the log, and in the
 # commit's "kernelbot" status on the forge (which is reachable). A push
 # of another repository sent after it, and a command, go through while
-# it retries: nothing else stalls.
+# it retries: nothing else stalls. The count of tries is in the store, so
+# a serve killed in the middle goes on from it after the restart.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t7021
 . "$KB_ROOT/tests/e2e/lib-coord.sh"
@@ -62,13 +63,26 @@ check_match "with the reason" \
     "$(ghq "[x['body']['description'] for x in r if x['method'] == 'POST' and x['path'] == '/repos/acme/lost/statuses/$SHA0'][-1]")" \
     '^job 1 failed: gave up after 5 tries: '
 
-# a command is still obeyed, and a restart does not bring the job back
+# a command is still obeyed
 comment alice "/kernelbot help"
 check_match "a command is answered" "$(answer "$CID")" 'takes these commands'
-kb_serve_stop TERM
+
+# the count is in the store: a serve killed while a fetch is retried
+# goes on from where it was, not from the first try
+sed "s/lost.git/lost2.git/; s#acme/lost#acme/lost2#" "$TMP/lost.json" >"$TMP/lost2.json"
+gh_send push "$TMP/lost2.json"
+check_eq "a second lost push is accepted" "$HTTP_CODE $HTTP_BODY" '202 {"status":"accepted","job":3}'
+check "it is retried twice" wait_sql 20 "SELECT retries FROM jobs WHERE id = 3" 2
+kill -9 "$KB_PID"
+wait "$KB_PID" 2>/dev/null
+check_eq "the count survives kill -9" "$(db 'SELECT retries FROM jobs WHERE id = 3')" 2
+: >"$TMP/serve.log"
 kb_serve_start "$TMP/kb.yml" || t_done
-sleep 2
-check_eq "after a restart the failed job stays failed" "$(db 'SELECT state FROM jobs WHERE id = 1')" failed
+check "after the restart it ends failed" wait_sql 60 "SELECT state FROM jobs WHERE id = 3" failed
+check_eq "after the restart: tries 3 and 4, then the last" \
+    "$(grep 'msg="job step failed; will retry" job=3 ' "$TMP/serve.log" | sed 's/.* try=\([0-9]*\) of=\([0-9]*\).*/\1\/\2/' | tr '\n' ' ')" '3/5 4/5 '
+check_match "and the reason" "$(db 'SELECT error FROM jobs WHERE id = 3')" '^gave up after 5 tries: .*kernelbot-t7021\.invalid'
+check_eq "the first failed job stays failed" "$(db 'SELECT state FROM jobs WHERE id = 1')" failed
 kb_serve_stop TERM
 
 t_done

@@ -218,7 +218,8 @@ replays(const char *dir)
 
 	/* a store from before the keys: the migration fills them from its work */
 	snprintf(cmd, sizeof(cmd), "sqlite3 %s 'DROP TABLE intake_keys; "
-	    "DELETE FROM schema_version WHERE version = 6; "
+	    "ALTER TABLE jobs DROP COLUMN retries; "
+	    "DELETE FROM schema_version WHERE version >= 6; "
 	    "UPDATE jobs SET payload = NULL WHERE sha LIKE \"2222%%\"; "
 	    "INSERT INTO jobs (provider, repo, clone_url, sha, trigger, created, "
 	    "updated) VALUES (\"github\", \"acme/model\", \"x\", "
@@ -354,7 +355,25 @@ main(void)
 	CHECK_INT("reclaim", store_job_claim(s, "runner-b", 30, &j), 0);
 	CHECK_INT("requeued job comes back first", j.id, first);
 	CHECK_INT("second attempt", j.attempts, 2);
+	CHECK_INT("no retries yet", j.retries, 0);
 	store_job_free(&j);
+	{
+		int r = -1;
+
+		CHECK_INT("a failed try counted", store_job_retry(s, first, "runner-b", "try 1: down", &r), 0);
+		CHECK_INT("one", r, 1);
+		CHECK_INT("another", store_job_retry(s, first, "runner-b", "try 2: down", &r), 0);
+		CHECK_INT("two", r, 2);
+		CHECK_INT("not by another owner", store_job_retry(s, first, "runner-a", "x", &r), -ESTALE);
+		store_job_get(s, first, &j);
+		CHECK("the count and the last reason are kept", j.retries == 2 &&
+		    j.error && !strcmp(j.error, "try 2: down"));
+		store_job_free(&j);
+		CHECK_INT("the count starts over", store_job_retry(s, first, "runner-b", NULL, &r), 0);
+		store_job_get(s, first, &j);
+		CHECK("at 0, the reason cleared", r == 0 && j.retries == 0 && !j.error);
+		store_job_free(&j);
+	}
 	CHECK_INT("finish with bad state", store_job_finish(s, first, "runner-b", "queued"), -EINVAL);
 	CHECK_INT("finish", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), 0);
 	CHECK_INT("finish twice is stale", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), -ESTALE);
