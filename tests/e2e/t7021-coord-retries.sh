@@ -49,8 +49,8 @@ check_match "kernelbot jobs shows it failed" "$(printf '%s\n' "$OUT" | grep '^1 
 check_match "kernelbot jobs shows the reason" "$OUT" 'gave up after 5 tries: .*kernelbot-t7021\.invalid'
 "$KERNELBOT" jobs --config "$TMP/kb.yml" --json >"$TMP/jobs.json"
 check_match "and so does its JSON" \
-    "$($PY -c 'import json,sys; j=[x for x in json.load(open(sys.argv[1])) if x["id"] == 1][0]; print(j["state"], j["error"])' "$TMP/jobs.json")" \
-    '^failed gave up after 5 tries: '
+    "$($PY -c 'import json,sys; j=[x for x in json.load(open(sys.argv[1])) if x["id"] == 1][0]; print(j["state"], j["retries"], j["error"])' "$TMP/jobs.json")" \
+    '^failed 4 gave up after 5 tries: '
 check_eq "the log has each retry" "$(grep -c 'msg="job step failed; will retry" job=1 ' "$TMP/serve.log")" 4
 check_match "the retries waited longer each time, capped" \
     "$(grep 'msg="job step failed; will retry" job=1 ' "$TMP/serve.log" | sed 's/.* in_ms=\([0-9]*\).*/\1/' | tr '\n' ' ')" \
