@@ -1,7 +1,7 @@
 /*
  * kernelbot jobs: the job queue, newest first, as a table or as JSON
  * (an array of {id, provider, repo, sha, trigger, state, step, error,
- * created, tasks: [{id, module, class, slug, state, attempts, runner,
+ * retries (failed tries of its fetch), created, tasks: [{id, module, class, slug, state, attempts, runner,
  * arch, published, error}]}), each job followed by its tasks: the
  * coordinator's progress. --runners lists the registered runners instead
  * ({name, host, pid, gpu, backend, arch, device, registered, heartbeat,
@@ -71,11 +71,12 @@ print_json(struct store *s, const struct store_job *jobs, size_t n)
 	for (size_t i = 0; i < n && error == 0; i++) {
 		iso_time(jobs[i].created, ts, sizeof(ts));
 		if (json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, "
-		    "s:s, s:s?, s:s, s:o}",
+		    "s:s, s:s?, s:i, s:s, s:o}",
 		    "id", (json_int_t)jobs[i].id, "provider", jobs[i].provider,
 		    "repo", jobs[i].repo, "sha", jobs[i].sha, "trigger",
 		    jobs[i].trigger, "state", jobs[i].state, "step", jobs[i].step,
-		    "error", jobs[i].error, "created", ts, "tasks",
+		    "error", jobs[i].error, "retries", jobs[i].retries, "created",
+		    ts, "tasks",
 		    tasks_json(s, jobs[i].id))) < 0)
 			error = -ENOMEM;
 	}

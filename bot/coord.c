@@ -26,16 +26,34 @@
 #include "pipeline/report/report.h"
 
 #define COORD_JOB_ATTEMPTS 20		/* a job's leases before it fails */
-#define COORD_PUBLISH_TRIES 5		/* publish failures before a task's result is given up */
 #define COORD_STATUS_CONTEXT "kernelbot/"	/* + slug */
+#define COORD_JOB_CONTEXT "kernelbot"	/* the status of the job as a whole */
 
 static int64_t
-mono_s(void)
+mono_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Trouble that may pass (the network, the forge, a lock): worth a retry. */
+static int
+transient(int rc)
+{
+	return rc == -EIO || rc == -EAGAIN || rc == -EBUSY;
+}
+
+/* The wait before retry n (1, 2, ...): retry_base_ms doubled, capped. */
+static int64_t
+retry_delay_ms(const struct coord_opts *o, int n)
+{
+	int64_t d = o->retry_base_ms;
+
+	for (int i = 1; i < n && d < o->retry_max_ms; i++)
+		d *= 2;
+	return d < o->retry_max_ms ? d : o->retry_max_ms;
 }
 
 void
@@ -77,14 +95,17 @@ coord_mirror(struct coord *c, struct forge *f, const char *repo,
 	return gitops_mirror(c->data_dir, repo, clone_url, &cred, out, err, errlen);
 }
 
-/* One short line for a status description. */
+/* One short line for a status description; slug NULL: the job's own. */
 static void
 status(struct forge *f, const char *sha, enum forge_state st, const char *slug,
     const char *desc)
 {
 	char ctx[MODULES_MAX_SLUG + 32], err[512];
 
-	snprintf(ctx, sizeof(ctx), COORD_STATUS_CONTEXT "%s", slug);
+	if (slug)
+		snprintf(ctx, sizeof(ctx), COORD_STATUS_CONTEXT "%s", slug);
+	else
+		snprintf(ctx, sizeof(ctx), COORD_JOB_CONTEXT);
 	if (forge_status_set(f, sha, st, ctx, desc, NULL, err, sizeof(err)) < 0)
 		log_warn("cannot set a status", "sha=%.12s context=%s err=\"%s\"",
 		    sha, ctx, err);
@@ -173,18 +194,29 @@ checkout(struct coord *c, struct gitops_repo *r, int64_t job, const char *sha,
 	return 0;
 }
 
-/* A job that cannot go on: its error recorded, state failed. */
+/*
+ * A job that cannot go on: its error recorded, state failed, and the
+ * reason in the commit's "kernelbot" status when a forge is at hand
+ * (f may be NULL: no forge could be opened).
+ */
 static void
-job_fail(struct coord *c, const struct store_job *j, const char *why)
+job_fail(struct coord *c, const struct store_job *j, struct forge *f,
+    const char *why)
 {
+	char desc[600];
 	int rc;
 
-	log_warn("job failed", "job=%lld repo=%s err=\"%s\"", (long long)j->id,
-	    j->repo, why);
+	log_warn("job failed", "job=%lld repo=%s sha=%.12s err=\"%s\"",
+	    (long long)j->id, j->repo, j->sha, why);
 	if ((rc = store_job_set_step(c->store, j->id, c->owner, "failed", why)) < 0 ||
 	    (rc = store_job_finish(c->store, j->id, c->owner, STORE_JOB_FAILED)) < 0)
 		log_warn("cannot record a failed job", "job=%lld err=\"%s\"",
 		    (long long)j->id, strerror(-rc));
+	if (f) {
+		snprintf(desc, sizeof(desc), "job %lld failed: %s", (long long)j->id,
+		    why);
+		status(f, j->sha, FORGE_ERROR, NULL, desc);
+	}
 }
 
 /*
@@ -219,14 +251,19 @@ job_specs(struct gitops_repo *r, const struct store_job *j, json_t *payload,
 	return 0;
 }
 
-/* Step "new": everything up to the tasks, which are created with the step. */
+/*
+ * Step "new": everything up to the tasks, which are created with the
+ * step. A failure that may pass (transient()) leaves the job to the
+ * caller's retries, with the reason in err; any other fails the job here.
+ */
 static int
-job_start(struct coord *c, struct store_job *j, struct forge *f)
+job_start(struct coord *c, struct store_job *j, struct forge *f, char *err,
+    size_t errlen)
 {
 	struct gitops_repo *r = NULL;
 	struct store_task_spec *specs = NULL;
 	json_t *payload = job_payload(j), *mods = NULL, *m;
-	char before[GITOPS_OID_HEX], err[1024] = "", ref[300];
+	char before[GITOPS_OID_HEX], ref[300];
 	char (*slugs)[MODULES_MAX_SLUG + 1] = NULL;
 	const char *branch = jsonx_str(payload, "default_branch", "main");
 	const char *kind = jsonx_str(payload, "kind", "optimize");
@@ -239,23 +276,23 @@ job_start(struct coord *c, struct store_job *j, struct forge *f)
 	if (j->before) {
 		struct gitops_cred cred = { NULL, NULL };
 
-		if ((rc = forge_git_cred(f, &cred, err, sizeof(err))) < 0 ||
+		if ((rc = forge_git_cred(f, &cred, err, errlen)) < 0 ||
 		    (rc = gitops_sync_push(c->data_dir, j->repo, j->clone_url, &cred,
 		    ref, j->before, j->sha, &r, before, &fallback, err,
-		    sizeof(err))) < 0)
+		    errlen)) < 0)
 			goto out;
 	} else {
 		snprintf(before, sizeof(before), "%s", GITOPS_ZERO_OID);
 		if ((rc = coord_mirror(c, f, j->repo, j->clone_url, &r, err,
-		    sizeof(err))) < 0)
+		    errlen)) < 0)
 			goto out;
 		if (!gitops_has_commit(r, j->sha)) {
-			rc = gitops_fail(-ENOENT, err, sizeof(err), "commit %.12s is "
+			rc = gitops_fail(-ENOENT, err, errlen, "commit %.12s is "
 			    "not in the repository", j->sha);
 			goto out;
 		}
 	}
-	if ((rc = job_specs(r, j, payload, before, &mods, err, sizeof(err))) < 0) {
+	if ((rc = job_specs(r, j, payload, before, &mods, err, errlen)) < 0) {
 		/* A bad .kernelbot.yml: say so where the pusher looks. */
 		if (rc == -EINVAL) {
 			char ctx[] = "kernelbot";
@@ -278,17 +315,17 @@ job_start(struct coord *c, struct store_job *j, struct forge *f)
 		specs[i].kind = kind;
 		if (!specs[i].module || modules_slug(specs[i].module,
 		    specs[i].class_name, slugs[i]) < 0) {
-			rc = gitops_fail(-EINVAL, err, sizeof(err), "bad module %s",
+			rc = gitops_fail(-EINVAL, err, errlen, "bad module %s",
 			    specs[i].module ? specs[i].module : "(none)");
 			goto out;
 		}
 		specs[i].slug = slugs[i];
 	}
-	if (n && (rc = checkout(c, r, j->id, j->sha, err, sizeof(err))) < 0)
+	if (n && (rc = checkout(c, r, j->id, j->sha, err, errlen)) < 0)
 		goto out;
 	if ((rc = store_tasks_create(c->store, j->id, c->owner, j->repo, j->sha,
 	    specs, n, "tasks")) < 0) {
-		snprintf(err, sizeof(err), "recording the tasks: %s", strerror(-rc));
+		snprintf(err, errlen, "recording the tasks: %s", strerror(-rc));
 		goto out;
 	}
 	log_info("job tasks created", "job=%lld repo=%s sha=%.12s modules=%zu "
@@ -303,14 +340,8 @@ job_start(struct coord *c, struct store_job *j, struct forge *f)
 	}
 	rc = 0;
 out:
-	if (rc < 0 && rc != -ESTALE) {
-		/* Transport trouble is retried with the lease; the rest fails the job. */
-		if (rc == -EIO || rc == -EAGAIN || rc == -EBUSY)
-			log_warn("job step failed; will retry", "job=%lld err=\"%s\"",
-			    (long long)j->id, err);
-		else
-			job_fail(c, j, err);
-	}
+	if (rc < 0 && rc != -ESTALE && !transient(rc))
+		job_fail(c, j, f, err);
 	free(specs);
 	free(slugs);
 	json_decref(mods);
@@ -364,7 +395,7 @@ remember(struct coord *c, const struct store_job *j, const struct store_task *t,
  */
 static int
 publish(struct coord *c, const struct store_job *j, const struct store_task *t,
-    struct forge *f)
+    struct forge *f, char *why, size_t whylen)
 {
 	struct report_module rm;
 	struct report_pr pr;
@@ -384,7 +415,9 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 	memset(&pr, 0, sizeof(pr));
 	if (t->kind && !strcmp(t->kind, "benchmark")) {
 		/* Timings of the PR's kernel: an answer on the PR, not a new result. */
-		rc = coord_bench_publish(c, j, t, payload, f);
+		if ((rc = coord_bench_publish(c, j, t, payload, f)) < 0)
+			snprintf(why, whylen, "answering the benchmark: %s",
+			    strerror(-rc));
 		goto out;
 	}
 	if (strcmp(t->state, STORE_TASK_DONE)) {
@@ -480,6 +513,7 @@ publish(struct coord *c, const struct store_job *j, const struct store_task *t,
 fail:
 	log_warn("publishing failed", "job=%lld slug=%s err=\"%s\"",
 	    (long long)j->id, t->slug, err);
+	snprintf(why, whylen, "%s", err);
 out:
 	report_pr_free(&pr);
 	repocfg_free(rcfg);
@@ -524,6 +558,7 @@ job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
 {
 	struct store_task *v = NULL;
 	size_t n = 0, open = 0, done = 0;
+	char why[1024];
 	int rc;
 
 	if ((rc = store_tasks_of_job(c->store, j->id, &v, &n)) < 0)
@@ -540,17 +575,30 @@ job_progress(struct coord *c, struct coord_held *h, struct store_job *j,
 		}
 		if (v[i].published)
 			continue;
-		if (h->next_try > mono_s()) {
+		if (h->next_try > mono_ms()) {
 			open++;
 			continue;
 		}
-		if ((rc = publish(c, j, &v[i], f)) < 0 &&
-		    ++h->fails < COORD_PUBLISH_TRIES) {
-			h->next_try = mono_s() + (1 << h->fails);
-			open++;
-			continue;
+		why[0] = '\0';
+		if ((rc = publish(c, j, &v[i], f, why, sizeof(why))) < 0) {
+			if (++h->fails <= c->opts.retries) {
+				int64_t d = retry_delay_ms(&c->opts, h->fails);
+
+				log_warn("publishing will be retried", "job=%lld "
+				    "slug=%s try=%d of=%d in_ms=%lld", (long long)j->id,
+				    v[i].slug, h->fails, c->opts.retries + 1,
+				    (long long)d);
+				h->next_try = mono_ms() + d;
+				open++;
+				continue;
+			}
+			/* Given up: the job ends failed with the reason. */
+			snprintf(h->error, sizeof(h->error), "publishing %s gave up "
+			    "after %d tries: %s", v[i].slug, h->fails, why[0] ? why :
+			    strerror(-rc));
 		}
 		h->fails = 0;
+		h->next_try = 0;
 		if ((rc = store_task_set_published(c->store, v[i].id)) < 0) {
 			open++;
 			continue;
@@ -574,25 +622,56 @@ job_advance(struct coord *c, struct coord_held *h)
 	if ((rc = store_job_get(c->store, h->id, &j)) < 0)
 		return 0;
 	if ((rc = coord_forge(c, j.provider, j.repo, &f, err, sizeof(err))) < 0) {
-		job_fail(c, &j, err);
+		job_fail(c, &j, NULL, err);
 		released = 1;
 		goto out;
 	}
 	if (!strcmp(j.step, "new")) {
-		if (h->next_try > mono_s())
+		if (h->next_try > mono_ms())
 			goto out;
-		if ((rc = job_start(c, &j, f)) < 0) {
-			released = rc != -EIO && rc != -EAGAIN && rc != -EBUSY;
-			/* The forge or the remote is down: try again, less and less often. */
-			h->fails += h->fails < 6;
-			h->next_try = mono_s() + (1 << h->fails);
-		} else {
+		err[0] = '\0';
+		if ((rc = job_start(c, &j, f, err, sizeof(err))) == 0) {
+			/* the count and the last retry's note go: it is under way */
+			if (h->fails)
+				store_job_retry(c->store, j.id, c->owner, NULL, NULL);
 			h->fails = 0;
 			h->next_try = 0;
+		} else if (!transient(rc)) {
+			released = 1;	/* failed, or the lease was lost */
+		} else if (h->fails + 1 > c->opts.retries) {
+			char why[1200];
+
+			snprintf(why, sizeof(why), "gave up after %d tries: %s",
+			    h->fails + 1, err);
+			job_fail(c, &j, f, why);
+			released = 1;
+		} else {
+			/*
+			 * The remote or the forge is down: again, less and less
+			 * often. The count is in the store, so a restart goes on
+			 * from it rather than from 0.
+			 */
+			int n = h->fails + 1;
+			int64_t d = retry_delay_ms(&c->opts, n);
+			char note[1200];
+
+			snprintf(note, sizeof(note), "try %d of %d failed, next in "
+			    "%lld ms: %s", n, c->opts.retries + 1, (long long)d, err);
+			log_warn("job step failed; will retry", "job=%lld try=%d of=%d "
+			    "in_ms=%lld err=\"%s\"", (long long)j.id, n,
+			    c->opts.retries + 1, (long long)d, err);
+			if (store_job_retry(c->store, j.id, c->owner, note, &n) < 0)
+				n = h->fails + 1;
+			h->fails = n;
+			h->next_try = mono_ms() + d;
 		}
 		goto out;
 	}
-	if ((rc = job_progress(c, h, &j, f)) == 1) {
+	if ((rc = job_progress(c, h, &j, f)) == 1 && h->error[0]) {
+		job_fail(c, &j, f, h->error);
+		coord_remove_checkout(c->data_dir, j.id);
+		released = 1;
+	} else if (rc == 1) {
 		if ((rc = store_job_set_step(c->store, j.id, c->owner, "done", NULL)) < 0 ||
 		    (rc = store_job_finish(c->store, j.id, c->owner, STORE_JOB_DONE)) < 0)
 			log_warn("cannot finish a job", "job=%lld err=\"%s\"",
@@ -629,6 +708,9 @@ jobs_tick(struct coord *c)
 		    "step=%s attempt=%d", (long long)j.id, j.repo, j.sha, j.trigger,
 		    j.step, j.attempts);
 		memset(&c->held[c->n_held], 0, sizeof(c->held[0]));
+		/* a fetch that failed before a restart goes on counting */
+		if (!strcmp(j.step, "new"))
+			c->held[c->n_held].fails = j.retries;
 		c->held[c->n_held++].id = j.id;
 		store_job_free(&j);
 	}

@@ -35,6 +35,9 @@
 #define COORD_MAX_LOCAL		64	/* local runners serve may start */
 #define COORD_MAX_SCHEDULES	16
 #define COORD_MAX_JOBS		8	/* jobs the coordinator holds at once */
+#define COORD_RETRIES		8	/* retries of a failing fetch or publish */
+#define COORD_RETRY_BASE_MS	2000	/* the wait before the first retry */
+#define COORD_RETRY_MAX_MS	300000	/* doubled each retry, up to this */
 
 /* The `runners:` and `schedule:` sections of the server configuration. */
 struct coord_opts {
@@ -45,6 +48,8 @@ struct coord_opts {
 	int poll_ms;		/* how often idle loops look; default 1000 */
 	int timeout_s;		/* one optimize run; default 7200 */
 	int work_keep_failed_h;	/* hours a failed task's work dir is kept; default 24 */
+	int retries;		/* a job's fetch or a result's publishing; COORD_RETRIES */
+	int retry_base_ms, retry_max_ms;	/* backoff: base * 2^(n-1), capped */
 	json_t *command;	/* argv run instead of `kernelbot optimize`, or NULL */
 	json_t *optimize_args;	/* more arguments for optimize (array) */
 	json_t *benchmark_args;	/* more arguments for a benchmark's `kernelbot eval` (array) */
@@ -64,6 +69,9 @@ struct coord_opts {
  *     poll_ms: 1000
  *     timeout_s: 7200
  *     work_keep_failed_h: 24           (0: removed at the next sweep)
+ *     retries: 8                       (then the job fails, with the reason)
+ *     retry_base_ms: 2000              (2 s, 4 s, 8 s, ... between tries,
+ *     retry_max_ms: 300000              at most this)
  *     optimize_args: [--budget, small]
  *     benchmark_args: [--trials, "10"]  (more for a benchmark's eval)
  *     command: [/path/to/program]      (instead of `kernelbot optimize`)

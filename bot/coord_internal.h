@@ -20,8 +20,9 @@ struct coord_held {
 	/* "task T runs attempt A" already in its status: (T << 8) | A */
 	int64_t announced[COORD_MAX_ANNOUNCED];
 	size_t n_announced;
-	int fails;		/* publish failures in a row */
-	int64_t next_try;	/* monotonic seconds before which it waits */
+	int fails;		/* failures in a row of its fetch or of a publish */
+	int64_t next_try;	/* monotonic ms before which it waits */
+	char error[512];	/* a publish given up: the job ends failed with it */
 };
 
 struct coord_runner {

@@ -95,7 +95,7 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 {
 	static const char *const keys[] = { "local", "coordinator", "lease_s", "max_attempts",
 		"poll_ms", "timeout_s", "optimize_args", "benchmark_args", "command",
-		"work_keep_failed_h", NULL };
+		"work_keep_failed_h", "retries", "retry_base_ms", "retry_max_ms", NULL };
 	const json_t *root = config_tree(cfg);
 	const json_t *r = json_object_get(root, "runners");
 	const json_t *sch = json_object_get(root, "schedule"), *it;
@@ -112,6 +112,9 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 	o->poll_ms = 1000;
 	o->timeout_s = 7200;
 	o->work_keep_failed_h = 24;
+	o->retries = COORD_RETRIES;
+	o->retry_base_ms = COORD_RETRY_BASE_MS;
+	o->retry_max_ms = COORD_RETRY_MAX_MS;
 	if (r && !json_is_object(r)) {
 		if ((rc = local_key(cfg, r, "runners", &o->local_runners, err,
 		    errlen)) < 0)
@@ -128,7 +131,8 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 				snprintf(path, sizeof(path), "runners.%s", k);
 				return config_error(cfg, err, errlen, path, v,
 				    "unknown key (known: local, coordinator, lease_s, max_attempts, "
-				    "poll_ms, timeout_s, work_keep_failed_h, optimize_args, "
+				    "poll_ms, timeout_s, work_keep_failed_h, retries, "
+				    "retry_base_ms, retry_max_ms, optimize_args, "
 				    "benchmark_args, command)");
 			}
 		}
@@ -152,6 +156,12 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 		    (rc = int_key(cfg, r, "work_keep_failed_h",
 		    "runners.work_keep_failed_h", 0, 24 * 365,
 		    &o->work_keep_failed_h, err, errlen)) < 0 ||
+		    (rc = int_key(cfg, r, "retries", "runners.retries", 0, 100,
+		    &o->retries, err, errlen)) < 0 ||
+		    (rc = int_key(cfg, r, "retry_base_ms", "runners.retry_base_ms", 10,
+		    3600000, &o->retry_base_ms, err, errlen)) < 0 ||
+		    (rc = int_key(cfg, r, "retry_max_ms", "runners.retry_max_ms", 10,
+		    86400000, &o->retry_max_ms, err, errlen)) < 0 ||
 		    (rc = strv_key(cfg, r, "optimize_args", "runners.optimize_args",
 		    &o->optimize_args, err, errlen)) < 0 ||
 		    (rc = strv_key(cfg, r, "benchmark_args", "runners.benchmark_args",
@@ -159,6 +169,12 @@ coord_opts_load(const struct config *cfg, struct coord_opts *o, char *err,
 		    (rc = strv_key(cfg, r, "command", "runners.command", &o->command,
 		    err, errlen)) < 0)
 			goto fail;
+		if (o->retry_max_ms < o->retry_base_ms) {
+			rc = config_error(cfg, err, errlen, "runners.retry_max_ms",
+			    json_object_get(r, "retry_max_ms"),
+			    "must be at least retry_base_ms (%d)", o->retry_base_ms);
+			goto fail;
+		}
 		if (o->command && json_array_size(o->command) == 0) {
 			rc = config_error(cfg, err, errlen, "runners.command", NULL,
 			    "must name a program");

@@ -284,6 +284,11 @@ out:
 static const char SQL_DELIVERY[] =
     "INSERT INTO deliveries (provider, delivery_id, event, repo, received, outcome)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING";
+static const char SQL_INTAKE_KEY[] =
+    "INSERT INTO intake_keys (provider, repo, key, delivery)"
+    " VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING";
+static const char SQL_DELIVERY_DUPLICATE[] =
+    "UPDATE deliveries SET outcome = 'duplicate' WHERE id = ?1";
 static const char SQL_JOB_NEW[] =
     "INSERT INTO jobs (delivery, provider, repo, clone_url, before, sha, trigger,"
     " created, updated, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)";
@@ -527,6 +532,56 @@ intake_work(struct store *s, struct store_delivery *d, int64_t delivery,
 	return 0;
 }
 
+/*
+ * Claim the key of what d asks for (see store_intake()); inside its
+ * savepoint, after its delivery row. 1 when another delivery holds it
+ * (d is a duplicate: its row says so), 0 when d now holds it or has no
+ * key.
+ */
+static int
+intake_key(struct store *s, struct store_delivery *d, int64_t delivery)
+{
+	sqlite3_stmt *st;
+	char *key = NULL;
+	size_t len;
+	int error;
+
+	if (d->work == STORE_WORK_JOB) {
+		if (!d->repo || !d->ref || !d->sha)
+			return -EINVAL;
+		len = strlen(d->ref) + strlen(d->sha) + 7;
+		if (!(key = malloc(len)))
+			return -ENOMEM;
+		snprintf(key, len, "push %s %s", d->ref, d->sha);
+	} else if (d->work == STORE_WORK_COMMAND && d->comment_id != 0 && d->repo) {
+		if (!(key = malloc(32)))
+			return -ENOMEM;
+		snprintf(key, 32, "comment %lld", (long long)d->comment_id);
+	} else {
+		return 0;
+	}
+	if ((error = store_stmt(s, SQL_INTAKE_KEY, &st)) < 0) {
+		free(key);
+		return error;
+	}
+	bind_text(st, 1, d->provider);
+	bind_text(st, 2, d->repo);
+	bind_text(st, 3, key);
+	sqlite3_bind_int64(st, 4, delivery);
+	error = step_done(s, st);
+	free(key);
+	if (error < 0)
+		return error;
+	if (sqlite3_changes(s->db) == 1)
+		return 0;
+	if ((error = store_stmt(s, SQL_DELIVERY_DUPLICATE, &st)) < 0)
+		return error;
+	sqlite3_bind_int64(st, 1, delivery);
+	if ((error = step_done(s, st)) < 0)
+		return error;
+	return 1;
+}
+
 static int
 intake_one(struct store *s, struct store_delivery *d, int64_t now)
 {
@@ -555,6 +610,12 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 		return store_exec(s, "RELEASE delivery");
 	}
 	delivery = sqlite3_last_insert_rowid(s->db);
+	if ((error = intake_key(s, d, delivery)) < 0)
+		goto fail;
+	if (error == 1) {
+		d->duplicate = 1;
+		return store_exec(s, "RELEASE delivery");
+	}
 	if ((error = intake_work(s, d, delivery, now)) < 0)
 		goto fail;
 	return store_exec(s, "RELEASE delivery");

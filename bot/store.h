@@ -97,13 +97,14 @@ struct store_delivery {
 	enum store_work work;
 	/* job */
 	const char *clone_url, *before, *sha, *trigger, *payload;
+	const char *ref;		/* the pushed ref, "refs/heads/main" */
 	/* command and cleanup */
 	int64_t pr;
 	const char *command, *args, *actor, *author_association, *head_ref;
 	int64_t comment_id;
 	int merged;
 	/* results */
-	int duplicate;		/* delivery id seen before: nothing created */
+	int duplicate;		/* seen before (id or work key): nothing created */
 	int64_t work_id;	/* id of the job/command/cleanup row created */
 	int error;		/* 0, or -errno for this delivery alone */
 };
@@ -112,9 +113,15 @@ struct store_delivery {
  * Record n deliveries (n <= STORE_MAX_BATCH) and their work in ONE
  * transaction, committed (fsync'd) before returning: group commit for the
  * intake. Each delivery is its own savepoint, so one bad row fails only
- * itself (d[i].error). Dedup is by (provider, delivery_id), also within
- * the batch. Returns 0 when the transaction committed (look at each
- * d[i].error), or -errno when nothing was committed (every d[i].error set).
+ * itself (d[i].error). Dedup is by (provider, delivery_id), and by what
+ * the delivery asks for whatever its id: a job by (provider, repo, ref,
+ * sha), a command by (provider, repo, comment_id) when comment_id is not
+ * 0. Both hold within the batch, across batches and connections (the
+ * keys are unique in the same transaction as the insert) and across
+ * restarts. A delivery that is a duplicate by its work is recorded with
+ * outcome "duplicate" and creates nothing. Returns 0 when the transaction
+ * committed (look at each d[i].error), or -errno when nothing was
+ * committed (every d[i].error set).
  */
 int store_intake(struct store *s, struct store_delivery *d, size_t n);
 
@@ -136,6 +143,7 @@ struct store_job {
 	char *payload;			/* JSON text or NULL */
 	char *step;			/* the coordinator's progress: new, tasks, publish */
 	char *error;			/* why it failed, or NULL */
+	int retries;			/* failed tries in a row of its fetch */
 };
 
 void store_job_free(struct store_job *j);
@@ -209,6 +217,15 @@ int store_job_add(struct store *s, const struct store_job_new *j, int64_t *id);
  */
 int store_job_set_step(struct store *s, int64_t id, const char *owner,
     const char *step, const char *error);
+
+/*
+ * Count one more failed try of the fetch of a job owner holds, with why
+ * as the job's error; *retries (may be NULL) gets the count. why NULL
+ * starts the count over and clears the error. -ESTALE when owner no
+ * longer holds it.
+ */
+int store_job_retry(struct store *s, int64_t id, const char *owner,
+    const char *why, int *retries);
 
 /* ---- Tasks: one module of one job, run by a runner (store_tasks.c) ---- */
 

@@ -12,7 +12,7 @@
 
 #define JOB_COLS "id, provider, repo, clone_url, before, sha, trigger, state," \
 	" created, updated, lease_owner, coalesce(lease_expires, 0), attempts, payload," \
-	" step, error"
+	" step, error, retries"
 
 static const char SQL_JOB_GET[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
 static const char SQL_JOBS_ALL[] = "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC";
@@ -105,6 +105,7 @@ job_from_row(sqlite3_stmt *st, struct store_job *j)
 	j->payload = col_str(st, 13, &oom);
 	j->step = col_str(st, 14, &oom);
 	j->error = col_str(st, 15, &oom);
+	j->retries = sqlite3_column_int(st, 16);
 	if (oom) {
 		store_job_free(j);
 		return -ENOMEM;
@@ -313,6 +314,10 @@ static const char SQL_JOB_ADD[] =
 static const char SQL_JOB_STEP[] =
     "UPDATE jobs SET step = ?3, error = ?4, updated = ?5"
     " WHERE id = ?1 AND lease_owner = ?2 AND state = 'running'";
+static const char SQL_JOB_RETRY[] =
+    "UPDATE jobs SET retries = CASE WHEN ?3 IS NULL THEN 0 ELSE retries + 1 END,"
+    " error = ?3, updated = ?4"
+    " WHERE id = ?1 AND lease_owner = ?2 AND state = 'running' RETURNING retries";
 
 int
 store_job_add(struct store *s, const struct store_job_new *j, int64_t *id)
@@ -357,6 +362,36 @@ store_job_set_step(struct store *s, int64_t id, const char *owner,
 		store_bind_text(st, 4, err);
 		sqlite3_bind_int64(st, 5, store_now(s));
 		error = store_update_one(s, st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return error;
+}
+
+int
+store_job_retry(struct store *s, int64_t id, const char *owner,
+    const char *err, int *retries)
+{
+	sqlite3_stmt *st;
+	int rc, error;
+
+	if (!owner)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if ((error = store_stmt(s, SQL_JOB_RETRY, &st)) == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		store_bind_text(st, 2, owner);
+		store_bind_text(st, 3, err);
+		sqlite3_bind_int64(st, 4, store_now(s));
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (retries)
+				*retries = sqlite3_column_int(st, 0);
+			rc = sqlite3_step(st);
+		} else if (rc == SQLITE_DONE) {
+			error = -ESTALE;
+		}
+		if (error == 0 && rc != SQLITE_DONE)
+			error = store_sqlerr(s, rc);
+		sqlite3_reset(st);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return error;

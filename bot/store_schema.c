@@ -223,6 +223,35 @@ static const char *const migrations[] = {
 	 * middle hands it to the next.
 	 */
 	"ALTER TABLE cleanups ADD COLUMN kind TEXT NOT NULL DEFAULT 'pr';",
+	/*
+	 * 6 (issue 23): what a delivery asks for, whatever its delivery id:
+	 * "push REF SHA" for a push job, "comment ID" for a comment command
+	 * (the forge's comment or note id). A replayed body with a new id
+	 * finds its key taken and creates nothing. Filled from the jobs and
+	 * commands already taken, so a replay after the upgrade is caught too.
+	 */
+	"CREATE TABLE intake_keys ("
+	"  provider TEXT NOT NULL,"
+	"  repo TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  delivery INTEGER NOT NULL REFERENCES deliveries(id),"
+	"  PRIMARY KEY (provider, repo, key)"
+	") WITHOUT ROWID;"
+	"INSERT OR IGNORE INTO intake_keys (provider, repo, key, delivery)"
+	"  SELECT provider, repo, 'push ' || ref || ' ' || sha, delivery FROM ("
+	"    SELECT id, provider, repo, sha, delivery, CASE WHEN json_valid(payload)"
+	"      THEN CASE json_type(payload, '$.ref') WHEN 'text'"
+	"      THEN json_extract(payload, '$.ref') END END AS ref"
+	"    FROM jobs WHERE delivery IS NOT NULL AND trigger = 'push')"
+	"  WHERE ref IS NOT NULL ORDER BY id;"
+	"INSERT OR IGNORE INTO intake_keys (provider, repo, key, delivery)"
+	"  SELECT provider, repo, 'comment ' || comment_id, delivery FROM commands"
+	"  WHERE delivery IS NOT NULL AND coalesce(comment_id, 0) <> 0 ORDER BY id;",
+	/*
+	 * 7 (issue 23): the failed tries in a row of a job's fetch, so the
+	 * coordinator's retry limit holds across restarts.
+	 */
+	"ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
 };
 
 int

@@ -182,6 +182,7 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 		d.clone_url = ev->clone_url;
 		d.before = ev->before;
 		d.sha = ev->after;
+		d.ref = ev->ref;
 		d.trigger = "push";
 		d.payload = payload;
 		break;

@@ -9,6 +9,8 @@
  *   body not JSON / fields      400  outcome "malformed"
  *   repository not allowed      403  outcome "forbidden", nothing stored
  *   delivery id seen before     200 {"status":"duplicate"}
+ *   push of a ref and commit, or
+ *   comment id, seen before     200 {"status":"duplicate"} (a replay)
  *   push to default branch      202 {"status":"accepted","job":ID}
  *   /kernelbot PR comment       202 {"status":"accepted","command":ID}
  *   PR/MR closed                202 {"status":"accepted","cleanup":ID}

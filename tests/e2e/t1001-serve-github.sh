@@ -154,7 +154,7 @@ check_match "metrics: histogram +Inf bucket" "$M" 'kernelbot_http_request_durati
 OUT=$("$KERNELBOT" jobs --data-dir "$TMP/data" --json)
 check_eq "jobs --json: newest first, the listed keys" \
     "$(printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j), j[0]["id"] > j[1]["id"], sorted(j[0].keys()), j[1]["sha"])')" \
-    "2 True ['created', 'error', 'id', 'provider', 'repo', 'sha', 'state', 'step', 'tasks', 'trigger'] 76ae82c7b1a177c8d03f9e96e0adf2466113728f"
+    "2 True ['created', 'error', 'id', 'provider', 'repo', 'retries', 'sha', 'state', 'step', 'tasks', 'trigger'] 76ae82c7b1a177c8d03f9e96e0adf2466113728f"
 OUT=$("$KERNELBOT" jobs --config "$TMP/kb.yml")
 check_match "jobs table through --config" "$OUT" "^$JOB +github +acme/model +76ae82c7b1a1 +push +queued "
 "$KERNELBOT" jobs --data-dir "$TMP/nowhere" >/dev/null 2>"$TMP/err"

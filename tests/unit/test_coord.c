@@ -56,6 +56,8 @@ main(void)
 	CHECK("no command", o.command == NULL);
 	CHECK("a benchmark's eval gets no more arguments", o.benchmark_args == NULL);
 	CHECK_INT("failed work kept 24 h", o.work_keep_failed_h, 24);
+	CHECK("retries: 8, from 2 s to at most 5 min", o.retries == 8 &&
+	    o.retry_base_ms == 2000 && o.retry_max_ms == 300000);
 	coord_opts_free(&o);
 
 	CHECK_INT("runners: none", load("runners: none\n", &o, err, sizeof(err)), 0);
@@ -86,6 +88,15 @@ main(void)
 	CHECK("coordinator not a boolean", refused("runners:\n  coordinator: yes\n",
 	    "runners.coordinator: must be true or false"));
 	CHECK("an empty command", refused("runners:\n  command: []\n", "must name a program"));
+	CHECK_INT("retries and their backoff", load("runners:\n  retries: 0\n"
+	    "  retry_base_ms: 50\n  retry_max_ms: 50\n", &o, err, sizeof(err)), 0);
+	CHECK("no retries, 50 ms", o.retries == 0 && o.retry_base_ms == 50 &&
+	    o.retry_max_ms == 50);
+	coord_opts_free(&o);
+	CHECK("negative retries", refused("runners:\n  retries: -1\n",
+	    "runners.retries: must be"));
+	CHECK("a backoff cap under its base", refused("runners:\n  retry_base_ms: 5000\n"
+	    "  retry_max_ms: 1000\n", "runners.retry_max_ms: must be at least retry_base_ms"));
 	CHECK("optimize_args not a list", refused("runners:\n  optimize_args: --fast\n",
 	    "runners.optimize_args: must be a list"));
 	CHECK("a negative keep time", refused("runners:\n  work_keep_failed_h: -1\n",

@@ -32,6 +32,7 @@ push(const char *id, const char *sha)
 	d.clone_url = "https://github.com/acme/model.git";
 	d.before = "0000000000000000000000000000000000000001";
 	d.sha = sha;
+	d.ref = "refs/heads/main";
 	d.trigger = "push";
 	d.payload = "{\"ref\":\"refs/heads/main\"}";
 	return d;
@@ -69,6 +70,178 @@ cb(const char *st, int64_t k, void *arg)
 		cc->running = k;
 	else if (!strcmp(st, "done"))
 		cc->done = k;
+}
+
+static struct store_delivery
+comment(const char *id, int64_t comment_id)
+{
+	struct store_delivery d = { 0 };
+
+	d.provider = "github";
+	d.delivery_id = id;
+	d.event = "issue_comment";
+	d.repo = "acme/model";
+	d.outcome = "accepted";
+	d.work = STORE_WORK_COMMAND;
+	d.pr = 7;
+	d.command = "retry";
+	d.actor = "alice";
+	d.comment_id = comment_id;
+	return d;
+}
+
+/* Replays of one push from two connections at once. */
+struct replayer {
+	struct store *s;
+	const char *prefix;
+	int jobs, duplicates;
+};
+
+static void *
+replay_all(void *arg)
+{
+	struct replayer *r = arg;
+	struct store_delivery d;
+	char id[32];
+
+	for (int i = 0; i < 50; i++) {
+		snprintf(id, sizeof(id), "%s-%d", r->prefix, i);
+		d = push(id, "abababababababababababababababababababab");
+		if (store_intake(r->s, &d, 1) == 0 && d.error == 0) {
+			r->jobs += d.work_id > 0;
+			r->duplicates += d.duplicate;
+		}
+	}
+	return NULL;
+}
+
+static int64_t
+sql_int(const char *db, const char *sql)
+{
+	char cmd[1024];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "sqlite3 -cmd '.timeout 5000' %s \"%s\"", db, sql);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	pclose(f);
+	return v;
+}
+
+/*
+ * A delivery is a duplicate by what it asks for, whatever its id: the
+ * same push (repo, ref, commit) or the same comment, in a batch, across
+ * batches and connections, after a reopen and after the migration that
+ * brought the keys in.
+ */
+static void
+replays(const char *dir)
+{
+	struct store *s = NULL, *s2 = NULL;
+	struct store_delivery d[4];
+	char sub[300], db[400], cmd[1200];
+	int64_t cnt;
+
+	snprintf(sub, sizeof(sub), "%s/replays", dir);
+	snprintf(db, sizeof(db), "%s/kernelbot.db", sub);
+	if (store_open(sub, 0, &s) < 0)
+		return;
+	d[0] = push("r-1", "1111111111111111111111111111111111111111");
+	d[1] = push("r-2", "1111111111111111111111111111111111111111");
+	d[2] = comment("r-3", 4242);
+	d[3] = comment("r-4", 4242);
+	CHECK_INT("replay batch commits", store_intake(s, d, 4), 0);
+	CHECK("the push makes a job", d[0].work_id > 0 && !d[0].duplicate);
+	CHECK("the same push, another id, same batch: duplicate",
+	    d[1].duplicate && !d[1].work_id && !d[1].error);
+	CHECK("the comment makes a command", d[2].work_id > 0 && !d[2].duplicate);
+	CHECK("the same comment, another id: duplicate", d[3].duplicate && !d[3].work_id);
+	d[0] = push("r-5", "1111111111111111111111111111111111111111");
+	d[1] = push("r-6", "1111111111111111111111111111111111111111");
+	d[1].ref = "refs/heads/dev";
+	d[1].payload = "{\"ref\":\"refs/heads/dev\"}";
+	d[2] = push("r-7", "2222222222222222222222222222222222222222");
+	d[3] = comment("r-8", 4243);
+	CHECK_INT("second replay batch", store_intake(s, d, 4), 0);
+	CHECK("the same push in a later transaction: duplicate", d[0].duplicate);
+	CHECK("another ref, same commit: a job", d[1].work_id > 0 && !d[1].duplicate);
+	CHECK("another commit: a job", d[2].work_id > 0 && !d[2].duplicate);
+	CHECK("another comment: a command", d[3].work_id > 0 && !d[3].duplicate);
+	d[0] = push("r-9", "1111111111111111111111111111111111111111");
+	d[0].repo = "acme/other";
+	d[1] = push("r-10", "1111111111111111111111111111111111111111");
+	d[1].provider = "gitea";
+	d[2] = push("r-11", "3333333333333333333333333333333333333333");
+	d[2].ref = NULL;
+	CHECK_INT("third replay batch", store_intake(s, d, 3), 0);
+	CHECK("the same commit in another repository: a job", d[0].work_id > 0);
+	CHECK("the same push from another forge: a job", d[1].work_id > 0);
+	CHECK_INT("a push without its ref is refused", d[2].error, -EINVAL);
+	store_count(s, "jobs", &cnt);
+	CHECK_INT("five jobs", cnt, 5);
+	store_count(s, "commands", &cnt);
+	CHECK_INT("two commands", cnt, 2);
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("every valid delivery recorded", cnt, 10);
+	CHECK_INT("the replays are recorded as duplicates",
+	    sql_int(db, "SELECT count(*) FROM deliveries WHERE outcome = 'duplicate'"), 3);
+
+	/* two connections replaying the same push at once: one job */
+	if (store_open(sub, STORE_OPEN_EXISTING, &s2) == 0) {
+		struct replayer r[2] = { { s, "ta", 0, 0 }, { s2, "tb", 0, 0 } };
+		pthread_t th[2];
+
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, replay_all, &r[i]);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		CHECK_INT("concurrent replays: one job", r[0].jobs + r[1].jobs, 1);
+		CHECK_INT("concurrent replays: the rest duplicates",
+		    r[0].duplicates + r[1].duplicates, 99);
+		store_close(s2);
+	}
+	store_close(s);
+
+	/* a reopen keeps the keys */
+	CHECK_INT("replays: reopen", store_open(sub, STORE_OPEN_EXISTING, &s), 0);
+	if (!s)
+		return;
+	d[0] = push("r-12", "1111111111111111111111111111111111111111");
+	d[1] = comment("r-13", 4242);
+	store_intake(s, d, 2);
+	CHECK("after a reopen: the push is a duplicate", d[0].duplicate);
+	CHECK("after a reopen: the comment is a duplicate", d[1].duplicate);
+	store_close(s);
+
+	/* a store from before the keys: the migration fills them from its work */
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s 'DROP TABLE intake_keys; "
+	    "ALTER TABLE jobs DROP COLUMN retries; "
+	    "DELETE FROM schema_version WHERE version >= 6; "
+	    "UPDATE jobs SET payload = NULL WHERE sha LIKE \"2222%%\"; "
+	    "INSERT INTO jobs (provider, repo, clone_url, sha, trigger, created, "
+	    "updated) VALUES (\"github\", \"acme/model\", \"x\", "
+	    "\"4444444444444444444444444444444444444444\", \"schedule\", 0, 0)'", db);
+	if (system(cmd) != 0) {
+		CHECK("rewound to schema 5", 0);
+		return;
+	}
+	CHECK_INT("migrated again", store_open(sub, STORE_OPEN_EXISTING, &s), 0);
+	if (!s)
+		return;
+	CHECK_INT("to the latest", store_schema_version(s), store_schema_latest());
+	CHECK_INT("keys of the pushes with a ref and the commands",
+	    sql_int(db, "SELECT count(*) FROM intake_keys"), 7);
+	d[0] = push("r-14", "1111111111111111111111111111111111111111");
+	d[1] = comment("r-15", 4243);
+	d[2] = push("r-16", "4444444444444444444444444444444444444444");
+	store_intake(s, d, 3);
+	CHECK("after the migration: an old push is a duplicate", d[0].duplicate);
+	CHECK("after the migration: an old comment is a duplicate", d[1].duplicate);
+	CHECK("a job the bot made is no push", d[2].work_id > 0 && !d[2].duplicate);
+	store_close(s);
 }
 
 int
@@ -182,7 +355,25 @@ main(void)
 	CHECK_INT("reclaim", store_job_claim(s, "runner-b", 30, &j), 0);
 	CHECK_INT("requeued job comes back first", j.id, first);
 	CHECK_INT("second attempt", j.attempts, 2);
+	CHECK_INT("no retries yet", j.retries, 0);
 	store_job_free(&j);
+	{
+		int r = -1;
+
+		CHECK_INT("a failed try counted", store_job_retry(s, first, "runner-b", "try 1: down", &r), 0);
+		CHECK_INT("one", r, 1);
+		CHECK_INT("another", store_job_retry(s, first, "runner-b", "try 2: down", &r), 0);
+		CHECK_INT("two", r, 2);
+		CHECK_INT("not by another owner", store_job_retry(s, first, "runner-a", "x", &r), -ESTALE);
+		store_job_get(s, first, &j);
+		CHECK("the count and the last reason are kept", j.retries == 2 &&
+		    j.error && !strcmp(j.error, "try 2: down"));
+		store_job_free(&j);
+		CHECK_INT("the count starts over", store_job_retry(s, first, "runner-b", NULL, &r), 0);
+		store_job_get(s, first, &j);
+		CHECK("at 0, the reason cleared", r == 0 && j.retries == 0 && !j.error);
+		store_job_free(&j);
+	}
 	CHECK_INT("finish with bad state", store_job_finish(s, first, "runner-b", "queued"), -EINVAL);
 	CHECK_INT("finish", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), 0);
 	CHECK_INT("finish twice is stale", store_job_finish(s, first, "runner-b", STORE_JOB_DONE), -ESTALE);
@@ -267,6 +458,7 @@ main(void)
 		snprintf(p, sizeof(p), "%s/x", cmd);
 		CHECK("unwritable dir fails", store_open(p, 0, &s) < 0);
 	}
+	replays(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;

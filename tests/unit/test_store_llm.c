@@ -38,6 +38,7 @@ main(void)
 		d.work = STORE_WORK_JOB;
 		d.clone_url = "https://example.com/o/r.git";
 		d.sha = "1111111111111111111111111111111111111111";
+		d.ref = "refs/heads/main";
 		d.trigger = "push";
 		CHECK_INT("a job", store_intake(s, &d, 1), 0);
 		job = d.work_id;

@@ -34,7 +34,10 @@ push_job(struct store *s, const char *id)
 	d.outcome = "accepted";
 	d.work = STORE_WORK_JOB;
 	d.clone_url = "file:///x";
-	d.sha = "1111111111111111111111111111111111111111";
+	/* one commit per delivery: the same push again would be a duplicate */
+	d.sha = !strcmp(id, "p1") ? "1111111111111111111111111111111111111111" :
+	    "2222222222222222222222222222222222222222";
+	d.ref = "refs/heads/main";
 	d.trigger = "push";
 	if (store_intake(s, &d, 1) < 0 || d.error)
 		return -1;
@@ -55,7 +58,7 @@ command(struct store *s, const char *id, const char *cmd)
 	d.pr = 7;
 	d.command = cmd;
 	d.actor = "alice";
-	d.comment_id = 99;
+	d.comment_id = 99 + (int64_t)strlen(cmd);	/* one comment per command */
 	if (store_intake(s, &d, 1) < 0 || d.error)
 		return -1;
 	return d.work_id;
@@ -232,7 +235,7 @@ commands(struct store *s)
 	CHECK_INT("claim", store_command_claim(s, "coord", 5, &c), 0);
 	CHECK_INT("the oldest", c.id, a);
 	CHECK_STR("its command", c.command, "retry");
-	CHECK_INT("its comment", c.comment_id, 99);
+	CHECK_INT("its comment", c.comment_id, 99 + 5);
 	CHECK_INT("finish with a bad state", store_command_finish(s, c.id, "coord", "ok", NULL), -EINVAL);
 	CHECK_INT("finish refused", store_command_finish(s, c.id, "coord", "refused", "no"), 0);
 	CHECK_INT("finish twice: stale", store_command_finish(s, c.id, "coord", "done", NULL), -ESTALE);

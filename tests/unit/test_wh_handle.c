@@ -56,6 +56,18 @@ send_gitlab(const char *uuid, const char *token, const char *body,
 	wh_handle(&ctx, &rq, rs);
 }
 
+/* PUSH with commit n instead: a push of its own, not a replay. */
+static void
+push_of(char *body, size_t len, long n)
+{
+	char *p, sha[41];
+
+	snprintf(body, len, "%s", PUSH);
+	snprintf(sha, sizeof(sha), "%040ld", n);
+	if ((p = strstr(body, "\"after\":\"")))
+		memcpy(p + 9, sha, 40);
+}
+
 struct worker {
 	int id, accepted;
 };
@@ -65,11 +77,12 @@ hammer(void *arg)
 {
 	struct worker *w = arg;
 	struct wh_response rs;
-	char id[64];
+	char id[64], body[sizeof(PUSH)];
 
 	for (int i = 0; i < 50; i++) {
 		snprintf(id, sizeof(id), "t%d-%d", w->id, i);
-		send_github(id, PUSH, "application/json", "github-secret-0123456789", &rs);
+		push_of(body, sizeof(body), w->id * 100 + i + 1);
+		send_github(id, body, "application/json", "github-secret-0123456789", &rs);
 		w->accepted += rs.status == 202;
 	}
 	return NULL;
@@ -110,6 +123,10 @@ main(void)
 	send_github("a-1", PUSH, "application/json", "github-secret-0123456789", &rs);
 	CHECK_INT("duplicate 200", rs.status, 200);
 	CHECK_STR("duplicate body", rs.body, "{\"status\":\"duplicate\"}\n");
+	send_github("a-1-replayed", PUSH, "application/json", "github-secret-0123456789", &rs);
+	CHECK_INT("the same push under a new id: 200", rs.status, 200);
+	CHECK_STR("the same push under a new id: duplicate", rs.body, "{\"status\":\"duplicate\"}\n");
+	CHECK_INT("the same push under a new id: no job", rs.id, 0);
 	send_github("a-2", PUSH, "application/json; charset=utf-8", "wrong-secret-0123456789", &rs);
 	CHECK_INT("forged 401", rs.status, 401);
 	CHECK_STR("forged outcome", rs.outcome, "rejected");
@@ -225,11 +242,14 @@ main(void)
 	snprintf(cmd, sizeof(cmd), "sqlite3 %s/kernelbot.db \"CREATE TRIGGER nojobs BEFORE INSERT ON jobs "
 	    "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END\"", dir);
 	if (system(cmd) == 0) {
-		send_github("z-1", PUSH, "application/json", "github-secret-0123456789", &rs);
+		char body[sizeof(PUSH)];
+
+		push_of(body, sizeof(body), 999999);
+		send_github("z-1", body, "application/json", "github-secret-0123456789", &rs);
 		CHECK_INT("store failure 503", rs.status, 503);
 		store_count(s, "deliveries", &n);
 		int64_t d = n;
-		send_github("z-1", PUSH, "application/json", "github-secret-0123456789", &rs);
+		send_github("z-1", body, "application/json", "github-secret-0123456789", &rs);
 		store_count(s, "deliveries", &n);
 		CHECK("failed delivery not recorded, so a retry is not a duplicate",
 		    rs.status == 503 && n == d);
