@@ -6,7 +6,8 @@
 # same judge server; modules that never finish importing, building,
 # drawing inputs or running forward end `kernelbot eval --timeout 10` with
 # an error naming the stage, leave no process behind, and the judge server
-# still answers afterwards.
+# still answers afterwards; a slow reference does not use up the
+# candidate's deadline.
 . "$(dirname "$0")/eval-lib.sh"
 F="$ROOT/tests/fixtures/untrusted"
 P="$ROOT/tests/fixtures/eval/scale_bias.py"
@@ -105,5 +106,19 @@ TMPDIR="$tmp/w" "$KERNELBOT" eval "$P" "$C" $FAST --timeout 20 --json >"$tmp/aft
 	bad "eval after the hangs failed: $(cat "$tmp/err")"
 expect "$tmp/after.json" correct.c "r['status'] == 'correct' and r['timing_breakdown_s']['judge_shared']['judge_server'] == 'hit' and r['timing_breakdown_s']['judge_shared'].get('judge_server_pid') == $pid" \
 	"the same judge server answers after the hangs, correct"
+
+# A slow reference under a short --timeout: its forward (0.45 s, no
+# variants) fits the 1 s deadline of each request, and the time the judge
+# waits on it (eager and torch.compile every round, the expected outputs
+# of each check: 30 s and more) is not taken from the candidate's budget
+# (23 requests of 1 s): the fast kernel is correct, not "timeout".
+sed -e '1i import time' -e 's/^        return torch.tanh(x)/        time.sleep(0.45)\n&/' \
+	-e '/^def get_input_variants/,/^$/d' "$P" >"$tmp/prob/slow_ref.py"
+grep -q 'time.sleep(0.45)' "$tmp/prob/slow_ref.py" && ! grep -q variants "$tmp/prob/slow_ref.py" ||
+	bad "the slow problem was not made"
+TMPDIR="$tmp/w" "$KERNELBOT" eval "$tmp/prob/slow_ref.py" "$C" --backend cpu --trials 2 --rounds 4 \
+	--reps 10 --warmup 1 --timeout 1 --json >"$tmp/slow.json" 2>"$tmp/err"
+expect "$tmp/slow.json" correct.c "r['status'] == 'correct'" "a slow reference under --timeout 1: the candidate is correct, not timed out"
+expect "$tmp/slow.json" correct.c "r['eval_s'] > 23" "(the reference's time was more than the candidate's budget)"
 
 done_tests t3008-eval-untrusted-problem

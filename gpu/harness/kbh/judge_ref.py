@@ -131,6 +131,9 @@ class RefProc:
         self.ctx = ctx
         self.base = base
         self.copied = False
+        # Seconds spent waiting on this process's answers: a candidate's
+        # worker deadline does not run while the reference works.
+        self.spent = 0.0
         base = base or ctx.workdir
         self.dir = os.path.join(base, "ref")
         os.makedirs(self.dir, exist_ok=True)
@@ -191,6 +194,7 @@ class RefProc:
     def call(self, cmd, stage, timeout, phase="load"):
         """One request; RefError on a deadline, death or protocol error,
         ProblemFailed when the problem's own code raised."""
+        t0 = time.monotonic()
         try:
             if cmd is None:
                 return self.w.read_reply("start", timeout)
@@ -208,6 +212,8 @@ class RefProc:
             else:
                 msg = msg.replace("worker", "the reference process", 1)
             raise RefError(phase, "%s (%s)" % (msg, stage) if e.kind != "rejected" else msg)
+        finally:
+            self.spent += time.monotonic() - t0
 
     def read(self, name, specs):
         # Opened by path each time: as root the sandbox mounts its quota's

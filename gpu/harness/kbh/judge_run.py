@@ -304,7 +304,11 @@ class CandidateRun:
         if profiler:
             inner = list(profiler) + inner
             ro.append(os.path.dirname(os.path.realpath(profiler[0])))
-        timeout = self.budget()
+        # The sandbox's own deadline is a backstop for a judge that stops
+        # answering; the judge holds the candidate to budget() itself,
+        # moved on by the time it waits on the reference process, which
+        # may be up to the baselines' reps per round of the candidate's.
+        timeout = self.budget() * (1 + 2 * max(1, getattr(ctx, "reps", 1)))
         if not ctx.sandbox:
             # DEVELOPER FALLBACK (KERNELBOT_EVAL_UNSANDBOXED=1): no confinement
             # beyond an explicit environment, a process group and rlimits.
@@ -372,8 +376,14 @@ class CandidateRun:
 
     def start(self, **kw):
         argv, env, mem = self.argv(**kw)
+        # The budget is the candidate's: the time its judge waits on the
+        # reference process (eager rounds, expected outputs) moves it on,
+        # so a slow reference is not the candidate's timeout.
+        ref = getattr(self.ctx, "ref", None)
+        spent0 = ref.spent if ref is not None else 0.0
         return Worker(argv, env, os.path.join(self.ctx.workdir, "cand%s.stderr" % self.c.get("id")),
-                      time.monotonic() + self.budget(), self.ctx.timeout_s, mem)
+                      time.monotonic() + self.budget(), self.ctx.timeout_s, mem,
+                      paused=(lambda: ref.spent - spent0) if ref is not None else None)
 
     # --- the evaluation ----------------------------------------------------
     def run(self):

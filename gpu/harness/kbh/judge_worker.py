@@ -85,13 +85,16 @@ def _limits(mem_bytes):
 
 
 class Worker:
-    def __init__(self, argv, env, errpath, deadline, per_request, mem_bytes=0):
+    def __init__(self, argv, env, errpath, deadline, per_request, mem_bytes=0, paused=None):
         """deadline: time.monotonic() after which every request fails;
         per_request: seconds one request may take (the kernel's deadline).
         mem_bytes: RLIMIT_AS for unsandboxed CPU runs (the sandbox sets
-        its own limits; CUDA reserves too much address space for AS)."""
+        its own limits; CUDA reserves too much address space for AS).
+        paused: a function giving the seconds the deadline moves by (the
+        time its user spent waiting on others since the start)."""
         check_cancel()
         self.deadline = deadline
+        self.paused = paused or (lambda: 0.0)
         self.per_request = per_request
         self.errpath = errpath
         self.buf = b""
@@ -173,7 +176,7 @@ class Worker:
     def read_reply(self, what, timeout=None):
         if timeout is None:
             timeout = self.per_request
-        end = min(self.deadline, time.monotonic() + timeout)
+        end = min(self.deadline + self.paused(), time.monotonic() + timeout)
         fd = self.sock.fileno()
         self.drop_fds()
         while b"\n" not in self.buf:
