@@ -189,6 +189,16 @@ wdev_put(struct wdev *d, void *dst, const void *src, size_t n)
 }
 
 int
+wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n)
+{
+	if (d->cuda)
+		return wdev_cuda_put_elems(d->c, e, n);
+	for (size_t i = 0; i < n; i++)
+		memcpy(e[i].dst, e[i].v, (size_t)e[i].n);
+	return 0;
+}
+
+int
 wdev_get(struct wdev *d, void *dst, const void *src, size_t n)
 {
 	if (d->cuda)

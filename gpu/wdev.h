@@ -63,6 +63,20 @@ void wdev_host_free(struct wdev *d, void *p);
 int wdev_put(struct wdev *d, void *dst, const void *src, size_t n);
 int wdev_get(struct wdev *d, void *dst, const void *src, size_t n);
 
+/* One element to write: the judge's change of an input before a timed run. */
+struct wdev_elem {
+	void *dst;		/* the element in a device buffer, aligned to n */
+	unsigned char v[8];	/* its new value, little-endian */
+	int n;			/* its size: 1, 2, 4 or 8 bytes */
+};
+
+/*
+ * Write n elements, in order (a later one at the same place wins);
+ * synchronous. On CUDA one transfer of the whole list and one scatter on
+ * the device, never a copy per element; 0 or -EIO (see wdev_error).
+ */
+int wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n);
+
 /*
  * Fill n bytes, elements of elsize bytes, with the 8-byte poison pattern
  * pat (an element's bytes repeated; on CUDA an 8-byte element's is filled

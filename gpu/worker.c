@@ -725,25 +725,27 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 	return empty;
 }
 
-/* One judge-chosen input element to set before a timed run. */
-struct pert {
-	unsigned char *dst;	/* the element in the slot's device buffer */
-	unsigned char v[8];
-	int n;			/* its size in bytes */
-};
+static int
+hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 
+/* n bytes from 2n hex digits (thousands of values a run: no sscanf). */
 static int
 hex_bytes(const char *h, unsigned char *v, int n)
 {
 	if (strlen(h) != (size_t)n * 2)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
-		unsigned int x;
+		int hi = hex_digit((unsigned char)h[2 * i]), lo = hex_digit((unsigned char)h[2 * i + 1]);
 
-		if (!isxdigit((unsigned char)h[2 * i]) || !isxdigit((unsigned char)h[2 * i + 1]) ||
-		    sscanf(h + 2 * i, "%2x", &x) != 1)
+		if (hi < 0 || lo < 0)
 			return -EINVAL;
-		v[i] = (unsigned char)x;
+		v[i] = (unsigned char)(hi << 4 | lo);
 	}
 	return 0;
 }
@@ -755,10 +757,10 @@ hex_bytes(const char *h, unsigned char *v, int n)
  * run i's entries at p[first[i]] .. p[first[i + 1] - 1]. Absent: none.
  */
 static int
-parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, struct pert **out,
-    size_t *first, char *err, size_t errlen)
+parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n,
+    struct wdev_elem **out, size_t *first, char *err, size_t errlen)
 {
-	struct pert *p = NULL;
+	struct wdev_elem *p = NULL;
 	size_t np = 0, cap = 0, i, j;
 	json_t *run, *e;
 
@@ -776,9 +778,9 @@ parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, stru
 		struct wset *s = &w->sets[sl->set];
 
 		first[i] = np;
-		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_TENSORS) {
+		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_PERTURB) {
 			snprintf(err, errlen, "time: perturb[%zu] is not a list of at most %d entries",
-			    i, WORKER_MAX_TENSORS);
+			    i, WORKER_MAX_PERTURB);
 			goto bad;
 		}
 		json_array_foreach(run, j, e) {
@@ -801,7 +803,7 @@ parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, stru
 				goto bad;
 			}
 			if (np == cap) {
-				struct pert *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
+				struct wdev_elem *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
 				if (!q) {
 					snprintf(err, errlen, "time: out of memory");
 					goto bad;
@@ -830,8 +832,10 @@ bad:
  * Timed runs. Before each, outside the timed region: the outputs
  * poisoned (with the judge's value for that run, or the fixed pattern),
  * the cache flushed, then the judge's perturbations written into the
- * set's input buffers (one element per input and run, so no timed call
- * sees inputs it has seen before; docs/evaluation.md), then a
+ * set's input buffers (up to WORKER_MAX_PERTURB elements a run, spread
+ * over every axis of each input, so no timed call sees inputs it has seen
+ * before and no kernel updates its last outputs cheaply;
+ * docs/evaluation.md), then a
  * device-wide synchronize. After each, also outside it: the outputs
  * copied into the slot's snapshot, which a dump reads. overhead_ms is
  * the sum of those steps.
@@ -842,7 +846,7 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 	struct wslot *order[256];
 	size_t first[257];
 	int fds[WORKER_MAX_FDS], nfd = 0;
-	struct pert *pt = NULL;
+	struct wdev_elem *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
 	size_t n = json_array_size(sets), i;
 	double over = 0, t0, e, h;
@@ -899,9 +903,9 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 			    sl->pat[j]);
 		if (error < 0 || (error = wdev_flush(w->d)) < 0)
 			goto device;
-		for (size_t j = first[i]; j < first[i + 1]; j++)
-			if ((error = wdev_put(w->d, pt[j].dst, pt[j].v, (size_t)pt[j].n)) < 0)
-				goto device;
+		if (first[i + 1] > first[i] &&
+		    (error = wdev_put_elems(w->d, pt + first[i], first[i + 1] - first[i])) < 0)
+			goto device;
 		if ((error = wdev_sync(w->d)) < 0)
 			goto device;
 		over += wdev_now_ms() - t0;

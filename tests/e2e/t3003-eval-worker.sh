@@ -185,6 +185,33 @@ for n in 4 5 6 7 8; do
 		ok "malformed perturbation $n refused" || bad "perturbation $n: $(sed -n ${n}p "$tmp/rp")"
 done
 
+# Thousands of changes before one run (the judge spreads them over every
+# axis of each input, docs/evaluation.md): 16384 entries, the most one run
+# takes, over x's 8 elements, applied in order (the last to each element
+# wins); one more is refused.
+mkdir -p "$tmp/scratch6"
+"$PY" - >"$tmp/many" <<'PYEOF'
+import json, struct
+hx = lambda v: struct.pack("<f", v).hex()
+run = [[0, i % 8, hx(100.0 + i)] for i in range(16384)]
+print(json.dumps({"cmd": "time", "sets": [0], "perturb": [run]}))
+print(json.dumps({"cmd": "dump", "set": 0, "inputs": 1}))
+print(json.dumps({"cmd": "time", "sets": [0], "perturb": [run + [[0, 0, hx(1.0)]]]}))
+print(json.dumps({"cmd": "quit"}))
+PYEOF
+"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch6" \
+	--so "$tmp/correct.so" <"$tmp/many" >"$tmp/rm" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rm")" <<'PYEOF' && ok "time with 16384 changes in a run: all applied, in order" || bad "many changes: $(sed -n 2,3p "$tmp/rm" | cut -c1-300)"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+want = [100.0 + 16376 + i for i in range(8)]
+y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+sys.exit(0 if list(x) == want and all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, want)) else 1)
+PYEOF
+[ "$(py x 'r["ok"] is False and "at most 16384 entries" in r["error"]' "$(sed -n 4p "$tmp/rm")")" = True ] &&
+	ok "16385 changes in a run refused" || bad "too many changes: $(sed -n 4p "$tmp/rm" | cut -c1-300)"
+
 printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null
 [ "$(py x 'r["inputs_modified"] == ["x"]' "$(sed -n 2p "$tmp/r2")")" = True ] &&
 	ok "input mutation reported by name" || bad "mutation: $(cat "$tmp/r2")"

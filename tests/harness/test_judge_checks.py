@@ -21,8 +21,10 @@ def _with_reference(ctx, model):
     the sampled elements (a + j*b) mod n of each output of n > m."""
     def reference_outputs(k, changes, sample=None):
         a = [t.clone() for t in ctx.sets[k]["args"]]
-        for j, pos, hx in changes:
-            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hx), jio.dtype_name(a[j]), [1])[0]
+        for j, hexpos, hexval in changes:
+            n = len(hexpos) // 16
+            pos = jio.from_bytes(bytes.fromhex(hexpos), "int64", [n])
+            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hexval), jio.dtype_name(a[j]), [n])
         outs = [model(*a)]
         if sample:
             sa, sb, m = sample

@@ -1,25 +1,39 @@
 """Perturbation of the timing input sets: before every timed run the
-worker writes one judge-chosen element into each perturbed input of the
-set about to run (outside the timed region), so no timed call sees inputs
-it has seen before and a kernel that replays an output it kept (per
-pointer, per sampled elements, per hash) returns a stale one. The judge
-keeps the perturbed state of each set and computes the expected outputs
-of the final state for its spot checks (docs/evaluation.md, *Fresh inputs
-in every timed run*).
+worker writes judge-chosen elements into each perturbed input of the set
+about to run (outside the timed region), so no timed call sees inputs it
+has seen before and a kernel that replays an output it kept (per pointer,
+per sampled elements, per hash) returns a stale one. The judge keeps the
+perturbed state of each set and computes the expected outputs of that
+state for its spot checks (docs/evaluation.md, *Fresh inputs in every
+timed run*).
 
 Choices, and why:
 - Which inputs: forward's floating-point arguments; when it has none, its
   integer (and bool) arguments, with values taken from the same tensor
   (so within their valid range: class targets, indices). Parameters and
   buffers stay: they are the model's, the same for every set.
-- Positions: a pool of up to POOL elements per input drawn once per batch;
-  each candidate walks its own random order of it (the system's RNG, not
-  the evaluation seed the worker can read), so each position is changed at
-  most once per set while the pool lasts.
-- Values: another pool element's original value (the input's own
-  distribution), different from the position's current one. A position
-  changed once keeps its new value, so every timed run of a set differs
-  from all earlier states of that set at its newly changed position.
+- Positions, floating inputs: every run, for a tensor of shape
+  (d0, ..., dk), N = min(SPREAD, max di) elements, element j at index
+  perm_i(j mod di) on axis i, with a permutation per axis (a sample of N
+  distinct indices for an axis longer than N) drawn from the system's RNG
+  (not the evaluation seed the worker can read). Every index of every axis
+  up to SPREAD long holds a changed element, so every row and every
+  column of a matrix, every batch entry, channel and spatial line of an
+  activation changes in every run: a kernel that keeps its inputs and
+  outputs and recomputes only the outputs the changed elements reach
+  (incremental recomputation) recomputes outputs that depend on a whole
+  slice along one axis (matrix products, reductions, softmax and norms
+  over an axis) in full.
+- Positions, integer inputs: one element per run from a pool of up to
+  POOL drawn once per batch, each candidate walking its own random order
+  of it (an index or a class target changed everywhere would mostly be a
+  different problem).
+- Values: a draw from a sample of the input's original values (the
+  input's own distribution, so 100 runs of changes do not move the input
+  away from get_inputs()'s distribution), different from the element's
+  current value; a constant input gets its value x (1 + 2^-6) (2^-6 for
+  zero). Every timed run of a set differs from all earlier states of that
+  set.
 - Chained: the changes accumulate and are sent only in the request that
   runs them; the outputs of future runs are those of inputs that exist
   only after all earlier changes, so computing them ahead costs a forward
@@ -32,6 +46,17 @@ import torch
 from kbh import judge_io as jio
 
 POOL = 4096
+# Changed elements per floating input and run: the longest axis up to this
+# (4096 elements of 4 bytes: 16 KiB of values per input and run).
+SPREAD = 4096
+# What the worker takes: changes per run (WORKER_MAX_PERTURB) and bytes
+# per request line (WORKER_LINE_MAX, less room for the rest), gpu/worker.h;
+# an entry [arg, position, "hex"] is at most ENTRY_BYTES of JSON.
+RUN_MAX = 16384
+LINE_BUDGET = 12 << 20
+ENTRY_BYTES = 48
+# Draws of a new value for an element before the constant-input rule.
+REDRAWS = 16
 
 
 def perturbed_args(args):
@@ -51,9 +76,33 @@ def _elem_bytes(t):
     return [b[i * es:(i + 1) * es] for i in range(t.numel())]
 
 
+def _bits(t):
+    """A tensor's elements as integers of their size (compared bit for bit)."""
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def spread_positions(shape, rng, cap=SPREAD):
+    """Flat (C order) indices of N = min(cap, max(shape)) distinct
+    elements of a tensor of that shape: element j at index perm_i(j mod
+    d_i) on each axis i of length d_i, perm_i a random permutation of the
+    axis (of N distinct indices where d_i > N) from rng. Every index of an
+    axis of at most N holds one of them."""
+    dims = [int(d) for d in shape] or [1]
+    n = min(cap, max(dims))
+    flat = torch.zeros(n, dtype=torch.int64)
+    j = torch.arange(n, dtype=torch.int64)
+    stride = 1
+    for d in reversed(dims):
+        perm = torch.tensor(rng.sample(range(d), min(d, n)), dtype=torch.int64)
+        flat += perm[j % perm.numel()] * stride
+        stride *= d
+    return flat
+
+
 class Pool:
-    """Per timing set and perturbed input: positions and their original
-    values (bytes), shared by the batch's candidates."""
+    """Per timing set and perturbed input, shared by the batch's
+    candidates: a sample of its original values (where the new values
+    come from) and, for integer inputs, the positions one changes."""
 
     def __init__(self, args, rng):
         self.inputs = {}
@@ -65,9 +114,10 @@ class Pool:
             else:
                 pos = torch.tensor(sorted(rng.sample(range(n), POOL)), dtype=torch.int64)
             vals = flat[pos.to(flat.device)].cpu()
-            self.inputs[j] = {"pos": pos.tolist(), "orig": _elem_bytes(vals),
-                              "dtype": jio.dtype_name(args[j]), "shape": [n],
-                              "floating": args[j].is_floating_point()}
+            floating = args[j].is_floating_point()
+            self.inputs[j] = {"pos": pos.tolist(), "orig": None if floating else _elem_bytes(vals),
+                              "vals": vals, "dtype": jio.dtype_name(args[j]),
+                              "shape": list(args[j].shape), "floating": floating}
 
 
 def pools(ctx):
@@ -86,16 +136,66 @@ class Perturber:
         self.ctx = ctx
         self.pools = pools(ctx)
         self.rng = random.SystemRandom()
-        self.order = {}		# (k, j) -> pool indices, shuffled
+        self.order = {}		# (k, j) -> pool indices, shuffled (integer inputs)
         self.next = {}		# (k, j) -> how far along order
-        self.cur = {}		# k -> {j: {position: bytes}}
+        self.state = {}		# k -> {j: the input's current values, flat, on the CPU}
+        self.touched = {}	# k -> {j: bool mask of the elements ever changed}
         self.runs = 0		# timed runs with at least one change
         self.fresh = 0		# ... of which at a position never changed before
         self.plain = 0		# timed runs with none (nothing to perturb)
+        self.sent = 0		# changed elements sent, all runs
+        self.most = 0		# ... most in one run
+        self.last = 0		# ... in the last request
         self.spots = 0		# spot checks on changed inputs
         self.moved = 0		# ... where the changes moved the expected outputs
 
+    def _flat(self, k, j):
+        st = self.state.setdefault(k, {})
+        if j not in st:
+            st[j] = self.ctx.sets[k]["args"][j].detach().reshape(-1).cpu().clone()
+            self.touched.setdefault(k, {})[j] = torch.zeros(st[j].numel(), dtype=torch.bool)
+        return st[j], self.touched[k][j]
+
+    def _apply(self, k, j, pos, new):
+        """Record new values at flat positions pos; the run's entries and
+        whether one of them had never changed before."""
+        flat, seen = self._flat(k, j)
+        fresh = bool((~seen[pos]).any())
+        flat[pos] = new
+        seen[pos] = True
+        es = new.element_size()
+        b = jio.to_bytes(new)
+        return [[j, p, b[i * es:(i + 1) * es].hex()] for i, p in enumerate(pos.tolist())], fresh
+
+    def _spread(self, k, j, cap):
+        """The floating input's changes for one run (spread_positions)."""
+        p = self.pools[k].inputs[j]
+        flat, _ = self._flat(k, j)
+        pos = spread_positions(p["shape"], self.rng, cap)
+        now = flat[pos]
+        vals = p["vals"]
+        g = torch.Generator().manual_seed(self.rng.getrandbits(63))
+        new = vals[torch.randint(vals.numel(), (pos.numel(),), generator=g)]
+        same = _bits(new) == _bits(now)
+        for _ in range(REDRAWS):
+            if not same.any():
+                break
+            idx = same.nonzero().reshape(-1)
+            new[idx] = vals[torch.randint(vals.numel(), (idx.numel(),), generator=g)]
+            same = _bits(new) == _bits(now)
+        if same.any():
+            # A constant tensor: a value next to it, still of its sign.
+            x = now[same].to(torch.float64)
+            x = torch.where(x != 0, x * (1 + 2 ** -6), torch.full_like(x, 2 ** -6))
+            new[same] = x.to(new.dtype)
+            keep = _bits(new) != _bits(now)	# inf, NaN: nothing near them
+            pos, new = pos[keep], new[keep]
+        if not pos.numel():
+            return [], False
+        return self._apply(k, j, pos, new)
+
     def _pick(self, k, j):
+        """An integer input's change for one run: one pool element."""
         p = self.pools[k].inputs[j]
         key = (k, j)
         if key not in self.order:
@@ -104,42 +204,38 @@ class Perturber:
             self.order[key], self.next[key] = o, 0
         o = self.order[key]
         i = o[self.next[key] % len(o)]
-        fresh = self.next[key] < len(o)
         self.next[key] += 1
         pos = p["pos"][i]
-        cur = self.cur.setdefault(k, {}).setdefault(j, {})
-        now = cur.get(pos, p["orig"][i])
+        flat, _ = self._flat(k, j)
+        now = jio.to_bytes(flat[pos:pos + 1])
         seen = {now, p["orig"][i]}
-        for _ in range(16):
+        for _ in range(REDRAWS):
             v = p["orig"][self.rng.randrange(len(p["orig"]))]
             if v not in seen:
-                cur[pos] = v
-                return [j, pos, v.hex()], fresh
-        if p["floating"]:
-            # A constant tensor: a value next to it, still of its sign.
-            t = jio.from_bytes(now, p["dtype"], [1]).to(torch.float64)
-            x = float(t[0])
-            x = x * (1 + 2 ** -6) if x != 0 else 2 ** -6
-            v = jio.to_bytes(torch.tensor([x], dtype=jio.BY_NAME[p["dtype"]]))
-            if v != now:
-                cur[pos] = v
-                return [j, pos, v.hex()], fresh
-        return None, False
+                new = jio.from_bytes(v, p["dtype"], [1])
+                return self._apply(k, j, torch.tensor([pos], dtype=torch.int64), new)
+        return [], False
 
     def request(self, sets):
         """The "perturb" field of a time request over sets: one list per run."""
         out = []
+        self.last = 0
         if not getattr(self.ctx, "perturb", True):
             self.plain += len(sets)
             return [[] for _ in sets]
         for k in sets:
             run, fresh = [], False
-            for j in self.pools[k].inputs:
-                e, f = self._pick(k, j)
-                if e is not None:
-                    run.append(e)
-                    fresh = fresh or f
+            ins = self.pools[k].inputs
+            cap = max(1, min(SPREAD, RUN_MAX // max(1, len(ins)),
+                             LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
+            for j, p in ins.items():
+                e, f = self._spread(k, j, cap) if p["floating"] else self._pick(k, j)
+                run += e
+                fresh = fresh or f
             out.append(run)
+            self.sent += len(run)
+            self.last += len(run)
+            self.most = max(self.most, len(run))
             if run:
                 self.runs += 1
                 self.fresh += fresh
@@ -148,28 +244,27 @@ class Perturber:
         return out
 
     def changed(self, k):
-        return any(self.cur.get(k, {}).values())
+        return any(bool(m.any()) for m in self.touched.get(k, {}).values())
 
     def changes(self, k):
-        """Set k's changes so far, [[arg, position, hex bytes], ...]: what
-        the reference process applies to its pristine copy of the set."""
-        return [[j, pos, v.hex()] for j, cur in sorted(self.cur.get(k, {}).items())
-                for pos, v in cur.items()]
+        """Set k's changes so far, [[arg, hex of the int64 positions, hex of
+        their values], ...] (little-endian): what the reference process
+        applies to its pristine copy of the set. Compact: at 4096 changes
+        a run a set holds over 100000 changed elements by its last run."""
+        out = []
+        for j, seen in sorted(self.touched.get(k, {}).items()):
+            pos = seen.nonzero().reshape(-1)
+            if pos.numel():
+                out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.state[k][j][pos]).hex()])
+        return out
 
     def args(self, k):
         """Set k's forward arguments in their current, perturbed state (the
         unperturbed tensors themselves for inputs never changed)."""
         args = list(self.ctx.sets[k]["args"])
-        for j, cur in self.cur.get(k, {}).items():
-            if not cur:
-                continue
-            p = self.pools[k].inputs[j]
-            t = args[j].detach().clone()
-            flat = t.reshape(-1)
-            pos = torch.tensor(list(cur.keys()), dtype=torch.int64, device=flat.device)
-            vals = jio.from_bytes(b"".join(cur.values()), p["dtype"], [len(cur)]).to(flat.device)
-            flat[pos] = vals
-            args[j] = t
+        for j, flat in self.state.get(k, {}).items():
+            if self.touched[k][j].any():
+                args[j] = flat.reshape(args[j].shape).to(args[j].device)
         return args
 
     def summary(self):
@@ -177,6 +272,9 @@ class Perturber:
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
-                "never changed before), %d with nothing to change; the changes moved the expected "
-                "outputs at %d of %d spot checks (where they did not, a replayed output would pass)"
-                % (self.runs, self.fresh, self.plain, self.moved, self.spots))
+                "never changed before; %d elements changed, at most %d in a run, spread over "
+                "every index of each input's axes up to %d), %d with nothing to change; the "
+                "changes moved the expected outputs at %d of %d spot checks (where they did not, "
+                "a replayed output would pass)"
+                % (self.runs, self.fresh, self.sent, self.most, SPREAD, self.plain, self.moved,
+                   self.spots))

@@ -75,6 +75,9 @@ SLOW_MIN_ROUNDS = 2
 # calls (a thread's or a stream's, precomputing) gets near it.
 UNTIMED_FACTOR = 4.0
 UNTIMED_SLACK_MS = 2.0
+# ... and per element change sent (the worker's parse and write of each,
+# thousands a run on large inputs; about 0.3 us measured on the CPU).
+UNTIMED_PER_CHANGE_MS = 0.002
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -111,14 +114,15 @@ def sample_specs(tensors, specs, a, b, m):
     return idx, out
 
 
-def untimed_work(seen_ms, host_ms, overhead_ref_ms):
+def untimed_work(seen_ms, host_ms, overhead_ref_ms, changes=0):
     """Why a timing request's wall clock (seen_ms, the judge's, less the
     round trip) is too long for its timed runs (host_ms, the worker's host
     clock around each call) and the reference cost of what runs between
     them (overhead_ref_ms per run: flush, poison, perturbation, measured by
-    the judge), or None. Only work outside the timed calls explains it."""
+    the judge; UNTIMED_PER_CHANGE_MS for each of the changes sent), or
+    None. Only work outside the timed calls explains it."""
     n = len(host_ms)
-    explained = sum(host_ms) + n * overhead_ref_ms
+    explained = sum(host_ms) + n * overhead_ref_ms + changes * UNTIMED_PER_CHANGE_MS
     if seen_ms > UNTIMED_FACTOR * explained + n * UNTIMED_SLACK_MS:
         return ("the judge observed %.4g ms for %d timed runs of %.4g ms and %.4g ms of flushes, "
                 "poisons and perturbations: work outside the timed calls?"
@@ -813,11 +817,12 @@ class CandidateRun:
         keeps only each set's last run); the round's runs share one
         --timeout, as when they were one request. The event times."""
         ctx = self.ctx
-        ev, host, seen, over, used = [], [], 0.0, 0.0, 0.0
+        ev, host, seen, over, used, changes = [], [], 0.0, 0.0, 0.0, 0
         for k in rot:
             t0 = time.perf_counter()
             e, h, s, o = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
             used += w.walls[-1]
+            changes += self.pert.last
             self.add_time("timing_candidate", t0)
             ev += e
             host += h
@@ -839,7 +844,7 @@ class CandidateRun:
                          % (seen * 1e3, accounted * 1e3))
         if notes:
             side_notes.append("; ".join(notes))
-        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot))
+        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot), changes)
         if why:
             untimed_notes.append(why)
         return ev

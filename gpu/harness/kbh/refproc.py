@@ -29,7 +29,8 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
 - time {fn: eager|compile, sets}: one flushed, timed run per set (the
   judge's baseline timer, kbh/judge_timing.py); {ev_ms, host_ms}.
 - reference {set, changes, sample}: forward on set k after the element
-  changes [[arg, position, hex bytes], ...] (kbh/judge_perturb.py);
+  changes [[arg, hex int64 positions, hex values], ...] (little-endian;
+  kbh/judge_perturb.py);
   outputs in ref.bin, whole or (sample [a, b, m]) the m elements at
   (a + j*b) mod n of each output of n > m elements.
 - quit.
@@ -176,15 +177,16 @@ class Ref:
         torch = self.torch
         k = int(r["set"])
         args = list(self._args(k))
-        by_arg = {}
-        for j, pos, hexval in r.get("changes") or []:
-            by_arg.setdefault(int(j), []).append((int(pos), bytes.fromhex(hexval)))
-        for j, ch in by_arg.items():
+        for j, hexpos, hexval in r.get("changes") or []:
+            j = int(j)
             t = args[j].detach().clone()
             flat = t.reshape(-1)
-            pos = torch.tensor([p for p, _ in ch], dtype=torch.int64, device=flat.device)
-            vals = self.jio.from_bytes(b"".join(v for _, v in ch), self.jio.dtype_name(t),
-                                       [len(ch)]).to(flat.device)
+            n = len(hexpos) // 16
+            pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
+            if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):
+                raise ValueError("reference: a change outside input %d" % j)
+            vals = self.jio.from_bytes(bytes.fromhex(hexval), self.jio.dtype_name(t),
+                                       [n]).to(flat.device)
             flat[pos] = vals
             args[j] = t
         outs = self.forward(args, "the perturbed input set %d" % k)
