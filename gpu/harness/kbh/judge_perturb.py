@@ -147,6 +147,7 @@ class Perturber:
         self.next = {}		# (k, j) -> how far along order
         self.state = {}		# k -> {j: the input's current values, flat, on the CPU}
         self.touched = {}	# k -> {j: bool mask of the elements ever changed}
+        self.chpos = {}		# k -> {j: [position tensors of the changes, in order]}
         self.runs = 0		# timed runs with at least one change
         self.fresh = 0		# ... of which at a position never changed before
         self.plain = 0		# timed runs with none (nothing to perturb)
@@ -170,6 +171,7 @@ class Perturber:
         fresh = bool((~seen[pos]).any())
         flat[pos] = new
         seen[pos] = True
+        self.chpos.setdefault(k, {}).setdefault(j, []).append(pos)
         w = 2 * new.element_size()
         hx = jio.to_bytes(new).hex()
         return [[j, p, hx[i * w:(i + 1) * w]] for i, p in enumerate(pos.tolist())], fresh
@@ -251,7 +253,17 @@ class Perturber:
         return out
 
     def changed(self, k):
-        return any(bool(m.any()) for m in self.touched.get(k, {}).values())
+        return any(self.chpos.get(k, {}).values())
+
+    def _positions(self, k, j):
+        """The positions of input j of set k ever changed, sorted: the
+        runs' lists merged (and kept merged), not a scan of the input."""
+        lst = self.chpos.get(k, {}).get(j)
+        if not lst:
+            return torch.zeros(0, dtype=torch.int64)
+        if len(lst) > 1:
+            lst[:] = [torch.unique(torch.cat(lst))]
+        return lst[0]
 
     def changes(self, k):
         """Set k's changes so far, [[arg, hex of the int64 positions, hex of
@@ -259,8 +271,8 @@ class Perturber:
         applies to its pristine copy of the set. Compact: at 4096 changes
         a run a set holds over 100000 changed elements by its last run."""
         out = []
-        for j, seen in sorted(self.touched.get(k, {}).items()):
-            pos = seen.nonzero().reshape(-1)
+        for j in sorted(self.chpos.get(k, {})):
+            pos = self._positions(k, j)
             if pos.numel():
                 out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.state[k][j][pos]).hex()])
         return out
@@ -270,7 +282,7 @@ class Perturber:
         unperturbed tensors themselves for inputs never changed)."""
         args = list(self.ctx.sets[k]["args"])
         for j, flat in self.state.get(k, {}).items():
-            if self.touched[k][j].any():
+            if self.chpos.get(k, {}).get(j):
                 args[j] = flat.reshape(args[j].shape).to(args[j].device)
         return args
 
