@@ -13,7 +13,7 @@
 cd "$(dirname "$0")/.." || exit 2
 K=${1:-$PWD/build/default/kernelbot}
 [ -n "$2" ] && export KERNELBOT_HARNESS="$2"
-export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3} KERNELBOT_JUDGE_SERVER=0
+export KERNELBOT_PYTHON="${KERNELBOT_PYTHON:-/usr/bin/python3}" KERNELBOT_JUDGE_SERVER=0
 P=$PWD/bench/incr/matmul.py
 d=$(mktemp -d "${TMPDIR:-/tmp}/kb-incr.XXXXXX") || exit 2
 trap 'rm -rf "$d"' EXIT
