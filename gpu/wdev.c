@@ -198,6 +198,14 @@ wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n)
 	return 0;
 }
 
+const char *
+wdev_put_elems_how(const struct wdev *d)
+{
+	if (!d->cuda)
+		return "stores";
+	return wdev_cuda_has_scatter(d->c) ? "scatter" : "copies";
+}
+
 int
 wdev_get(struct wdev *d, void *dst, const void *src, size_t n)
 {

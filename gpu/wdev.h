@@ -78,6 +78,13 @@ struct wdev_elem {
 int wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n);
 
 /*
+ * How wdev_put_elems writes, for the worker's hello: "stores" (the CPU),
+ * "scatter" (the CUDA kernel), "copies" (CUDA, a copy per element: the
+ * kernel did not load or failed its trial).
+ */
+const char *wdev_put_elems_how(const struct wdev *d);
+
+/*
  * Fill n bytes, elements of elsize bytes, with the 8-byte poison pattern
  * pat (an element's bytes repeated; on CUDA an 8-byte element's is filled
  * as a 32-bit word, so its two halves must be equal). The judge draws a

@@ -463,6 +463,12 @@ scatter_close(struct wdev_cuda *c)
 }
 
 int
+wdev_cuda_has_scatter(const struct wdev_cuda *c)
+{
+	return c->scatter != NULL;
+}
+
+int
 wdev_cuda_put_elems(struct wdev_cuda *c, const struct wdev_elem *e, size_t n)
 {
 	int error;

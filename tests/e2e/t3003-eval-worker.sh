@@ -41,7 +41,7 @@ st=$?
 [ "$st" -eq 0 ] && ok "worker exits 0 after quit" || bad "worker exit $st: $(cat "$tmp/err")"
 line() { sed -n "${1}p" "$tmp/replies"; }
 py() { "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); print($2)" "$3"; }
-[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox"' "$(line 1)")" = True ] &&
+[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox" and r["perturb_writes"] == "stores"' "$(line 1)")" = True ] &&
 	ok "hello after lockdown" || bad "hello: $(line 1)"
 [ "$(py x 'r["ok"]' "$(line 2)")" = True ] && ok "noop" || bad "noop: $(line 2)"
 r=$(line 3)
