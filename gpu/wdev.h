@@ -78,6 +78,17 @@ struct wdev_elem {
 int wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n);
 
 /*
+ * dst[e] = src[(a * e + b) mod n] for each of n elements of elsize bytes
+ * (1, 2, 4, 8); n < 2^31, a and b below n; dst and src do not overlap.
+ * The judge's refresh of an input before a timed run. Synchronous; on
+ * CUDA one kernel. -EIO where wdev_can_permute is 0.
+ */
+int wdev_permute(struct wdev *d, void *dst, const void *src, size_t n, int elsize, uint64_t a,
+    uint64_t b);
+/* 1 where wdev_permute works (the CPU; CUDA where its kernel passed its trial). */
+int wdev_can_permute(const struct wdev *d);
+
+/*
  * How wdev_put_elems writes, for the worker's hello: "stores" (the CPU),
  * "scatter" (the CUDA kernel), "copies" (CUDA, a copy per element: the
  * kernel did not load or failed its trial).

@@ -71,6 +71,7 @@ struct wdev_cuda {
 	int retained;
 	CUmodule mod;		/* the scatter kernel's, NULL without it */
 	CUfunction scatter;
+	CUfunction permute;	/* NULL: no refresh (it did not load or failed its trial) */
 	struct scatter_rec *recs;	/* host side of a scatter's list */
 	CUdeviceptr drecs;		/* ... and its device copy */
 	size_t recs_cap;		/* records both hold */
@@ -129,6 +130,56 @@ static const char scatter_ptx[] =
 	"	@%p3 st.global.u16 [%rd6], %h1;\n"
 	"	@%p4 st.global.u8 [%rd6], %h1;\n"
 	"DONE:\n"
+	"	ret;\n"
+	"}\n"
+	/* dst[e] = src[(a * e + b) mod n], elements of es bytes; grid-stride. */
+	".visible .entry kb_permute(.param .u64 dst, .param .u64 src, .param .u64 n,\n"
+	"	.param .u64 a, .param .u64 b, .param .u32 es)\n"
+	"{\n"
+	"	.reg .pred %p<5>;\n"
+	"	.reg .b16 %h<2>;\n"
+	"	.reg .b32 %r<8>;\n"
+	"	.reg .b64 %rd<16>;\n"
+	"	ld.param.u64 %rd1, [dst];\n"
+	"	ld.param.u64 %rd2, [src];\n"
+	"	ld.param.u64 %rd3, [n];\n"
+	"	ld.param.u64 %rd4, [a];\n"
+	"	ld.param.u64 %rd5, [b];\n"
+	"	ld.param.u32 %r1, [es];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	cvta.to.global.u64 %rd2, %rd2;\n"
+	"	mov.u32 %r2, %ctaid.x;\n"
+	"	mov.u32 %r3, %ntid.x;\n"
+	"	mov.u32 %r4, %tid.x;\n"
+	"	mul.wide.u32 %rd6, %r2, %r3;\n"
+	"	cvt.u64.u32 %rd7, %r4;\n"
+	"	add.u64 %rd6, %rd6, %rd7;\n"
+	"	mov.u32 %r5, %nctaid.x;\n"
+	"	mul.wide.u32 %rd8, %r5, %r3;\n"
+	"	cvt.u64.u32 %rd10, %r1;\n"
+	"	setp.eq.u32 %p1, %r1, 8;\n"
+	"	setp.eq.u32 %p2, %r1, 4;\n"
+	"	setp.eq.u32 %p3, %r1, 2;\n"
+	"	setp.eq.u32 %p4, %r1, 1;\n"
+	"P_LOOP:\n"
+	"	setp.ge.u64 %p0, %rd6, %rd3;\n"
+	"	@%p0 bra P_DONE;\n"
+	"	mul.lo.u64 %rd9, %rd4, %rd6;\n"
+	"	add.u64 %rd9, %rd9, %rd5;\n"
+	"	rem.u64 %rd9, %rd9, %rd3;\n"
+	"	mad.lo.u64 %rd11, %rd9, %rd10, %rd2;\n"
+	"	mad.lo.u64 %rd12, %rd6, %rd10, %rd1;\n"
+	"	@%p1 ld.global.u64 %rd13, [%rd11];\n"
+	"	@%p1 st.global.u64 [%rd12], %rd13;\n"
+	"	@%p2 ld.global.u32 %r6, [%rd11];\n"
+	"	@%p2 st.global.u32 [%rd12], %r6;\n"
+	"	@%p3 ld.global.u16 %h1, [%rd11];\n"
+	"	@%p3 st.global.u16 [%rd12], %h1;\n"
+	"	@%p4 ld.global.u8 %h1, [%rd11];\n"
+	"	@%p4 st.global.u8 [%rd12], %h1;\n"
+	"	add.u64 %rd6, %rd6, %rd8;\n"
+	"	bra P_LOOP;\n"
+	"P_DONE:\n"
 	"	ret;\n"
 	"}\n";
 
@@ -441,11 +492,31 @@ scatter_open(struct wdev_cuda *c)
 	ok = c->cu.memset8(buf, 0, sizeof(got), c->stream) == 0 &&
 	    scatter_run(c, scatter_recs(c, t, 5)) == 0 &&
 	    c->cu.dtoh(got, buf, sizeof(got)) == 0 && !memcmp(got, want, sizeof(got));
+	if (ok && c->cu.module_get_function(&c->permute, c->mod, "kb_permute") == 0) {
+		/* src: bytes 0-15 (got, as the scatter left them); dst: 16-31. */
+		static const int from[4] = { 1, 0, 3, 2 };	/* (3e + 1) mod 4 */
+		unsigned char back[16];
+		CUdeviceptr two = 0;
+
+		if (c->cu.mem_alloc(&two, 32) != 0 ||
+		    c->cu.htod(two, got, sizeof(got)) != 0 ||
+		    wdev_cuda_permute(c, (void *)(uintptr_t)(two + 16), (void *)(uintptr_t)two, 4, 4,
+		    3, 1) < 0 || c->cu.dtoh(back, two + 16, sizeof(back)) != 0)
+			c->permute = NULL;
+		for (int e = 0; c->permute && e < 4; e++)
+			if (memcmp(back + 4 * e, got + 4 * from[e], 4))
+				c->permute = NULL;
+		if (two)
+			c->cu.mem_free(two);
+	} else {
+		c->permute = NULL;
+	}
 out:
 	if (buf)
 		c->cu.mem_free(buf);
 	if (!ok) {
 		c->scatter = NULL;
+		c->permute = NULL;
 		c->cu.module_unload(c->mod);
 		c->mod = NULL;
 	}
@@ -466,6 +537,38 @@ int
 wdev_cuda_has_scatter(const struct wdev_cuda *c)
 {
 	return c->scatter != NULL;
+}
+
+int
+wdev_cuda_has_permute(const struct wdev_cuda *c)
+{
+	return c->permute != NULL;
+}
+
+int
+wdev_cuda_permute(struct wdev_cuda *c, void *dst, const void *src, size_t n, int elsize,
+    uint64_t a, uint64_t b)
+{
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
+	uint64_t nn = n;
+	uint32_t es = (uint32_t)elsize;
+	void *args[] = { &d, &s, &nn, &a, &b, &es };
+	size_t blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK;
+	int error;
+
+	if (!c->permute) {
+		snprintf(c->err, sizeof(c->err), "refresh: no permute kernel on this device");
+		return -EIO;
+	}
+	if (blocks > 4096)
+		blocks = 4096;
+	if (blocks == 0)
+		return 0;
+	if ((error = wdev_cuda_sync(c)) < 0 ||
+	    (error = cu_check(c, c->cu.launch(c->permute, (unsigned)blocks, 1, 1, SCATTER_BLOCK, 1,
+	    1, 0, c->stream, args, NULL), "cuLaunchKernel(permute)")) < 0)
+		return error;
+	return wdev_cuda_sync(c);
 }
 
 int

@@ -60,6 +60,9 @@ struct wslot {
 	size_t snap_cap[WORKER_MAX_TENSORS];
 	unsigned char pat[WORKER_MAX_TENSORS][8];
 	int snapped;
+	/* Timing slots: the inputs as loaded, what a "refresh" permutes. */
+	void *orig[WORKER_MAX_TENSORS];
+	size_t orig_cap[WORKER_MAX_TENSORS];
 };
 
 struct worker {
@@ -722,6 +725,15 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 	empty->pristine_cap = 0;
 	if (*error < 0)
 		return NULL;
+	/* Before any run or change: what the judge's refreshes start from. */
+	for (int i = 0; i < w->sets[k].nin; i++)
+		if ((*error = ensure(w, &empty->orig[i], &empty->orig_cap[i],
+		    w->sets[k].in[i].nbytes)) < 0 || (*error = wdev_copy(w->d, empty->orig[i],
+		    empty->in[i], w->sets[k].in[i].nbytes)) < 0) {
+			snprintf(err, errlen, "the timing inputs' copy: %s", wdev_error(w->d));
+			empty->set = -1;
+			return NULL;
+		}
 	return empty;
 }
 
@@ -828,6 +840,87 @@ bad:
 	return -EINVAL;
 }
 
+/* A run's refresh of one input: its elements permuted from the loaded copy. */
+struct refresh {
+	void *dst, *src;
+	size_t n;		/* elements */
+	int elsize;
+	uint64_t a, b;		/* element e gets the copy's element (a * e + b) mod n */
+};
+
+/*
+ * Parse a time request's "refresh": one list per timed run, each entry
+ * [input index, a, b] with 0 < a < n and 0 <= b < n for the input's n
+ * elements (n < 2^31, so a * e stays below 2^62). Resolved into r, run
+ * i's at r[first[i]] .. r[first[i + 1] - 1]. Absent: none.
+ */
+static int
+parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t n, struct refresh **out,
+    size_t *first, char *err, size_t errlen)
+{
+	struct refresh *r = NULL;
+	size_t nr = 0, i, j;
+	json_t *run, *e;
+
+	*out = NULL;
+	for (i = 0; i <= n; i++)
+		first[i] = 0;
+	if (!rj)
+		return 0;
+	if (!json_is_array(rj) || json_array_size(rj) != n) {
+		snprintf(err, errlen, "time: refresh holds one list per timed run");
+		return -EINVAL;
+	}
+	if (!(r = calloc(n * WORKER_MAX_TENSORS + 1, sizeof(*r)))) {
+		snprintf(err, errlen, "time: out of memory");
+		return -ENOMEM;
+	}
+	json_array_foreach(rj, i, run) {
+		struct wslot *sl = order[i];
+		struct wset *s = &w->sets[sl->set];
+
+		first[i] = nr;
+		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_TENSORS) {
+			snprintf(err, errlen, "time: refresh[%zu] is not a list of at most %d entries",
+			    i, WORKER_MAX_TENSORS);
+			goto bad;
+		}
+		json_array_foreach(run, j, e) {
+			json_t *ji = json_array_get(e, 0), *ja = json_array_get(e, 1),
+			    *jb = json_array_get(e, 2);
+			long long in, a, b;
+			size_t ne;
+
+			if (json_array_size(e) != 3 || !json_is_integer(ji) || !json_is_integer(ja) ||
+			    !json_is_integer(jb) || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu] is not [input, a, b]", i, j);
+				goto bad;
+			}
+			ne = s->in[in].nbytes / (size_t)s->in[in].elsize;
+			a = json_integer_value(ja);
+			b = json_integer_value(jb);
+			if (ne >= (1ull << 31) || a <= 0 || (size_t)a >= ne || b < 0 || (size_t)b >= ne) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu]: a or b out of range for %s",
+				    i, j, s->in[in].name);
+				goto bad;
+			}
+			r[nr].dst = sl->in[in];
+			r[nr].src = sl->orig[in];
+			r[nr].n = ne;
+			r[nr].elsize = s->in[in].elsize;
+			r[nr].a = (uint64_t)a;
+			r[nr].b = (uint64_t)b;
+			nr++;
+		}
+	}
+	first[n] = nr;
+	*out = r;
+	return 0;
+bad:
+	free(r);
+	return -EINVAL;
+}
+
 /*
  * Timed runs. Before each, outside the timed region: the outputs
  * poisoned (with the judge's value for that run, or the fixed pattern),
@@ -841,10 +934,11 @@ bad:
  * the sum of those steps.
  */
 static int
-cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
+cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_t *poison)
 {
 	struct wslot *order[256];
-	size_t first[257];
+	size_t first[257], rfirst[257];
+	struct refresh *rf = NULL;
 	int fds[WORKER_MAX_FDS], nfd = 0;
 	struct wdev_elem *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
@@ -880,7 +974,8 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 				goto out;
 			}
 	}
-	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0)
+	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0 ||
+	    (error = parse_refresh(w, refresh, order, n, &rf, rfirst, err, sizeof(err))) < 0)
 		goto out;
 	if (w->pass_fds && n <= WORKER_MAX_FDS) {
 		size_t most = 0;
@@ -903,6 +998,11 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison)
 			    sl->pat[j]);
 		if (error < 0 || (error = wdev_flush(w->d)) < 0)
 			goto device;
+		/* The refresh first: the run's element changes apply to its result. */
+		for (size_t j = rfirst[i]; j < rfirst[i + 1]; j++)
+			if ((error = wdev_permute(w->d, rf[j].dst, rf[j].src, rf[j].n, rf[j].elsize,
+			    rf[j].a, rf[j].b)) < 0)
+				goto device;
 		if (first[i + 1] > first[i] &&
 		    (error = wdev_put_elems(w->d, pt + first[i], first[i + 1] - first[i])) < 0)
 			goto device;
@@ -953,6 +1053,7 @@ out:
 	while (nfd > 0)
 		close(fds[--nfd]);
 	free(pt);
+	free(rf);
 	json_decref(ev);
 	json_decref(host);
 	return error == -EIO ? DEVICE_FAILED : 0;
@@ -1182,7 +1283,7 @@ serve(struct worker *w)
 			status = cmd_run(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "time")) {
 			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
-			    json_object_get(c, "poison"));
+			    json_object_get(c, "refresh"), json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
 			status = cmd_dump(w, k, json_object_get(c, "sample"), jsonx_int(c, "inputs", 0),
 			    !json_is_false(json_object_get(c, "outputs")));
@@ -1207,6 +1308,8 @@ slot_free(struct worker *w, struct wslot *sl)
 			wdev_free(w->d, sl->out[i]);
 		if (sl->snap[i])
 			wdev_free(w->d, sl->snap[i]);
+		if (sl->orig[i])
+			wdev_free(w->d, sl->orig[i]);
 	}
 	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
@@ -1277,9 +1380,10 @@ worker_main(const struct worker_opts *o)
 		goto out;
 	}
 	t_load = wdev_now_ms();
-	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:f, s:f}", "ok", 1, "hello", 1,
+	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:f, s:f}", "ok", 1, "hello", 1,
 	    "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
 	    (json_int_t)wdev_flush_bytes(w.d), "perturb_writes", wdev_put_elems_how(w.d),
+	    "refresh", wdev_can_permute(w.d),
 	    "init_ms", t_init - t0, "load_ms", t_load - t_init));
 	status = serve(&w);
 out:
