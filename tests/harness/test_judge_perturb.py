@@ -111,6 +111,52 @@ def test_state_after_changes_is_what_the_worker_holds():
         assert all(not torch.equal(states[i], s) for s in states[:i])
 
 
+def test_refresh_permutes_every_element_and_the_state_is_what_the_worker_holds():
+    # The worker's refresh (wdev_permute) from the loaded copy, then the
+    # run's changes; the judge's copy and the reference's decoding agree.
+    x, w = torch.randn(48, 80), torch.randn(80, 33, dtype=torch.float64)
+    ctx = ctx_of([x.clone(), w.clone(), torch.arange(10)])
+    p = jpert.Perturber(ctx, refresh=True)
+    worker = [x.clone(), w.clone()]
+    for _ in range(6):
+        (run,) = p.request([0])
+        (ref,) = p.last_refresh
+        assert sorted(e[0] for e in ref) == [0, 1]	# floats only
+        for j, a, b in ref:
+            n = worker[j].numel()
+            assert 1 < a < n - 1 and math.gcd(a, n) == 1 and 0 <= b < n
+            src = (x, w)[j].reshape(-1)
+            worker[j] = src[[(a * e + b) % n for e in range(n)]].reshape(worker[j].shape)
+        apply(run, 0, worker)
+        got = p.args(0)
+        assert torch.equal(got[0], worker[0]) and torch.equal(got[1], worker[1])
+        # Nearly every element differs from the pristine input's.
+        assert (got[0] != x).float().mean() > 0.95
+        assert p.last_refreshed == x.numel() + w.numel()
+    # refproc.cmd_reference's decoding of the 5-field entries.
+    dec = [x.clone(), w.clone()]
+    for j, a, b, hexpos, hexval in p.changes(0):
+        n = dec[j].numel()
+        flat = dec[j].reshape(-1)[jpert.refresh_index(n, a, b)].clone()
+        m = len(hexpos) // 16
+        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
+            bytes.fromhex(hexval), jio.dtype_name(dec[j]), [m])
+        dec[j] = flat.reshape(dec[j].shape)
+    assert torch.equal(dec[0], worker[0]) and torch.equal(dec[1], worker[1])
+    assert "permuted from the set's values" in p.summary()
+
+
+def test_refresh_keeps_the_values_of_the_input():
+    x = torch.randn(64, 64)
+    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    (run,) = p.request([0])
+    (ref,) = p.last_refresh
+    j, a, b = ref[0]
+    permuted = x.reshape(-1)[jpert.refresh_index(x.numel(), a, b)]
+    assert torch.equal(torch.sort(permuted).values, torch.sort(x.reshape(-1)).values)
+    assert not torch.equal(permuted, x.reshape(-1))
+
+
 def test_values_come_from_the_input_and_differ():
     x = torch.rand(1000) + 5	# in [5, 6): a value from elsewhere stays there
     p = jpert.Perturber(ctx_of([x]))

@@ -39,6 +39,7 @@ Choices, and why:
   only after all earlier changes, so computing them ahead costs a forward
   pass each, as running them does (and work outside the timed calls shows
   as `untimed_work`)."""
+import math
 import random
 
 import torch
@@ -55,6 +56,9 @@ SPREAD = 4096
 RUN_MAX = 16384
 LINE_BUDGET = 12 << 20
 ENTRY_BYTES = 48
+# Inputs of fewer elements are refreshed (permuted whole) before every
+# run where the worker can: a * e stays below 2^62 in int64.
+REFRESH_MAX = 1 << 31
 # Draws of a new value for an element before the constant-input rule.
 REDRAWS = 16
 
@@ -106,6 +110,12 @@ def spread_positions(shape, rng, cap=SPREAD):
     return flat
 
 
+def refresh_index(n, a, b):
+    """The flat indices a refresh reads: element e gets the pristine
+    input's element (a * e + b) mod n (the worker's wdev_permute)."""
+    return (a * torch.arange(n, dtype=torch.int64) + b) % n
+
+
 class Pool:
     """Per timing set and perturbed input, shared by the batch's
     candidates: a sample of its original values (where the new values
@@ -139,9 +149,17 @@ class Perturber:
     """One candidate's perturbations: what to send before each timed run,
     and the state each set is in."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, refresh=False):
         self.ctx = ctx
         self.pools = pools(ctx)
+        # The worker permutes whole inputs before a run (its hello's
+        # "refresh"): every element of each floating input changes.
+        self.refresh = bool(refresh) and getattr(ctx, "perturb", True)
+        self.rparams = {}	# k -> {j: (a, b) of the last refresh}
+        self.rlog = {}		# k -> {j: (positions, values) changed after it}
+        self.refreshed = 0	# elements refreshed, all runs
+        self.last_refreshed = 0	# ... in the last request
+        self.last_refresh = []	# the last request's "refresh"
         self.rng = random.SystemRandom()
         self.order = {}		# (k, j) -> pool indices, shuffled (integer inputs)
         self.next = {}		# (k, j) -> how far along order
@@ -157,12 +175,46 @@ class Perturber:
         self.spots = 0		# spot checks on changed inputs
         self.moved = 0		# ... where the changes moved the expected outputs
 
+    def _orig(self, k, j):
+        return self.ctx.sets[k]["args"][j].detach().reshape(-1).cpu()
+
     def _flat(self, k, j):
+        """Input j of set k as it is now, flat, on the CPU (built from the
+        last refresh and the changes after it when a refresh made it stale)."""
         st = self.state.setdefault(k, {})
         if j not in st:
-            st[j] = self.ctx.sets[k]["args"][j].detach().reshape(-1).cpu().clone()
-            self.touched.setdefault(k, {})[j] = torch.zeros(st[j].numel(), dtype=torch.bool)
+            orig = self._orig(k, j)
+            r = self.rparams.get(k, {}).get(j)
+            if r is None:
+                st[j] = orig.clone()
+            else:
+                st[j] = orig[refresh_index(orig.numel(), *r)]
+                pos, new = self.rlog[k][j]
+                st[j][pos] = new
+        if j not in self.touched.setdefault(k, {}):
+            self.touched[k][j] = torch.zeros(st[j].numel(), dtype=torch.bool)
         return st[j], self.touched[k][j]
+
+    def _refreshable(self, k, j):
+        p = self.pools[k].inputs[j]
+        n = math.prod(p["shape"]) if p["shape"] else 1
+        return self.refresh and p["floating"] and 4 <= n < REFRESH_MAX
+
+    def _refresh(self, k, j):
+        """Draw a run's refresh of input j of set k: [j, a, b], a a unit
+        mod n other than 1 and n - 1 (a shift or a reversal of the flat
+        index would keep rows together)."""
+        n = math.prod(self.pools[k].inputs[j]["shape"])
+        while True:
+            a = self.rng.randrange(2, n - 1)
+            if math.gcd(a, n) == 1:
+                break
+        b = self.rng.randrange(n)
+        self.rparams.setdefault(k, {})[j] = (a, b)
+        self.state.get(k, {}).pop(j, None)
+        self.refreshed += n
+        self.last_refreshed += n
+        return [j, a, b]
 
     def _apply(self, k, j, pos, new):
         """Record new values at flat positions pos; the run's entries and
@@ -177,11 +229,17 @@ class Perturber:
         return [[j, p, hx[i * w:(i + 1) * w]] for i, p in enumerate(pos.tolist())], fresh
 
     def _spread(self, k, j, cap):
-        """The floating input's changes for one run (spread_positions)."""
+        """The floating input's changes for one run (spread_positions),
+        after its refresh where there is one."""
         p = self.pools[k].inputs[j]
-        flat, _ = self._flat(k, j)
         pos = spread_positions(p["shape"], self.rng, cap)
-        now = flat[pos]
+        r = self.rparams.get(k, {}).get(j) if self._refreshable(k, j) else None
+        if r is not None:
+            orig = self._orig(k, j)
+            now = orig[(r[0] * pos + r[1]) % orig.numel()]
+        else:
+            flat, _ = self._flat(k, j)
+            now = flat[pos]
         vals = p["vals"]
         g = torch.Generator().manual_seed(self.rng.getrandbits(63))
         new = vals[torch.randint(vals.numel(), (pos.numel(),), generator=g)]
@@ -199,6 +257,12 @@ class Perturber:
             new[same] = x.to(new.dtype)
             keep = _bits(new) != _bits(now)	# inf, NaN: nothing near them
             pos, new = pos[keep], new[keep]
+        if r is not None:
+            # Every element replaced: the run's state is the refresh and
+            # these, whatever the runs before did.
+            self.rlog.setdefault(k, {})[j] = (pos, new)
+            hx, w = jio.to_bytes(new).hex(), 2 * new.element_size()
+            return [[j, q, hx[i * w:(i + 1) * w]] for i, q in enumerate(pos.tolist())], True
         if not pos.numel():
             return [], False
         return self._apply(k, j, pos, new)
@@ -228,16 +292,19 @@ class Perturber:
     def request(self, sets):
         """The "perturb" field of a time request over sets: one list per run."""
         out = []
-        self.last = 0
+        self.last = self.last_refreshed = 0
+        self.last_refresh = [[] for _ in sets]
         if not getattr(self.ctx, "perturb", True):
             self.plain += len(sets)
             return [[] for _ in sets]
-        for k in sets:
+        for i, k in enumerate(sets):
             run, fresh = [], False
             ins = self.pools[k].inputs
             cap = max(1, min(SPREAD, RUN_MAX // max(1, len(ins)),
                              LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
             for j, p in ins.items():
+                if self._refreshable(k, j):
+                    self.last_refresh[i].append(self._refresh(k, j))
                 e, f = self._spread(k, j, cap) if p["floating"] else self._pick(k, j)
                 run += e
                 fresh = fresh or f
@@ -253,7 +320,7 @@ class Perturber:
         return out
 
     def changed(self, k):
-        return any(self.chpos.get(k, {}).values())
+        return bool(self.rparams.get(k)) or any(self.chpos.get(k, {}).values())
 
     def _positions(self, k, j):
         """The positions of input j of set k ever changed, sorted: the
@@ -271,7 +338,14 @@ class Perturber:
         applies to its pristine copy of the set. Compact: at 4096 changes
         a run a set holds over 100000 changed elements by its last run."""
         out = []
-        for j in sorted(self.chpos.get(k, {})):
+        for j in sorted(set(self.chpos.get(k, {})) | set(self.rparams.get(k, {}))):
+            r = self.rparams.get(k, {}).get(j)
+            if r is not None:
+                # [arg, a, b, positions, values]: the refresh of the
+                # pristine input, then the changes of the run after it.
+                pos, new = self.rlog[k][j]
+                out.append([j, r[0], r[1], jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
+                continue
             pos = self._positions(k, j)
             if pos.numel():
                 out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.state[k][j][pos]).hex()])
@@ -281,19 +355,21 @@ class Perturber:
         """Set k's forward arguments in their current, perturbed state (the
         unperturbed tensors themselves for inputs never changed)."""
         args = list(self.ctx.sets[k]["args"])
-        for j, flat in self.state.get(k, {}).items():
-            if self.chpos.get(k, {}).get(j):
-                args[j] = flat.reshape(args[j].shape).to(args[j].device)
+        for j in set(self.chpos.get(k, {})) | set(self.rparams.get(k, {})):
+            flat, _ = self._flat(k, j)
+            args[j] = flat.reshape(args[j].shape).to(args[j].device)
         return args
 
     def summary(self):
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
+        how = ("every element of each floating input permuted from the set's values before "
+               "every run (%d elements in all), then " % self.refreshed if self.refreshed else "")
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
-                "never changed before; %d elements changed, at most %d in a run, spread over "
+                "never changed before; %s%d elements changed, at most %d in a run, spread over "
                 "every index of each input's axes up to %d), %d with nothing to change; the "
                 "changes moved the expected outputs at %d of %d spot checks (where they did not, "
                 "a replayed output would pass)"
-                % (self.runs, self.fresh, self.sent, self.most, SPREAD, self.plain, self.moved,
-                   self.spots))
+                % (self.runs, self.fresh, how, self.sent, self.most, SPREAD, self.plain,
+                   self.moved, self.spots))

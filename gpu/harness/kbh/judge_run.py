@@ -78,6 +78,9 @@ UNTIMED_SLACK_MS = 2.0
 # ... and per element change sent (the worker's parse and write of each,
 # thousands a run on large inputs; about 0.3 us measured on the CPU).
 UNTIMED_PER_CHANGE_MS = 0.002
+# ... and per element refreshed (a gather of the whole input on the CPU:
+# random reads, a few ns each on an idle host).
+UNTIMED_PER_REFRESH_MS = 0.00005
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -348,6 +351,7 @@ class CandidateRun:
         try:
             w = self.start()
             hello = w.read_reply("start", ctx_start_timeout(self))
+            self.worker_refresh = hello.get("refresh") is True
             bd["worker_start"] = time.perf_counter() - t0
             if "build_s" in hello:
                 self.res["build_s"] = hello["build_s"]
@@ -534,7 +538,7 @@ class CandidateRun:
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes = [], []
-        self.pert = jpert.Perturber(ctx)
+        self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False))
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
@@ -783,8 +787,11 @@ class CandidateRun:
         judge's wall seconds less the round trip, the worker's overhead
         ms). Every run gets its own poison, drawn like the trials'."""
         poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
-        r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
-                       "perturb": self.pert.request(sets), "poison": poison}, timeout)
+        req = {"cmd": "time", "sets": sets, "reps": len(sets),
+               "perturb": self.pert.request(sets), "poison": poison}
+        if self.pert.refresh:
+            req["refresh"] = self.pert.last_refresh
+        r = w.request(req, timeout)
         fds = w.take_fds() if hasattr(w, "take_fds") else []
         sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
         for i, k in enumerate(sets):
@@ -822,7 +829,8 @@ class CandidateRun:
             t0 = time.perf_counter()
             e, h, s, o = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
             used += w.walls[-1]
-            changes += self.pert.last
+            changes += self.pert.last + self.pert.last_refreshed * (
+                UNTIMED_PER_REFRESH_MS / UNTIMED_PER_CHANGE_MS)
             self.add_time("timing_candidate", t0)
             ev += e
             host += h

@@ -30,7 +30,8 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
   judge's baseline timer, kbh/judge_timing.py); {ev_ms, host_ms}.
 - reference {set, changes, sample}: forward on set k after the element
   changes [[arg, hex int64 positions, hex values], ...] (little-endian;
-  kbh/judge_perturb.py);
+  kbh/judge_perturb.py), an entry [arg, a, b, positions, values] with a
+  refresh of the argument first (element e from (a*e + b) mod n);
   outputs in ref.bin, whole or (sample [a, b, m]) the m elements at
   (a + j*b) mod n of each output of n > m elements.
 - quit.
@@ -177,10 +178,17 @@ class Ref:
         torch = self.torch
         k = int(r["set"])
         args = list(self._args(k))
-        for j, hexpos, hexval in r.get("changes") or []:
-            j = int(j)
+        for ch in r.get("changes") or []:
+            j, hexpos, hexval = int(ch[0]), ch[-2], ch[-1]
             t = args[j].detach().clone()
             flat = t.reshape(-1)
+            if len(ch) == 5:
+                # A refresh first: element e from (a * e + b) mod n.
+                a, b, n = int(ch[1]), int(ch[2]), flat.numel()
+                if not (0 < a < n and 0 <= b < n < (1 << 31)):
+                    raise ValueError("reference: a refresh out of range for input %d" % j)
+                idx = (a * torch.arange(n, dtype=torch.int64, device=flat.device) + b) % n
+                flat.copy_(args[j].detach().reshape(-1)[idx])
             n = len(hexpos) // 16
             pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
             if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):
