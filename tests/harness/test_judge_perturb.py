@@ -146,6 +146,26 @@ def test_refresh_permutes_every_element_and_the_state_is_what_the_worker_holds()
     assert "permuted from the set's values" in p.summary()
 
 
+def test_sampled_values_are_the_state_at_those_elements():
+    # What a sampled check compares with the worker's inputs, without
+    # building a refreshed input whole.
+    x, w = torch.randn(40, 70), torch.randn(70, 30)
+    for refresh in (False, True):
+        p = jpert.Perturber(ctx_of([x, w]), refresh=refresh)
+        for _ in range(3):
+            p.request([0])
+        full = p.args(0)
+        idx = [torch.randint(x.numel(), (500,)), None]
+        # The last run's changed positions among them too (after a
+        # refresh they override the permuted values).
+        last = p.rlog[0][0][0] if refresh else p.chpos[0][0][-1]
+        assert last.numel() == 70
+        idx[0] = torch.cat([idx[0], last])
+        got = p.values(0, idx)
+        assert torch.equal(got[0], full[0].reshape(-1)[idx[0]])
+        assert torch.equal(got[1], full[1].reshape(-1))
+
+
 def test_refresh_keeps_the_values_of_the_input():
     x = torch.randn(64, 64)
     p = jpert.Perturber(ctx_of([x]), refresh=True)

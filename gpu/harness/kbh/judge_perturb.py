@@ -360,6 +360,38 @@ class Perturber:
             args[j] = flat.reshape(args[j].shape).to(args[j].device)
         return args
 
+    def values(self, k, idx):
+        """Set k's forward arguments in their current state, flat: whole
+        where idx[j] is None, else only the elements at flat indices
+        idx[j]; a refreshed input's sample is gathered from the pristine
+        one, not built whole (a check of 65536 elements of an input of
+        millions)."""
+        out = []
+        for j, t in enumerate(self.ctx.sets[k]["args"]):
+            ix = idx[j] if j < len(idx) else None
+            r = self.rparams.get(k, {}).get(j)
+            if r is None or ix is None:
+                if r is None and not self.chpos.get(k, {}).get(j):
+                    flat = t.reshape(-1)
+                else:
+                    flat, _ = self._flat(k, j)
+                    flat = flat.to(t.device)
+                out.append(flat if ix is None else flat[ix.to(flat.device)])
+                continue
+            orig = t.detach().reshape(-1)
+            ix = ix.to(orig.device)
+            v = orig[(r[0] * ix + r[1]) % orig.numel()]
+            pos, new = self.rlog[k][j]
+            if pos.numel():
+                # The run's changes that fall on sampled indices.
+                order = torch.argsort(pos)
+                sp = pos[order].to(ix.device)
+                at = torch.searchsorted(sp, ix).clamp(max=sp.numel() - 1)
+                hit = sp[at] == ix
+                v[hit] = new[order].to(v.device)[at[hit]]
+            out.append(v)
+        return out
+
     def summary(self):
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
