@@ -247,8 +247,9 @@ def test_nothing_to_change_is_counted():
 def test_switched_off():
     ctx = ctx_of([torch.randn(10)])
     ctx.perturb = False
-    p = jpert.Perturber(ctx)
+    p = jpert.Perturber(ctx, refresh=True)
     assert p.request([0, 0]) == [[], []] and "KERNELBOT_PERTURB=0" in p.summary()
+    assert not p.refresh and p.last_refresh == [[], []] and not p.changed(0)
 
 
 def test_untimed_work_rule():

@@ -24,6 +24,13 @@ Choices, and why:
   (incremental recomputation) recomputes outputs that depend on a whole
   slice along one axis (matrix products, reductions, softmax and norms
   over an axis) in full.
+- Refresh, floating inputs of fewer than 2^31 elements, where the worker
+  can (its hello's "refresh"): before those changes, the whole input
+  permuted from the set's loaded values, element e from (a*e + b) mod n,
+  a (a unit other than 1 and n - 1) and b drawn per run. The spread alone
+  leaves an update by linearity ((new - old) * w[p] per changed x[i][p])
+  the work over the number of changes to gain; with every element
+  changed it pays for them all. The values stay exactly the draw's.
 - Positions, integer inputs: one element per run from a pool of up to
   POOL drawn once per batch, each candidate walking its own random order
   of it (an index or a class target changed everywhere would mostly be a
@@ -34,11 +41,11 @@ Choices, and why:
   current value; a constant input gets its value x (1 + 2^-6) (2^-6 for
   zero). Every timed run of a set differs from all earlier states of that
   set.
-- Chained: the changes accumulate and are sent only in the request that
-  runs them; the outputs of future runs are those of inputs that exist
-  only after all earlier changes, so computing them ahead costs a forward
-  pass each, as running them does (and work outside the timed calls shows
-  as `untimed_work`)."""
+- Chained: the refresh and changes are drawn and sent only in the
+  request that runs them (without a refresh the changes accumulate); the
+  outputs of future runs are those of inputs that exist only once drawn,
+  so computing them ahead costs a forward pass each, as running them
+  does (and work outside the timed calls shows as `untimed_work`)."""
 import math
 import random
 
