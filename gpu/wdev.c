@@ -189,6 +189,58 @@ wdev_put(struct wdev *d, void *dst, const void *src, size_t n)
 }
 
 int
+wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n)
+{
+	if (d->cuda)
+		return wdev_cuda_put_elems(d->c, e, n);
+	for (size_t i = 0; i < n; i++)
+		memcpy(e[i].dst, e[i].v, (size_t)e[i].n);
+	return 0;
+}
+
+int
+wdev_permute(struct wdev *d, void *dst, const void *src, size_t n, int elsize, uint64_t a,
+    uint64_t b)
+{
+	const unsigned char *s = src;
+	unsigned char *t = dst;
+	uint64_t idx = b;
+
+	if (d->cuda)
+		return wdev_cuda_permute(d->c, dst, src, n, elsize, a, b);
+	/* (a * e + b) mod n by steps of a: no product, no division. */
+#define PERMUTE(T) \
+	for (size_t e = 0; e < n; e++) { \
+		((T *)(void *)t)[e] = ((const T *)(const void *)s)[idx]; \
+		idx += a; \
+		if (idx >= n) \
+			idx -= n; \
+	}
+	switch (elsize) {
+	case 8: PERMUTE(uint64_t) break;
+	case 4: PERMUTE(uint32_t) break;
+	case 2: PERMUTE(uint16_t) break;
+	default: PERMUTE(uint8_t) break;
+	}
+#undef PERMUTE
+	return 0;
+}
+
+int
+wdev_can_permute(const struct wdev *d)
+{
+	return !d->cuda || wdev_cuda_has_permute(d->c);
+}
+
+const char *
+wdev_put_elems_how(const struct wdev *d)
+{
+	if (!d->cuda)
+		return "stores";
+	return wdev_cuda_has_scatter(d->c) ? "scatter" : "copies";
+}
+
+int
 wdev_get(struct wdev *d, void *dst, const void *src, size_t n)
 {
 	if (d->cuda)

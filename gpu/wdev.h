@@ -63,6 +63,38 @@ void wdev_host_free(struct wdev *d, void *p);
 int wdev_put(struct wdev *d, void *dst, const void *src, size_t n);
 int wdev_get(struct wdev *d, void *dst, const void *src, size_t n);
 
+/* One element to write: the judge's change of an input before a timed run. */
+struct wdev_elem {
+	void *dst;		/* the element in a device buffer, aligned to n */
+	unsigned char v[8];	/* its new value, little-endian */
+	int n;			/* its size: 1, 2, 4 or 8 bytes */
+};
+
+/*
+ * Write n elements, in order (a later one at the same place wins);
+ * synchronous. On CUDA one transfer of the whole list and one scatter on
+ * the device, never a copy per element; 0 or -EIO (see wdev_error).
+ */
+int wdev_put_elems(struct wdev *d, const struct wdev_elem *e, size_t n);
+
+/*
+ * dst[e] = src[(a * e + b) mod n] for each of n elements of elsize bytes
+ * (1, 2, 4, 8); n < 2^31, a and b below n; dst and src do not overlap.
+ * The judge's refresh of an input before a timed run. Synchronous; on
+ * CUDA one kernel. -EIO where wdev_can_permute is 0.
+ */
+int wdev_permute(struct wdev *d, void *dst, const void *src, size_t n, int elsize, uint64_t a,
+    uint64_t b);
+/* 1 where wdev_permute works (the CPU; CUDA where its kernel passed its trial). */
+int wdev_can_permute(const struct wdev *d);
+
+/*
+ * How wdev_put_elems writes, for the worker's hello: "stores" (the CPU),
+ * "scatter" (the CUDA kernel), "copies" (CUDA, a copy per element: the
+ * kernel did not load or failed its trial).
+ */
+const char *wdev_put_elems_how(const struct wdev *d);
+
 /*
  * Fill n bytes, elements of elsize bytes, with the 8-byte poison pattern
  * pat (an element's bytes repeated; on CUDA an 8-byte element's is filled

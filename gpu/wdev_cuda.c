@@ -16,6 +16,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 
 enum {
 	CU_STREAM_NON_BLOCKING = 1,
@@ -48,6 +50,13 @@ struct cu {
 	CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
 	CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
 	CUresult (*error_string)(CUresult, const char **);
+	/* Optional: the scatter kernel (NULL: one copy per element). */
+	CUresult (*module_load_data)(CUmodule *, const void *);
+	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*module_unload)(CUmodule);
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+	    unsigned, CUstream, void **, void **);
+	CUresult (*htod_async)(CUdeviceptr, const void *, size_t, CUstream);
 	/* Optional: page-locked host memory (NULL: plain memory is used). */
 	CUresult (*mem_alloc_host)(void **, size_t);
 	CUresult (*mem_free_host)(void *);
@@ -60,8 +69,119 @@ struct wdev_cuda {
 	CUstream stream;
 	CUevent ev[2];
 	int retained;
+	CUmodule mod;		/* the scatter kernel's, NULL without it */
+	CUfunction scatter;
+	CUfunction permute;	/* NULL: no refresh (it did not load or failed its trial) */
+	struct scatter_rec *recs;	/* host side of a scatter's list */
+	CUdeviceptr drecs;		/* ... and its device copy */
+	size_t recs_cap;		/* records both hold */
 	char err[512];
 };
+
+/*
+ * The scatter of wdev_put_elems: one thread per record, in PTX the driver
+ * compiles for whatever GPU it runs on (no CUDA toolkit to build). A
+ * record writes its value's low n bytes (8, 4, 2 or 1) at addr; records
+ * never share an address (wdev_cuda_put_elems keeps the last of each).
+ */
+struct scatter_rec {
+	uint64_t addr;
+	uint64_t val;		/* little-endian, the low n bytes used */
+	uint32_t n;
+	uint32_t pad;
+};
+
+#define SCATTER_BLOCK 256
+
+static const char scatter_ptx[] =
+	".version 6.0\n"
+	".target sm_50\n"
+	".address_size 64\n"
+	".visible .entry kb_scatter(.param .u64 recs, .param .u64 n)\n"
+	"{\n"
+	"	.reg .pred %p<5>;\n"
+	"	.reg .b16 %h<2>;\n"
+	"	.reg .b32 %r<6>;\n"
+	"	.reg .b64 %rd<10>;\n"
+	"	ld.param.u64 %rd1, [recs];\n"
+	"	ld.param.u64 %rd2, [n];\n"
+	"	mov.u32 %r1, %ctaid.x;\n"
+	"	mov.u32 %r2, %ntid.x;\n"
+	"	mov.u32 %r3, %tid.x;\n"
+	"	mul.wide.u32 %rd3, %r1, %r2;\n"
+	"	cvt.u64.u32 %rd4, %r3;\n"
+	"	add.u64 %rd3, %rd3, %rd4;\n"
+	"	setp.ge.u64 %p0, %rd3, %rd2;\n"
+	"	@%p0 bra DONE;\n"
+	"	cvta.to.global.u64 %rd5, %rd1;\n"
+	"	mad.lo.u64 %rd5, %rd3, 24, %rd5;\n"
+	"	ld.global.u64 %rd6, [%rd5];\n"
+	"	ld.global.u64 %rd7, [%rd5+8];\n"
+	"	ld.global.u32 %r4, [%rd5+16];\n"
+	"	cvta.to.global.u64 %rd6, %rd6;\n"
+	"	cvt.u32.u64 %r5, %rd7;\n"
+	"	cvt.u16.u32 %h1, %r5;\n"
+	"	setp.eq.u32 %p1, %r4, 8;\n"
+	"	setp.eq.u32 %p2, %r4, 4;\n"
+	"	setp.eq.u32 %p3, %r4, 2;\n"
+	"	setp.eq.u32 %p4, %r4, 1;\n"
+	"	@%p1 st.global.u64 [%rd6], %rd7;\n"
+	"	@%p2 st.global.u32 [%rd6], %r5;\n"
+	"	@%p3 st.global.u16 [%rd6], %h1;\n"
+	"	@%p4 st.global.u8 [%rd6], %h1;\n"
+	"DONE:\n"
+	"	ret;\n"
+	"}\n"
+	/* dst[e] = src[(a * e + b) mod n], elements of es bytes; grid-stride. */
+	".visible .entry kb_permute(.param .u64 dst, .param .u64 src, .param .u64 n,\n"
+	"	.param .u64 a, .param .u64 b, .param .u32 es)\n"
+	"{\n"
+	"	.reg .pred %p<5>;\n"
+	"	.reg .b16 %h<2>;\n"
+	"	.reg .b32 %r<8>;\n"
+	"	.reg .b64 %rd<16>;\n"
+	"	ld.param.u64 %rd1, [dst];\n"
+	"	ld.param.u64 %rd2, [src];\n"
+	"	ld.param.u64 %rd3, [n];\n"
+	"	ld.param.u64 %rd4, [a];\n"
+	"	ld.param.u64 %rd5, [b];\n"
+	"	ld.param.u32 %r1, [es];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	cvta.to.global.u64 %rd2, %rd2;\n"
+	"	mov.u32 %r2, %ctaid.x;\n"
+	"	mov.u32 %r3, %ntid.x;\n"
+	"	mov.u32 %r4, %tid.x;\n"
+	"	mul.wide.u32 %rd6, %r2, %r3;\n"
+	"	cvt.u64.u32 %rd7, %r4;\n"
+	"	add.u64 %rd6, %rd6, %rd7;\n"
+	"	mov.u32 %r5, %nctaid.x;\n"
+	"	mul.wide.u32 %rd8, %r5, %r3;\n"
+	"	cvt.u64.u32 %rd10, %r1;\n"
+	"	setp.eq.u32 %p1, %r1, 8;\n"
+	"	setp.eq.u32 %p2, %r1, 4;\n"
+	"	setp.eq.u32 %p3, %r1, 2;\n"
+	"	setp.eq.u32 %p4, %r1, 1;\n"
+	"P_LOOP:\n"
+	"	setp.ge.u64 %p0, %rd6, %rd3;\n"
+	"	@%p0 bra P_DONE;\n"
+	"	mul.lo.u64 %rd9, %rd4, %rd6;\n"
+	"	add.u64 %rd9, %rd9, %rd5;\n"
+	"	rem.u64 %rd9, %rd9, %rd3;\n"
+	"	mad.lo.u64 %rd11, %rd9, %rd10, %rd2;\n"
+	"	mad.lo.u64 %rd12, %rd6, %rd10, %rd1;\n"
+	"	@%p1 ld.global.u64 %rd13, [%rd11];\n"
+	"	@%p1 st.global.u64 [%rd12], %rd13;\n"
+	"	@%p2 ld.global.u32 %r6, [%rd11];\n"
+	"	@%p2 st.global.u32 [%rd12], %r6;\n"
+	"	@%p3 ld.global.u16 %h1, [%rd11];\n"
+	"	@%p3 st.global.u16 [%rd12], %h1;\n"
+	"	@%p4 ld.global.u8 %h1, [%rd11];\n"
+	"	@%p4 st.global.u8 [%rd12], %h1;\n"
+	"	add.u64 %rd6, %rd6, %rd8;\n"
+	"	bra P_LOOP;\n"
+	"P_DONE:\n"
+	"	ret;\n"
+	"}\n";
 
 /* Record "what: driver message (code)" and return -EIO when rc failed. */
 static int
@@ -124,6 +244,15 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 			snprintf(err, errlen, "libcuda.so.1 lacks %s", t[i].name);
 			return -ENOENT;
 		}
+	cu->module_load_data = (CUresult (*)(CUmodule *, const void *))sym(cu->lib,
+	    "cuModuleLoadData", NULL);
+	cu->module_get_function = (CUresult (*)(CUfunction *, CUmodule, const char *))sym(cu->lib,
+	    "cuModuleGetFunction", NULL);
+	cu->module_unload = (CUresult (*)(CUmodule))sym(cu->lib, "cuModuleUnload", NULL);
+	cu->launch = (CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+	    unsigned, unsigned, CUstream, void **, void **))sym(cu->lib, "cuLaunchKernel", NULL);
+	cu->htod_async = (CUresult (*)(CUdeviceptr, const void *, size_t, CUstream))sym(cu->lib,
+	    "cuMemcpyHtoDAsync_v2", NULL);
 	cu->mem_alloc_host = (CUresult (*)(void **, size_t))sym(cu->lib, "cuMemAllocHost_v2",
 	    "cuMemAllocHost");
 	cu->mem_free_host = (CUresult (*)(void *))sym(cu->lib, "cuMemFreeHost", NULL);
@@ -131,6 +260,9 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 		cu->mem_alloc_host = NULL;
 	return 0;
 }
+
+static void scatter_open(struct wdev_cuda *c);
+static void scatter_close(struct wdev_cuda *c);
 
 int
 wdev_cuda_open(struct wdev_cuda **out, int ordinal, char *name, size_t namelen,
@@ -158,6 +290,7 @@ wdev_cuda_open(struct wdev_cuda **out, int ordinal, char *name, size_t namelen,
 	    (error = cu_check(c, c->cu.event_create(&c->ev[0], 0), "cuEventCreate")) < 0 ||
 	    (error = cu_check(c, c->cu.event_create(&c->ev[1], 0), "cuEventCreate")) < 0)
 		goto fail;
+	scatter_open(c);
 	*l2_bytes = l2 > 0 ? (size_t)l2 : 0;
 	*out = c;
 	return 0;
@@ -177,6 +310,7 @@ wdev_cuda_close(struct wdev_cuda *c)
 		c->cu.event_destroy(c->ev[0]);
 	if (c->ev[1])
 		c->cu.event_destroy(c->ev[1]);
+	scatter_close(c);
 	if (c->stream)
 		c->cu.stream_destroy(c->stream);
 	if (c->retained)
@@ -239,6 +373,223 @@ wdev_cuda_put(struct wdev_cuda *c, void *dst, const void *src, size_t n)
 	if ((error = wdev_cuda_sync(c)) < 0)
 		return error;
 	return cu_check(c, c->cu.htod((CUdeviceptr)(uintptr_t)dst, src, n), "cuMemcpyHtoD");
+}
+
+static int
+recs_room(struct wdev_cuda *c, size_t n)
+{
+	struct scatter_rec *r;
+	CUdeviceptr dp = 0;
+	size_t cap = c->recs_cap ? c->recs_cap : 1024;
+
+	if (n <= c->recs_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	if (!(r = malloc(cap * sizeof(*r))))
+		return -ENOMEM;
+	if (c->cu.mem_alloc(&dp, cap * sizeof(*r)) != 0) {
+		free(r);
+		return -ENOMEM;
+	}
+	if (c->drecs)
+		c->cu.mem_free(c->drecs);
+	free(c->recs);
+	c->recs = r;
+	c->drecs = dp;
+	c->recs_cap = cap;
+	return 0;
+}
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+	const struct scatter_rec *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->pad < y->pad ? -1 : x->pad > y->pad;	/* the list's order */
+}
+
+/*
+ * The records for e[0..n-1] in c->recs, the last of each address only
+ * (threads of one launch are not ordered); their count.
+ */
+static size_t
+scatter_recs(struct wdev_cuda *c, const struct wdev_elem *e, size_t n)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		c->recs[i].addr = (uint64_t)(uintptr_t)e[i].dst;
+		c->recs[i].val = 0;
+		memcpy(&c->recs[i].val, e[i].v, (size_t)e[i].n);	/* little-endian host */
+		c->recs[i].n = (uint32_t)e[i].n;
+		c->recs[i].pad = (uint32_t)i;
+	}
+	qsort(c->recs, n, sizeof(*c->recs), rec_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (i + 1 == n || c->recs[i + 1].addr != c->recs[i].addr)
+			c->recs[m++] = c->recs[i];
+	return m;
+}
+
+static int
+scatter_run(struct wdev_cuda *c, size_t m)
+{
+	uint64_t nn = m;
+	void *args[] = { &c->drecs, &nn };
+	unsigned grid = (unsigned)((m + SCATTER_BLOCK - 1) / SCATTER_BLOCK);
+	int error;
+
+	if ((error = cu_check(c, c->cu.htod_async(c->drecs, c->recs, m * sizeof(*c->recs),
+	    c->stream), "cuMemcpyHtoDAsync")) < 0 ||
+	    (error = cu_check(c, c->cu.launch(c->scatter, grid, 1, 1, SCATTER_BLOCK, 1, 1, 0,
+	    c->stream, args, NULL), "cuLaunchKernel(scatter)")) < 0)
+		return error;
+	return wdev_cuda_sync(c);
+}
+
+/*
+ * Load the scatter kernel and try it on a small buffer; any failure, or
+ * bytes that are not what the list said, leave c->scatter NULL (a copy
+ * per element instead): the judge compares the inputs bit for bit, and a
+ * wrong scatter would read as the candidate's doing.
+ */
+static void
+scatter_open(struct wdev_cuda *c)
+{
+	static const unsigned char want[16] = {
+		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+		0xdd, 0xcc, 0xbb, 0xaa, 0xff, 0xee, 0x77, 0x00,
+	};
+	struct wdev_elem t[5] = {
+		{ NULL, { 0x01 }, 1 },		/* replaced by the last one */
+		{ NULL, { 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11 }, 8 },
+		{ NULL, { 0xdd, 0xcc, 0xbb, 0xaa }, 4 },
+		{ NULL, { 0xff, 0xee }, 2 },
+		{ NULL, { 0x77 }, 1 },
+	};
+	unsigned char got[16];
+	CUdeviceptr buf = 0;
+	int ok = 0;
+
+	if (!c->cu.module_load_data || !c->cu.module_get_function || !c->cu.module_unload ||
+	    !c->cu.launch || !c->cu.htod_async)
+		return;
+	if (c->cu.module_load_data(&c->mod, scatter_ptx) != 0) {
+		c->mod = NULL;
+		return;
+	}
+	if (c->cu.module_get_function(&c->scatter, c->mod, "kb_scatter") != 0 ||
+	    c->cu.mem_alloc(&buf, sizeof(got)) != 0 || recs_room(c, 5) < 0)
+		goto out;
+	t[0].dst = (void *)(uintptr_t)(buf + 14);
+	t[1].dst = (void *)(uintptr_t)buf;
+	t[2].dst = (void *)(uintptr_t)(buf + 8);
+	t[3].dst = (void *)(uintptr_t)(buf + 12);
+	t[4].dst = (void *)(uintptr_t)(buf + 14);
+	ok = c->cu.memset8(buf, 0, sizeof(got), c->stream) == 0 &&
+	    scatter_run(c, scatter_recs(c, t, 5)) == 0 &&
+	    c->cu.dtoh(got, buf, sizeof(got)) == 0 && !memcmp(got, want, sizeof(got));
+	if (ok && c->cu.module_get_function(&c->permute, c->mod, "kb_permute") == 0) {
+		/* src: bytes 0-15 (got, as the scatter left them); dst: 16-31. */
+		static const int from[4] = { 1, 0, 3, 2 };	/* (3e + 1) mod 4 */
+		unsigned char back[16];
+		CUdeviceptr two = 0;
+
+		if (c->cu.mem_alloc(&two, 32) != 0 ||
+		    c->cu.htod(two, got, sizeof(got)) != 0 ||
+		    wdev_cuda_permute(c, (void *)(uintptr_t)(two + 16), (void *)(uintptr_t)two, 4, 4,
+		    3, 1) < 0 || c->cu.dtoh(back, two + 16, sizeof(back)) != 0)
+			c->permute = NULL;
+		for (int e = 0; c->permute && e < 4; e++)
+			if (memcmp(back + 4 * e, got + 4 * from[e], 4))
+				c->permute = NULL;
+		if (two)
+			c->cu.mem_free(two);
+	} else {
+		c->permute = NULL;
+	}
+out:
+	if (buf)
+		c->cu.mem_free(buf);
+	if (!ok) {
+		c->scatter = NULL;
+		c->permute = NULL;
+		c->cu.module_unload(c->mod);
+		c->mod = NULL;
+	}
+	c->err[0] = 0;
+}
+
+static void
+scatter_close(struct wdev_cuda *c)
+{
+	if (c->drecs)
+		c->cu.mem_free(c->drecs);
+	free(c->recs);
+	if (c->mod)
+		c->cu.module_unload(c->mod);
+}
+
+int
+wdev_cuda_has_scatter(const struct wdev_cuda *c)
+{
+	return c->scatter != NULL;
+}
+
+int
+wdev_cuda_has_permute(const struct wdev_cuda *c)
+{
+	return c->permute != NULL;
+}
+
+int
+wdev_cuda_permute(struct wdev_cuda *c, void *dst, const void *src, size_t n, int elsize,
+    uint64_t a, uint64_t b)
+{
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
+	uint64_t nn = n;
+	uint32_t es = (uint32_t)elsize;
+	void *args[] = { &d, &s, &nn, &a, &b, &es };
+	size_t blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK;
+	int error;
+
+	if (!c->permute) {
+		snprintf(c->err, sizeof(c->err), "refresh: no permute kernel on this device");
+		return -EIO;
+	}
+	if (blocks > 4096)
+		blocks = 4096;
+	if (blocks == 0)
+		return 0;
+	if ((error = wdev_cuda_sync(c)) < 0 ||
+	    (error = cu_check(c, c->cu.launch(c->permute, (unsigned)blocks, 1, 1, SCATTER_BLOCK, 1,
+	    1, 0, c->stream, args, NULL), "cuLaunchKernel(permute)")) < 0)
+		return error;
+	return wdev_cuda_sync(c);
+}
+
+int
+wdev_cuda_put_elems(struct wdev_cuda *c, const struct wdev_elem *e, size_t n)
+{
+	int error;
+
+	if ((error = wdev_cuda_sync(c)) < 0)
+		return error;
+	if (c->scatter) {
+		if (recs_room(c, n) < 0) {
+			snprintf(c->err, sizeof(c->err), "scatter: out of memory for %zu elements", n);
+			return -EIO;
+		}
+		return scatter_run(c, scatter_recs(c, e, n));
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((error = cu_check(c, c->cu.htod((CUdeviceptr)(uintptr_t)e[i].dst, e[i].v,
+		    (size_t)e[i].n), "cuMemcpyHtoD")) < 0)
+			return error;
+	return 0;
 }
 
 int

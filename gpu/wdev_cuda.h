@@ -19,6 +19,13 @@ int wdev_cuda_host_alloc(struct wdev_cuda *c, size_t n, void **p);
 void wdev_cuda_host_free(struct wdev_cuda *c, void *p);
 void wdev_cuda_free(struct wdev_cuda *c, void *p);
 int wdev_cuda_put(struct wdev_cuda *c, void *dst, const void *src, size_t n);
+int wdev_cuda_put_elems(struct wdev_cuda *c, const struct wdev_elem *e, size_t n);
+/* Whether wdev_cuda_put_elems uses the scatter kernel (it loaded and passed its trial). */
+int wdev_cuda_has_scatter(const struct wdev_cuda *c);
+int wdev_cuda_permute(struct wdev_cuda *c, void *dst, const void *src, size_t n, int elsize,
+    uint64_t a, uint64_t b);
+/* Whether wdev_cuda_permute has its kernel (loaded and passed its trial). */
+int wdev_cuda_has_permute(const struct wdev_cuda *c);
 int wdev_cuda_get(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 /* Device to device, then a context synchronize. */
 int wdev_cuda_copy(struct wdev_cuda *c, void *dst, const void *src, size_t n);

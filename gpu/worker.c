@@ -61,6 +61,9 @@ struct wslot {
 	unsigned char pat[WORKER_MAX_TENSORS][8];
 	int snapped;
 	int prepared;		/* poisoned and flushed by "prepare", not yet timed */
+	/* Timing slots: the inputs as loaded, what a "refresh" permutes. */
+	void *orig[WORKER_MAX_TENSORS];
+	size_t orig_cap[WORKER_MAX_TENSORS];
 };
 
 struct worker {
@@ -723,28 +726,39 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 	empty->pristine_cap = 0;
 	if (*error < 0)
 		return NULL;
+	/* Before any run or change: what the judge's refreshes start from. */
+	for (int i = 0; i < w->sets[k].nin; i++)
+		if ((*error = ensure(w, &empty->orig[i], &empty->orig_cap[i],
+		    w->sets[k].in[i].nbytes)) < 0 || (*error = wdev_copy(w->d, empty->orig[i],
+		    empty->in[i], w->sets[k].in[i].nbytes)) < 0) {
+			snprintf(err, errlen, "the timing inputs' copy: %s", wdev_error(w->d));
+			empty->set = -1;
+			return NULL;
+		}
 	return empty;
 }
 
-/* One judge-chosen input element to set before a timed run. */
-struct pert {
-	unsigned char *dst;	/* the element in the slot's device buffer */
-	unsigned char v[8];
-	int n;			/* its size in bytes */
-};
+static int
+hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 
+/* n bytes from 2n hex digits (thousands of values a run: no sscanf). */
 static int
 hex_bytes(const char *h, unsigned char *v, int n)
 {
 	if (strlen(h) != (size_t)n * 2)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
-		unsigned int x;
+		int hi = hex_digit((unsigned char)h[2 * i]), lo = hex_digit((unsigned char)h[2 * i + 1]);
 
-		if (!isxdigit((unsigned char)h[2 * i]) || !isxdigit((unsigned char)h[2 * i + 1]) ||
-		    sscanf(h + 2 * i, "%2x", &x) != 1)
+		if (hi < 0 || lo < 0)
 			return -EINVAL;
-		v[i] = (unsigned char)x;
+		v[i] = (unsigned char)(hi << 4 | lo);
 	}
 	return 0;
 }
@@ -756,10 +770,10 @@ hex_bytes(const char *h, unsigned char *v, int n)
  * run i's entries at p[first[i]] .. p[first[i + 1] - 1]. Absent: none.
  */
 static int
-parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, struct pert **out,
-    size_t *first, char *err, size_t errlen)
+parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n,
+    struct wdev_elem **out, size_t *first, char *err, size_t errlen)
 {
-	struct pert *p = NULL;
+	struct wdev_elem *p = NULL;
 	size_t np = 0, cap = 0, i, j;
 	json_t *run, *e;
 
@@ -777,9 +791,9 @@ parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, stru
 		struct wset *s = &w->sets[sl->set];
 
 		first[i] = np;
-		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_TENSORS) {
+		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_PERTURB) {
 			snprintf(err, errlen, "time: perturb[%zu] is not a list of at most %d entries",
-			    i, WORKER_MAX_TENSORS);
+			    i, WORKER_MAX_PERTURB);
 			goto bad;
 		}
 		json_array_foreach(run, j, e) {
@@ -802,7 +816,7 @@ parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, stru
 				goto bad;
 			}
 			if (np == cap) {
-				struct pert *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
+				struct wdev_elem *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
 				if (!q) {
 					snprintf(err, errlen, "time: out of memory");
 					goto bad;
@@ -824,6 +838,87 @@ parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n, stru
 	return 0;
 bad:
 	free(p);
+	return -EINVAL;
+}
+
+/* A run's refresh of one input: its elements permuted from the loaded copy. */
+struct refresh {
+	void *dst, *src;
+	size_t n;		/* elements */
+	int elsize;
+	uint64_t a, b;		/* element e gets the copy's element (a * e + b) mod n */
+};
+
+/*
+ * Parse a time request's "refresh": one list per timed run, each entry
+ * [input index, a, b] with 0 < a < n and 0 <= b < n for the input's n
+ * elements (n < 2^31, so a * e stays below 2^62). Resolved into r, run
+ * i's at r[first[i]] .. r[first[i + 1] - 1]. Absent: none.
+ */
+static int
+parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t n, struct refresh **out,
+    size_t *first, char *err, size_t errlen)
+{
+	struct refresh *r = NULL;
+	size_t nr = 0, i, j;
+	json_t *run, *e;
+
+	*out = NULL;
+	for (i = 0; i <= n; i++)
+		first[i] = 0;
+	if (!rj)
+		return 0;
+	if (!json_is_array(rj) || json_array_size(rj) != n) {
+		snprintf(err, errlen, "time: refresh holds one list per timed run");
+		return -EINVAL;
+	}
+	if (!(r = calloc(n * WORKER_MAX_TENSORS + 1, sizeof(*r)))) {
+		snprintf(err, errlen, "time: out of memory");
+		return -ENOMEM;
+	}
+	json_array_foreach(rj, i, run) {
+		struct wslot *sl = order[i];
+		struct wset *s = &w->sets[sl->set];
+
+		first[i] = nr;
+		if (!json_is_array(run) || json_array_size(run) > WORKER_MAX_TENSORS) {
+			snprintf(err, errlen, "time: refresh[%zu] is not a list of at most %d entries",
+			    i, WORKER_MAX_TENSORS);
+			goto bad;
+		}
+		json_array_foreach(run, j, e) {
+			json_t *ji = json_array_get(e, 0), *ja = json_array_get(e, 1),
+			    *jb = json_array_get(e, 2);
+			long long in, a, b;
+			size_t ne;
+
+			if (json_array_size(e) != 3 || !json_is_integer(ji) || !json_is_integer(ja) ||
+			    !json_is_integer(jb) || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu] is not [input, a, b]", i, j);
+				goto bad;
+			}
+			ne = s->in[in].nbytes / (size_t)s->in[in].elsize;
+			a = json_integer_value(ja);
+			b = json_integer_value(jb);
+			if (ne >= (1ull << 31) || a <= 0 || (size_t)a >= ne || b < 0 || (size_t)b >= ne) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu]: a or b out of range for %s",
+				    i, j, s->in[in].name);
+				goto bad;
+			}
+			r[nr].dst = sl->in[in];
+			r[nr].src = sl->orig[in];
+			r[nr].n = ne;
+			r[nr].elsize = s->in[in].elsize;
+			r[nr].a = (uint64_t)a;
+			r[nr].b = (uint64_t)b;
+			nr++;
+		}
+	}
+	first[n] = nr;
+	*out = r;
+	return 0;
+bad:
+	free(r);
 	return -EINVAL;
 }
 
@@ -874,19 +969,24 @@ out:
  * Timed runs. Before each, outside the timed region: the outputs
  * poisoned (with the judge's value for that run, or the fixed pattern),
  * the cache flushed (or, with prepared, both done by "prepare" for the
- * request's one run), then the judge's perturbations written into the
- * set's input buffers (so no timed call sees inputs it has seen before;
- * docs/evaluation.md), then a device-wide synchronize. After each, also
+ * request's one run), then the set's inputs refreshed (permuted from
+ * their loaded copy) and the judge's perturbations written into them (up
+ * to WORKER_MAX_PERTURB elements a run, spread over every axis of each
+ * input, so no timed call sees inputs it has seen before and no kernel
+ * updates its last outputs cheaply; docs/evaluation.md), then a
+ * device-wide synchronize. After each, also
  * outside it: the outputs copied into the slot's snapshot, which a dump
  * reads. overhead_ms is the sum of those steps.
  */
 static int
-cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison, int prepared)
+cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_t *poison,
+    int prepared)
 {
 	struct wslot *order[256];
-	size_t first[257];
+	size_t first[257], rfirst[257];
+	struct refresh *rf = NULL;
 	int fds[WORKER_MAX_FDS], nfd = 0;
-	struct pert *pt = NULL;
+	struct wdev_elem *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
 	size_t n = json_array_size(sets), i;
 	double over = 0, t0, e, h;
@@ -926,7 +1026,8 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison, int pr
 				goto out;
 			}
 	}
-	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0)
+	if ((error = parse_perturb(w, perturb, order, n, &pt, first, err, sizeof(err))) < 0 ||
+	    (error = parse_refresh(w, refresh, order, n, &rf, rfirst, err, sizeof(err))) < 0)
 		goto out;
 	if (w->pass_fds && n <= WORKER_MAX_FDS) {
 		size_t most = 0;
@@ -952,9 +1053,14 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *poison, int pr
 				goto device;
 		}
 		sl->prepared = 0;
-		for (size_t j = first[i]; j < first[i + 1]; j++)
-			if ((error = wdev_put(w->d, pt[j].dst, pt[j].v, (size_t)pt[j].n)) < 0)
+		/* The refresh first: the run's element changes apply to its result. */
+		for (size_t j = rfirst[i]; j < rfirst[i + 1]; j++)
+			if ((error = wdev_permute(w->d, rf[j].dst, rf[j].src, rf[j].n, rf[j].elsize,
+			    rf[j].a, rf[j].b)) < 0)
 				goto device;
+		if (first[i + 1] > first[i] &&
+		    (error = wdev_put_elems(w->d, pt + first[i], first[i + 1] - first[i])) < 0)
+			goto device;
 		if ((error = wdev_sync(w->d)) < 0)
 			goto device;
 		over += wdev_now_ms() - t0;
@@ -1002,6 +1108,7 @@ out:
 	while (nfd > 0)
 		close(fds[--nfd]);
 	free(pt);
+	free(rf);
 	json_decref(ev);
 	json_decref(host);
 	return error == -EIO ? DEVICE_FAILED : 0;
@@ -1231,7 +1338,8 @@ serve(struct worker *w)
 			status = cmd_run(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "time")) {
 			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
-			    json_object_get(c, "poison"), json_is_true(json_object_get(c, "prepared")));
+			    json_object_get(c, "refresh"), json_object_get(c, "poison"),
+			    json_is_true(json_object_get(c, "prepared")));
 		} else if (!strcmp(cmd, "prepare")) {
 			status = cmd_prepare(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
@@ -1258,6 +1366,8 @@ slot_free(struct worker *w, struct wslot *sl)
 			wdev_free(w->d, sl->out[i]);
 		if (sl->snap[i])
 			wdev_free(w->d, sl->snap[i]);
+		if (sl->orig[i])
+			wdev_free(w->d, sl->orig[i]);
 	}
 	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
@@ -1328,9 +1438,11 @@ worker_main(const struct worker_opts *o)
 		goto out;
 	}
 	t_load = wdev_now_ms();
-	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:f, s:f}", "ok", 1, "hello", 1,
+	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:f, s:f}", "ok", 1, "hello", 1,
 	    "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
-	    (json_int_t)wdev_flush_bytes(w.d), "init_ms", t_init - t0, "load_ms", t_load - t_init));
+	    (json_int_t)wdev_flush_bytes(w.d), "perturb_writes", wdev_put_elems_how(w.d),
+	    "refresh", wdev_can_permute(w.d),
+	    "init_ms", t_init - t0, "load_ms", t_load - t_init));
 	status = serve(&w);
 out:
 	if (w.d) {

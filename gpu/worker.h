@@ -27,7 +27,8 @@
 #define WORKER_MAX_SLOTS 8		/* input sets resident at once for timing */
 #define WORKER_MAX_REPS 100000
 #define WORKER_MAX_FDS 16		/* sealed snapshots one time reply carries */
-#define WORKER_LINE_MAX (64u << 10)	/* one command */
+#define WORKER_MAX_PERTURB 16384	/* judge's element changes before one timed run */
+#define WORKER_LINE_MAX (16u << 20)	/* one command (a time request's changes) */
 #define WORKER_MANIFEST_MAX (16u << 20)
 #define WORKER_DEFER_MS 5		/* wait before the second look at outputs */
 

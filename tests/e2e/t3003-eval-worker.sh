@@ -41,7 +41,7 @@ st=$?
 [ "$st" -eq 0 ] && ok "worker exits 0 after quit" || bad "worker exit $st: $(cat "$tmp/err")"
 line() { sed -n "${1}p" "$tmp/replies"; }
 py() { "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); print($2)" "$3"; }
-[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox"' "$(line 1)")" = True ] &&
+[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox" and r["perturb_writes"] == "stores" and r["refresh"] is True' "$(line 1)")" = True ] &&
 	ok "hello after lockdown" || bad "hello: $(line 1)"
 [ "$(py x 'r["ok"]' "$(line 2)")" = True ] && ok "noop" || bad "noop: $(line 2)"
 r=$(line 3)
@@ -207,6 +207,65 @@ PYEOF
 for n in 4 5 6 7 8; do
 	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "perturb" in r["error"]' "$(sed -n ${n}p "$tmp/rp")")" = True ] &&
 		ok "malformed perturbation $n refused" || bad "perturbation $n: $(sed -n ${n}p "$tmp/rp")"
+done
+
+# Thousands of changes before one run (the judge spreads them over every
+# axis of each input, docs/evaluation.md): 16384 entries, the most one run
+# takes, over x's 8 elements, applied in order (the last to each element
+# wins); one more is refused.
+mkdir -p "$tmp/scratch6"
+"$PY" - >"$tmp/many" <<'PYEOF'
+import json, struct
+hx = lambda v: struct.pack("<f", v).hex()
+run = [[0, i % 8, hx(100.0 + i)] for i in range(16384)]
+print(json.dumps({"cmd": "time", "sets": [0], "perturb": [run]}))
+print(json.dumps({"cmd": "dump", "set": 0, "inputs": 1}))
+print(json.dumps({"cmd": "time", "sets": [0], "perturb": [run + [[0, 0, hx(1.0)]]]}))
+print(json.dumps({"cmd": "quit"}))
+PYEOF
+"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch6" \
+	--so "$tmp/correct.so" <"$tmp/many" >"$tmp/rm" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rm")" <<'PYEOF' && ok "time with 16384 changes in a run: all applied, in order" || bad "many changes: $(sed -n 2,3p "$tmp/rm" | cut -c1-300)"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+want = [100.0 + 16376 + i for i in range(8)]
+y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+sys.exit(0 if list(x) == want and all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, want)) else 1)
+PYEOF
+[ "$(py x 'r["ok"] is False and "at most 16384 entries" in r["error"]' "$(sed -n 4p "$tmp/rm")")" = True ] &&
+	ok "16385 changes in a run refused" || bad "too many changes: $(sed -n 4p "$tmp/rm" | cut -c1-300)"
+
+# The judge's refresh: before the run, x[e] = x0[(a*e + b) mod 8] from
+# the inputs as loaded (a = 3, b = 1), then the run's changes on top;
+# the next run's refresh (a = 1, b = 0) starts from the loaded copy
+# again, not from the state the first left. Out of range: refused.
+mkdir -p "$tmp/scratch7" "$tmp/scratch8"
+printf '%s\n' '{"cmd":"time","sets":[0],"refresh":[[[0,3,1]]],"perturb":[[[0,0,"00002041"]]]}' \
+	'{"cmd":"dump","set":0,"inputs":1}' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch7" \
+	--so "$tmp/correct.so" >"$tmp/rr1" 2>/dev/null
+printf '%s\n' '{"cmd":"time","sets":[0,0],"refresh":[[[0,3,1]],[[0,1,0]]]}' \
+	'{"cmd":"dump","set":0,"inputs":1}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,0,1]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,8,1]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,8]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[3,3,1]]]}' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch8" \
+	--so "$tmp/correct.so" >"$tmp/rr" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rr1")" "$(sed -n 3p "$tmp/rr")" <<'PYEOF' && ok "time with refresh: a permutation of the loaded inputs, the run's changes on top, each run from the loaded copy" || bad "refresh: $(sed -n 2,3p "$tmp/rr1" | cut -c1-200) $(sed -n 2,3p "$tmp/rr" | cut -c1-200)"
+import json, math, struct, sys
+want = [[10.0, 5.0, 8.0, 3.0, 6.0, 1.0, 4.0, 7.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]
+for line, w in zip(sys.argv[1:], want):
+    r = json.loads(line)
+    x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+    y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+    if list(x) != w or not all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, w)):
+        sys.exit(1)
+PYEOF
+for n in 4 5 6 7; do
+	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "refresh" in r["error"]' "$(sed -n ${n}p "$tmp/rr")")" = True ] &&
+		ok "malformed refresh $n refused" || bad "refresh $n: $(sed -n ${n}p "$tmp/rr")"
 done
 
 printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null

@@ -21,8 +21,10 @@ def _with_reference(ctx, model):
     the sampled elements (a + j*b) mod n of each output of n > m."""
     def reference_outputs(k, changes, sample=None):
         a = [t.clone() for t in ctx.sets[k]["args"]]
-        for j, pos, hx in changes:
-            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hx), jio.dtype_name(a[j]), [1])[0]
+        for j, hexpos, hexval in changes:
+            n = len(hexpos) // 16
+            pos = jio.from_bytes(bytes.fromhex(hexpos), "int64", [n])
+            a[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hexval), jio.dtype_name(a[j]), [n])
         outs = [model(*a)]
         if sample:
             sa, sb, m = sample
@@ -185,7 +187,8 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
-                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0)
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0,
+                                refresh_ref_ms=lambda sizes: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0
@@ -228,7 +231,8 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
-                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0)
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0,
+                                refresh_ref_ms=lambda sizes: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0

@@ -1,6 +1,9 @@
 """The timing inputs' perturbations (judge_perturb.py) and the untimed-work
 rule (judge_run.untimed_work): pure parts, on the CPU."""
+import json
+import math
 import os
+import random
 import sys
 import types
 
@@ -24,18 +27,70 @@ def apply(req, k, args):
         args[j].view(-1)[e] = jio.from_bytes(bytes.fromhex(hx), jio.dtype_name(args[j]), [1])[0]
 
 
-def test_one_change_per_floating_input_and_run_never_the_same_position():
-    x, y = torch.randn(64, 64), torch.rand(300)
-    ctx = ctx_of([x, y, torch.arange(10)])
-    p = jpert.Perturber(ctx)
-    seen = {0: set(), 1: set()}
-    for _ in range(200):
+def indices(flat, shape):
+    """The per-axis indices of C-order flat positions."""
+    out = []
+    for d in reversed(shape):
+        out.append(flat % d)
+        flat = flat // d
+    return out[::-1]
+
+
+def test_spread_positions_cover_every_index_of_every_axis():
+    rng = random.Random(7)
+    for shape in [(37,), (1,), (64, 64), (5, 300), (300, 5), (3, 17, 40), (2, 3, 5, 7),
+                  (16, 8, 12, 12), (1, 1, 1, 9)]:
+        for _ in range(5):
+            pos = jpert.spread_positions(shape, rng)
+            n = max(shape)
+            assert pos.numel() == n and len(set(pos.tolist())) == n, shape	# distinct
+            assert 0 <= int(pos.min()) and int(pos.max()) < math.prod(shape)
+            for axis, (d, idx) in enumerate(zip(shape, indices(pos, shape))):
+                assert set(idx.tolist()) == set(range(d)), (shape, axis)
+
+
+def test_spread_positions_respect_the_cap():
+    rng = random.Random(8)
+    pos = jpert.spread_positions((100000,), rng)
+    assert pos.numel() == jpert.SPREAD and len(set(pos.tolist())) == jpert.SPREAD
+    # An axis longer than the cap gets cap distinct indices; the short ones
+    # are still covered in full.
+    pos = jpert.spread_positions((5000, 3), rng, cap=1000)
+    rows, cols = indices(pos, (5000, 3))
+    assert pos.numel() == 1000 and len(set(rows.tolist())) == 1000
+    assert set(cols.tolist()) == {0, 1, 2}
+    assert jpert.spread_positions((), rng).tolist() == [0]	# a 0-d tensor
+
+
+def test_every_row_and_column_of_each_floating_input_changes_in_every_run():
+    x, w = torch.randn(48, 80), torch.randn(80, 33)
+    p = jpert.Perturber(ctx_of([x, w, torch.arange(10)]))
+    for _ in range(30):
         (run,) = p.request([0])
-        assert sorted(e[0] for e in run) == [0, 1]	# floats only: the ints stay
-        for j, e, hx in run:
-            assert len(hx) == 8 and e not in seen[j]
-            seen[j].add(e)
-    assert p.runs == 200 and p.fresh == 200 and p.plain == 0
+        assert {e[0] for e in run} == {0, 1}	# floats only: the ints stay
+        for j, t in ((0, x), (1, w)):
+            pos = torch.tensor([e for a, e, _ in run if a == j])
+            assert pos.numel() == max(t.shape)
+            r, c = indices(pos, t.shape)
+            assert set(r.tolist()) == set(range(t.shape[0]))
+            assert set(c.tolist()) == set(range(t.shape[1]))
+    assert p.runs == 30 and p.fresh == 30 and p.plain == 0 and p.most == 80 + 80
+
+
+def test_runs_and_requests_stay_within_what_the_worker_takes():
+    # 40 floating inputs of 4096 x 8: 4096 each would be 163840 a run.
+    ins = [torch.randn(4096, 8) for _ in range(40)]
+    p = jpert.Perturber(ctx_of(ins))
+    runs = p.request([0] * 10)
+    assert all(len(r) <= jpert.RUN_MAX for r in runs)
+    line = json.dumps({"cmd": "time", "sets": [0] * 10, "perturb": runs})
+    assert len(line) < jpert.LINE_BUDGET
+    # Each input still gets its share, spread over its 8 columns.
+    pos = torch.tensor([e for a, e, _ in runs[0] if a == 3])
+    assert pos.numel() == jpert.RUN_MAX // 40
+    assert set(indices(pos, (4096, 8))[1].tolist()) == set(range(8))
+    # 4 bytes of value each: at most SPREAD * 4 bytes per input and run.
+    assert all(len(hx) == 8 for r in runs for _, _, hx in r)
 
 
 def test_state_after_changes_is_what_the_worker_holds():
@@ -56,14 +111,115 @@ def test_state_after_changes_is_what_the_worker_holds():
         assert all(not torch.equal(states[i], s) for s in states[:i])
 
 
+def test_refresh_permutes_every_element_and_the_state_is_what_the_worker_holds():
+    # The worker's refresh (wdev_permute) from the loaded copy, then the
+    # run's changes; the judge's copy and the reference's decoding agree.
+    x, w = torch.randn(48, 80), torch.randn(80, 33, dtype=torch.float64)
+    ctx = ctx_of([x.clone(), w.clone(), torch.arange(10)])
+    p = jpert.Perturber(ctx, refresh=True)
+    worker = [x.clone(), w.clone()]
+    for _ in range(6):
+        (run,) = p.request([0])
+        (ref,) = p.last_refresh
+        assert sorted(e[0] for e in ref) == [0, 1]	# floats only
+        for j, a, b in ref:
+            n = worker[j].numel()
+            assert 1 < a < n - 1 and math.gcd(a, n) == 1 and 0 <= b < n
+            src = (x, w)[j].reshape(-1)
+            worker[j] = src[[(a * e + b) % n for e in range(n)]].reshape(worker[j].shape)
+        apply(run, 0, worker)
+        got = p.args(0)
+        assert torch.equal(got[0], worker[0]) and torch.equal(got[1], worker[1])
+        # Nearly every element differs from the pristine input's.
+        assert (got[0] != x).float().mean() > 0.95
+        assert p.last_refreshed == x.numel() + w.numel()
+    # refproc.cmd_reference's decoding of the 5-field entries.
+    dec = [x.clone(), w.clone()]
+    for j, a, b, hexpos, hexval in p.changes(0):
+        n = dec[j].numel()
+        flat = dec[j].reshape(-1)[jpert.refresh_index(n, a, b)].clone()
+        m = len(hexpos) // 16
+        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
+            bytes.fromhex(hexval), jio.dtype_name(dec[j]), [m])
+        dec[j] = flat.reshape(dec[j].shape)
+    assert torch.equal(dec[0], worker[0]) and torch.equal(dec[1], worker[1])
+    assert "permuted from the set's values" in p.summary()
+
+
+def test_sampled_values_are_the_state_at_those_elements():
+    # What a sampled check compares with the worker's inputs, without
+    # building a refreshed input whole.
+    x, w = torch.randn(40, 70), torch.randn(70, 30)
+    for refresh in (False, True):
+        p = jpert.Perturber(ctx_of([x, w]), refresh=refresh)
+        for _ in range(3):
+            p.request([0])
+        full = p.args(0)
+        idx = [torch.randint(x.numel(), (500,)), None]
+        # The last run's changed positions among them too (after a
+        # refresh they override the permuted values).
+        last = p.rlog[0][0][0] if refresh else p.chpos[0][0][-1]
+        assert last.numel() == 70
+        idx[0] = torch.cat([idx[0], last])
+        got = p.values(0, idx)
+        assert torch.equal(got[0], full[0].reshape(-1)[idx[0]])
+        assert torch.equal(got[1], full[1].reshape(-1))
+
+
+def test_refresh_keeps_the_values_of_the_input():
+    x = torch.randn(64, 64)
+    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    (run,) = p.request([0])
+    (ref,) = p.last_refresh
+    j, a, b = ref[0]
+    permuted = x.reshape(-1)[jpert.refresh_index(x.numel(), a, b)]
+    assert torch.equal(torch.sort(permuted).values, torch.sort(x.reshape(-1)).values)
+    assert not torch.equal(permuted, x.reshape(-1))
+
+
 def test_values_come_from_the_input_and_differ():
     x = torch.rand(1000) + 5	# in [5, 6): a value from elsewhere stays there
     p = jpert.Perturber(ctx_of([x]))
+    cur = x.clone()
     for _ in range(100):
         (run,) = p.request([0])
-        j, e, hx = run[0]
-        v = float(jio.from_bytes(bytes.fromhex(hx), "float32", [1])[0])
-        assert 5 <= v < 6 and v != float(x[e])
+        assert len(run) == 1000	# a 1-D input short of the cap: all of it
+        for j, e, hx in run:
+            v = float(jio.from_bytes(bytes.fromhex(hx), "float32", [1])[0])
+            assert 5 <= v < 6 and v != float(cur[e])
+            cur[e] = v
+    assert torch.equal(p.args(0)[0], cur)
+
+
+def test_a_hundred_runs_of_changes_keep_the_inputs_distribution():
+    # Every element replaced many times over: values drawn from the
+    # original sample, so mean, spread and range stay the draw's.
+    x = torch.randn(256, 64) * 3 + 2
+    p = jpert.Perturber(ctx_of([x]))
+    for _ in range(100):
+        p.request([0])
+    y = p.args(0)[0]
+    assert int(p.touched[0][0].sum()) > 0.6 * x.numel()
+    assert abs(float(y.mean()) - float(x.mean())) < 0.15
+    assert abs(float(y.std()) / float(x.std()) - 1) < 0.05
+    assert float(x.min()) <= float(y.min()) and float(y.max()) <= float(x.max())
+
+
+def test_changes_are_what_the_reference_process_applies():
+    x, w = torch.randn(40, 24), torch.randn(24, 24, dtype=torch.float64)
+    ctx = ctx_of([x, w])
+    p = jpert.Perturber(ctx)
+    for _ in range(7):
+        p.request([0])
+    # refproc.cmd_reference's decoding, on the pristine set.
+    got = [x.clone(), w.clone()]
+    for j, hexpos, hexval in p.changes(0):
+        n = len(hexpos) // 16
+        pos = jio.from_bytes(bytes.fromhex(hexpos), "int64", [n])
+        got[j].view(-1)[pos] = jio.from_bytes(bytes.fromhex(hexval), jio.dtype_name(got[j]), [n])
+    want = p.args(0)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert not torch.equal(got[0], x)
 
 
 def test_integer_inputs_only_without_floating_ones_and_within_range():
@@ -91,8 +247,9 @@ def test_nothing_to_change_is_counted():
 def test_switched_off():
     ctx = ctx_of([torch.randn(10)])
     ctx.perturb = False
-    p = jpert.Perturber(ctx)
+    p = jpert.Perturber(ctx, refresh=True)
     assert p.request([0, 0]) == [[], []] and "KERNELBOT_PERTURB=0" in p.summary()
+    assert not p.refresh and p.last_refresh == [[], []] and not p.changed(0)
 
 
 def test_untimed_work_rule():
@@ -103,6 +260,10 @@ def test_untimed_work_rule():
     assert why and "outside the timed calls" in why
     # Tiny runs: the per-run slack absorbs scheduling noise.
     assert jr.untimed_work(15.0, [0.01] * 10, 0.05) is None
+    # Thousands of changes a run: their parse and write are explained,
+    # work beyond them is not.
+    assert jr.untimed_work(200.0, [1.0] * 10, 0.5, 10 * 16384) is None
+    assert jr.untimed_work(2000.0, [1.0] * 10, 0.5, 10 * 16384)
 
 
 def test_sample_specs_matches_the_worker_rule():

@@ -90,10 +90,11 @@ def test_the_reference_process_loads_and_recomputes(tmp_path):
         assert torch.allclose(ctx.sets[0]["expected"][0], torch.tanh(x) * w + b, atol=1e-6)
         assert not torch.equal(ctx.sets[0]["args"][0], ctx.sets[3]["args"][0])
         # Changes on a pristine copy, then a sample of the outputs.
-        v = torch.tensor([3.5]).numpy().tobytes().hex()
-        out = ref.reference(0, [[0, 5, v]])[0]
+        v = torch.tensor([3.5, -2.0]).numpy().tobytes().hex()
+        pos = torch.tensor([5, 9], dtype=torch.int64).numpy().tobytes().hex()
+        out = ref.reference(0, [[0, pos, v]])[0]
         x2 = x.clone()
-        x2.view(-1)[5] = 3.5
+        x2.view(-1)[5], x2.view(-1)[9] = 3.5, -2.0
         assert torch.allclose(out, torch.tanh(x2) * w + b, atol=1e-6)
         m, n = 10, x.numel()
         smp = ref.reference(0, [], [3, 7, m])[0]
@@ -101,6 +102,11 @@ def test_the_reference_process_loads_and_recomputes(tmp_path):
         assert torch.equal(smp, ctx.sets[0]["expected"][0].reshape(-1)[idx])
         ev = ref.time("eager", [0, 3, 0])
         assert len(ev) == 3 and all(e >= 0 and h >= 0 for e, h in ev)
+        # A change past the input's end: refused (the judge's bug, not the
+        # problem's; the process does not answer again).
+        far = torch.tensor([n], dtype=torch.int64).numpy().tobytes().hex()
+        with pytest.raises(jref.RefError, match="a change outside input 0"):
+            ref.reference(0, [[0, far, v[:8]]])
     finally:
         ref.close()
     # The judge's interpreter never imported the problem.

@@ -222,6 +222,34 @@ class Context:
             self._echo = jt.Echo()
         return self._echo.rtt_ms()
 
+    def refresh_ref_ms(self, sizes):
+        """The judge's own measure of a refresh of inputs of these element
+        counts: a gather of 4-byte elements at (a*e + b) mod n on the
+        device, the index made beforehand (the worker's loop makes it as it
+        goes), ms; once per set of sizes and batch. 0 for none."""
+        key = tuple(sorted(sizes))
+        ref = self.__dict__.setdefault("_refresh_ref", {})
+        if key not in ref:
+            got = []
+            for _ in range(3):
+                t = 0.0
+                for n in key:
+                    idx = (torch.arange(n, dtype=torch.int64, device=self.device) * 3 + 1) % n
+                    src = torch.empty(n, dtype=torch.float32, device=self.device)
+                    dst = torch.empty_like(src)
+                    cuda = self.device.type == "cuda"
+                    if cuda:
+                        torch.cuda.synchronize(self.device)
+                    t0 = time.perf_counter()
+                    torch.index_select(src, 0, idx, out=dst)
+                    if cuda:
+                        torch.cuda.synchronize(self.device)
+                    t += time.perf_counter() - t0
+                    del idx, src, dst
+                got.append(t * 1e3)
+            ref[key] = sorted(got)[1]
+        return ref[key]
+
     def snapshot_ref_ms(self, k):
         """The judge's own measure of a timed run's snapshot of set k's
         outputs (the copy and the sealed memfd), ms; once per set and batch."""

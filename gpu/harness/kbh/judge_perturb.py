@@ -1,30 +1,52 @@
 """Perturbation of the timing input sets: before every timed run the
-worker writes one judge-chosen element into each perturbed input of the
-set about to run (outside the timed region), so no timed call sees inputs
-it has seen before and a kernel that replays an output it kept (per
-pointer, per sampled elements, per hash) returns a stale one. The judge
-keeps the perturbed state of each set and computes the expected outputs
-of the final state for its spot checks (docs/evaluation.md, *Fresh inputs
-in every timed run*).
+worker writes judge-chosen elements into each perturbed input of the set
+about to run (outside the timed region), so no timed call sees inputs it
+has seen before and a kernel that replays an output it kept (per pointer,
+per sampled elements, per hash) returns a stale one. The judge keeps the
+perturbed state of each set and computes the expected outputs of that
+state for its spot checks (docs/evaluation.md, *Fresh inputs in every
+timed run*).
 
 Choices, and why:
 - Which inputs: forward's floating-point arguments; when it has none, its
   integer (and bool) arguments, with values taken from the same tensor
   (so within their valid range: class targets, indices). Parameters and
   buffers stay: they are the model's, the same for every set.
-- Positions: a pool of up to POOL elements per input drawn once per batch;
-  each candidate walks its own random order of it (the system's RNG, not
-  the evaluation seed the worker can read), so each position is changed at
-  most once per set while the pool lasts.
-- Values: another pool element's original value (the input's own
-  distribution), different from the position's current one. A position
-  changed once keeps its new value, so every timed run of a set differs
-  from all earlier states of that set at its newly changed position.
-- Chained: the changes accumulate and are sent only in the request that
-  runs them; the outputs of future runs are those of inputs that exist
-  only after all earlier changes, so computing them ahead costs a forward
-  pass each, as running them does (and work outside the timed calls shows
-  as `untimed_work`)."""
+- Positions, floating inputs: every run, for a tensor of shape
+  (d0, ..., dk), N = min(SPREAD, max di) elements, element j at index
+  perm_i(j mod di) on axis i, with a permutation per axis (a sample of N
+  distinct indices for an axis longer than N) drawn from the system's RNG
+  (not the evaluation seed the worker can read). Every index of every axis
+  up to SPREAD long holds a changed element, so every row and every
+  column of a matrix, every batch entry, channel and spatial line of an
+  activation changes in every run: a kernel that keeps its inputs and
+  outputs and recomputes only the outputs the changed elements reach
+  (incremental recomputation) recomputes outputs that depend on a whole
+  slice along one axis (matrix products, reductions, softmax and norms
+  over an axis) in full.
+- Refresh, floating inputs of fewer than 2^31 elements, where the worker
+  can (its hello's "refresh"): before those changes, the whole input
+  permuted from the set's loaded values, element e from (a*e + b) mod n,
+  a (a unit other than 1 and n - 1) and b drawn per run. The spread alone
+  leaves an update by linearity ((new - old) * w[p] per changed x[i][p])
+  the work over the number of changes to gain; with every element
+  changed it pays for them all. The values stay exactly the draw's.
+- Positions, integer inputs: one element per run from a pool of up to
+  POOL drawn once per batch, each candidate walking its own random order
+  of it (an index or a class target changed everywhere would mostly be a
+  different problem).
+- Values: a draw from a sample of the input's original values (the
+  input's own distribution, so 100 runs of changes do not move the input
+  away from get_inputs()'s distribution), different from the element's
+  current value; a constant input gets its value x (1 + 2^-6) (2^-6 for
+  zero). Every timed run of a set differs from all earlier states of that
+  set.
+- Chained: the refresh and changes are drawn and sent only in the
+  request that runs them (without a refresh the changes accumulate); the
+  outputs of future runs are those of inputs that exist only once drawn,
+  so computing them ahead costs a forward pass each, as running them
+  does (and work outside the timed calls shows as `untimed_work`)."""
+import math
 import random
 
 import torch
@@ -32,6 +54,20 @@ import torch
 from kbh import judge_io as jio
 
 POOL = 4096
+# Changed elements per floating input and run: the longest axis up to this
+# (4096 elements of 4 bytes: 16 KiB of values per input and run).
+SPREAD = 4096
+# What the worker takes: changes per run (WORKER_MAX_PERTURB) and bytes
+# per request line (WORKER_LINE_MAX, less room for the rest), gpu/worker.h;
+# an entry [arg, position, "hex"] is at most ENTRY_BYTES of JSON.
+RUN_MAX = 16384
+LINE_BUDGET = 12 << 20
+ENTRY_BYTES = 48
+# Inputs of fewer elements are refreshed (permuted whole) before every
+# run where the worker can: a * e stays below 2^62 in int64.
+REFRESH_MAX = 1 << 31
+# Draws of a new value for an element before the constant-input rule.
+REDRAWS = 16
 
 
 def perturbed_args(args):
@@ -51,9 +87,46 @@ def _elem_bytes(t):
     return [b[i * es:(i + 1) * es] for i in range(t.numel())]
 
 
+def _bits(t):
+    """A tensor's elements as integers of their size (compared bit for bit)."""
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def spread_positions(shape, rng, cap=SPREAD):
+    """Flat (C order) indices of N = min(cap, max(shape)) distinct
+    elements of a tensor of that shape: element j at index perm_i(j mod
+    d_i) on each axis i of length d_i, perm_i a random permutation of the
+    axis (of N distinct indices where d_i > N). The draws come from a
+    generator seeded with 63 bits of rng (the system's RNG in the judge):
+    one system call per run, not one per index."""
+    dims = [int(d) for d in shape] or [1]
+    n = min(cap, max(dims))
+    seed = rng.getrandbits(63)
+    g = torch.Generator().manual_seed(seed)
+    local = random.Random(seed)
+    flat = torch.zeros(n, dtype=torch.int64)
+    j = torch.arange(n, dtype=torch.int64)
+    stride = 1
+    for d in reversed(dims):
+        if d <= 4 * n:
+            perm = torch.randperm(d, generator=g)[:n]
+        else:
+            perm = torch.tensor(local.sample(range(d), n), dtype=torch.int64)
+        flat += perm[j % perm.numel()] * stride
+        stride *= d
+    return flat
+
+
+def refresh_index(n, a, b):
+    """The flat indices a refresh reads: element e gets the pristine
+    input's element (a * e + b) mod n (the worker's wdev_permute)."""
+    return (a * torch.arange(n, dtype=torch.int64) + b) % n
+
+
 class Pool:
-    """Per timing set and perturbed input: positions and their original
-    values (bytes), shared by the batch's candidates."""
+    """Per timing set and perturbed input, shared by the batch's
+    candidates: a sample of its original values (where the new values
+    come from) and, for integer inputs, the positions one changes."""
 
     def __init__(self, args, rng):
         self.inputs = {}
@@ -65,9 +138,10 @@ class Pool:
             else:
                 pos = torch.tensor(sorted(rng.sample(range(n), POOL)), dtype=torch.int64)
             vals = flat[pos.to(flat.device)].cpu()
-            self.inputs[j] = {"pos": pos.tolist(), "orig": _elem_bytes(vals),
-                              "dtype": jio.dtype_name(args[j]), "shape": [n],
-                              "floating": args[j].is_floating_point()}
+            floating = args[j].is_floating_point()
+            self.inputs[j] = {"pos": pos.tolist(), "orig": None if floating else _elem_bytes(vals),
+                              "vals": vals, "dtype": jio.dtype_name(args[j]),
+                              "shape": list(args[j].shape), "floating": floating}
 
 
 def pools(ctx):
@@ -82,20 +156,126 @@ class Perturber:
     """One candidate's perturbations: what to send before each timed run,
     and the state each set is in."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, refresh=False):
         self.ctx = ctx
         self.pools = pools(ctx)
+        # The worker permutes whole inputs before a run (its hello's
+        # "refresh"): every element of each floating input changes.
+        self.refresh = bool(refresh) and getattr(ctx, "perturb", True)
+        self.rparams = {}	# k -> {j: (a, b) of the last refresh}
+        self.rlog = {}		# k -> {j: (positions, values) changed after it}
+        self.refreshed = 0	# elements refreshed, all runs
+        self.last_refreshed = 0	# ... in the last request
+        self.last_refresh = []	# the last request's "refresh"
         self.rng = random.SystemRandom()
-        self.order = {}		# (k, j) -> pool indices, shuffled
+        self.order = {}		# (k, j) -> pool indices, shuffled (integer inputs)
         self.next = {}		# (k, j) -> how far along order
-        self.cur = {}		# k -> {j: {position: bytes}}
+        self.state = {}		# k -> {j: the input's current values, flat, on the CPU}
+        self.touched = {}	# k -> {j: bool mask of the elements ever changed}
+        self.chpos = {}		# k -> {j: [position tensors of the changes, in order]}
         self.runs = 0		# timed runs with at least one change
         self.fresh = 0		# ... of which at a position never changed before
         self.plain = 0		# timed runs with none (nothing to perturb)
+        self.sent = 0		# changed elements sent, all runs
+        self.most = 0		# ... most in one run
+        self.last = 0		# ... in the last request
         self.spots = 0		# spot checks on changed inputs
         self.moved = 0		# ... where the changes moved the expected outputs
 
+    def _orig(self, k, j):
+        return self.ctx.sets[k]["args"][j].detach().reshape(-1).cpu()
+
+    def _flat(self, k, j):
+        """Input j of set k as it is now, flat, on the CPU (built from the
+        last refresh and the changes after it when a refresh made it stale)."""
+        st = self.state.setdefault(k, {})
+        if j not in st:
+            orig = self._orig(k, j)
+            r = self.rparams.get(k, {}).get(j)
+            if r is None:
+                st[j] = orig.clone()
+            else:
+                st[j] = orig[refresh_index(orig.numel(), *r)]
+                pos, new = self.rlog[k][j]
+                st[j][pos] = new
+        if j not in self.touched.setdefault(k, {}):
+            self.touched[k][j] = torch.zeros(st[j].numel(), dtype=torch.bool)
+        return st[j], self.touched[k][j]
+
+    def _refreshable(self, k, j):
+        p = self.pools[k].inputs[j]
+        n = math.prod(p["shape"]) if p["shape"] else 1
+        return self.refresh and p["floating"] and 4 <= n < REFRESH_MAX
+
+    def _refresh(self, k, j):
+        """Draw a run's refresh of input j of set k: [j, a, b], a a unit
+        mod n other than 1 and n - 1 (a shift or a reversal of the flat
+        index would keep rows together)."""
+        n = math.prod(self.pools[k].inputs[j]["shape"])
+        while True:
+            a = self.rng.randrange(2, n - 1)
+            if math.gcd(a, n) == 1:
+                break
+        b = self.rng.randrange(n)
+        self.rparams.setdefault(k, {})[j] = (a, b)
+        self.state.get(k, {}).pop(j, None)
+        self.refreshed += n
+        self.last_refreshed += n
+        return [j, a, b]
+
+    def _apply(self, k, j, pos, new):
+        """Record new values at flat positions pos; the run's entries and
+        whether one of them had never changed before."""
+        flat, seen = self._flat(k, j)
+        fresh = bool((~seen[pos]).any())
+        flat[pos] = new
+        seen[pos] = True
+        self.chpos.setdefault(k, {}).setdefault(j, []).append(pos)
+        w = 2 * new.element_size()
+        hx = jio.to_bytes(new).hex()
+        return [[j, p, hx[i * w:(i + 1) * w]] for i, p in enumerate(pos.tolist())], fresh
+
+    def _spread(self, k, j, cap):
+        """The floating input's changes for one run (spread_positions),
+        after its refresh where there is one."""
+        p = self.pools[k].inputs[j]
+        pos = spread_positions(p["shape"], self.rng, cap)
+        r = self.rparams.get(k, {}).get(j) if self._refreshable(k, j) else None
+        if r is not None:
+            orig = self._orig(k, j)
+            now = orig[(r[0] * pos + r[1]) % orig.numel()]
+        else:
+            flat, _ = self._flat(k, j)
+            now = flat[pos]
+        vals = p["vals"]
+        g = torch.Generator().manual_seed(self.rng.getrandbits(63))
+        new = vals[torch.randint(vals.numel(), (pos.numel(),), generator=g)]
+        same = _bits(new) == _bits(now)
+        for _ in range(REDRAWS):
+            if not same.any():
+                break
+            idx = same.nonzero().reshape(-1)
+            new[idx] = vals[torch.randint(vals.numel(), (idx.numel(),), generator=g)]
+            same = _bits(new) == _bits(now)
+        if same.any():
+            # A constant tensor: a value next to it, still of its sign.
+            x = now[same].to(torch.float64)
+            x = torch.where(x != 0, x * (1 + 2 ** -6), torch.full_like(x, 2 ** -6))
+            new[same] = x.to(new.dtype)
+            keep = _bits(new) != _bits(now)	# inf, NaN: nothing near them
+            pos, new = pos[keep], new[keep]
+        if r is not None:
+            # Every element replaced: the run's state is the refresh and
+            # these, whatever the runs before did.
+            self.rlog.setdefault(k, {})[j] = (pos, new)
+            hx, w = jio.to_bytes(new).hex(), 2 * new.element_size()
+            return [[j, q, hx[i * w:(i + 1) * w]] for i, q in enumerate(pos.tolist())], True
+        if not pos.numel():
+            return [], False
+        return self._apply(k, j, pos, new)
+
     def _pick(self, k, j):
+        """An integer input's change for one run: one pool element."""
         p = self.pools[k].inputs[j]
         key = (k, j)
         if key not in self.order:
@@ -104,42 +284,41 @@ class Perturber:
             self.order[key], self.next[key] = o, 0
         o = self.order[key]
         i = o[self.next[key] % len(o)]
-        fresh = self.next[key] < len(o)
         self.next[key] += 1
         pos = p["pos"][i]
-        cur = self.cur.setdefault(k, {}).setdefault(j, {})
-        now = cur.get(pos, p["orig"][i])
+        flat, _ = self._flat(k, j)
+        now = jio.to_bytes(flat[pos:pos + 1])
         seen = {now, p["orig"][i]}
-        for _ in range(16):
+        for _ in range(REDRAWS):
             v = p["orig"][self.rng.randrange(len(p["orig"]))]
             if v not in seen:
-                cur[pos] = v
-                return [j, pos, v.hex()], fresh
-        if p["floating"]:
-            # A constant tensor: a value next to it, still of its sign.
-            t = jio.from_bytes(now, p["dtype"], [1]).to(torch.float64)
-            x = float(t[0])
-            x = x * (1 + 2 ** -6) if x != 0 else 2 ** -6
-            v = jio.to_bytes(torch.tensor([x], dtype=jio.BY_NAME[p["dtype"]]))
-            if v != now:
-                cur[pos] = v
-                return [j, pos, v.hex()], fresh
-        return None, False
+                new = jio.from_bytes(v, p["dtype"], [1])
+                return self._apply(k, j, torch.tensor([pos], dtype=torch.int64), new)
+        return [], False
 
     def request(self, sets):
         """The "perturb" field of a time request over sets: one list per run."""
         out = []
+        self.last = self.last_refreshed = 0
+        self.last_refresh = [[] for _ in sets]
         if not getattr(self.ctx, "perturb", True):
             self.plain += len(sets)
             return [[] for _ in sets]
-        for k in sets:
+        for i, k in enumerate(sets):
             run, fresh = [], False
-            for j in self.pools[k].inputs:
-                e, f = self._pick(k, j)
-                if e is not None:
-                    run.append(e)
-                    fresh = fresh or f
+            ins = self.pools[k].inputs
+            cap = max(1, min(SPREAD, RUN_MAX // max(1, len(ins)),
+                             LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
+            for j, p in ins.items():
+                if self._refreshable(k, j):
+                    self.last_refresh[i].append(self._refresh(k, j))
+                e, f = self._spread(k, j, cap) if p["floating"] else self._pick(k, j)
+                run += e
+                fresh = fresh or f
             out.append(run)
+            self.sent += len(run)
+            self.last += len(run)
+            self.most = max(self.most, len(run))
             if run:
                 self.runs += 1
                 self.fresh += fresh
@@ -148,35 +327,88 @@ class Perturber:
         return out
 
     def changed(self, k):
-        return any(self.cur.get(k, {}).values())
+        return bool(self.rparams.get(k)) or any(self.chpos.get(k, {}).values())
+
+    def _positions(self, k, j):
+        """The positions of input j of set k ever changed, sorted: the
+        runs' lists merged (and kept merged), not a scan of the input."""
+        lst = self.chpos.get(k, {}).get(j)
+        if not lst:
+            return torch.zeros(0, dtype=torch.int64)
+        if len(lst) > 1:
+            lst[:] = [torch.unique(torch.cat(lst))]
+        return lst[0]
 
     def changes(self, k):
-        """Set k's changes so far, [[arg, position, hex bytes], ...]: what
-        the reference process applies to its pristine copy of the set."""
-        return [[j, pos, v.hex()] for j, cur in sorted(self.cur.get(k, {}).items())
-                for pos, v in cur.items()]
+        """Set k's changes so far, [[arg, hex of the int64 positions, hex of
+        their values], ...] (little-endian): what the reference process
+        applies to its pristine copy of the set. Compact: at 4096 changes
+        a run a set holds over 100000 changed elements by its last run."""
+        out = []
+        for j in sorted(set(self.chpos.get(k, {})) | set(self.rparams.get(k, {}))):
+            r = self.rparams.get(k, {}).get(j)
+            if r is not None:
+                # [arg, a, b, positions, values]: the refresh of the
+                # pristine input, then the changes of the run after it.
+                pos, new = self.rlog[k][j]
+                out.append([j, r[0], r[1], jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
+                continue
+            pos = self._positions(k, j)
+            if pos.numel():
+                out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.state[k][j][pos]).hex()])
+        return out
 
     def args(self, k):
         """Set k's forward arguments in their current, perturbed state (the
         unperturbed tensors themselves for inputs never changed)."""
         args = list(self.ctx.sets[k]["args"])
-        for j, cur in self.cur.get(k, {}).items():
-            if not cur:
-                continue
-            p = self.pools[k].inputs[j]
-            t = args[j].detach().clone()
-            flat = t.reshape(-1)
-            pos = torch.tensor(list(cur.keys()), dtype=torch.int64, device=flat.device)
-            vals = jio.from_bytes(b"".join(cur.values()), p["dtype"], [len(cur)]).to(flat.device)
-            flat[pos] = vals
-            args[j] = t
+        for j in set(self.chpos.get(k, {})) | set(self.rparams.get(k, {})):
+            flat, _ = self._flat(k, j)
+            args[j] = flat.reshape(args[j].shape).to(args[j].device)
         return args
+
+    def values(self, k, idx):
+        """Set k's forward arguments in their current state, flat: whole
+        where idx[j] is None, else only the elements at flat indices
+        idx[j]; a refreshed input's sample is gathered from the pristine
+        one, not built whole (a check of 65536 elements of an input of
+        millions)."""
+        out = []
+        for j, t in enumerate(self.ctx.sets[k]["args"]):
+            ix = idx[j] if j < len(idx) else None
+            r = self.rparams.get(k, {}).get(j)
+            if r is None or ix is None:
+                if r is None and not self.chpos.get(k, {}).get(j):
+                    flat = t.reshape(-1)
+                else:
+                    flat, _ = self._flat(k, j)
+                    flat = flat.to(t.device)
+                out.append(flat if ix is None else flat[ix.to(flat.device)])
+                continue
+            orig = t.detach().reshape(-1)
+            ix = ix.to(orig.device)
+            v = orig[(r[0] * ix + r[1]) % orig.numel()]
+            pos, new = self.rlog[k][j]
+            if pos.numel():
+                # The run's changes that fall on sampled indices.
+                order = torch.argsort(pos)
+                sp = pos[order].to(ix.device)
+                at = torch.searchsorted(sp, ix).clamp(max=sp.numel() - 1)
+                hit = sp[at] == ix
+                v[hit] = new[order].to(v.device)[at[hit]]
+            out.append(v)
+        return out
 
     def summary(self):
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
+        how = ("every element of each floating input permuted from the set's values before "
+               "every run (%d elements in all), then " % self.refreshed if self.refreshed else "")
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
-                "never changed before), %d with nothing to change; the changes moved the expected "
-                "outputs at %d of %d spot checks (where they did not, a replayed output would pass)"
-                % (self.runs, self.fresh, self.plain, self.moved, self.spots))
+                "never changed before; %s%d elements changed, at most %d in a run, spread over "
+                "every index of each input's axes up to %d), %d with nothing to change; the "
+                "changes moved the expected outputs at %d of %d spot checks (where they did not, "
+                "a replayed output would pass)"
+                % (self.runs, self.fresh, how, self.sent, self.most, SPREAD, self.plain,
+                   self.moved, self.spots))

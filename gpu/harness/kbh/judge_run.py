@@ -75,6 +75,14 @@ SLOW_MIN_ROUNDS = 2
 # calls (a thread's or a stream's, precomputing) gets near it.
 UNTIMED_FACTOR = 4.0
 UNTIMED_SLACK_MS = 2.0
+# ... and per element change sent (the worker's parse and write of each,
+# thousands a run on large inputs): an allowance, not a measurement (the
+# judge's own JSON encoding, about 1 us an entry on the busy build host,
+# is outside the clock).
+UNTIMED_PER_CHANGE_MS = 0.002
+# ... and per element refreshed (a gather of the whole input on the CPU:
+# random reads): an allowance, not measured on a GPU.
+UNTIMED_PER_REFRESH_MS = 0.00005
 # clock_bound: the judge's own clock around each prepared "time" request
 # (the perturbations, the call, the snapshot, the reply) against the
 # worker's time for the call. The worker's clocks run in the candidate's
@@ -87,11 +95,13 @@ UNTIMED_SLACK_MS = 2.0
 # candidate's runs may be at most CLOCK_REF_FACTOR x what the judge
 # measures for the rest (its own snapshot of the outputs, and its echo
 # process's round trip after each run) + CLOCK_CALL_FACTOR x the call +
-# CLOCK_SLACK_MS. A worker whose clock was rewritten to hide D ms of every
+# CLOCK_SLACK_MS, the rest including the judge's own measures of what the
+# request also holds: reading its element changes and refreshing the
+# inputs. A worker whose clock was rewritten to hide D ms of every
 # call has every run D ms over; one that hides D on some runs only gains
 # on those. Figures: docs/evaluation.md, "The judge's clock".
 CLOCK_QUANTILE = 0.1
-CLOCK_REF_FACTOR = 2.0
+CLOCK_REF_FACTOR = 3.0
 CLOCK_CALL_FACTOR = 0.1
 CLOCK_SLACK_MS = 0.5
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
@@ -130,14 +140,15 @@ def sample_specs(tensors, specs, a, b, m):
     return idx, out
 
 
-def untimed_work(seen_ms, host_ms, overhead_ref_ms):
+def untimed_work(seen_ms, host_ms, overhead_ref_ms, changes=0):
     """Why a timing request's wall clock (seen_ms, the judge's, less the
     round trip) is too long for its timed runs (host_ms, the worker's host
     clock around each call) and the reference cost of what runs between
     them (overhead_ref_ms per run: flush, poison, perturbation, measured by
-    the judge), or None. Only work outside the timed calls explains it."""
+    the judge; UNTIMED_PER_CHANGE_MS for each of the changes sent), or
+    None. Only work outside the timed calls explains it."""
     n = len(host_ms)
-    explained = sum(host_ms) + n * overhead_ref_ms
+    explained = sum(host_ms) + n * overhead_ref_ms + changes * UNTIMED_PER_CHANGE_MS
     if seen_ms > UNTIMED_FACTOR * explained + n * UNTIMED_SLACK_MS:
         return ("the judge observed %.4g ms for %d timed runs of %.4g ms and %.4g ms of flushes, "
                 "poisons and perturbations: work outside the timed calls?"
@@ -149,7 +160,8 @@ def clock_bound(runs):
     """Why the candidate's prepared timing requests took too long on the
     judge's clock for the calls the worker timed, or None. runs: one
     (request ms on the judge's clock, the worker's call ms, the echo's
-    round trip ms, the judge's snapshot reference ms) per timed run."""
+    round trip ms, the judge's reference for the rest: its snapshot of the
+    outputs, a parse of the request and the inputs' refresh) per run."""
     if not runs:
         return None
     over = sorted(j - h for j, h, _, _ in runs)
@@ -393,6 +405,7 @@ class CandidateRun:
         try:
             w = self.start()
             hello = w.read_reply("start", ctx_start_timeout(self))
+            self.worker_refresh = hello.get("refresh") is True
             bd["worker_start"] = time.perf_counter() - t0
             if "build_s" in hello:
                 self.res["build_s"] = hello["build_s"]
@@ -579,7 +592,7 @@ class CandidateRun:
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
-        self.pert = jpert.Perturber(ctx)
+        self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False))
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
@@ -837,16 +850,28 @@ class CandidateRun:
         (clock_bound); several (the warm-up): one request."""
         poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
         prep_s, prep_over = 0.0, 0.0
+        req = {"cmd": "time", "sets": sets, "reps": len(sets), "perturb": self.pert.request(sets)}
+        if self.pert.refresh:
+            req["refresh"] = self.pert.last_refresh
         if len(sets) == 1:
             p = w.request({"cmd": "prepare", "set": sets[0], "poison": poison}, timeout)
             prep_s, prep_over = w.walls[-1] - self.rtt, p.get("overhead_ms", 0)
             if timeout is not None:
                 timeout = max(0.001, timeout - w.walls[-1])
-            r = w.request({"cmd": "time", "sets": sets, "reps": 1, "prepared": True,
-                           "perturb": self.pert.request(sets)}, timeout)
+            req["prepared"] = True
         else:
-            r = w.request({"cmd": "time", "sets": sets, "reps": len(sets),
-                           "perturb": self.pert.request(sets), "poison": poison}, timeout)
+            req["poison"] = poison
+        if len(sets) == 1:
+            # The judge's measure of the worker's reading of this request
+            # (its thousands of changes) and of its refresh: what the
+            # request holds beside the call (clock_bound).
+            line = json.dumps(req)
+            t0 = time.perf_counter()
+            json.loads(line)
+            self.last_req_ref_ms = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
+                [math.prod(self.pert.pools[sets[0]].inputs[j]["shape"] or [1])
+                 for j, _, _ in (req.get("refresh") or [[]])[0]])
+        r = w.request(req, timeout)
         fds = w.take_fds() if hasattr(w, "take_fds") else []
         sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
         for i, k in enumerate(sets):
@@ -882,14 +907,18 @@ class CandidateRun:
         keeps only each set's last run); the round's runs share one
         --timeout, as when they were one request. The event times."""
         ctx = self.ctx
-        ev, host, seen, over, used, clock, echo = [], [], 0.0, 0.0, 0.0, [], []
+        ev, host, seen, over, used, changes, clock, echo, allow = [], [], 0.0, 0.0, 0.0, 0, [], [], []
         for k in rot:
             t0 = time.perf_counter()
             n = len(w.walls)
             e, h, s, o, c = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
             used += sum(w.walls[n:])
+            run_changes = self.pert.last + self.pert.last_refreshed * (
+                UNTIMED_PER_REFRESH_MS / UNTIMED_PER_CHANGE_MS)
+            changes += run_changes
             clock.append(c)
             echo.append(ctx.echo_ms())
+            allow.append(self.last_req_ref_ms)
             self.add_time("timing_candidate", t0)
             ev += e
             host += h
@@ -911,11 +940,12 @@ class CandidateRun:
                          % (seen * 1e3, accounted * 1e3))
         if notes:
             side_notes.append("; ".join(notes))
-        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot))
+        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot), changes)
         if why:
             untimed_notes.append(why)
         if clock_runs is not None:
-            clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k) for k in rot]))
+            clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k) + a
+                                                      for k, a in zip(rot, allow)]))
         return ev
 
     def spot_check(self, w, k, rnd, full=True):
@@ -930,7 +960,9 @@ class CandidateRun:
         req = {"cmd": "dump", "set": k}
         specs, idx, idx_done = s["specs"], None, False
         changed = self.pert.changed(k)
-        args = self.pert.args(k) if changed else s["args"]
+        # The set's tensors for shapes and sizes; the perturbed values only
+        # where compared (a sample, unless the check is full).
+        args = s["args"]
         in_specs = s["in_specs"][:len(args)]
         if changed:
             req["inputs"] = len(in_specs)
@@ -970,8 +1002,8 @@ class CandidateRun:
                              "the timed run" % (rnd, n, j))
         if changed:
             ins = self.read_outs(r.get("in_files"), in_specs)
-            for j, (got, want) in enumerate(zip(ins, args)):
-                want = want.reshape(-1) if in_idx[j] is None else want.reshape(-1)[in_idx[j]]
+            wants = self.pert.values(k, in_idx)
+            for j, (got, want) in enumerate(zip(ins, wants)):
                 if got.dtype != want.dtype or not torch.equal(_bits(got), _bits(want)):
                     self.check("spot_checks", False, "timing round %d" % rnd)
                     raise Failed("mismatch", "timing round %d: the candidate modified its input %s "

@@ -239,7 +239,9 @@ class Worker:
 
     def request(self, cmd, timeout=None):
         """Send one command; the reply, with the judge-observed wall time
-        in seconds appended to self.walls."""
+        in seconds appended to self.walls (from the first byte sent: the
+        judge's encoding of a request's thousands of changes is not the
+        worker's time)."""
         line = (json.dumps(cmd) + "\n").encode()
         t0 = time.perf_counter()
         try:

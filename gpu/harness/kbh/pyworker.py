@@ -235,12 +235,21 @@ class PyWorker:
         """Write the judge's [input, element, hex] changes into set k's
         inputs (the native worker's "perturb", docs/evaluation.md)."""
         specs = self.sets[k]["inputs"]
+        by_arg = {}
         for j, e, hx in changes:
             j, e = int(j), int(e)
             if not 0 <= j < len(args) or not 0 <= e < args[j].numel():
                 raise ValueError("perturb: no element %d of input %d" % (e, j))
-            v = self.jio.from_bytes(bytes.fromhex(hx), specs[j]["dtype"], [1])
-            args[j].view(-1)[e] = v[0].to(args[j].device)
+            v = bytes.fromhex(hx)
+            if len(v) != args[j].element_size():
+                raise ValueError("perturb: the value is not %d bytes in hex" % args[j].element_size())
+            by_arg.setdefault(j, []).append((e, v))
+        # One indexed write per input: thousands of changes a run.
+        for j, ch in by_arg.items():
+            flat = args[j].view(-1)
+            pos = self.torch.tensor([e for e, _ in ch], dtype=self.torch.int64, device=flat.device)
+            v = self.jio.from_bytes(b"".join(b for _, b in ch), specs[j]["dtype"], [len(ch)])
+            flat[pos] = v.to(flat.device)
 
     def cmd_prepare(self, k, poison=None):
         """What comes before set k's next timed run, in a request of its

@@ -29,7 +29,9 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
 - time {fn: eager|compile, sets}: one flushed, timed run per set (the
   judge's baseline timer, kbh/judge_timing.py); {ev_ms, host_ms}.
 - reference {set, changes, sample}: forward on set k after the element
-  changes [[arg, position, hex bytes], ...] (kbh/judge_perturb.py);
+  changes [[arg, hex int64 positions, hex values], ...] (little-endian;
+  kbh/judge_perturb.py), an entry [arg, a, b, positions, values] with a
+  refresh of the argument first (element e from (a*e + b) mod n);
   outputs in ref.bin, whole or (sample [a, b, m]) the m elements at
   (a + j*b) mod n of each output of n > m elements.
 - quit.
@@ -176,15 +178,23 @@ class Ref:
         torch = self.torch
         k = int(r["set"])
         args = list(self._args(k))
-        by_arg = {}
-        for j, pos, hexval in r.get("changes") or []:
-            by_arg.setdefault(int(j), []).append((int(pos), bytes.fromhex(hexval)))
-        for j, ch in by_arg.items():
+        for ch in r.get("changes") or []:
+            j, hexpos, hexval = int(ch[0]), ch[-2], ch[-1]
             t = args[j].detach().clone()
             flat = t.reshape(-1)
-            pos = torch.tensor([p for p, _ in ch], dtype=torch.int64, device=flat.device)
-            vals = self.jio.from_bytes(b"".join(v for _, v in ch), self.jio.dtype_name(t),
-                                       [len(ch)]).to(flat.device)
+            if len(ch) == 5:
+                # A refresh first: element e from (a * e + b) mod n.
+                a, b, n = int(ch[1]), int(ch[2]), flat.numel()
+                if not (0 < a < n and 0 <= b < n < (1 << 31)):
+                    raise ValueError("reference: a refresh out of range for input %d" % j)
+                idx = (a * torch.arange(n, dtype=torch.int64, device=flat.device) + b) % n
+                flat.copy_(args[j].detach().reshape(-1)[idx])
+            n = len(hexpos) // 16
+            pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
+            if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):
+                raise ValueError("reference: a change outside input %d" % j)
+            vals = self.jio.from_bytes(bytes.fromhex(hexval), self.jio.dtype_name(t),
+                                       [n]).to(flat.device)
             flat[pos] = vals
             args[j] = t
         outs = self.forward(args, "the perturbed input set %d" % k)
