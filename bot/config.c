@@ -322,29 +322,18 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* Read a secret file: at most CONFIG_MAX_SECRET bytes, trailing whitespace cut. */
+/*
+ * Read a secret file: a regular file (a FIFO is refused, not waited on) of
+ * at most CONFIG_MAX_SECRET bytes, trailing whitespace cut.
+ */
 static int
 read_secret_file(const char *path, char **out, size_t *outlen)
 {
 	struct buf b = BUF_INIT(CONFIG_MAX_SECRET);
-	char chunk[1024];
-	ssize_t n;
-	int fd, error = 0;
+	int error;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			error = -errno;
-			goto out;
-		}
-		if ((error = buf_add(&b, chunk, (size_t)n)) < 0) {
-			error = error == -ENOBUFS ? -EFBIG : error;
-			goto out;
-		}
-	}
+	if ((error = buf_read_regular(&b, path)) < 0)
+		goto out;
 	while (b.len && isspace((unsigned char)b.data[b.len - 1]))
 		b.len--;
 	if (b.len)
@@ -355,7 +344,6 @@ out:
 	if (b.data)
 		explicit_bzero(b.data, b.cap);
 	buf_free(&b);
-	close(fd);
 	return error;
 }
 
@@ -398,7 +386,8 @@ load_forge_secret(struct config *c, const json_t *fo, enum config_forge f,
 		if ((error = read_secret_file(json_string_value(v), &secret, &len)) < 0)
 			return config_error(c, err, errlen, key, v,
 			    "cannot read '%s': %s", json_string_value(v),
-			    error == -EFBIG ? "larger than 4096 bytes" : strerror(-error));
+			    error == -EFBIG ? "larger than 4096 bytes" :
+			    error == -EINVAL ? "not a regular file" : strerror(-error));
 	} else {
 		const char *e = getenv(json_string_value(v));
 		if (!e)

@@ -388,9 +388,11 @@ yamldoc_load(const char *path, struct yamldoc **out, char *err, size_t errlen)
 	struct buf b = BUF_INIT(YAMLDOC_MAX_BYTES);
 	int error;
 
-	if ((error = buf_read_file(&b, path)) == -EFBIG)
+	if ((error = buf_read_regular(&b, path)) == -EFBIG)
 		snprintf(err, errlen, "%s: larger than %u bytes", path,
 		    YAMLDOC_MAX_BYTES);
+	else if (error == -EINVAL)
+		snprintf(err, errlen, "%s: not a regular file", path);
 	else if (error < 0)
 		snprintf(err, errlen, "%s: %s", path, strerror(-error));
 	else
