@@ -162,6 +162,9 @@ main(void)
 	bad("buffered below one body", "http:\n  max_body_bytes: 4096\n  max_buffered_bytes: 2048\n",
 	    "kb.yml:3: http.max_buffered_bytes: must be at least http.max_body_bytes (4096)");
 	bad("http negative", "http:\n  max_body_bytes: -5\n", "kb.yml:2: http.max_body_bytes:");
+	bad("a number past a double names its key", "llm:\n  models:\n    - provider: openai\n"
+	    "      price_in: 1e400\n", "kb.yml:4: llm.models[0].price_in: 1e400 is out of range");
+	bad("and so does one at the top", "\nlisten: -1e999\n", "kb.yml:2: listen: -1e999 is out of range");
 	bad("top level not a mapping", "- a\n- b\n", "the configuration must be a mapping");
 	bad("yaml syntax", "listen: [\n", "kb.yml:");
 	CHECK_INT("missing file", config_load("/nonexistent/kb.yml", 0, &c, err, sizeof(err)) < 0, 1);
