@@ -146,6 +146,12 @@ main(void)
 	bad("allow_repos not a list", "allow_repos: acme/*\n", "kb.yml:1: allow_repos: must be a list");
 	bad("allow_repos bad entry", "allow_repos:\n  - ok/*\n  - 3\n", "kb.yml:3: allow_repos:");
 	bad("allow_repos bare !", "allow_repos:\n  - '!'\n", "kb.yml:2: allow_repos:");
+	bad("allow_repos owner alone", "allow_repos:\n  - acme/*\n  - solo\n",
+	    "kb.yml:3: allow_repos: 'solo' never matches");
+	bad("allow_repos open class", "allow_repos:\n  - 'acme/[ab'\n",
+	    "kb.yml:2: allow_repos: 'acme/[ab' has a '[' without its ']'");
+	bad("allow_repos odd character", "allow_repos:\n  - '!acme/x;y'\n",
+	    "kb.yml:2: allow_repos: '!acme/x;y' has a character");
 	bad("unknown forge", "forges:\n  bitbucket: {}\n", "kb.yml:2: forges.bitbucket: unknown forge");
 	bad("unknown forge key", "forges:\n  github:\n    secret: x\n", "kb.yml:3: forges.github.secret: unknown key");
 	bad("missing secret file", "forges:\n  github:\n    webhook_secret_file: /nonexistent/s\n",
