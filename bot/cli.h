@@ -35,6 +35,7 @@ int cmd_report(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 /* The command table, terminated by a zeroed entry. */
 extern const struct cli_command cli_commands[];

@@ -16,6 +16,7 @@
 
 #include "bot/cli.h"
 #include "bot/config.h"
+#include "bot/config_check.h"
 #include "bot/optimize.h"
 #include "common/jsonx.h"
 #include "gitops/repocfg.h"
@@ -283,6 +284,11 @@ cmd_optimize(int argc, char **argv)
 	if ((rc = config_load_cli("optimize", a.config, CONFIG_NO_SECRETS, &cfg)) != 0)
 		return rc;
 	rc = EXIT_USAGE;
+	/* serve's check, so a file one accepts the other does (no secrets read) */
+	if (config_check(cfg, CONFIG_NO_SECRETS, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "kernelbot optimize: %s\n", err);
+		goto out;
+	}
 	if (optimize_config_budgets(cfg, &a.eo.budget, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s\n", err);
 		goto out;

@@ -24,6 +24,7 @@
 
 #include "bot/cli.h"
 #include "bot/config.h"
+#include "bot/config_check.h"
 #include "bot/coord.h"
 #include "bot/store.h"
 #include "bot/version.h"
@@ -124,6 +125,12 @@ cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	if ((rc = config_load_cli("serve", config_path, 0, &cfg)) != 0)
 		return rc;
+	/* Every section, before anything listens: a job must not find the mistake. */
+	if ((error = config_check(cfg, 0, NULL, err, sizeof(err))) < 0) {
+		fprintf(stderr, "kernelbot serve: %s\n", err);
+		rc = error == -EINVAL ? EXIT_USAGE : 1;
+		goto out;
+	}
 	rc = EXIT_USAGE;
 	if (listen && config_set_listen(cfg, listen) < 0) {
 		cli_usage_error("serve", "--listen '%s' is not ADDR:PORT", listen);

@@ -142,7 +142,11 @@ config_path(const struct config *c)
 	return c->path;
 }
 
-/* The line of dotted `key`: the member line of its last component. */
+/*
+ * The line of dotted `key`: the member line of its last component, or of
+ * the nearest one above it that is in the file (a missing key is reported
+ * where its section is).
+ */
 static int
 key_line(const struct config *c, const char *key)
 {
@@ -150,21 +154,24 @@ key_line(const struct config *c, const char *key)
 	char part[256];
 	const char *p = key, *dot;
 	size_t n;
+	int line = 0, l;
 
 	if (!c->doc)
 		return 0;
 	while ((dot = strchr(p, '.'))) {
 		n = (size_t)(dot - p);
 		if (n >= sizeof(part))
-			return 0;
+			return line;
 		memcpy(part, p, n);
 		part[n] = '\0';
+		if ((l = yamldoc_member_line(c->doc, parent, part)))
+			line = l;
 		parent = json_object_get(parent, part);
 		if (!json_is_object(parent))
-			return 0;
+			return line;
 		p = dot + 1;
 	}
-	return yamldoc_member_line(c->doc, parent, p);
+	return (l = yamldoc_member_line(c->doc, parent, p)) ? l : line;
 }
 
 int
@@ -291,6 +298,37 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Why the body of an allow_repos pattern (after any "!") cannot do what
+ * it says, or NULL. fnmatch(3) takes anything, so a '[' without its ']'
+ * or a bare owner would silently match nothing.
+ */
+static const char *
+allow_glob_error(const char *p)
+{
+	int in_class = 0;
+
+	for (const char *q = p; *q; q++) {
+		if (in_class) {
+			if (*q == ']' && q[-1] != '[' && !(q[-1] == '!' && q[-2] == '['))
+				in_class = 0;
+			else if (!isalnum((unsigned char)*q) && !strchr("._-!^]", *q))
+				return "has a character no repository name holds";
+		} else if (*q == '[') {
+			in_class = 1;
+		} else if (!isalnum((unsigned char)*q) && !strchr("._-/*?", *q)) {
+			return "has a character no repository name holds "
+			    "(letters, digits, . _ - / and the globs * ? [...])";
+		}
+	}
+	if (in_class)
+		return "has a '[' without its ']'";
+	if (!strchr(p, '/') && !strchr(p, '*'))
+		return "never matches: repositories are owner/name (all of an "
+		    "owner's: 'owner/*')";
+	return NULL;
+}
+
 static int
 load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 {
@@ -310,11 +348,15 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 	json_array_foreach(a, i, v) {
 		const char *s = json_string_value(v);
 		const char *body = s && *s == '!' ? s + 1 : s;
+		const char *why;
 
 		if (!s || !*body || strlen(s) != json_string_length(v) ||
 		    strchr(s, ' '))
 			return config_error(c, err, errlen, "allow_repos", v,
 			    "each entry must be a glob like 'owner/*' or '!owner/name'");
+		if ((why = allow_glob_error(body)))
+			return config_error(c, err, errlen, "allow_repos", v,
+			    "'%.200s' %s", s, why);
 		if (!(c->allow[c->n_allow] = strdup(s)))
 			return -ENOMEM;
 		c->n_allow++;
@@ -322,29 +364,18 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* Read a secret file: at most CONFIG_MAX_SECRET bytes, trailing whitespace cut. */
+/*
+ * Read a secret file: a regular file (a FIFO is refused, not waited on) of
+ * at most CONFIG_MAX_SECRET bytes, trailing whitespace cut.
+ */
 static int
 read_secret_file(const char *path, char **out, size_t *outlen)
 {
 	struct buf b = BUF_INIT(CONFIG_MAX_SECRET);
-	char chunk[1024];
-	ssize_t n;
-	int fd, error = 0;
+	int error;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			error = -errno;
-			goto out;
-		}
-		if ((error = buf_add(&b, chunk, (size_t)n)) < 0) {
-			error = error == -ENOBUFS ? -EFBIG : error;
-			goto out;
-		}
-	}
+	if ((error = buf_read_regular(&b, path)) < 0)
+		goto out;
 	while (b.len && isspace((unsigned char)b.data[b.len - 1]))
 		b.len--;
 	if (b.len)
@@ -355,7 +386,6 @@ out:
 	if (b.data)
 		explicit_bzero(b.data, b.cap);
 	buf_free(&b);
-	close(fd);
 	return error;
 }
 
@@ -398,7 +428,8 @@ load_forge_secret(struct config *c, const json_t *fo, enum config_forge f,
 		if ((error = read_secret_file(json_string_value(v), &secret, &len)) < 0)
 			return config_error(c, err, errlen, key, v,
 			    "cannot read '%s': %s", json_string_value(v),
-			    error == -EFBIG ? "larger than 4096 bytes" : strerror(-error));
+			    error == -EFBIG ? "larger than 4096 bytes" :
+			    error == -EINVAL ? "not a regular file" : strerror(-error));
 	} else {
 		const char *e = getenv(json_string_value(v));
 		if (!e)

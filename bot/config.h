@@ -8,8 +8,9 @@
  * other sections (runners, sandbox, llm, budgets, schedule, archive, python,
  * the forge clients' keys) read and validate them from config_tree() and
  * report problems with config_error(), in the same "FILE:LINE: KEY: message"
- * form. Unknown top-level keys are refused: a typo must not silently turn a
- * setting off.
+ * form; bot/config_check.h has all of them check the file at once, before
+ * serve listens. Unknown top-level keys are refused: a typo must not
+ * silently turn a setting off.
  *
  * Secrets (webhook secrets and tokens) are read from files or environment
  * variables at load time, kept in memory only, never logged and never put
@@ -91,9 +92,11 @@ json_t *config_tree(const struct config *c);
 /*
  * Format "FILE:LINE: KEY: message" into err and return -EINVAL, for any
  * module validating its part of the tree. `key` is the dotted path from the
- * root ("forges.github.api_url"); its line is found in the document. When
- * `node` is non-NULL and carries a line (an array element, say) that line
- * is used instead. Without a line the form is "FILE: KEY: message".
+ * root ("forges.github.api_url"); its line is found in the document, or,
+ * for a key the file lacks, the line of the nearest section above it that
+ * it has. When `node` is non-NULL and carries a line (an array element,
+ * say) that line is used instead. Without a line the form is "FILE: KEY:
+ * message".
  */
 int config_error(const struct config *c, char *err, size_t errlen,
     const char *key, const json_t *node, const char *fmt, ...)

@@ -23,6 +23,7 @@ const struct cli_command cli_commands[] = {
 	{ "optimize", cmd_optimize, "evolutionary search: a problem or repository to verified kernels" },
 	{ "doctor", cmd_doctor, "what this host can do: GPUs, nvcc, torch, sandbox" },
 	{ "serve", cmd_serve, "the daemon: webhook intake, /healthz, /metrics" },
+	{ "config", cmd_config, "config check [FILE]: check a server configuration, print it" },
 	{ "runner", cmd_runner, "a GPU (or CPU) worker: run optimization tasks from the store" },
 	{ "jobs", cmd_jobs, "list the jobs in the store, newest first, with their tasks" },
 	{ "archive", cmd_archive, "the kernel archive: list, show, search, similar, export, import, add" },

@@ -182,10 +182,8 @@ profile_hook(void *arg, const struct evolve_ctx *ctx, const struct evolve_entry 
 	return pe->text ? strdup(pe->text) : NULL;
 }
 
-/* The config's `profile`: auto (ncu on the cuda backend), ncu (on any
- * backend: the CPU one has no ncu, tests give a fake), off. */
-static int
-profile_mode(const struct config *cfg, const char *backend, int *on, int *force,
+int
+optimize_llm_profile_mode(const struct config *cfg, const char *backend, int *on, int *force,
     char *err, size_t errlen)
 {
 	json_t *tree = config_tree(cfg);
@@ -296,7 +294,7 @@ optimize_llm_new(const struct config *cfg, const char *backend, int seeded,
 		goto fail;
 	w->embedder_set = error > 0;
 	o.wait_for_seed = seeded;
-	if ((error = profile_mode(cfg, backend, &on, &w->profile_force, err, errlen)) < 0)
+	if ((error = optimize_llm_profile_mode(cfg, backend, &on, &w->profile_force, err, errlen)) < 0)
 		goto fail;
 	if (on) {
 		o.profile = profile_hook;

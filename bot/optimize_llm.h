@@ -42,6 +42,15 @@ int optimize_llm_embedder(const struct config *cfg, struct llm_config *lc,
     char *err, size_t errlen);
 
 /*
+ * The config's `profile`: auto (ncu on the cuda backend), ncu (on any
+ * backend: the CPU one has no ncu, tests give a fake), off. *on: profile
+ * on this backend (NULL: none named); *force: `ncu`. 0, or -EINVAL with
+ * "FILE:LINE: profile: must be auto, ncu or off".
+ */
+int optimize_llm_profile_mode(const struct config *cfg, const char *backend,
+    int *on, int *force, char *err, size_t errlen);
+
+/*
  * How the profile hook's evaluations run: the job's CUDA ordinal
  * (--device; 0 by default) and eval_opts' have_sandbox_exec. p: a
  * proposer from optimize_llm_new.

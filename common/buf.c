@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int
@@ -143,16 +144,15 @@ buf_free(struct buf *b)
 	b->len = b->cap = 0;
 }
 
-int
-buf_read_file(struct buf *b, const char *path)
+/* Read fd to its end into b; b keeps what it had on error. */
+static int
+read_fd(struct buf *b, int fd)
 {
 	size_t before = b->len;
 	char chunk[65536];
-	int fd, error = 0;
+	int error = 0;
 	ssize_t n;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
 	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -166,8 +166,39 @@ buf_read_file(struct buf *b, const char *path)
 			break;
 		}
 	}
-	close(fd);
 	if (error < 0)
 		buf_truncate(b, before);
+	return error;
+}
+
+int
+buf_read_file(struct buf *b, const char *path)
+{
+	int fd, error;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	error = read_fd(b, fd);
+	close(fd);
+	return error;
+}
+
+int
+buf_read_regular(struct buf *b, const char *path)
+{
+	struct stat st;
+	int fd, error;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		error = -errno;
+	else if (S_ISDIR(st.st_mode))
+		error = -EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		error = -EINVAL;
+	else
+		error = read_fd(b, fd);
+	close(fd);
 	return error;
 }

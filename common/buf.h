@@ -49,6 +49,16 @@ long buf_add_capped(struct buf *b, const void *p, size_t n);
  */
 int buf_read_file(struct buf *b, const char *path);
 
+/*
+ * The same for a file that must be a regular file (a secret, a config):
+ * opened with O_NONBLOCK, so a FIFO is refused at once instead of waited
+ * on, and refused after fstat(2) unless it is regular: -EISDIR for a
+ * directory, -EINVAL for a FIFO, socket or device. Symbolic links are
+ * followed (Kubernetes and systemd credentials are links); what they
+ * lead to must be regular.
+ */
+int buf_read_regular(struct buf *b, const char *path);
+
 /* Make room for n more bytes without changing len. */
 int buf_reserve(struct buf *b, size_t n);
 

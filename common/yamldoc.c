@@ -36,7 +36,35 @@ struct parse_ctx {
 	struct yamldoc *doc;
 	char *err;
 	size_t errlen;
+	char path[512];		/* the dotted key being parsed, for value errors */
+	size_t path_len;
 };
+
+/* Append ".key" (or "key" at the root) or "[i]" to the path; the old length. */
+static size_t
+path_push(struct parse_ctx *c, const char *key, size_t index)
+{
+	size_t old = c->path_len;
+	int n;
+
+	if (key)
+		n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s",
+		    old ? "." : "", key);
+	else
+		n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", index);
+	if (n < 0 || (size_t)n >= sizeof(c->path) - old)
+		c->path[old] = '\0';	/* too long: the enclosing key is named */
+	else
+		c->path_len = old + (size_t)n;
+	return old;
+}
+
+static void
+path_pop(struct parse_ctx *c, size_t old)
+{
+	c->path_len = old;
+	c->path[old] = '\0';
+}
 
 static int
 ctx_error(struct parse_ctx *c, size_t line, size_t col, const char *what)
@@ -44,6 +72,21 @@ ctx_error(struct parse_ctx *c, size_t line, size_t col, const char *what)
 	if (c->err)
 		snprintf(c->err, c->errlen, "%s:%zu:%zu: %s", c->doc->name,
 		    line + 1, col + 1, what);
+	return -EINVAL;
+}
+
+/*
+ * A number too large for a double (1e400): "NAME:LINE: KEY: ..." like the
+ * configuration's own value errors, so the message names the key.
+ */
+static int
+range_error(struct parse_ctx *c, size_t line, size_t col, const char *text)
+{
+	if (!c->path_len)
+		return ctx_error(c, line, col, "value out of range");
+	if (c->err)
+		snprintf(c->err, c->errlen, "%s:%zu: %s: %.40s is out of range",
+		    c->doc->name, line + 1, c->path, text);
 	return -EINVAL;
 }
 
@@ -226,9 +269,12 @@ parse_mapping(struct parse_ctx *c, int depth, json_t *obj)
 		}
 		error = note_member(c->doc, obj, (const char *)kev.data.scalar.value,
 		    kev.start_mark.line);
-		if (error == 0)
+		if (error == 0) {
+			size_t old = path_push(c, (const char *)kev.data.scalar.value, 0);
+
 			error = parse_node(c, &vev, depth + 1, &val);
-		else
+			path_pop(c, old);
+		} else
 			yaml_event_delete(&vev);
 		if (error == 0 &&
 		    json_object_set_new(obj, (const char *)kev.data.scalar.value, val) < 0)
@@ -244,6 +290,7 @@ parse_sequence(struct parse_ctx *c, int depth, json_t *arr)
 {
 	yaml_event_t ev;
 	json_t *val;
+	size_t old;
 	int error;
 
 	for (;;) {
@@ -253,7 +300,10 @@ parse_sequence(struct parse_ctx *c, int depth, json_t *arr)
 			yaml_event_delete(&ev);
 			return 0;
 		}
-		if ((error = parse_node(c, &ev, depth + 1, &val)) < 0)
+		old = path_push(c, NULL, json_array_size(arr));
+		error = parse_node(c, &ev, depth + 1, &val);
+		path_pop(c, old);
+		if (error < 0)
 			return error;
 		if (json_array_append_new(arr, val) < 0)
 			return -ENOMEM;
@@ -277,7 +327,8 @@ parse_node(struct parse_ctx *c, yaml_event_t *ev, int depth, json_t **out)
 		if (ev->data.scalar.anchor)
 			error = ctx_error(c, line, col, "anchors are not supported");
 		else if (!(v = scalar_value(ev)))
-			error = ctx_error(c, line, col, "value out of range");
+			error = range_error(c, line, col,
+			    (const char *)ev->data.scalar.value);
 		break;
 	case YAML_MAPPING_START_EVENT:
 	case YAML_SEQUENCE_START_EVENT:
@@ -388,9 +439,11 @@ yamldoc_load(const char *path, struct yamldoc **out, char *err, size_t errlen)
 	struct buf b = BUF_INIT(YAMLDOC_MAX_BYTES);
 	int error;
 
-	if ((error = buf_read_file(&b, path)) == -EFBIG)
+	if ((error = buf_read_regular(&b, path)) == -EFBIG)
 		snprintf(err, errlen, "%s: larger than %u bytes", path,
 		    YAMLDOC_MAX_BYTES);
+	else if (error == -EINVAL)
+		snprintf(err, errlen, "%s: not a regular file", path);
 	else if (error < 0)
 		snprintf(err, errlen, "%s: %s", path, strerror(-error));
 	else

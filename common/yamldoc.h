@@ -27,7 +27,11 @@ struct yamldoc;
 int yamldoc_parse(const char *name, const char *data, size_t len,
     struct yamldoc **out, char *err, size_t errlen);
 
-/* Read and parse a file of at most YAMLDOC_MAX_BYTES: -EFBIG past it. */
+/*
+ * Read and parse a regular file of at most YAMLDOC_MAX_BYTES: -EFBIG past
+ * it; -EINVAL with "PATH: not a regular file" for a FIFO, socket or device
+ * (refused at once, never waited on).
+ */
 int yamldoc_load(const char *path, struct yamldoc **out, char *err,
     size_t errlen);
 

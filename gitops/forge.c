@@ -426,23 +426,13 @@ int
 forge_read_secret(const char *path, char **out, char *err, size_t errlen)
 {
 	struct buf b = BUF_INIT(FORGE_MAX_TOKEN);
-	char chunk[1024];
-	ssize_t n;
-	int fd, rc = 0;
+	int rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return forge_fail(-errno, err, errlen, "%s: %s", path,
-		    strerror(errno));
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if ((rc = buf_add(&b, chunk, (size_t)n)) < 0)
-			break;
-	if (n < 0)
-		rc = -errno;
-	close(fd);
-	if (rc < 0) {
+	if ((rc = buf_read_regular(&b, path)) < 0) {
 		buf_free(&b);
-		return forge_fail(rc, err, errlen, "%s: %s", path, rc == -ENOBUFS ?
-		    "larger than a secret should be" : strerror(-rc));
+		return forge_fail(rc, err, errlen, "%s: %s", path, rc == -EFBIG ?
+		    "larger than a secret should be" : rc == -EINVAL ?
+		    "not a regular file" : strerror(-rc));
 	}
 	while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' ||
 	    b.data[b.len - 1] == ' '))
@@ -539,6 +529,7 @@ static int
 common_conf(struct forge *f, const json_t *conf, char *err, size_t errlen)
 {
 	const char *s, *tf, *te;
+	char why[512];
 	long v;
 	int rc;
 
@@ -594,9 +585,9 @@ common_conf(struct forge *f, const json_t *conf, char *err, size_t errlen)
 	if (tf && te)
 		return forge_fail(-EINVAL, err, errlen, "forges.%s: token_file and "
 		    "token_env are exclusive", f->driver);
-	if (tf && (rc = forge_read_secret(tf, &f->token, err, errlen)) < 0)
+	if (tf && (rc = forge_read_secret(tf, &f->token, why, sizeof(why))) < 0)
 		return forge_fail(rc, err, errlen, "forges.%s.token_file: %s",
-		    f->driver, tf);
+		    f->driver, why);
 	if (te) {
 		const char *val = getenv(te);
 

@@ -404,23 +404,13 @@ forge_github_init(struct forge *f, const json_t *conf, char *err, size_t errlen)
 	}
 	if (keyfile) {
 		struct buf b = BUF_INIT(JWT_MAX_KEY);
-		FILE *fp = fopen(keyfile, "re");
-		char chunk[4096];
-		size_t n;
 
-		if (!fp) {
-			rc = forge_fail(-errno, err, errlen, "forges.github."
-			    "private_key_file: %s: %s", keyfile, strerror(errno));
-			goto out;
-		}
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			if ((rc = buf_add(&b, chunk, n)) < 0)
-				break;
-		fclose(fp);
-		if (rc < 0 || !b.len) {
+		if ((rc = buf_read_regular(&b, keyfile)) < 0 || !b.len) {
 			buf_free(&b);
-			rc = forge_fail(-EINVAL, err, errlen, "forges.github."
-			    "private_key_file: %s: empty or too large", keyfile);
+			rc = forge_fail(rc < 0 && rc != -EFBIG ? rc : -EINVAL, err,
+			    errlen, "forges.github.private_key_file: %s: %s", keyfile,
+			    rc == 0 ? "empty" : rc == -EFBIG ? "too large" :
+			    rc == -EINVAL ? "not a regular file" : strerror(-rc));
 			goto out;
 		}
 		g->key_pem = buf_detach(&b, NULL);

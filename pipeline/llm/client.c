@@ -177,9 +177,10 @@ read_key(const struct llm_model *m, char *key, size_t keylen, char *err,
 	}
 	if (!m->key_file)
 		return 0;
-	if ((error = buf_read_file(&b, m->key_file)) < 0) {
+	if ((error = buf_read_regular(&b, m->key_file)) < 0) {
 		snprintf(err, errlen, "api_key_file %s: %s", m->key_file,
-		    strerror(-error));
+		    error == -EINVAL ? "not a regular file" : error == -EFBIG ?
+		    "too large" : strerror(-error));
 		buf_free(&b);
 		return error;
 	}
@@ -199,6 +200,17 @@ read_key(const struct llm_model *m, char *key, size_t keylen, char *err,
 	explicit_bzero(b.data, b.len);
 	buf_free(&b);
 	return 0;
+}
+
+int
+llm_model_key_check(const struct llm_model *m, char *err, size_t errlen)
+{
+	char key[LLM_MAX_KEY + 1];
+	int error;
+
+	error = read_key(m, key, sizeof(key), err, errlen);
+	explicit_bzero(key, sizeof(key));
+	return error;
 }
 
 /* Per request, what lives across rounds. */

@@ -93,6 +93,15 @@ struct llm_config {
 int llm_config_load(const struct config *c, struct llm_config *out, char *err,
     size_t errlen);
 void llm_config_free(struct llm_config *lc);
+
+/*
+ * Read m's key the way a request does (api_key_env must be set and not
+ * empty; api_key_file a regular file of one line) and forget it: a
+ * start-up check. 0 also for a model without a key; -errno with a
+ * sentence in err that never holds the key.
+ */
+int llm_model_key_check(const struct llm_model *m, char *err, size_t errlen);
+
 const char *llm_provider_name(enum llm_provider p);
 
 /* One chat request: a system and a user message. */

@@ -18,11 +18,13 @@ printf 'secret-token\n' >"$TMP/gl.token"
 GL_TOKEN="gitlab-token-0123456789abcdef"
 printf '%s\n' "$GL_TOKEN" >"$TMP/gitlab.secret"
 coord_config "$TMP/kb.yml" "    token_file: $TMP/gh.token"
-# GitHub is not used here; the gitlab forge gets its webhook token and client.
+# GitHub is not used here (a forge without its client is refused while
+# the coordinator runs); the gitlab forge gets its webhook token and client.
 $PY - "$TMP/kb.yml" "$TMP" "$GL_API" <<'PYEOF'
 import sys
 p, tmp, api = sys.argv[1:4]
-s = open(p).read().replace("    token_file: %s/gh.token\n" % tmp,
+s = open(p).read().replace("  github:\n    webhook_secret_file: %s/github.secret\n"
+    "    token_file: %s/gh.token\n" % (tmp, tmp),
     "  gitlab:\n    webhook_token_file: %s/gitlab.secret\n    api_url: %s\n"
     "    token_file: %s/gl.token\n    write_interval_ms: 0\n    backoff_ms: 10\n" % (tmp, api, tmp))
 open(p, "w").write(s)

@@ -1,10 +1,14 @@
-/* The server config loader: YAML text in, a config or a located error out. */
+/*
+ * The server config loader and the whole check (bot/config_check.h): YAML
+ * text in, a config and its effective form, or a located error out.
+ */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bot/config.h"
+#include "bot/config_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,6 +24,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    CONFIG_NO_SECRETS, &c, err, sizeof(err));
 
 	if (rc == 0) {
+		json_t *eff = NULL;
+
+		err[0] = '\0';
+		rc = config_check(c, CONFIG_NO_SECRETS, &eff, err, sizeof(err));
+		if ((rc == 0) != (eff != NULL) || (rc == -EINVAL && !err[0]))
+			abort();
+		json_decref(eff);
 		(void)config_repo_allowed(c, "acme/model");
 		(void)config_repo_allowed(c, "group/sub/repo");
 		(void)config_error(c, err, sizeof(err), "forges.github.api_url", NULL, "x");

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -59,6 +60,31 @@ main(void)
 		CHECK_STR("read_file contents", buf_cstr(&f), ">0123456789");
 		unlink(path);
 		CHECK_INT("read_file of a missing file", buf_read_file(&f, path), -ENOENT);
+		buf_free(&f);
+	}
+	{
+		/* A FIFO with no writer: refused at once, not waited on. */
+		char dir[] = "/tmp/kbbufXXXXXX", fifo[64], file[64];
+		struct buf f = BUF_INIT(64);
+		FILE *fp;
+
+		CHECK("a scratch directory", mkdtemp(dir) != NULL);
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		snprintf(file, sizeof(file), "%s/file", dir);
+		CHECK("a FIFO", mkfifo(fifo, 0600) == 0);
+		CHECK_INT("read_regular refuses a FIFO", buf_read_regular(&f, fifo), -EINVAL);
+		CHECK_INT("read_regular refuses a directory", buf_read_regular(&f, dir), -EISDIR);
+		CHECK_INT("read_regular refuses a device", buf_read_regular(&f, "/dev/null"), -EINVAL);
+		CHECK_INT("read_regular of a missing file", buf_read_regular(&f, "/nonexistent/x"), -ENOENT);
+		CHECK_INT("and nothing was read", f.len, 0);
+		fp = fopen(file, "w");
+		fputs("s3cret", fp);
+		fclose(fp);
+		CHECK_INT("read_regular reads a regular file", buf_read_regular(&f, file), 0);
+		CHECK_STR("its contents", buf_cstr(&f), "s3cret");
+		unlink(fifo);
+		unlink(file);
+		rmdir(dir);
 		buf_free(&f);
 	}
 	return t_done("test_buf");

@@ -146,6 +146,12 @@ main(void)
 	bad("allow_repos not a list", "allow_repos: acme/*\n", "kb.yml:1: allow_repos: must be a list");
 	bad("allow_repos bad entry", "allow_repos:\n  - ok/*\n  - 3\n", "kb.yml:3: allow_repos:");
 	bad("allow_repos bare !", "allow_repos:\n  - '!'\n", "kb.yml:2: allow_repos:");
+	bad("allow_repos owner alone", "allow_repos:\n  - acme/*\n  - solo\n",
+	    "kb.yml:3: allow_repos: 'solo' never matches");
+	bad("allow_repos open class", "allow_repos:\n  - 'acme/[ab'\n",
+	    "kb.yml:2: allow_repos: 'acme/[ab' has a '[' without its ']'");
+	bad("allow_repos odd character", "allow_repos:\n  - '!acme/x;y'\n",
+	    "kb.yml:2: allow_repos: '!acme/x;y' has a character");
 	bad("unknown forge", "forges:\n  bitbucket: {}\n", "kb.yml:2: forges.bitbucket: unknown forge");
 	bad("unknown forge key", "forges:\n  github:\n    secret: x\n", "kb.yml:3: forges.github.secret: unknown key");
 	bad("missing secret file", "forges:\n  github:\n    webhook_secret_file: /nonexistent/s\n",
@@ -162,6 +168,9 @@ main(void)
 	bad("buffered below one body", "http:\n  max_body_bytes: 4096\n  max_buffered_bytes: 2048\n",
 	    "kb.yml:3: http.max_buffered_bytes: must be at least http.max_body_bytes (4096)");
 	bad("http negative", "http:\n  max_body_bytes: -5\n", "kb.yml:2: http.max_body_bytes:");
+	bad("a number past a double names its key", "llm:\n  models:\n    - provider: openai\n"
+	    "      price_in: 1e400\n", "kb.yml:4: llm.models[0].price_in: 1e400 is out of range");
+	bad("and so does one at the top", "\nlisten: -1e999\n", "kb.yml:2: listen: -1e999 is out of range");
 	bad("top level not a mapping", "- a\n- b\n", "the configuration must be a mapping");
 	bad("yaml syntax", "listen: [\n", "kb.yml:");
 	CHECK_INT("missing file", config_load("/nonexistent/kb.yml", 0, &c, err, sizeof(err)) < 0, 1);

@@ -1,0 +1,152 @@
+/* bot/config_check: every section checked at once, and the effective configuration. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bot/config.h"
+#include "bot/config_check.h"
+#include "common/jsonx.h"
+#include "t.h"
+
+static char dir[] = "/tmp/kb-test-config-check-XXXXXX";
+
+/* Parse text (flags for the load) and check it (flags for the check). */
+static int
+check(const char *text, int flags, json_t **eff, char *err)
+{
+	struct config *c = NULL;
+	int rc;
+
+	err[0] = '\0';
+	if ((rc = config_parse("kb.yml", text, strlen(text), flags, &c, err,
+	    CONFIG_ERR_MAX)) == 0)
+		rc = config_check(c, flags, eff, err, CONFIG_ERR_MAX);
+	config_free(c);
+	return rc;
+}
+
+/* text must fail the check with a message holding want. */
+static void
+bad(const char *name, int flags, const char *text, const char *want)
+{
+	char err[CONFIG_ERR_MAX];
+	int rc = check(text, flags, NULL, err);
+
+	if (!CHECK(name, rc == -EINVAL && strstr(err, want)))
+		printf("     rc=%d err=\"%s\" want \"%s\"\n", rc, err, want);
+}
+
+static void
+good(const char *name, int flags, const char *text)
+{
+	char err[CONFIG_ERR_MAX];
+	int rc = check(text, flags, NULL, err);
+
+	if (!CHECK(name, rc == 0))
+		printf("     rc=%d err=\"%s\"\n", rc, err);
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+int
+main(void)
+{
+	char text[4096], token[300], fifo[300], err[CONFIG_ERR_MAX];
+	json_t *eff = NULL;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(token, sizeof(token), "%s/token", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	write_file(token, "tok-0123456789abcdef\n");
+	if (mkfifo(fifo, 0600) < 0)
+		return 1;
+	unsetenv("KB_TEST_UNSET_KEY");
+
+	good("an empty file", 0, "");
+	/* sections owned elsewhere, checked here */
+	bad("llm provider", 0, "llm:\n  models:\n    - provider: foo\n      model: m\n",
+	    "kb.yml:3: llm.models[0].provider: must be openai or anthropic");
+	bad("budgets negative", 0, "budgets:\n  dollars: -5\n", "kb.yml:2: budgets.dollars:");
+	bad("profile", 0, "\nprofile: sometimes\n", "kb.yml:2: profile: must be auto, ncu or off");
+	bad("runners", 0, "runners:\n  leases: 3\n", "kb.yml:2: runners.leases: unknown key");
+	bad("schedule", 0, "schedule: '* * *'\n", "kb.yml:1: schedule:");
+	bad("sandbox keys", 0, "sandbox:\n  net: true\n", "kb.yml:2: sandbox.net: unknown key");
+	bad("archive not a mapping", 0, "archive: 3\n", "kb.yml:1: archive: must be a mapping");
+	good("an empty sandbox section", 0, "sandbox: {}\npython:\n");
+	/* LLM keys: read unless CONFIG_NO_SECRETS */
+	snprintf(text, sizeof(text), "llm:\n  models:\n    - provider: openai\n      model: m\n"
+	    "      api_key_file: %s\n", fifo);
+	bad("a FIFO key file", 0, text, "kb.yml:5: llm.models[0].api_key_file: ");
+	good("a FIFO key file unread without secrets", CONFIG_NO_SECRETS, text);
+	bad("an unset key variable", 0, "llm:\n  models:\n    - provider: openai\n      model: m\n"
+	    "      api_key_env: KB_TEST_UNSET_KEY\n",
+	    "kb.yml:5: llm.models[0].api_key_env: KB_TEST_UNSET_KEY is not set");
+	/* forge clients: opened while the coordinator runs */
+	bad("github without credentials", 0, "forges:\n  github:\n    api_url: http://127.0.0.1:9\n",
+	    "kb.yml:2: forges.github: needs token_file");
+	good("without the coordinator no client is opened", 0,
+	    "forges:\n  github:\n    api_url: http://127.0.0.1:9\nrunners:\n  coordinator: false\n");
+	good("nor without secrets", CONFIG_NO_SECRETS, "forges:\n  github: {}\n");
+	snprintf(text, sizeof(text), "forges:\n  gitea:\n    token_file: %s\n", token);
+	bad("gitea without api_url", 0, text, "kb.yml:2: forges.gitea.api_url: required");
+	snprintf(text, sizeof(text), "forges:\n  gitea:\n    api_url: ftp://x\n    token_file: %s\n", token);
+	bad("a driver's key error names the key's line", 0, text,
+	    "kb.yml:3: forges.gitea.api_url: must be an http(s) URL");
+	snprintf(text, sizeof(text), "forges:\n  gitlab:\n    token_file: %s\n", fifo);
+	bad("a FIFO token", 0, text, "kb.yml:3: forges.gitlab.token_file: ");
+	snprintf(text, sizeof(text), "forges:\n  github:\n    driver: local\n    out_dir: %s/out\n", dir);
+	bad("another driver's error names this section", 0, text,
+	    "kb.yml:2: forges.github.bare_repo: required");
+	snprintf(text, sizeof(text), "forges:\n  github:\n    token_file: %s\n    write_interval_ms: -1\n", token);
+	bad("a driver's number", 0, text, "kb.yml:4: forges.github.write_interval_ms: must be an integer");
+	snprintf(text, sizeof(text), "forges:\n  github:\n    token_file: %s\n", token);
+	good("github with a token", 0, text);
+
+	/* the effective configuration */
+	snprintf(text, sizeof(text),
+	    "runners: 2\n"
+	    "budgets:\n  llm_usd: 3\n  gpu_minutes: 2\n"
+	    "llm:\n  models:\n    - provider: anthropic\n      model: m\n      api_key_file: %s\n"
+	    "schedule: '0 3 * * 0'\n", token);
+	CHECK_INT("a full file checks", check(text, 0, &eff, err), 0);
+	CHECK_INT("runners: N is runners.local: N", json_integer_value(jsonx_path(eff, "runners.local")), 2);
+	CHECK_INT("runners.lease_s default", jsonx_int(eff, "runners.lease_s", 0), 60);
+	CHECK("budgets.llm_usd is dollars", jsonx_num(eff, "budgets.dollars", 0) == 3);
+	CHECK("budgets.gpu_minutes is gpu_seconds", jsonx_num(eff, "budgets.gpu_seconds", 0) == 120);
+	CHECK("no alias left", !jsonx_path(eff, "budgets.llm_usd"));
+	CHECK_STR("a model's default base_url", jsonx_str(json_array_get(jsonx_path(eff,
+	    "llm.models"), 0), "base_url", NULL), "https://api.anthropic.com");
+	CHECK_STR("its key file by name", jsonx_str(json_array_get(jsonx_path(eff,
+	    "llm.models"), 0), "api_key_file", NULL), token);
+	CHECK_INT("schedule is a list", json_array_size(jsonx_path(eff, "schedule")), 1);
+	CHECK_STR("profile default", jsonx_str(eff, "profile", NULL), "auto");
+	CHECK_STR("listen default", jsonx_str(eff, "listen", NULL), CONFIG_DEFAULT_LISTEN);
+	CHECK_INT("http default", jsonx_int(eff, "http.threads", 0), 8);
+	{
+		char *dump = json_dumps(eff, 0);
+		CHECK("the key file's content is nowhere", dump && !strstr(dump, "tok-0123"));
+		free(dump);
+	}
+	json_decref(eff);
+
+	CHECK_INT("config_check_secret_key: token_file", config_check_secret_key("token_file"), 1);
+	CHECK_INT("config_check_secret_key: api_url", config_check_secret_key("api_url"), 0);
+	unlink(token);
+	unlink(fifo);
+	{
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		(void)!system(cmd);
+	}
+	return t_done("test_config_check");
+}
