@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,6 +195,50 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	return reply_json(c, out.status, out.body, NULL, 0);
 }
 
+struct framing {
+	int content_length;	/* Content-Length headers seen */
+	int transfer_encoding;	/* Transfer-Encoding headers seen */
+	int chunked_only;	/* the one Transfer-Encoding is exactly "chunked" */
+};
+
+static enum MHD_Result
+count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		f->content_length++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->transfer_encoding++;
+		f->chunked_only = value && !strcasecmp(value, "chunked");
+	}
+	return MHD_YES;
+}
+
+/*
+ * RFC 9112 section 6: a body's length must be unambiguous, or a proxy in
+ * front and this server could split the stream into different requests.
+ * libmicrohttpd reads the first Content-Length and lets chunked win over
+ * it; the whole head is checked here before a byte of body is read.
+ * NULL when the framing is sound, else the 400 answer.
+ */
+static const char *
+framing_error(struct MHD_Connection *c)
+{
+	struct framing f = { 0, 0, 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (f.content_length > 1)
+		return "{\"error\":\"more than one Content-Length\"}\n";
+	if (f.content_length && f.transfer_encoding)
+		return "{\"error\":\"Content-Length with Transfer-Encoding\"}\n";
+	if (f.transfer_encoding > 1 || (f.transfer_encoding && !f.chunked_only))
+		return "{\"error\":\"Transfer-Encoding other than chunked\"}\n";
+	return NULL;
+}
+
 /* First call of a request: headers are in, no body yet. */
 static enum MHD_Result
 begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
@@ -201,7 +246,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 {
 	const struct config_http *h = config_http(srv->cfg);
 	struct req *rq = calloc(1, sizeof(*rq));
-	const char *cl;
+	const char *cl, *bad;
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
 	if (!rq)
@@ -215,6 +260,8 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	srv->inflight++;
 	pthread_mutex_unlock(&srv->lock);
 
+	if ((bad = framing_error(c)))
+		return reply_json(c, 400, bad, NULL, 1);
 	switch (rq->route) {
 	case ROUTE_HEALTHZ:
 		return is_get ? serve_healthz(srv, c) :

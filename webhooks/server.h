@@ -6,6 +6,10 @@
  *   GET  /metrics   Prometheus text format (metrics.h)
  *   anything else   404; a known path with another method 405
  *
+ * Any request whose body length is ambiguous (RFC 9112 section 6: two
+ * Content-Length headers, Content-Length with Transfer-Encoding, a transfer
+ * coding other than one "chunked") gets 400 and the connection is closed.
+ *
  * Limits from the config's http section: body size (413 at once when
  * Content-Length is over it, or as soon as a chunked body passes it),
  * bodies held in memory by all requests together (503 past it),
