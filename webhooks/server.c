@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "webhooks/door.h"
 #include "webhooks/guard.h"
 #include "webhooks/handle.h"
 #include "webhooks/intake.h"
@@ -28,6 +29,7 @@ struct wh_server {
 	struct wh_intake *intake;
 	struct wh_metrics *metrics;
 	struct wh_guard *guard;
+	struct wh_door *door;
 	struct wh_ctx ctx;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
@@ -177,6 +179,7 @@ struct framing {
 	int content_length;	/* Content-Length headers seen */
 	int transfer_encoding;	/* Transfer-Encoding headers seen */
 	int chunked_only;	/* the one Transfer-Encoding is exactly "chunked" */
+	int bad_name;		/* a field name that is not a token ("Content-Length :") */
 };
 
 static enum MHD_Result
@@ -186,6 +189,9 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
 	struct framing *f = cls;
 
 	(void)kind;
+	if (!*key || key[strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789!#$%&'*+-.^_`|~")])
+		f->bad_name = 1;
 	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
 		f->content_length++;
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
@@ -199,15 +205,19 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
  * RFC 9112 section 6: a body's length must be unambiguous, or a proxy in
  * front and this server could split the stream into different requests.
  * libmicrohttpd reads the first Content-Length and lets chunked win over
- * it; the whole head is checked here before a byte of body is read.
+ * it, and takes "Content-Length : 5" as some other field (section 5.1
+ * says reject); the whole head is checked here before a byte of body is
+ * read.
  * NULL when the framing is sound, else the 400 answer.
  */
 static const char *
 framing_error(struct MHD_Connection *c)
 {
-	struct framing f = { 0, 0, 0 };
+	struct framing f = { 0, 0, 0, 0 };
 
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (f.bad_name)
+		return "{\"error\":\"malformed header field name\"}\n";
 	if (f.content_length > 1)
 		return "{\"error\":\"more than one Content-Length\"}\n";
 	if (f.content_length && f.transfer_encoding)
@@ -385,6 +395,16 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	*socket_context = conn;
 }
 
+/* A connection with a sound request line, from the door. */
+static void
+on_door(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
+{
+	struct wh_server *srv = arg;
+
+	if (MHD_add_connection(srv->daemon, fd, peer, len) != MHD_YES)
+		log_debug("connection dropped: over http.max_connections", "errno=%d", errno);
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
@@ -409,18 +429,15 @@ wh_server_start(const struct config *cfg, struct store *store,
 	const struct config_http *h = config_http(cfg);
 	struct sockaddr_storage ss;
 	struct wh_server *srv;
-	const union MHD_DaemonInfo *info;
 	socklen_t sl;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-	    MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	    MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 	int error;
 
 	if (config_parse_listen(config_listen(cfg), &ss, &sl) < 0) {
 		snprintf(err, errlen, "listen: '%s' is not ADDR:PORT", config_listen(cfg));
 		return -EINVAL;
 	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	if (!(srv = calloc(1, sizeof(*srv))))
 		return -ENOMEM;
 	srv->cfg = cfg;
@@ -436,7 +453,6 @@ wh_server_start(const struct config *cfg, struct store *store,
 	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics };
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections,
 	    /* Per address limits are the guard's: it knows trusted proxies. */
@@ -446,16 +462,23 @@ wh_server_start(const struct config *cfg, struct store *store,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 	    MHD_OPTION_END);
 	if (!srv->daemon) {
-		error = errno ? -errno : -EADDRINUSE;
+		error = errno ? -errno : -ENOMEM;
+		snprintf(err, errlen, "cannot start the HTTP server: %s", strerror(-error));
+		goto fail;
+	}
+	/* libmicrohttpd listens on nothing: connections come from the door. */
+	if ((error = wh_door_open((struct sockaddr *)&ss, sl, h->max_connections,
+	    srv->guard, on_door, srv, &srv->door)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
 		    strerror(-error));
 		goto fail;
 	}
-	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = info ? info->port : 0;
+	srv->port = wh_door_port(srv->door);
 	*out = srv;
 	return 0;
 fail:
+	if (srv->daemon)
+		MHD_stop_daemon(srv->daemon);
 	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);
 	wh_metrics_free(srv->metrics);
@@ -474,10 +497,7 @@ wh_server_port(const struct wh_server *srv)
 void
 wh_server_quiesce(struct wh_server *srv)
 {
-	MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	wh_door_close(srv->door);
 }
 
 int
@@ -508,6 +528,7 @@ wh_server_stop(struct wh_server *srv)
 {
 	if (!srv)
 		return;
+	wh_door_free(srv->door);
 	MHD_stop_daemon(srv->daemon);
 	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);

@@ -6,9 +6,11 @@
  *   GET  /metrics   Prometheus text format (metrics.h)
  *   anything else   404; a known path with another method 405
  *
- * Any request whose body length is ambiguous (RFC 9112 section 6: two
- * Content-Length headers, Content-Length with Transfer-Encoding, a transfer
- * coding other than one "chunked") gets 400 and the connection is closed.
+ * A malformed request line (door.h) and any request whose body length is
+ * ambiguous (RFC 9112 section 6: two Content-Length headers,
+ * Content-Length with Transfer-Encoding, a transfer coding other than one
+ * "chunked") or with a field name that is not a token gets 400 and the
+ * connection is closed. The listening socket is the door's.
  *
  * Limits from the config's http section: body size (413 at once when
  * Content-Length is over it, or as soon as a chunked body passes it),

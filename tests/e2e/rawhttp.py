@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""rawhttp.py PORT REQUEST [ADDR]
+"""rawhttp.py [--shut] PORT REQUEST [ADDR]
 
 Sends REQUEST, its backslash escapes decoded ("POST / HTTP/1.1\\r\\n...",
 "\\x16"), byte for byte over one TCP connection to ADDR (default 127.0.0.1):PORT,
 then reads until the server closes or 10 s pass. Prints the response's
 status code and, on a second line, its body; "none" when no status line
-came back. For what clients like curl refuse to send.
+came back. --shut: the client's sending side is shut down after REQUEST
+(a request cut off by its client). For what clients like curl refuse to
+send.
 """
 import codecs
 import socket
@@ -13,6 +15,8 @@ import sys
 
 
 def main(argv):
+    shut = "--shut" in argv
+    argv = [a for a in argv if a != "--shut"]
     port, raw = int(argv[1]), codecs.escape_decode(argv[2].encode())[0]
     addr = argv[3] if len(argv) > 3 else "127.0.0.1"
     s = socket.create_connection((addr, port), 10)
@@ -20,6 +24,8 @@ def main(argv):
     data = b""
     try:
         s.sendall(raw)
+        if shut:
+            s.shutdown(socket.SHUT_WR)
         while True:
             d = s.recv(65536)
             if not d:

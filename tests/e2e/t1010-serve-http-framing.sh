@@ -1,6 +1,7 @@
 #!/bin/sh
 # kernelbot serve: requests whose framing is ambiguous (RFC 9112 section
-# 6) get 400 before a byte of their body is read, sent over raw sockets
+# 6) or whose request line or field names are malformed (sections 3, 5.1)
+# get 400 before a byte of their body is read, sent over raw sockets
 # since curl will not send them; sound requests around them still work.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1010
@@ -8,9 +9,9 @@ FX="$KB_ROOT/tests/fixtures/webhooks"
 kb_config "$TMP/kb.yml"
 kb_serve_start "$TMP/kb.yml" || t_done
 
-# raw DESC WANT_CODE WANT_BODY_ERE REQUEST
+# raw DESC WANT_CODE WANT_BODY_ERE REQUEST [--shut]
 raw() {
-	out=$(/usr/bin/python3 "$KB_ROOT/tests/e2e/rawhttp.py" "$KB_PORT" "$4")
+	out=$(/usr/bin/python3 "$KB_ROOT/tests/e2e/rawhttp.py" $5 "$KB_PORT" "$4")
 	check_eq "$1: $2" "$(printf '%s\n' "$out" | head -n 1)" "$2"
 	[ -z "$3" ] || check_match "$1: says why" "$(printf '%s\n' "$out" | sed 1d)" "$3"
 }
@@ -33,6 +34,20 @@ raw "gzip transfer coding" 400 'Transfer-Encoding other than chunked' \
 raw "chunked twice" 400 'Transfer-Encoding other than chunked' \
     "${H}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
 raw "a header line without a colon" 400 '' "${H}NoColon\r\nContent-Length: 2\r\n\r\n{}"
+raw "space before the colon (section 5.1)" 400 'malformed header field name' \
+    "${H}Content-Length : 2\r\n\r\n{}"
+
+# Request lines libmicrohttpd would drop without a word, or take loosely.
+raw "a request line without spaces" 400 'malformed request line' 'GARBAGE\r\n\r\n'
+raw "TLS on the plain port" 400 'malformed request line' '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03'
+raw "no HTTP version" 400 'malformed request line' 'GET /healthz\r\n\r\n'
+raw "not HTTP" 400 'malformed request line' 'GET /healthz FOO/1.1\r\nHost: x\r\n\r\n'
+raw "two spaces" 400 'malformed request line' 'GET  /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a control byte in the target" 400 'malformed request line' 'GET /heal\x01thz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a bad method byte" 400 'malformed request line' 'G(T /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a line cut off by the client" 400 'malformed request line' 'GET /heal' --shut
+raw "an empty line first is fine" 200 '"ok"' '\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "HTTP/9.9 is a version, just not ours" 505 '' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'
 
 # Sound framing, both ways, reaches the handler (401: the signature is wrong).
 raw "one Content-Length" 401 'signature' "${H}Content-Length: 2\r\n\r\n{}"
