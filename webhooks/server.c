@@ -308,8 +308,14 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	struct req *rq = *con_cls;
 
 	(void)version;
-	if (!rq)
-		return begin(srv, c, url, method, con_cls);
+	if (!rq) {
+		enum MHD_Result ret = begin(srv, c, url, method, con_cls);
+
+		/* Answered from the head: no body deadline while it is sent. */
+		if ((rq = *con_cls) && rq->answered && rq->conn)
+			wh_guard_body_done(srv->guard, rq->conn);
+		return ret;
+	}
 	if (rq->answered) {
 		/* Whatever still arrives for an answered request is dropped unread. */
 		*upload_data_size = 0;
