@@ -49,6 +49,7 @@ struct wh_guard {
 	pthread_cond_t wake;
 	pthread_t reaper;
 	int stopping;
+	unsigned live;		/* connections not shut down */
 	size_t buffered;
 	struct client *clients[GUARD_BUCKETS];
 	struct wh_guard_conn *conns;
@@ -172,13 +173,14 @@ set_state(struct wh_guard_conn *c, enum conn_state st)
  * HEAD and BODY state, when the server is not writing to the socket.
  */
 static void
-kill_conn(struct wh_guard_conn *c, int answer)
+kill_conn(struct wh_guard *g, struct wh_guard_conn *c, int answer)
 {
 	if (answer)
 		(void)!send(c->fd, TIMEOUT_408, sizeof(TIMEOUT_408) - 1,
 		    MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(c->fd, SHUT_RDWR);
 	c->state = CONN_DEAD;
+	g->live--;
 }
 
 /* Is c late? Under the lock. */
@@ -214,7 +216,7 @@ reaper(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		for (struct wh_guard_conn *c = g->conns; c; c = c->next)
 			if (conn_late(g->h, c, &now))
-				kill_conn(c, 1);
+				kill_conn(g, c, 1);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += GUARD_TICK_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
@@ -225,6 +227,27 @@ reaper(void *arg)
 	}
 	pthread_mutex_unlock(&g->lock);
 	return NULL;
+}
+
+/*
+ * Full: make room by ending the connection that has waited longest for
+ * its head. A genuine client sends its head at once, so the ones caught
+ * here are trickling heads and idle kept-alive connections; requests with
+ * a body under way are left to their deadlines. Under the lock.
+ */
+static void
+evict_oldest_head(struct wh_guard *g)
+{
+	struct wh_guard_conn *victim = NULL;
+
+	for (struct wh_guard_conn *c = g->conns; c; c = c->next)
+		if (c->state == CONN_HEAD && (!victim ||
+		    c->since.tv_sec < victim->since.tv_sec ||
+		    (c->since.tv_sec == victim->since.tv_sec &&
+		    c->since.tv_nsec < victim->since.tv_nsec)))
+			victim = c;
+	if (victim)
+		kill_conn(g, victim, 1);
 }
 
 int
@@ -294,16 +317,19 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 		    g->h->n_trusted_proxies, family, addr);
 	}
 	c->client = c->peer;
+	g->live++;
 	/* A proxy's connections are its clients': they count per request. */
 	if (c->peer && !c->proxied) {
 		if (c->peer->slots >= g->h->max_connections_per_ip) {
-			kill_conn(c, 0);
+			kill_conn(g, c, 0);
 			error = -EUSERS;
 		} else {
 			c->peer->slots++;
 			c->has_slot = 1;
 		}
 	}
+	if (c->state != CONN_DEAD && g->live > g->h->max_connections)
+		evict_oldest_head(g);
 	c->next = g->conns;
 	if (g->conns)
 		g->conns->prev = c;
@@ -339,6 +365,8 @@ wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c)
 		return;
 	pthread_mutex_lock(&g->lock);
 	release_request(g, c);
+	if (c->state != CONN_DEAD)
+		g->live--;
 	if (c->has_slot && c->peer)
 		c->peer->slots--;
 	client_put(g, c->peer);

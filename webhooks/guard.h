@@ -12,7 +12,11 @@
  *     clients behind a trusted proxy, requests in progress;
  *   - per client, at most max_buffered_bytes_per_ip of body bytes held in
  *     memory, and max_buffered_bytes for all together. Bytes are charged
- *     as they arrive, never from a declared Content-Length.
+ *     as they arrive, never from a declared Content-Length;
+ *   - with max_connections open, a new connection ends the one that has
+ *     waited longest for a head (a trickling head or an idle kept-alive
+ *     connection), so slow heads from many addresses cannot fill the
+ *     server; requests with a body under way are never ended for room.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
@@ -48,6 +52,8 @@ void wh_guard_free(struct wh_guard *g);
 
 /*
  * A connection was accepted on fd from peer; its head deadline starts.
+ * With more than max_connections open, the oldest waiting for its head
+ * (not this one) gets 408 and is shut down.
  * *out is always set (NULL only with -ENOMEM) and must be closed. -EUSERS:
  * the peer holds its connections already, and the socket was shut down.
  */

@@ -460,7 +460,12 @@ wh_server_start(const struct config *cfg, struct store *store,
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections,
+	    /*
+	     * The guard keeps max_connections by evicting slow heads; the
+	     * sockets it ended stay here until the event loop closes them.
+	     */
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(h->max_connections +
+	    h->max_connections / 4 + 16),
 	    /* Per address limits are the guard's: it knows trusted proxies. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,

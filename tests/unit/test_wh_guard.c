@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -251,11 +252,57 @@ test_deadlines(void)
 	config_free(c);
 }
 
+static void
+test_eviction(void)
+{
+	struct config *c = load("http:\n  max_connections: 3\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[5];
+	struct sockaddr_in sa[5];
+	int sp[5][2];
+	char got[64] = "";
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 5; i++) {
+		char a[32];
+
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		snprintf(a, sizeof(a), "127.0.1.%d", i + 1);
+		sa[i] = v4(a);
+	}
+	for (int i = 0; i < 3; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	wh_guard_head(g, conn[0], NULL, 1);	/* a body under way: never evicted */
+	CHECK_INT("a fourth connection is taken",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	(void)!read(sp[1][1], got, sizeof(got) - 1);
+	CHECK("the oldest waiting for its head gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("and is shut down", peer_sees_eof(sp[1][1]));
+	{
+		struct pollfd p[2] = { { .fd = sp[0][1], .events = POLLIN },
+				       { .fd = sp[2][1], .events = POLLIN } };
+		CHECK("the body and the younger head are left alone", poll(p, 2, 300) == 0);
+	}
+	wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]);
+	CHECK("the next newcomer ends the next oldest head", peer_sees_eof(sp[2][1]));
+	for (int i = 0; i < 5; i++) {
+		wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
 int
 main(void)
 {
 	test_config();
 	test_clients();
 	test_deadlines();
+	test_eviction();
 	return t_done("test_wh_guard");
 }
