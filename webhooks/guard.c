@@ -230,24 +230,36 @@ reaper(void *arg)
 }
 
 /*
- * Full: make room by ending the connection that has waited longest for
- * its head. A genuine client sends its head at once, so the ones caught
- * here are trickling heads and idle kept-alive connections; requests with
- * a body under way are left to their deadlines. Under the lock.
+ * Full: make room for newcomer c, fairly by address. The victim is the
+ * oldest connection waiting for its head from the address holding the
+ * most connections; when c's own address holds as many, c is the one
+ * refused. So an address with few connections (a forge sending one
+ * delivery) always gets in, and an attacker's reconnects only displace
+ * each other, without a storm of evictions. Requests with a body under
+ * way and trusted proxies' connections are never ended for room.
+ * 0, or -EUSERS when c was refused. Under the lock.
  */
-static void
-evict_oldest_head(struct wh_guard *g)
+static int
+make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim = NULL;
 
-	for (struct wh_guard_conn *c = g->conns; c; c = c->next)
-		if (c->state == CONN_HEAD && (!victim ||
-		    c->since.tv_sec < victim->since.tv_sec ||
-		    (c->since.tv_sec == victim->since.tv_sec &&
-		    c->since.tv_nsec < victim->since.tv_nsec)))
-			victim = c;
-	if (victim)
-		kill_conn(g, victim, 1);
+	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
+		if (v->state != CONN_HEAD || !v->has_slot || !v->peer)
+			continue;
+		if (!victim || v->peer->slots > victim->peer->slots ||
+		    (v->peer->slots == victim->peer->slots &&
+		    (v->since.tv_sec < victim->since.tv_sec ||
+		    (v->since.tv_sec == victim->since.tv_sec &&
+		    v->since.tv_nsec < victim->since.tv_nsec))))
+			victim = v;
+	}
+	if (!victim || (c->has_slot && c->peer->slots >= victim->peer->slots)) {
+		kill_conn(g, c, 0);
+		return -EUSERS;
+	}
+	kill_conn(g, victim, 1);
+	return 0;
 }
 
 int
@@ -329,7 +341,7 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 		}
 	}
 	if (c->state != CONN_DEAD && g->live > g->h->max_connections)
-		evict_oldest_head(g);
+		error = make_room(g, c);
 	c->next = g->conns;
 	if (g->conns)
 		g->conns->prev = c;

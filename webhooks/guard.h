@@ -13,10 +13,12 @@
  *   - per client, at most max_buffered_bytes_per_ip of body bytes held in
  *     memory, and max_buffered_bytes for all together. Bytes are charged
  *     as they arrive, never from a declared Content-Length;
- *   - with max_connections open, a new connection ends the one that has
- *     waited longest for a head (a trickling head or an idle kept-alive
- *     connection), so slow heads from many addresses cannot fill the
- *     server; requests with a body under way are never ended for room.
+ *   - with max_connections open, a new connection ends the oldest one
+ *     waiting for a head (a trickling head or an idle kept-alive
+ *     connection) from the address holding the most connections, or is
+ *     itself refused when its own address holds as many; so slow heads
+ *     from many addresses cannot keep a new address out. Requests with a
+ *     body under way are never ended for room.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
@@ -52,10 +54,10 @@ void wh_guard_free(struct wh_guard *g);
 
 /*
  * A connection was accepted on fd from peer; its head deadline starts.
- * With more than max_connections open, the oldest waiting for its head
- * (not this one) gets 408 and is shut down.
- * *out is always set (NULL only with -ENOMEM) and must be closed. -EUSERS:
- * the peer holds its connections already, and the socket was shut down.
+ * With more than max_connections open, room is made as above (408 for
+ * the connection ended). *out is always set (NULL only with -ENOMEM) and
+ * must be closed. -EUSERS: the peer holds its connections already, or
+ * holds the most when there is no room; the socket was shut down.
  */
 int wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
     socklen_t len, struct wh_guard_conn **out);

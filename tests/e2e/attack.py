@@ -11,7 +11,9 @@ whenever the server closes one:
 
   slowloris  a request line, then one header line a second, never done
   crowd      connected, a request line, then nothing
-  bodies     a whole head declaring a 25 MiB body, then 2 KiB a second
+  bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
+             quick 503 halves what the next one declares (down to 1 KiB), to
+             fill a budget reserved from Content-Length exactly
   stall      a whole head declaring a 25 MiB body, 20 MiB at once, then nothing
 
 Prints one line per attack and one for the deliveries:
@@ -54,6 +56,7 @@ class Attack:
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
+        self.declare = 25 * MIB - 1024
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent]
         self.seq = 0
@@ -73,7 +76,7 @@ class Attack:
             if self.kind in ("slowloris", "crowd"):
                 s.send(b"POST /webhooks/github HTTP/1.1\r\n")
             else:
-                s.send(self.HEAD % (self.seq, 25 * MIB - 1024))
+                s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
         now = time.monotonic()
@@ -108,6 +111,9 @@ class Attack:
             d = b""
         if not d:
             self.gone(s)
+        elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
+              and time.monotonic() - self.live[s][0] < 1):
+            self.declare = max(1024, self.declare // 2)
 
     def tick(self):
         now = time.monotonic()

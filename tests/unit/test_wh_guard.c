@@ -257,38 +257,46 @@ test_eviction(void)
 {
 	struct config *c = load("http:\n  max_connections: 3\n");
 	struct wh_guard *g = NULL;
-	struct wh_guard_conn *conn[5];
-	struct sockaddr_in sa[5];
-	int sp[5][2];
+	struct wh_guard_conn *conn[6];
+	/* A holds a body; B two slow heads; C, then B again, then D arrive. */
+	const char *from[6] = { "127.0.1.1", "127.0.1.2", "127.0.1.2", "127.0.1.3",
+		"127.0.1.2", "127.0.1.4" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
 	char got[64] = "";
 
 	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
 		return;
-	for (int i = 0; i < 5; i++) {
-		char a[32];
-
+	for (int i = 0; i < 6; i++) {
 		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
-		snprintf(a, sizeof(a), "127.0.1.%d", i + 1);
-		sa[i] = v4(a);
+		sa[i] = v4(from[i]);
 	}
 	for (int i = 0; i < 3; i++) {
 		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 	}
 	wh_guard_head(g, conn[0], NULL, 1);	/* a body under way: never evicted */
-	CHECK_INT("a fourth connection is taken",
+	CHECK_INT("a newcomer from a new address is taken",
 	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
 	(void)!read(sp[1][1], got, sizeof(got) - 1);
-	CHECK("the oldest waiting for its head gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("the oldest head of the fullest address gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
 	CHECK("and is shut down", peer_sees_eof(sp[1][1]));
 	{
 		struct pollfd p[2] = { { .fd = sp[0][1], .events = POLLIN },
 				       { .fd = sp[2][1], .events = POLLIN } };
 		CHECK("the body and the younger head are left alone", poll(p, 2, 300) == 0);
 	}
-	wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]);
-	CHECK("the next newcomer ends the next oldest head", peer_sees_eof(sp[2][1]));
-	for (int i = 0; i < 5; i++) {
+	CHECK_INT("a newcomer from the fullest address is refused instead",
+	    wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), -EUSERS);
+	CHECK("its socket shut down", peer_sees_eof(sp[4][1]));
+	{
+		struct pollfd p = { .fd = sp[2][1], .events = POLLIN };
+		CHECK("its sibling left alone", poll(&p, 1, 300) == 0);
+	}
+	CHECK_INT("another new address gets in",
+	    wh_guard_open(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]), 0);
+	CHECK("by ending the next head of the fullest address", peer_sees_eof(sp[2][1]));
+	for (int i = 0; i < 6; i++) {
 		wh_guard_close(g, conn[i]);
 		close(sp[i][0]);
 		close(sp[i][1]);
