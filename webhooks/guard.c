@@ -18,6 +18,7 @@ struct client {
 	int family;
 	unsigned char addr[16];
 	char text[WH_GUARD_CLIENT_MAX];
+	unsigned refs;		/* connections naming it as peer or client */
 	unsigned slots;		/* connections (direct) or requests (proxied) */
 	size_t buffered;	/* body bytes held */
 	struct client *next;
@@ -123,7 +124,10 @@ wh_guard_cidr_match(const struct config_cidr *list, size_t n, int family,
 	return 0;
 }
 
-/* The client entry for an address, made on first use. Under the lock. */
+/*
+ * The client entry for an address, made on first use, with one more
+ * reference for the caller. Under the lock.
+ */
 static struct client *
 client_get(struct wh_guard *g, int family, const unsigned char addr[16])
 {
@@ -131,11 +135,14 @@ client_get(struct wh_guard *g, int family, const unsigned char addr[16])
 	struct client *cl;
 
 	for (cl = g->clients[b]; cl; cl = cl->next)
-		if (cl->family == family && !memcmp(cl->addr, addr, 16))
+		if (cl->family == family && !memcmp(cl->addr, addr, 16)) {
+			cl->refs++;
 			return cl;
+		}
 	if (!(cl = calloc(1, sizeof(*cl))))
 		return NULL;
 	cl->family = family;
+	cl->refs = 1;
 	memcpy(cl->addr, addr, 16);
 	if (!inet_ntop(family, addr, cl->text, sizeof(cl->text)))
 		strcpy(cl->text, "?");
@@ -144,13 +151,13 @@ client_get(struct wh_guard *g, int family, const unsigned char addr[16])
 	return cl;
 }
 
-/* Free an entry that holds nothing any more. Under the lock. */
+/* Drop a reference; the last one frees the entry. Under the lock. */
 static void
 client_put(struct wh_guard *g, struct client *cl)
 {
 	struct client **pp;
 
-	if (!cl || cl->slots || cl->buffered)
+	if (!cl || --cl->refs)
 		return;
 	for (pp = &g->clients[client_hash(cl->family, cl->addr)]; *pp; pp = &(*pp)->next)
 		if (*pp == cl) {
@@ -454,6 +461,8 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 
 		if (xff && xff_client(g->h, xff, &family, addr) == 0)
 			cl = client_get(g, family, addr);
+		if (cl == c->peer)
+			client_put(g, cl);	/* the peer's own reference covers it */
 		c->client = cl ? cl : c->peer;
 		if (c->client->slots >= g->h->max_connections_per_ip) {
 			error = -EUSERS;
