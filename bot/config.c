@@ -83,6 +83,9 @@ config_http_defaults(struct config_http *h)
 	h->connection_timeout_s = 10;
 	h->request_timeout_s = 30;
 	h->threads = 8;
+	h->head_timeout_s = 10;
+	h->min_body_bytes_per_s = 1024;
+	h->max_buffered_bytes_per_ip = 32u << 20;	/* max_buffered_bytes / 8; see load_http_clients() */
 }
 
 static struct config *
@@ -261,18 +264,93 @@ check_keys(struct config *c, const json_t *obj, const char *prefix,
 	return 0;
 }
 
+/* --- http: per-client keys (issue 23) --- */
+
+/* "ADDR" or "ADDR/BITS", IPv4 or IPv6: 0 or -EINVAL. */
+static int
+parse_cidr(const char *s, struct config_cidr *out)
+{
+	char addr[INET6_ADDRSTRLEN + 1], *end;
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long bits;
+	unsigned max;
+
+	if (n == 0 || n >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, s, n);
+	addr[n] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, addr, out->addr) == 1)
+		out->family = AF_INET, max = 32;
+	else if (inet_pton(AF_INET6, addr, out->addr) == 1)
+		out->family = AF_INET6, max = 128;
+	else
+		return -EINVAL;
+	out->bits = max;
+	if (slash) {
+		errno = 0;
+		bits = strtoul(slash + 1, &end, 10);
+		if (!slash[1] || *end || errno || bits > max || slash[1] == '-' ||
+		    slash[1] == '+')
+			return -EINVAL;
+		out->bits = (unsigned)bits;
+	}
+	return 0;
+}
+
+static int
+load_http_clients(struct config *c, const json_t *h, char *err, size_t errlen)
+{
+	struct config_http *hp = &c->http;
+	const json_t *list = json_object_get(h, "trusted_proxies"), *v;
+	size_t i;
+
+	if (!hp->max_buffered_bytes_per_ip) {
+		hp->max_buffered_bytes_per_ip = hp->max_buffered_bytes / 8;
+		if (hp->max_buffered_bytes_per_ip < hp->max_body_bytes)
+			hp->max_buffered_bytes_per_ip = hp->max_body_bytes;
+	} else if (hp->max_buffered_bytes_per_ip < hp->max_body_bytes ||
+	    hp->max_buffered_bytes_per_ip > hp->max_buffered_bytes) {
+		return config_error(c, err, errlen, "http.max_buffered_bytes_per_ip",
+		    NULL, "must be from http.max_body_bytes (%zu) to "
+		    "http.max_buffered_bytes (%zu)", hp->max_body_bytes,
+		    hp->max_buffered_bytes);
+	}
+	if (!list || json_is_null(list))
+		return 0;
+	if (!json_is_array(list) || json_array_size(list) > CONFIG_MAX_PROXIES)
+		return config_error(c, err, errlen, "http.trusted_proxies", list,
+		    "must be a list of at most %d addresses or networks",
+		    CONFIG_MAX_PROXIES);
+	json_array_foreach(list, i, v) {
+		if (!json_is_string(v) || parse_cidr(json_string_value(v),
+		    &hp->trusted_proxies[i]) < 0)
+			return config_error(c, err, errlen, "http.trusted_proxies", v,
+			    "'%s' is not an address or ADDR/BITS",
+			    json_is_string(v) ? json_string_value(v) : "?");
+	}
+	hp->n_trusted_proxies = json_array_size(list);
+	return 0;
+}
+
+/* --- end of http's per-client keys --- */
+
 static int
 load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "max_body_bytes", "max_buffered_bytes",
 		"max_header_bytes",
 		"max_connections", "max_connections_per_ip",
-		"connection_timeout_s", "request_timeout_s", "threads", NULL };
+		"connection_timeout_s", "request_timeout_s", "threads",
+		"head_timeout_s", "min_body_bytes_per_s", "max_buffered_bytes_per_ip",
+		"trusted_proxies", NULL };
 	unsigned long long v;
 	int error;
 
+	c->http.max_buffered_bytes_per_ip = 0;	/* unless given: derived */
 	if (!h || json_is_null(h))
-		return 0;
+		return load_http_clients(c, NULL, err, errlen);
 	if (!json_is_object(h))
 		return config_error(c, err, errlen, "http", h, "must be a mapping");
 	if ((error = check_keys(c, h, "http", keys, err, errlen)) < 0)
@@ -291,11 +369,15 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	UINT("connection_timeout_s", 1, 3600, connection_timeout_s);
 	UINT("request_timeout_s", 1, 3600, request_timeout_s);
 	UINT("threads", 1, 256, threads);
+	UINT("head_timeout_s", 1, 3600, head_timeout_s);
+	UINT("min_body_bytes_per_s", 1, 1u << 30, min_body_bytes_per_s);
+	UINT("max_buffered_bytes_per_ip", 1024, CONFIG_MAX_BUFFERED_LIMIT,
+	    max_buffered_bytes_per_ip);
 #undef UINT
 	if (c->http.max_buffered_bytes < c->http.max_body_bytes)
 		return config_error(c, err, errlen, "http.max_buffered_bytes", NULL,
 		    "must be at least http.max_body_bytes (%zu)", c->http.max_body_bytes);
-	return 0;
+	return load_http_clients(c, h, err, errlen);
 }
 
 /*

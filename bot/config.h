@@ -43,6 +43,15 @@ enum config_forge {
 	CONFIG_N_FORGES,
 };
 
+#define CONFIG_MAX_PROXIES	64		/* http.trusted_proxies entries */
+
+/* An address or network: http.trusted_proxies' "ADDR" or "ADDR/BITS". */
+struct config_cidr {
+	int family;			/* AF_INET or AF_INET6 */
+	unsigned char addr[16];		/* network order; 4 bytes for AF_INET */
+	unsigned bits;			/* prefix length */
+};
+
 /* Limits of the HTTP intake (section `http:`), all with defaults. */
 struct config_http {
 	size_t max_body_bytes;		/* default 25 MiB */
@@ -53,6 +62,12 @@ struct config_http {
 	unsigned connection_timeout_s;	/* idle time before a connection is closed; default 10 */
 	unsigned request_timeout_s;	/* whole request, first byte of body to last; default 30 */
 	unsigned threads;		/* HTTP worker threads; default 8 */
+	/* Against slow and crowding clients (issue 23): */
+	unsigned head_timeout_s;	/* request line and headers must be in within; default 10 */
+	size_t min_body_bytes_per_s;	/* slowest body allowed, on average; default 1024 */
+	size_t max_buffered_bytes_per_ip; /* one client's share of max_buffered_bytes */
+	struct config_cidr trusted_proxies[CONFIG_MAX_PROXIES]; /* whose X-Forwarded-For is believed */
+	size_t n_trusted_proxies;
 };
 
 struct config;

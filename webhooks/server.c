@@ -2,16 +2,20 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "webhooks/door.h"
+#include "webhooks/guard.h"
 #include "webhooks/handle.h"
 #include "webhooks/intake.h"
 #include "webhooks/metrics.h"
@@ -24,11 +28,12 @@ struct wh_server {
 	struct store *store;
 	struct wh_intake *intake;
 	struct wh_metrics *metrics;
+	struct wh_guard *guard;
+	struct wh_door *door;
 	struct wh_ctx ctx;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	int inflight;		/* requests between their headers and completion */
-	size_t buffered;	/* body bytes held by all requests */
 	int port;
 };
 
@@ -45,40 +50,16 @@ struct req {
 	enum config_forge forge;
 	struct buf body;
 	struct timespec start;
+	struct wh_guard_conn *conn;	/* the connection's deadlines and client */
 	int too_large;		/* a chunked body passed the limit: drained, then 413 */
 	int answered;		/* a response was queued from the headers alone */
 	int busy;		/* the memory budget for bodies ran out: drained, then 503 */
-	size_t charged;		/* this request's share of srv->buffered */
 };
-
-/* Take n bytes of the budget for bodies in memory: 0, or -ENOBUFS. */
-static int
-budget_take(struct wh_server *srv, struct req *rq, size_t n)
-{
-	int error = 0;
-
-	pthread_mutex_lock(&srv->lock);
-	if (srv->buffered + n > config_http(srv->cfg)->max_buffered_bytes) {
-		error = -ENOBUFS;
-	} else {
-		srv->buffered += n;
-		rq->charged += n;
-	}
-	pthread_mutex_unlock(&srv->lock);
-	return error;
-}
-
-static void
-budget_release(struct wh_server *srv, struct req *rq)
-{
-	pthread_mutex_lock(&srv->lock);
-	srv->buffered -= rq->charged;
-	rq->charged = 0;
-	pthread_mutex_unlock(&srv->lock);
-}
 
 static const char BUSY_JSON[] =
     "{\"error\":\"busy: too many request bodies in memory; retry later\"}\n";
+static const char CROWDED_JSON[] =
+    "{\"error\":\"too many requests from this address at once\"}\n";
 
 static double
 elapsed_s(const struct timespec *t0)
@@ -194,6 +175,58 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	return reply_json(c, out.status, out.body, NULL, 0);
 }
 
+struct framing {
+	int content_length;	/* Content-Length headers seen */
+	int transfer_encoding;	/* Transfer-Encoding headers seen */
+	int chunked_only;	/* the one Transfer-Encoding is exactly "chunked" */
+	int bad_name;		/* a field name that is not a token ("Content-Length :") */
+};
+
+static enum MHD_Result
+count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (!*key || key[strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789!#$%&'*+-.^_`|~")])
+		f->bad_name = 1;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		f->content_length++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->transfer_encoding++;
+		f->chunked_only = value && !strcasecmp(value, "chunked");
+	}
+	return MHD_YES;
+}
+
+/*
+ * RFC 9112 section 6: a body's length must be unambiguous, or a proxy in
+ * front and this server could split the stream into different requests.
+ * libmicrohttpd reads the first Content-Length and lets chunked win over
+ * it, and takes "Content-Length : 5" as some other field (section 5.1
+ * says reject); the whole head is checked here before a byte of body is
+ * read.
+ * NULL when the framing is sound, else the 400 answer.
+ */
+static const char *
+framing_error(struct MHD_Connection *c)
+{
+	struct framing f = { 0, 0, 0, 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (f.bad_name)
+		return "{\"error\":\"malformed header field name\"}\n";
+	if (f.content_length > 1)
+		return "{\"error\":\"more than one Content-Length\"}\n";
+	if (f.content_length && f.transfer_encoding)
+		return "{\"error\":\"Content-Length with Transfer-Encoding\"}\n";
+	if (f.transfer_encoding > 1 || (f.transfer_encoding && !f.chunked_only))
+		return "{\"error\":\"Transfer-Encoding other than chunked\"}\n";
+	return NULL;
+}
+
 /* First call of a request: headers are in, no body yet. */
 static enum MHD_Result
 begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
@@ -201,12 +234,16 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 {
 	const struct config_http *h = config_http(srv->cfg);
 	struct req *rq = calloc(1, sizeof(*rq));
-	const char *cl;
+	const union MHD_ConnectionInfo *ci;
+	const char *cl, *bad;
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	int crowded;
 
 	if (!rq)
 		return MHD_NO;
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	rq->conn = ci ? ci->socket_context : NULL;
 	rq->body = (struct buf)BUF_INIT(h->max_body_bytes);
 	rq->route = route_of(url, &rq->forge);
 	rq->answered = 1;	/* every path below but the last answers from the headers */
@@ -215,6 +252,20 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	srv->inflight++;
 	pthread_mutex_unlock(&srv->lock);
 
+	/*
+	 * The guard's body deadlines run only for a request that will read
+	 * one: a webhook POST. Every other answer comes from the head.
+	 */
+	crowded = rq->conn && wh_guard_head(srv->guard, rq->conn,
+	    header(c, "X-Forwarded-For"), rq->route == ROUTE_WEBHOOK &&
+	    !strcmp(method, "POST")) == -EUSERS;
+	if ((bad = framing_error(c)))
+		return reply_json(c, 400, bad, NULL, 1);
+	if (crowded) {
+		log_info("too many requests from one client", "client=%s",
+		    wh_guard_client(rq->conn));
+		return reply_json(c, 429, CROWDED_JSON, NULL, 1);
+	}
 	switch (rq->route) {
 	case ROUTE_HEALTHZ:
 		return is_get ? serve_healthz(srv, c) :
@@ -243,12 +294,6 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 			    "other", "too_large");
 			return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
 		}
-		/* Reserve it all now, so a body that was let in is never cut off. */
-		if (budget_take(srv, rq, (size_t)len) < 0) {
-			wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
-			    "other", "busy");
-			return reply_json(c, 503, BUSY_JSON, NULL, 1);
-		}
 	}
 	rq->answered = 0;
 	return MHD_YES;
@@ -263,36 +308,39 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	struct req *rq = *con_cls;
 
 	(void)version;
-	if (!rq)
-		return begin(srv, c, url, method, con_cls);
+	if (!rq) {
+		enum MHD_Result ret = begin(srv, c, url, method, con_cls);
+
+		/* Answered from the head: no body deadline while it is sent. */
+		if ((rq = *con_cls) && rq->answered && rq->conn)
+			wh_guard_body_done(srv->guard, rq->conn);
+		return ret;
+	}
 	if (rq->answered) {
 		/* Whatever still arrives for an answered request is dropped unread. */
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (elapsed_s(&rq->start) > config_http(srv->cfg)->request_timeout_s) {
-		log_info("request too slow, connection closed", "url=%s", rq->route ==
-		    ROUTE_WEBHOOK ? config_forge_name(rq->forge) : "other");
-		return MHD_NO;
-	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
+		int keep = !rq->too_large && !rq->busy;
 
 		*upload_data_size = 0;
-		if (rq->too_large || rq->busy)
-			return MHD_YES;
-		/* Chunked bodies have no length up front: charged as they come. */
-		if (rq->body.len + n > rq->charged && budget_take(srv, rq,
-		    rq->body.len + n - rq->charged) < 0)
+		/*
+		 * Charged as the bytes come, never from Content-Length: a
+		 * declared size costs nothing until it is sent, and sending it
+		 * is held to the guard's rate and deadline.
+		 */
+		if (rq->conn && wh_guard_body(srv->guard, rq->conn, n, keep) < 0)
 			rq->busy = 1;
-		else if (buf_add(&rq->body, upload_data, n) < 0)
+		else if (keep && buf_add(&rq->body, upload_data, n) < 0)
 			rq->too_large = 1;
-		if (rq->too_large || rq->busy) {
+		if (keep && (rq->too_large || rq->busy))
 			buf_free(&rq->body);
-			budget_release(srv, rq);
-		}
 		return MHD_YES;
 	}
+	if (rq->conn)
+		wh_guard_body_done(srv->guard, rq->conn);
 	if (rq->too_large || rq->busy) {
 		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
 		    "other", rq->busy ? "busy" : "too_large");
@@ -317,13 +365,50 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wh_metrics_request(srv->metrics, handlers[rq->route], elapsed_s(&rq->start));
 	buf_free(&rq->body);
-	budget_release(srv, rq);
+	wh_guard_request_done(srv->guard, rq->conn);
 	free(rq);
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->lock);
 	if (--srv->inflight == 0)
 		pthread_cond_broadcast(&srv->idle);
 	pthread_mutex_unlock(&srv->lock);
+}
+
+/* Every connection is the guard's from accept to close (guard.h). */
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	struct wh_server *srv = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct wh_guard_conn *conn;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		/* Before libmicrohttpd closes the socket the guard may shut down. */
+		wh_guard_close(srv->guard, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd || !addr)
+		return;
+	if (wh_guard_open(srv->guard, fd->connect_fd, addr->client_addr,
+	    addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	    sizeof(struct sockaddr_in), &conn) == -EUSERS)
+		log_debug("connection refused: its address holds max_connections_per_ip",
+		    "client=%s", wh_guard_client(conn));
+	*socket_context = conn;
+}
+
+/* A connection with a sound request line, from the door. */
+static void
+on_door(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
+{
+	struct wh_server *srv = arg;
+
+	if (MHD_add_connection(srv->daemon, fd, peer, len) != MHD_YES)
+		log_debug("connection dropped: over http.max_connections", "errno=%d", errno);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -350,18 +435,15 @@ wh_server_start(const struct config *cfg, struct store *store,
 	const struct config_http *h = config_http(cfg);
 	struct sockaddr_storage ss;
 	struct wh_server *srv;
-	const union MHD_DaemonInfo *info;
 	socklen_t sl;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-	    MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	    MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 	int error;
 
 	if (config_parse_listen(config_listen(cfg), &ss, &sl) < 0) {
 		snprintf(err, errlen, "listen: '%s' is not ADDR:PORT", config_listen(cfg));
 		return -EINVAL;
 	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	if (!(srv = calloc(1, sizeof(*srv))))
 		return -ENOMEM;
 	srv->cfg = cfg;
@@ -369,32 +451,46 @@ wh_server_start(const struct config *cfg, struct store *store,
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->idle, NULL);
 	if ((error = wh_intake_new(store, &srv->intake)) < 0 ||
-	    (error = wh_metrics_new(&srv->metrics)) < 0) {
-		snprintf(err, errlen, "out of memory");
+	    (error = wh_metrics_new(&srv->metrics)) < 0 ||
+	    (error = wh_guard_new(h, &srv->guard)) < 0) {
+		snprintf(err, errlen, "cannot start: %s", strerror(-error));
 		goto fail;
 	}
 	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics };
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->max_connections,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)h->max_connections_per_ip,
+	    /*
+	     * The guard keeps max_connections by evicting slow heads; the
+	     * sockets it ended stay here until the event loop closes them.
+	     */
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(h->max_connections +
+	    h->max_connections / 4 + 16),
+	    /* Per address limits are the guard's: it knows trusted proxies. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 	    MHD_OPTION_END);
 	if (!srv->daemon) {
-		error = errno ? -errno : -EADDRINUSE;
+		error = errno ? -errno : -ENOMEM;
+		snprintf(err, errlen, "cannot start the HTTP server: %s", strerror(-error));
+		goto fail;
+	}
+	/* libmicrohttpd listens on nothing: connections come from the door. */
+	if ((error = wh_door_open((struct sockaddr *)&ss, sl, h->max_connections,
+	    srv->guard, on_door, srv, &srv->door)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
 		    strerror(-error));
 		goto fail;
 	}
-	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = info ? info->port : 0;
+	srv->port = wh_door_port(srv->door);
 	*out = srv;
 	return 0;
 fail:
+	if (srv->daemon)
+		MHD_stop_daemon(srv->daemon);
+	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);
 	wh_metrics_free(srv->metrics);
 	pthread_cond_destroy(&srv->idle);
@@ -412,10 +508,7 @@ wh_server_port(const struct wh_server *srv)
 void
 wh_server_quiesce(struct wh_server *srv)
 {
-	MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	wh_door_close(srv->door);
 }
 
 int
@@ -446,7 +539,9 @@ wh_server_stop(struct wh_server *srv)
 {
 	if (!srv)
 		return;
+	wh_door_free(srv->door);
 	MHD_stop_daemon(srv->daemon);
+	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);
 	wh_metrics_free(srv->metrics);
 	pthread_cond_destroy(&srv->idle);

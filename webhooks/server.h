@@ -6,13 +6,21 @@
  *   GET  /metrics   Prometheus text format (metrics.h)
  *   anything else   404; a known path with another method 405
  *
+ * A malformed request line (door.h) and any request whose body length is
+ * ambiguous (RFC 9112 section 6: two Content-Length headers,
+ * Content-Length with Transfer-Encoding, a transfer coding other than one
+ * "chunked") or with a field name that is not a token gets 400 and the
+ * connection is closed. The listening socket is the door's.
+ *
  * Limits from the config's http section: body size (413 at once when
  * Content-Length is over it, or as soon as a chunked body passes it),
- * bodies held in memory by all requests together (503 past it),
- * header memory per connection, connections in all and per client
- * address, idle time per connection, and total time per request, so slow
- * or huge requests cannot exhaust the daemon. Worker threads poll with
- * epoll; a request blocks its thread only while its delivery commits.
+ * header memory per connection (431), connections in all, idle time per
+ * connection; and through the guard (guard.h): head and body deadlines
+ * (408), connections or proxied requests per client (429), body bytes in
+ * memory per client and in all, charged as they arrive (503), so slow,
+ * crowding or huge requests cannot keep genuine deliveries out. Worker
+ * threads poll with epoll; a request blocks its thread only while its
+ * delivery commits.
  */
 #ifndef KB_WEBHOOKS_SERVER_H
 #define KB_WEBHOOKS_SERVER_H

@@ -1,0 +1,88 @@
+#!/bin/sh
+# The intake under attack (issue 23; docs/BENCHMARKS.md): a real
+# `kernelbot serve` on loopback with a fresh store, and for each attack in
+# turn tests/e2e/attack.py running it for SECONDS while one client from
+# 127.0.0.1 sends genuinely signed pushes, one at a time. Per attack:
+# the share of genuine deliveries answered 202, their p50/p99/max latency,
+# and whether every 202 is an accepted delivery in the store.
+#
+#   sh bench/intake_attack.sh [SECONDS]     (ATTACKS="crowd all" runs only those)
+#
+# The attacks (KIND:ADDRESSES:CONNECTIONS, see tests/e2e/attack.py):
+#   none       the genuine client alone (the baseline)
+#   slowloris  260 heads trickled a header line a second, from 127.0.0.2-6
+#   crowd      70 connections from 127.0.0.10 that send a request line only
+#   bodies     60 heads declaring 25 MiB bodies sent at 2 KiB/s, 127.0.0.7
+#              (declaring less after a quick 503, to fill a reserved budget)
+#   stall      4 bodies of which 20 MiB are sent at once, then nothing, 127.0.0.8
+#   all        all four at once
+# The server runs with the default http limits (256 connections, 64 per
+# address, 256 MiB of bodies). KB=path/to/kernelbot runs another build.
+set -u
+SECS=${1:-20}
+KB=${KB:-$PWD/build/default/kernelbot}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kb-attack.XXXXXX")
+PID=""
+cleanup() {
+	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/github.secret"
+cat >"$TMP/kb.yml" <<EOC
+listen: 127.0.0.1:$PORT
+data_dir: $TMP/data
+log_file: $TMP/kb.log
+allow_repos: [acme/*]
+forges:
+  github:
+    webhook_secret_file: $TMP/github.secret
+runners:
+  local: none
+  coordinator: false
+EOC
+"$KB" serve --config "$TMP/kb.yml" 2>>"$TMP/kb.log" &
+PID=$!
+i=0
+until /usr/bin/python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$PORT" 2>/dev/null; do
+	i=$((i + 1))
+	[ "$i" -gt 100 ] && { echo "bench: kernelbot serve did not start"; cat "$TMP/kb.log"; exit 1; }
+	sleep 0.1
+done
+
+echo "bench: $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg), ${SECS}s per attack, $KB"
+printf '%-10s %9s %8s %8s %8s  %s\n' attack accepted p50_ms p99_ms max_ms "in store / other answers"
+status=0
+for attack in ${ATTACKS:-none slowloris crowd bodies stall all}; do
+	case $attack in
+	none) specs="" ;;
+	slowloris) specs="slowloris:127.0.0.2-6:260" ;;
+	crowd) specs="crowd:127.0.0.10:70" ;;
+	bodies) specs="bodies:127.0.0.7:60" ;;
+	stall) specs="stall:127.0.0.8:4" ;;
+	all) specs="slowloris:127.0.0.2-6:260 crowd:127.0.0.10:70 bodies:127.0.0.7:60 stall:127.0.0.8:4" ;;
+	esac
+	mkdir -p "$TMP/$attack"
+	# shellcheck disable=SC2086 # specs is a list
+	(cd "$TMP/$attack" && timeout $((SECS + 60)) /usr/bin/python3 "$OLDPWD/tests/e2e/attack.py" \
+	    "$PORT" "$SECS" "$TMP/github.secret" "$OLDPWD/tests/fixtures/webhooks/github-push.json" \
+	    $specs) >"$TMP/$attack/out" 2>&1
+	d=$(grep '^DELIVER ' "$TMP/$attack/out")
+	v() { printf '%s\n' "$d" | sed -nE "s/.* $1=([^ ]+).*/\1/p"; }
+	sqlite3 "$TMP/data/kernelbot.db" "SELECT delivery_id FROM deliveries WHERE outcome = 'accepted'" >"$TMP/stored"
+	ids=$(wc -l <"$TMP/$attack/ids.txt" | tr -d ' ')
+	stored=$(grep -cFxf "$TMP/stored" "$TMP/$attack/ids.txt")
+	printf '%-10s %4s/%-4s %8s %8s %8s  %s/%s stored, answers %s\n' "$attack" "$(v accepted)" \
+	    "$(v sent)" "$(v p50_ms)" "$(v p99_ms)" "$(v max_ms)" "$stored" "$ids" "$(v codes)"
+	grep '^ATTACK ' "$TMP/$attack/out" | sed 's/^/           /'
+	[ "$(v accepted)" = "$(v sent)" ] && [ "$stored" = "$ids" ] || status=1
+done
+kill -TERM "$PID"
+wait "$PID"
+PID=""
+[ "$status" = 0 ] && echo "bench: every genuine delivery accepted and stored" ||
+    echo "bench: some genuine deliveries were refused, lost or not stored"
+exit "$status"

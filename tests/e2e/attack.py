@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""attack.py PORT SECONDS SECRET_FILE BODY_FILE ATTACK... [--deliver ADDR]
+
+Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
+SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
+signed GitHub push deliveries (BODY_FILE signed with SECRET_FILE's
+secret, a fresh X-GitHub-Delivery each), one at a time, from the second
+second on. Each ATTACK is KIND:ADDRS:N, ADDRS one address or a range of
+the last byte (127.0.0.2-5), N connections spread over them, reopened
+whenever the server closes one:
+
+  slowloris  a request line, then one header line a second, never done
+  crowd      connected, a request line, then nothing
+  bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
+             quick 503 halves what the next one declares (down to 1 KiB), to
+             fill a budget reserved from Content-Length exactly
+  stall      a whole head declaring a 25 MiB body, 20 MiB at once, then nothing
+
+Prints one line per attack and one for the deliveries:
+
+  ATTACK KIND opened=N closed_by_server=N alive_at_2s=N held_at_2s=N peak=N longest_s=F
+  DELIVER sent=N accepted=N codes=202:N,... p50_ms=F p99_ms=F max_ms=F
+
+(held_at_2s: of those open 2 s in, the ones open for 1 s already;
+longest_s: the longest a connection stayed open, closed or not), and writes the accepted delivery ids, one per line, to ids.txt in the
+current directory. Every wait is bounded; nothing here needs root.
+"""
+import hashlib
+import hmac
+import http.client
+import selectors
+import socket
+import sys
+import threading
+import time
+
+MIB = 1 << 20
+
+
+def addrs_of(spec):
+    if "-" not in spec.rsplit(".", 1)[1]:
+        return [spec]
+    base, rng = spec.rsplit(".", 1)
+    lo, hi = (int(x) for x in rng.split("-"))
+    return ["%s.%d" % (base, i) for i in range(lo, hi + 1)]
+
+
+class Attack:
+    HEAD = (b"POST /webhooks/github HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nX-GitHub-Event: push\r\n"
+            b"X-GitHub-Delivery: fake-%d\r\nX-Hub-Signature-256: sha256=00\r\n"
+            b"Content-Length: %d\r\n\r\n")
+
+    def __init__(self, kind, addrs, n, port, sel):
+        self.kind, self.addrs, self.n, self.port, self.sel = kind, addrs, n, port, sel
+        self.opened = self.closed = self.peak = 0
+        self.alive_at_2s = self.held_at_2s = None
+        self.next_fill = 0.0
+        self.declare = 25 * MIB - 1024
+        self.longest = 0.0
+        self.live = {}      # socket -> [opened at, last send, bytes sent]
+        self.seq = 0
+
+    def open_one(self, i):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((self.addrs[i % len(self.addrs)], 0))
+        s.settimeout(5)
+        try:
+            s.connect(("127.0.0.1", self.port))
+        except OSError:
+            s.close()
+            return
+        s.setblocking(False)
+        self.seq += 1
+        try:
+            if self.kind in ("slowloris", "crowd"):
+                s.send(b"POST /webhooks/github HTTP/1.1\r\n")
+            else:
+                s.send(self.HEAD % (self.seq, self.declare))
+        except OSError:
+            pass
+        now = time.monotonic()
+        self.live[s] = [now, now, 0]
+        self.opened += 1
+        self.sel.register(s, selectors.EVENT_READ, self)
+
+    def fill(self):
+        # Reopened 5 times a second at most: a refused socket is not a busy loop.
+        if time.monotonic() < self.next_fill:
+            return
+        self.next_fill = time.monotonic() + 0.2
+        i = 0
+        while len(self.live) < self.n and i < self.n:
+            self.open_one(len(self.live))
+            i += 1
+        self.peak = max(self.peak, len(self.live))
+
+    def gone(self, s):
+        t0 = self.live.pop(s)[0]
+        self.longest = max(self.longest, time.monotonic() - t0)
+        self.closed += 1
+        self.sel.unregister(s)
+        s.close()
+
+    def readable(self, s):
+        try:
+            d = s.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            d = b""
+        if not d:
+            self.gone(s)
+        elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
+              and time.monotonic() - self.live[s][0] < 1):
+            self.declare = max(1024, self.declare // 2)
+
+    def tick(self):
+        now = time.monotonic()
+        for s, st in list(self.live.items()):
+            try:
+                if self.kind == "slowloris" and now - st[1] >= 1:
+                    s.send(b"X-Slow-%d: y\r\n" % int(now * 1000))
+                    st[1] = now
+                elif self.kind == "bodies" and now - st[1] >= 0.25:
+                    s.send(b" " * 512)
+                    st[1] = now
+                elif self.kind == "stall" and st[2] < 20 * MIB:
+                    st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
+            except BlockingIOError:
+                pass
+            except OSError:
+                self.gone(s)
+
+
+class Deliverer(threading.Thread):
+    def __init__(self, port, addr, secret, body, until):
+        super().__init__(daemon=True)
+        self.port, self.addr, self.secret, self.body, self.until = port, addr, secret, body, until
+        self.lat, self.codes, self.ids = [], {}, []
+
+    def run(self):
+        sig = "sha256=" + hmac.new(self.secret, self.body, hashlib.sha256).hexdigest()
+        n = 0
+        while time.monotonic() < self.until:
+            n += 1
+            did = "real-%d-%d" % (int(time.time()), n)
+            t0 = time.monotonic()
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
+                                               source_address=(self.addr, 0))
+                c.request("POST", "/webhooks/github", self.body, {
+                    "Content-Type": "application/json", "X-GitHub-Event": "push",
+                    "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
+                r = c.getresponse()
+                r.read()
+                code = str(r.status)
+                c.close()
+            except OSError as e:
+                code = type(e).__name__
+            self.lat.append(time.monotonic() - t0)
+            self.codes[code] = self.codes.get(code, 0) + 1
+            if code == "202":
+                self.ids.append(did)
+            time.sleep(0.2)
+
+
+def pct(xs, p):
+    if not xs:
+        return 0.0
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
+
+
+def main(argv):
+    if len(argv) < 5:
+        sys.exit(__doc__)
+    port, secs = int(argv[1]), float(argv[2])
+    secret = open(argv[3], "rb").read().rstrip()
+    body = open(argv[4], "rb").read()
+    deliver_from, specs = "127.0.0.1", []
+    rest = argv[5:]
+    while rest:
+        a = rest.pop(0)
+        if a == "--deliver":
+            deliver_from = rest.pop(0)
+        else:
+            specs.append(a)
+    sel = selectors.DefaultSelector()
+    attacks = []
+    for spec in specs:
+        kind, addrs, n = spec.split(":")
+        attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel))
+    start = time.monotonic()
+    d = Deliverer(port, deliver_from, secret, body, start + secs)
+    started = False
+    while time.monotonic() - start < secs:
+        for a in attacks:
+            a.fill()
+        for key, _ in sel.select(0.05):
+            key.data.readable(key.fileobj)
+        for a in attacks:
+            a.tick()
+            if a.alive_at_2s is None and time.monotonic() - start >= 2:
+                now = time.monotonic()
+                a.alive_at_2s = len(a.live)
+                a.held_at_2s = sum(1 for st in a.live.values() if now - st[0] >= 1)
+        if not started and time.monotonic() - start >= 1:
+            d.start()
+            started = True
+    d.join(20)
+    now = time.monotonic()
+    for a in attacks:
+        for st in a.live.values():  # still open: as old as they are now
+            a.longest = max(a.longest, now - st[0])
+        print("ATTACK %s opened=%d closed_by_server=%d alive_at_2s=%d held_at_2s=%d "
+              "peak=%d longest_s=%.1f" % (a.kind, a.opened, a.closed, a.alive_at_2s or 0,
+                                          a.held_at_2s or 0, a.peak, a.longest))
+    print("DELIVER sent=%d accepted=%d codes=%s p50_ms=%.0f p99_ms=%.0f max_ms=%.0f"
+          % (len(d.lat), d.codes.get("202", 0),
+             ",".join("%s:%d" % kv for kv in sorted(d.codes.items())),
+             pct(d.lat, 50) * 1000, pct(d.lat, 99) * 1000, max(d.lat or [0]) * 1000))
+    with open("ids.txt", "w") as f:
+        f.write("".join(i + "\n" for i in d.ids))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

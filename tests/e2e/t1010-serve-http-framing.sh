@@ -1,0 +1,68 @@
+#!/bin/sh
+# kernelbot serve: requests whose framing is ambiguous (RFC 9112 section
+# 6) or whose request line or field names are malformed (sections 3, 5.1)
+# get 400 before a byte of their body is read, sent over raw sockets
+# since curl will not send them; sound requests around them still work.
+. "$KB_ROOT/tests/e2e/lib.sh"
+t_init t1010
+FX="$KB_ROOT/tests/fixtures/webhooks"
+kb_config "$TMP/kb.yml"
+kb_serve_start "$TMP/kb.yml" || t_done
+
+# raw DESC WANT_CODE WANT_BODY_ERE REQUEST [--shut]
+raw() {
+	out=$(/usr/bin/python3 "$KB_ROOT/tests/e2e/rawhttp.py" $5 "$KB_PORT" "$4")
+	check_eq "$1: $2" "$(printf '%s\n' "$out" | head -n 1)" "$2"
+	[ -z "$3" ] || check_match "$1: says why" "$(printf '%s\n' "$out" | sed 1d)" "$3"
+}
+
+H='POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: raw-1\r\nX-Hub-Signature-256: sha256=00\r\n'
+raw "two different Content-Length" 400 'more than one Content-Length' \
+    "${H}Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}abc"
+raw "the same Content-Length twice" 400 'more than one Content-Length' \
+    "${H}Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"
+raw "Content-Length list" 400 '' "${H}Content-Length: 2, 2\r\n\r\n{}"
+raw "Content-Length not a number" 400 '' "${H}Content-Length: 2x\r\n\r\n{}"
+raw "Content-Length then chunked" 400 'Content-Length with Transfer-Encoding' \
+    "${H}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+raw "chunked then Content-Length" 400 'Content-Length with Transfer-Encoding' \
+    "${H}Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+raw "Content-Length with chunked on a path that has no body" 400 'Content-Length with Transfer-Encoding' \
+    'POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'
+raw "gzip transfer coding" 400 'Transfer-Encoding other than chunked' \
+    "${H}Transfer-Encoding: gzip\r\n\r\n{}"
+raw "chunked twice" 400 'Transfer-Encoding other than chunked' \
+    "${H}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+raw "a header line without a colon" 400 '' "${H}NoColon\r\nContent-Length: 2\r\n\r\n{}"
+raw "space before the colon (section 5.1)" 400 'malformed header field name' \
+    "${H}Content-Length : 2\r\n\r\n{}"
+
+# Request lines libmicrohttpd would drop without a word, or take loosely.
+raw "a request line without spaces" 400 'malformed request line' 'GARBAGE\r\n\r\n'
+raw "TLS on the plain port" 400 'malformed request line' '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03'
+raw "no HTTP version" 400 'malformed request line' 'GET /healthz\r\n\r\n'
+raw "not HTTP" 400 'malformed request line' 'GET /healthz FOO/1.1\r\nHost: x\r\n\r\n'
+raw "two spaces" 400 'malformed request line' 'GET  /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a control byte in the target" 400 'malformed request line' 'GET /heal\x01thz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a bad method byte" 400 'malformed request line' 'G(T /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "a line cut off by the client" 400 'malformed request line' 'GET /heal' --shut
+raw "an empty line first is fine" 200 '"ok"' '\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+raw "HTTP/9.9 is a version, just not ours" 505 '' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'
+
+# Sound framing, both ways, reaches the handler (401: the signature is wrong).
+raw "one Content-Length" 401 'signature' "${H}Content-Length: 2\r\n\r\n{}"
+raw "chunked alone" 401 'signature' "${H}Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+raw "GET without a body" 200 '"ok"' 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+
+# A genuine delivery after all of it, and nothing of the above was stored.
+http POST "http://127.0.0.1:$KB_PORT/webhooks/github" -H "Content-Type: application/json" \
+    -H "X-GitHub-Event: push" -H "X-GitHub-Delivery: real-1" \
+    -H "X-Hub-Signature-256: $(sig_github "$GH_SECRET" "$FX/github-push.json")" \
+    --data-binary "@$FX/github-push.json"
+check_eq "a genuine push still answers 202" "$HTTP_CODE" 202
+check_eq "only it was stored" \
+    "$(sqlite3 "$TMP/data/kernelbot.db" 'SELECT delivery_id FROM deliveries')" real-1
+check "no crash" kill -0 "$KB_PID"
+kb_serve_stop TERM
+check_eq "SIGTERM: exit 0" "$KB_STATUS" 0
+t_done

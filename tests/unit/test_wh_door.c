@@ -1,0 +1,174 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bot/config.h"
+#include "webhooks/door.h"
+#include "webhooks/guard.h"
+#include "t.h"
+
+static void
+line(const char *name, const char *s, size_t n, enum wh_line want)
+{
+	CHECK_INT(name, wh_door_line_check(s, n), want);
+}
+#define LINE(name, lit, want) line(name, lit, sizeof(lit) - 1, want)
+
+static void
+test_lines(void)
+{
+	LINE("sound", "POST /webhooks/github HTTP/1.1\r\n", WH_LINE_OK);
+	LINE("bare LF", "GET / HTTP/1.0\n", WH_LINE_OK);
+	LINE("what follows does not matter", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", WH_LINE_OK);
+	LINE("empty lines first", "\r\n\nGET / HTTP/1.1\r\n", WH_LINE_OK);
+	LINE("nothing yet", "", WH_LINE_INCOMPLETE);
+	LINE("half a method", "PO", WH_LINE_INCOMPLETE);
+	LINE("half a target", "POST /web", WH_LINE_INCOMPLETE);
+	LINE("half a version", "POST / HTT", WH_LINE_INCOMPLETE);
+	LINE("no LF yet", "POST / HTTP/1.1\r", WH_LINE_INCOMPLETE);
+	LINE("a CR alone so far", "\r", WH_LINE_INCOMPLETE);
+	LINE("no space at all", "GARBAGE\r\n", WH_LINE_BAD);
+	LINE("TLS", "\x16\x03\x01\x02\x00", WH_LINE_BAD);
+	LINE("two parts", "GET /\r\n", WH_LINE_BAD);
+	LINE("two spaces", "GET  / HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("a tab", "GET\t/ HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("control byte in the target", "GET /a\x01 HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("8-bit target", "GET /\xc3\xa9 HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("not HTTP", "GET / FOO/1.1\r\n", WH_LINE_BAD);
+	LINE("lowercase http", "GET / http/1.1\r\n", WH_LINE_BAD);
+	LINE("version letters", "GET / HTTP/1.x\r\n", WH_LINE_BAD);
+	LINE("trailing space", "GET / HTTP/1.1 \r\n", WH_LINE_BAD);
+	LINE("CR not before LF", "GET / HTTP/1.1\rX", WH_LINE_BAD);
+	LINE("stray CR first", "\rGET", WH_LINE_BAD);
+	LINE("method of 33 bytes", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFG / HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("method of 32 bytes", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEF / HTTP/1.1\r\n", WH_LINE_OK);
+	LINE("a separator in the method", "G(T / HTTP/1.1\r\n", WH_LINE_BAD);
+	LINE("an empty method", " / HTTP/1.1\r\n", WH_LINE_BAD);
+}
+
+struct got {
+	pthread_mutex_t lock;
+	int fd;
+	char peer[64];
+};
+
+static void
+on_handoff(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
+{
+	struct got *g = arg;
+
+	(void)len;
+	pthread_mutex_lock(&g->lock);
+	g->fd = fd;
+	inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, g->peer,
+	    sizeof(g->peer));
+	pthread_mutex_unlock(&g->lock);
+}
+
+static int
+wait_fd(struct got *g)
+{
+	for (int i = 0; i < 500; i++) {
+		int fd;
+
+		pthread_mutex_lock(&g->lock);
+		fd = g->fd;
+		pthread_mutex_unlock(&g->lock);
+		if (fd >= 0)
+			return fd;
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	return -1;
+}
+
+static int
+dial(int port)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((unsigned short)port);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+test_door(void)
+{
+	struct config *c = NULL;
+	char err[CONFIG_ERR_MAX];
+	struct wh_guard *g = NULL;
+	struct wh_door *d = NULL;
+	struct got got = { PTHREAD_MUTEX_INITIALIZER, -1, "" };
+	struct sockaddr_in any;
+	char buf[256] = "";
+	int cl, fd;
+	ssize_t n;
+
+	memset(&any, 0, sizeof(any));
+	any.sin_family = AF_INET;
+	inet_pton(AF_INET, "127.0.0.1", &any.sin_addr);
+	if (!CHECK("config", config_parse("kb.yml", "", 0, CONFIG_NO_SECRETS, &c, err,
+	    sizeof(err)) == 0) || !CHECK("guard", wh_guard_new(config_http(c), &g) == 0))
+		return;
+	if (!CHECK("door opens on port 0", wh_door_open((struct sockaddr *)&any,
+	    sizeof(any), 16, g, on_handoff, &got, &d) == 0))
+		return;
+	CHECK("a port was bound", wh_door_port(d) > 0);
+
+	/* A sound line in two pieces: handed over with every byte unread. */
+	cl = dial(wh_door_port(d));
+	(void)!write(cl, "POST /x HT", 10);
+	nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	pthread_mutex_lock(&got.lock);
+	CHECK("not handed over before the line ends", got.fd < 0);
+	pthread_mutex_unlock(&got.lock);
+	(void)!write(cl, "TP/1.1\r\nHost: y\r\n\r\n", 19);
+	fd = wait_fd(&got);
+	CHECK("handed over once the line is in", fd >= 0);
+	CHECK_STR("with the peer's address", got.peer, "127.0.0.1");
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	CHECK_INT("nothing consumed", n, 29);
+	CHECK("from the first byte", !strncmp(buf, "POST /x HTTP/1.1\r\n", 18));
+	close(cl);
+	if (fd >= 0)
+		close(fd);
+
+	/* A bad line: 400 from the door, never handed over. */
+	got.fd = -1;
+	cl = dial(wh_door_port(d));
+	(void)!write(cl, "HELLO\r\n\r\n", 9);
+	memset(buf, 0, sizeof(buf));
+	n = read(cl, buf, sizeof(buf) - 1);
+	CHECK("a bad line gets 400", n > 0 && !strncmp(buf, "HTTP/1.1 400 ", 13));
+	CHECK("saying why", strstr(buf, "malformed request line") != NULL);
+	CHECK_INT("then the connection ends", read(cl, buf, sizeof(buf)), 0);
+	pthread_mutex_lock(&got.lock);
+	CHECK("and it was not handed over", got.fd < 0);
+	pthread_mutex_unlock(&got.lock);
+	close(cl);
+
+	wh_door_close(d);
+	CHECK("closed: nobody listens", dial(wh_door_port(d)) < 0);
+	wh_door_free(d);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+int
+main(void)
+{
+	test_lines();
+	test_door();
+	return t_done("test_wh_door");
+}

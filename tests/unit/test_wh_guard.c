@@ -1,0 +1,316 @@
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bot/config.h"
+#include "webhooks/guard.h"
+#include "t.h"
+
+static struct sockaddr_in
+v4(const char *a)
+{
+	struct sockaddr_in sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(40000);
+	inet_pton(AF_INET, a, &sa.sin_addr);
+	return sa;
+}
+
+static struct config *
+load(const char *yaml)
+{
+	struct config *c = NULL;
+	char err[CONFIG_ERR_MAX] = "";
+
+	if (config_parse("kb.yml", yaml, strlen(yaml), CONFIG_NO_SECRETS, &c, err,
+	    sizeof(err)) < 0)
+		printf("     config: %s\n", err);
+	return c;
+}
+
+static void
+bad(const char *name, const char *yaml, const char *want)
+{
+	struct config *c = NULL;
+	char err[CONFIG_ERR_MAX] = "";
+	int rc = config_parse("kb.yml", yaml, strlen(yaml), CONFIG_NO_SECRETS, &c,
+	    err, sizeof(err));
+
+	if (!CHECK(name, rc == -EINVAL && strstr(err, want)))
+		printf("     got \"%s\", want \"%s\"\n", err, want);
+	config_free(c);
+}
+
+static int
+match(const struct config_http *h, int family, const char *a)
+{
+	unsigned char addr[16];
+
+	memset(addr, 0, sizeof(addr));
+	inet_pton(family, a, addr);
+	return wh_guard_cidr_match(h->trusted_proxies, h->n_trusted_proxies, family, addr);
+}
+
+/* Is the peer's end of a socket pair shut down (EOF within 5 s)? */
+static int
+peer_sees_eof(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b[512];
+	ssize_t n;
+
+	while (poll(&p, 1, 5000) == 1) {
+		if ((n = read(fd, b, sizeof(b))) <= 0)
+			return n == 0;
+	}
+	return 0;
+}
+
+static void
+test_config(void)
+{
+	struct config *c = load("listen: 127.0.0.1:1\n");
+	const struct config_http *h;
+
+	if (!CHECK("defaults load", c))
+		return;
+	h = config_http(c);
+	CHECK_INT("head_timeout_s default", h->head_timeout_s, 10);
+	CHECK_INT("min_body_bytes_per_s default", h->min_body_bytes_per_s, 1024);
+	CHECK_INT("per-ip share default: an eighth of 256 MiB", h->max_buffered_bytes_per_ip, 32u << 20);
+	CHECK_INT("no trusted proxies by default", h->n_trusted_proxies, 0);
+	config_free(c);
+
+	c = load("http:\n  max_body_bytes: 100000000\n  max_buffered_bytes: 400000000\n");
+	if (CHECK("a large body limit loads", c))
+		CHECK_INT("per-ip share derived: at least one body",
+		    config_http(c)->max_buffered_bytes_per_ip, 100000000);
+	config_free(c);
+
+	c = load("http:\n  head_timeout_s: 3\n  min_body_bytes_per_s: 10\n"
+	    "  max_buffered_bytes_per_ip: 30000000\n"
+	    "  trusted_proxies: [10.1.0.0/16, \"::1\", 192.168.7.7, \"fd00::/8\"]\n");
+	if (!CHECK("every new key loads", c))
+		return;
+	h = config_http(c);
+	CHECK_INT("head_timeout_s", h->head_timeout_s, 3);
+	CHECK_INT("min_body_bytes_per_s", h->min_body_bytes_per_s, 10);
+	CHECK_INT("max_buffered_bytes_per_ip", h->max_buffered_bytes_per_ip, 30000000);
+	CHECK_INT("four proxies", h->n_trusted_proxies, 4);
+	CHECK("10.1.200.3 in 10.1.0.0/16", match(h, AF_INET, "10.1.200.3"));
+	CHECK("10.2.0.1 not in it", !match(h, AF_INET, "10.2.0.1"));
+	CHECK("a plain address is /32", match(h, AF_INET, "192.168.7.7") &&
+	    !match(h, AF_INET, "192.168.7.8"));
+	CHECK("::1", match(h, AF_INET6, "::1"));
+	CHECK("fd12::5 in fd00::/8", match(h, AF_INET6, "fd12::5"));
+	CHECK("fe80::1 not", !match(h, AF_INET6, "fe80::1"));
+	CHECK("IPv4-mapped IPv6 compared as IPv4", match(h, AF_INET6, "::ffff:10.1.0.9"));
+	config_free(c);
+
+	bad("head_timeout_s 0", "http:\n  head_timeout_s: 0\n",
+	    "kb.yml:2: http.head_timeout_s: must be an integer from 1 to 3600");
+	bad("share below one body", "http:\n  max_buffered_bytes_per_ip: 2048\n",
+	    "http.max_buffered_bytes_per_ip: must be from http.max_body_bytes");
+	bad("share above the total", "http:\n  max_buffered_bytes_per_ip: 300000000\n",
+	    "must be from http.max_body_bytes (26214400) to http.max_buffered_bytes (268435456)");
+	bad("proxy not an address", "http:\n  trusted_proxies: [proxy.local]\n",
+	    "kb.yml:2: http.trusted_proxies: 'proxy.local' is not an address or ADDR/BITS");
+	bad("prefix too long", "http:\n  trusted_proxies: [10.0.0.0/33]\n", "'10.0.0.0/33' is not");
+	bad("empty prefix", "http:\n  trusted_proxies: [\"10.0.0.0/\"]\n", "is not an address");
+	bad("proxies not a list", "http:\n  trusted_proxies: 10.0.0.1\n",
+	    "http.trusted_proxies: must be a list");
+}
+
+static void
+test_clients(void)
+{
+	struct config *c = load("http:\n  max_connections_per_ip: 2\n"
+	    "  max_body_bytes: 1024\n  max_buffered_bytes: 4096\n"
+	    "  max_buffered_bytes_per_ip: 2048\n"
+	    "  trusted_proxies: [127.0.0.9, 10.9.0.0/16]\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *a, *b, *x, *p1, *p2, *p3;
+	struct sockaddr_in me = v4("127.0.0.2"), proxy = v4("127.0.0.9");
+	int sp[4][2];
+
+	if (!CHECK("config", c) || !CHECK("guard starts", wh_guard_new(config_http(c), &g) == 0))
+		return;
+	for (int i = 0; i < 4; i++)
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+
+	/* Direct connections: counted per address, X-Forwarded-For ignored. */
+	CHECK_INT("first connection", wh_guard_open(g, sp[0][0], (struct sockaddr *)&me, sizeof(me), &a), 0);
+	CHECK_INT("second connection", wh_guard_open(g, sp[1][0], (struct sockaddr *)&me, sizeof(me), &b), 0);
+	CHECK_INT("third from the same address refused",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&me, sizeof(me), &x), -EUSERS);
+	CHECK("and its socket shut down", peer_sees_eof(sp[2][1]));
+	wh_guard_close(g, x);
+	CHECK_INT("a direct client's X-Forwarded-For is not believed",
+	    wh_guard_head(g, a, "10.0.0.1", 1), 0);
+	CHECK_STR("the client is the socket's address", wh_guard_client(a), "127.0.0.2");
+
+	/* Bodies: charged per client and in all, as they arrive. */
+	CHECK_INT("1500 bytes held", wh_guard_body(g, a, 1500, 1), 0);
+	CHECK_INT("bytes not kept are not charged", wh_guard_body(g, a, 5000, 0), 0);
+	CHECK_INT("past the per-ip share", wh_guard_body(g, a, 1000, 1), -ENOBUFS);
+	CHECK_INT("nothing charged by the refusal", wh_guard_buffered(g, a), 1500);
+	wh_guard_request_done(g, a);
+	CHECK_INT("released with the request", wh_guard_buffered(g, NULL), 0);
+	wh_guard_close(g, b);
+	CHECK_INT("a closed connection frees its slot",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&me, sizeof(me), &x), 0);
+	wh_guard_close(g, x);
+
+	/* Behind a trusted proxy: the rightmost untrusted X-Forwarded-For entry. */
+	wh_guard_open(g, sp[3][0], (struct sockaddr *)&proxy, sizeof(proxy), &p1);
+	wh_guard_open(g, sp[1][0], (struct sockaddr *)&proxy, sizeof(proxy), &p2);
+	wh_guard_open(g, sp[2][0], (struct sockaddr *)&proxy, sizeof(proxy), &p3);
+	CHECK("a proxy is not limited per address", p1 && p2 && p3);
+	CHECK_INT("spoofed entries on the left are skipped",
+	    wh_guard_head(g, p1, "6.6.6.6, 203.0.113.5, 10.9.3.4", 1), 0);
+	CHECK_STR("client through two proxies", wh_guard_client(p1), "203.0.113.5");
+	CHECK_INT("second request of that client",
+	    wh_guard_head(g, p2, " 203.0.113.5 ", 1), 0);
+	CHECK_INT("third at once refused", wh_guard_head(g, p3, "1.1.1.1,203.0.113.5", 1), -EUSERS);
+	wh_guard_request_done(g, p3);
+	CHECK_INT("a body behind the proxy is the client's", wh_guard_body(g, p1, 2000, 1), 0);
+	CHECK_INT("the same client's other request shares it", wh_guard_body(g, p2, 100, 1), -ENOBUFS);
+	wh_guard_request_done(g, p1);
+	CHECK_INT("done: the slot comes back", wh_guard_head(g, p3, "203.0.113.5", 1), 0);
+	wh_guard_request_done(g, p2);
+	wh_guard_request_done(g, p3);
+	CHECK_INT("no usable entry: the proxy is the client",
+	    wh_guard_head(g, p1, "not-an-address", 0), 0);
+	CHECK_STR("named as the proxy", wh_guard_client(p1), "127.0.0.9");
+	wh_guard_request_done(g, p1);
+	CHECK_INT("all trusted: the proxy is the client", wh_guard_head(g, p1, "10.9.0.1", 0), 0);
+	CHECK_STR("named as the proxy again", wh_guard_client(p1), "127.0.0.9");
+	wh_guard_request_done(g, p1);
+	CHECK_INT("IPv4-mapped entry", wh_guard_head(g, p1, "::ffff:198.51.100.7", 0), 0);
+	CHECK_STR("named as IPv4", wh_guard_client(p1), "198.51.100.7");
+	wh_guard_request_done(g, p1);
+	wh_guard_close(g, p1);
+	wh_guard_close(g, p2);
+	wh_guard_close(g, p3);
+	wh_guard_close(g, a);
+	wh_guard_free(g);
+	for (int i = 0; i < 4; i++) {
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	config_free(c);
+}
+
+static void
+test_deadlines(void)
+{
+	struct config *c = load("http:\n  head_timeout_s: 1\n  request_timeout_s: 30\n"
+	    "  min_body_bytes_per_s: 1000000\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *h, *w, *s;
+	struct sockaddr_in me = v4("127.0.0.3");
+	int sp[3][2];
+	char got[64] = "";
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+	wh_guard_open(g, sp[0][0], (struct sockaddr *)&me, sizeof(me), &h);
+	wh_guard_open(g, sp[1][0], (struct sockaddr *)&me, sizeof(me), &w);
+	wh_guard_open(g, sp[2][0], (struct sockaddr *)&me, sizeof(me), &s);
+	wh_guard_head(g, w, NULL, 0);	/* being answered: no deadline */
+	wh_guard_head(g, s, NULL, 1);	/* a body far below 1 MB/s */
+	wh_guard_body(g, s, 10, 1);
+	(void)!read(sp[0][1], got, sizeof(got) - 1);	/* blocks until the 408 */
+	CHECK("a head past head_timeout_s gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("and is shut down", peer_sees_eof(sp[0][1]));
+	CHECK("a body below the minimum rate is cut off after the grace",
+	    peer_sees_eof(sp[2][1]));
+	{
+		struct pollfd p = { .fd = sp[1][1], .events = POLLIN };
+		CHECK("a request being answered is left alone", poll(&p, 1, 500) == 0);
+	}
+	wh_guard_request_done(g, w);
+	CHECK("after its answer the next head's deadline runs", peer_sees_eof(sp[1][1]));
+	wh_guard_close(g, h);
+	wh_guard_close(g, w);
+	wh_guard_close(g, s);
+	wh_guard_free(g);
+	for (int i = 0; i < 3; i++) {
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	config_free(c);
+}
+
+static void
+test_eviction(void)
+{
+	struct config *c = load("http:\n  max_connections: 3\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[6];
+	/* A holds a body; B two slow heads; C, then B again, then D arrive. */
+	const char *from[6] = { "127.0.1.1", "127.0.1.2", "127.0.1.2", "127.0.1.3",
+		"127.0.1.2", "127.0.1.4" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
+	char got[64] = "";
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	wh_guard_head(g, conn[0], NULL, 1);	/* a body under way: never evicted */
+	CHECK_INT("a newcomer from a new address is taken",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	(void)!read(sp[1][1], got, sizeof(got) - 1);
+	CHECK("the oldest head of the fullest address gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("and is shut down", peer_sees_eof(sp[1][1]));
+	{
+		struct pollfd p[2] = { { .fd = sp[0][1], .events = POLLIN },
+				       { .fd = sp[2][1], .events = POLLIN } };
+		CHECK("the body and the younger head are left alone", poll(p, 2, 300) == 0);
+	}
+	CHECK_INT("a newcomer from the fullest address is refused instead",
+	    wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), -EUSERS);
+	CHECK("its socket shut down", peer_sees_eof(sp[4][1]));
+	{
+		struct pollfd p = { .fd = sp[2][1], .events = POLLIN };
+		CHECK("its sibling left alone", poll(&p, 1, 300) == 0);
+	}
+	CHECK_INT("another new address gets in",
+	    wh_guard_open(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]), 0);
+	CHECK("by ending the next head of the fullest address", peer_sees_eof(sp[2][1]));
+	for (int i = 0; i < 6; i++) {
+		wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
+int
+main(void)
+{
+	test_config();
+	test_clients();
+	test_deadlines();
+	test_eviction();
+	return t_done("test_wh_guard");
+}

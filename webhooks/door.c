@@ -1,0 +1,319 @@
+#include "webhooks/door.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define DOOR_EVENTS	64
+#define DOOR_METHOD_MAX	32	/* longer than any method worth a handler */
+#define DOOR_DRAIN_MAX	(64u << 10)	/* bytes read and dropped before a 400 */
+
+/* A connection waiting for its first line. */
+struct pending {
+	int fd;
+	struct wh_guard_conn *conn;
+	struct sockaddr_storage peer;
+	socklen_t len;
+	struct pending *prev, *next;
+};
+
+struct wh_door {
+	int lfd, efd, stop_fd;
+	int port;
+	unsigned max_pending, n_pending;
+	struct wh_guard *guard;
+	wh_door_handoff handoff;
+	void *arg;
+	struct pending *pending;	/* only the door's thread touches the list */
+	pthread_t thread;
+	int running;
+	pthread_mutex_t lock;		/* running */
+};
+
+static const char BAD_LINE_JSON[] = "{\"error\":\"malformed request line\"}\n";
+
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+enum wh_line
+wh_door_line_check(const char *buf, size_t n)
+{
+	static const char version[] = "HTTP/d.d";
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t i = 0, s;
+
+	while (i < n && (b[i] == '\n' || b[i] == '\r')) {
+		if (b[i] == '\r' && i + 1 < n && b[i + 1] != '\n')
+			return WH_LINE_BAD;
+		i++;
+	}
+	for (s = i; i < n && is_tchar(b[i]); i++)
+		if (i - s >= DOOR_METHOD_MAX)
+			return WH_LINE_BAD;
+	if (i == n)
+		return WH_LINE_INCOMPLETE;
+	if (i == s || b[i++] != ' ')
+		return WH_LINE_BAD;
+	for (s = i; i < n && b[i] > 0x20 && b[i] < 0x7f; i++)
+		;
+	if (i == n)
+		return WH_LINE_INCOMPLETE;
+	if (i == s || b[i++] != ' ')
+		return WH_LINE_BAD;
+	for (size_t k = 0; k < sizeof(version) - 1; k++, i++) {
+		if (i == n)
+			return WH_LINE_INCOMPLETE;
+		if (version[k] == 'd' ? b[i] < '0' || b[i] > '9' : b[i] != version[k])
+			return WH_LINE_BAD;
+	}
+	if (i < n && b[i] == '\r')
+		i++;
+	if (i == n)
+		return WH_LINE_INCOMPLETE;
+	return b[i] == '\n' ? WH_LINE_OK : WH_LINE_BAD;
+}
+
+static void
+unlink_pending(struct wh_door *d, struct pending *p)
+{
+	epoll_ctl(d->efd, EPOLL_CTL_DEL, p->fd, NULL);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		d->pending = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	d->n_pending--;
+	/* The guard lets go of the socket before anyone closes it. */
+	wh_guard_close(d->guard, p->conn);
+}
+
+static void
+drop(struct wh_door *d, struct pending *p)
+{
+	unlink_pending(d, p);
+	close(p->fd);
+	free(p);
+}
+
+/* Read what came (so close() does not reset the 400 away), answer, close. */
+static void
+answer_400(struct wh_door *d, struct pending *p)
+{
+	char head[200], scratch[4096];
+	size_t drained = 0;
+	ssize_t n;
+	int len;
+
+	while (drained < DOOR_DRAIN_MAX && (n = recv(p->fd, scratch, sizeof(scratch),
+	    MSG_DONTWAIT)) > 0)
+		drained += (size_t)n;
+	len = snprintf(head, sizeof(head), "HTTP/1.1 400 Bad Request\r\n"
+	    "Connection: close\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s", sizeof(BAD_LINE_JSON) - 1, BAD_LINE_JSON);
+	(void)!send(p->fd, head, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(p->fd, SHUT_WR);
+	drop(d, p);
+}
+
+static void
+hand_over(struct wh_door *d, struct pending *p)
+{
+	unlink_pending(d, p);
+	d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len);
+	free(p);
+}
+
+static void
+on_readable(struct wh_door *d, struct pending *p, unsigned events)
+{
+	char buf[WH_DOOR_PEEK];
+	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		drop(d, p);	/* gone, or shut down by the guard's deadline */
+		return;
+	}
+	switch (wh_door_line_check(buf, (size_t)n)) {
+	case WH_LINE_OK:
+		hand_over(d, p);
+		break;
+	case WH_LINE_BAD:
+		answer_400(d, p);
+		break;
+	case WH_LINE_INCOMPLETE:
+		/* A line longer than the peek: libmicrohttpd's limits judge it. */
+		if ((size_t)n == sizeof(buf))
+			hand_over(d, p);
+		else if (events & (EPOLLRDHUP | EPOLLHUP))
+			answer_400(d, p);	/* the client is done sending */
+		break;
+	}
+}
+
+static void
+on_accept(struct wh_door *d)
+{
+	for (;;) {
+		struct pending *p;
+		struct epoll_event ev;
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(d->lfd, (struct sockaddr *)&ss, &len,
+		    SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return;	/* EAGAIN, or EMFILE and the like: the next wakeup retries */
+		if (d->n_pending >= d->max_pending || !(p = calloc(1, sizeof(*p)))) {
+			close(fd);
+			continue;
+		}
+		p->fd = fd;
+		p->peer = ss;
+		p->len = len;
+		if (wh_guard_open(d->guard, fd, (struct sockaddr *)&ss, len, &p->conn) < 0) {
+			wh_guard_close(d->guard, p->conn);	/* over the per-address limit */
+			close(fd);
+			free(p);
+			continue;
+		}
+		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+		ev.data.ptr = p;
+		if (epoll_ctl(d->efd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			wh_guard_close(d->guard, p->conn);
+			close(fd);
+			free(p);
+			continue;
+		}
+		p->next = d->pending;
+		if (d->pending)
+			d->pending->prev = p;
+		d->pending = p;
+		d->n_pending++;
+	}
+}
+
+static void *
+door_thread(void *arg)
+{
+	struct wh_door *d = arg;
+	struct epoll_event evs[DOOR_EVENTS];
+
+	for (;;) {
+		int n = epoll_wait(d->efd, evs, DOOR_EVENTS, -1);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &d->stop_fd)
+				goto out;
+			if (evs[i].data.ptr == &d->lfd)
+				on_accept(d);
+			else
+				on_readable(d, evs[i].data.ptr, evs[i].events);
+		}
+	}
+out:
+	while (d->pending)
+		drop(d, d->pending);
+	return NULL;
+}
+
+int
+wh_door_open(const struct sockaddr *addr, socklen_t len, unsigned max_pending,
+    struct wh_guard *g, wh_door_handoff handoff, void *arg, struct wh_door **out)
+{
+	struct wh_door *d = calloc(1, sizeof(*d));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct epoll_event ev;
+	int one = 1, error;
+
+	if (!d)
+		return -ENOMEM;
+	d->lfd = d->efd = d->stop_fd = -1;
+	d->max_pending = max_pending;
+	d->guard = g;
+	d->handoff = handoff;
+	d->arg = arg;
+	pthread_mutex_init(&d->lock, NULL);
+	if ((d->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) < 0 ||
+	    setsockopt(d->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(d->lfd, addr, len) < 0 || listen(d->lfd, 1024) < 0 ||
+	    getsockname(d->lfd, (struct sockaddr *)&ss, &sl) < 0 ||
+	    (d->efd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		goto fail;
+	d->port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+	ev.events = EPOLLIN;
+	ev.data.ptr = &d->lfd;
+	if (epoll_ctl(d->efd, EPOLL_CTL_ADD, d->lfd, &ev) < 0)
+		goto fail;
+	ev.data.ptr = &d->stop_fd;
+	if (epoll_ctl(d->efd, EPOLL_CTL_ADD, d->stop_fd, &ev) < 0)
+		goto fail;
+	if ((error = pthread_create(&d->thread, NULL, door_thread, d))) {
+		errno = error;
+		goto fail;
+	}
+	d->running = 1;
+	*out = d;
+	return 0;
+fail:
+	error = -errno;
+	wh_door_free(d);
+	return error;
+}
+
+int
+wh_door_port(const struct wh_door *d)
+{
+	return d->port;
+}
+
+void
+wh_door_close(struct wh_door *d)
+{
+	uint64_t one = 1;
+	int was;
+
+	pthread_mutex_lock(&d->lock);
+	was = d->running;
+	d->running = 0;
+	pthread_mutex_unlock(&d->lock);
+	if (was) {
+		(void)!write(d->stop_fd, &one, sizeof(one));
+		pthread_join(d->thread, NULL);
+	}
+	if (d->lfd >= 0)
+		close(d->lfd);
+	d->lfd = -1;
+}
+
+void
+wh_door_free(struct wh_door *d)
+{
+	if (!d)
+		return;
+	wh_door_close(d);
+	if (d->efd >= 0)
+		close(d->efd);
+	if (d->stop_fd >= 0)
+		close(d->stop_fd);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}

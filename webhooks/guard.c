@@ -1,0 +1,538 @@
+#include "webhooks/guard.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GUARD_BUCKETS	1024
+#define GUARD_TICK_MS	200
+#define GUARD_XFF_MAX	64	/* X-Forwarded-For entries looked at, from the right */
+
+/* A client address: the key of the table, and what it holds. */
+struct client {
+	int family;
+	unsigned char addr[16];
+	char text[WH_GUARD_CLIENT_MAX];
+	unsigned refs;		/* connections naming it as peer or client */
+	unsigned slots;		/* connections (direct) or requests (proxied) */
+	size_t buffered;	/* body bytes held */
+	struct client *next;
+};
+
+enum conn_state {
+	CONN_HEAD,		/* waiting for a request head */
+	CONN_BODY,		/* head in, body arriving */
+	CONN_WAIT,		/* being answered: no deadline here */
+	CONN_DEAD,		/* shut down by the reaper */
+};
+
+struct wh_guard_conn {
+	int fd;
+	struct client *peer;	/* the socket's address */
+	struct client *client;	/* who the request is charged to */
+	int proxied;		/* peer is a trusted proxy */
+	int has_slot;		/* client->slots counts this connection or request */
+	enum conn_state state;
+	struct timespec since;	/* start of the state */
+	size_t received;	/* body bytes of the request so far */
+	size_t charged;		/* of them held, charged to client */
+	struct wh_guard_conn *prev, *next;
+};
+
+struct wh_guard {
+	const struct config_http *h;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t reaper;
+	int stopping;
+	unsigned live;		/* connections not shut down */
+	size_t buffered;
+	struct client *clients[GUARD_BUCKETS];
+	struct wh_guard_conn *conns;
+};
+
+static const char TIMEOUT_408[] = "HTTP/1.1 408 Request Timeout\r\n"
+    "Connection: close\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n"
+    "{\"error\":\"request too slow\"}\n";
+
+static double
+since_s(const struct timespec *t0, const struct timespec *now)
+{
+	return (double)(now->tv_sec - t0->tv_sec) + (now->tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static unsigned
+client_hash(int family, const unsigned char *addr)
+{
+	uint32_t h = 2166136261u;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 16777619u;
+	return (h ^ (unsigned)family) % GUARD_BUCKETS;
+}
+
+/* (family, addr) from a socket address; IPv4-mapped IPv6 becomes IPv4. */
+static int
+sockaddr_key(const struct sockaddr *sa, socklen_t len, int *family,
+    unsigned char addr[16])
+{
+	memset(addr, 0, 16);
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		*family = AF_INET;
+		memcpy(addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			*family = AF_INET;
+			memcpy(addr, a->s6_addr + 12, 4);
+		} else {
+			*family = AF_INET6;
+			memcpy(addr, a->s6_addr, 16);
+		}
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+int
+wh_guard_cidr_match(const struct config_cidr *list, size_t n, int family,
+    const void *addr)
+{
+	const unsigned char *a = addr;
+
+	if (family == AF_INET6 && IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)addr)) {
+		family = AF_INET;
+		a += 12;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned bits = list[i].bits, full = bits / 8, rest = bits % 8;
+
+		if (list[i].family != family || memcmp(list[i].addr, a, full))
+			continue;
+		if (rest && ((list[i].addr[full] ^ a[full]) & (0xff00u >> rest) & 0xff))
+			continue;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The client entry for an address, made on first use, with one more
+ * reference for the caller. Under the lock.
+ */
+static struct client *
+client_get(struct wh_guard *g, int family, const unsigned char addr[16])
+{
+	unsigned b = client_hash(family, addr);
+	struct client *cl;
+
+	for (cl = g->clients[b]; cl; cl = cl->next)
+		if (cl->family == family && !memcmp(cl->addr, addr, 16)) {
+			cl->refs++;
+			return cl;
+		}
+	if (!(cl = calloc(1, sizeof(*cl))))
+		return NULL;
+	cl->family = family;
+	cl->refs = 1;
+	memcpy(cl->addr, addr, 16);
+	if (!inet_ntop(family, addr, cl->text, sizeof(cl->text)))
+		strcpy(cl->text, "?");
+	cl->next = g->clients[b];
+	g->clients[b] = cl;
+	return cl;
+}
+
+/* Drop a reference; the last one frees the entry. Under the lock. */
+static void
+client_put(struct wh_guard *g, struct client *cl)
+{
+	struct client **pp;
+
+	if (!cl || --cl->refs)
+		return;
+	for (pp = &g->clients[client_hash(cl->family, cl->addr)]; *pp; pp = &(*pp)->next)
+		if (*pp == cl) {
+			*pp = cl->next;
+			free(cl);
+			return;
+		}
+}
+
+static void
+set_state(struct wh_guard_conn *c, enum conn_state st)
+{
+	c->state = st;
+	clock_gettime(CLOCK_MONOTONIC, &c->since);
+}
+
+/*
+ * End a connection from outside its event loop. The 408 is best effort
+ * (non-blocking); shutdown() makes the loop see the peer gone. Only in
+ * HEAD and BODY state, when the server is not writing to the socket.
+ */
+static void
+kill_conn(struct wh_guard *g, struct wh_guard_conn *c, int answer)
+{
+	if (answer)
+		(void)!send(c->fd, TIMEOUT_408, sizeof(TIMEOUT_408) - 1,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(c->fd, SHUT_RDWR);
+	c->state = CONN_DEAD;
+	g->live--;
+}
+
+/* Is c late? Under the lock. */
+static int
+conn_late(const struct config_http *h, const struct wh_guard_conn *c,
+    const struct timespec *now)
+{
+	double t = since_s(&c->since, now);
+
+	switch (c->state) {
+	case CONN_HEAD:
+		return t > h->head_timeout_s;
+	case CONN_BODY:
+		if (t > h->request_timeout_s)
+			return 1;
+		return t > WH_GUARD_BODY_GRACE_S && (double)c->received <
+		    (t - WH_GUARD_BODY_GRACE_S) * (double)h->min_body_bytes_per_s;
+	case CONN_WAIT:
+	case CONN_DEAD:
+		break;
+	}
+	return 0;
+}
+
+static void *
+reaper(void *arg)
+{
+	struct wh_guard *g = arg;
+	struct timespec now, until;
+
+	pthread_mutex_lock(&g->lock);
+	while (!g->stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		for (struct wh_guard_conn *c = g->conns; c; c = c->next)
+			if (conn_late(g->h, c, &now))
+				kill_conn(g, c, 1);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += GUARD_TICK_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g->wake, &g->lock, &until);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+/*
+ * Full: make room for newcomer c, fairly by address. The victim is the
+ * oldest connection waiting for its head from the address holding the
+ * most connections; when c's own address holds as many, c is the one
+ * refused. So an address with few connections (a forge sending one
+ * delivery) always gets in, and an attacker's reconnects only displace
+ * each other, without a storm of evictions. Requests with a body under
+ * way and trusted proxies' connections are never ended for room.
+ * 0, or -EUSERS when c was refused. Under the lock.
+ */
+static int
+make_room(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	struct wh_guard_conn *victim = NULL;
+
+	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
+		if (v->state != CONN_HEAD || !v->has_slot || !v->peer)
+			continue;
+		if (!victim || v->peer->slots > victim->peer->slots ||
+		    (v->peer->slots == victim->peer->slots &&
+		    (v->since.tv_sec < victim->since.tv_sec ||
+		    (v->since.tv_sec == victim->since.tv_sec &&
+		    v->since.tv_nsec < victim->since.tv_nsec))))
+			victim = v;
+	}
+	if (!victim || (c->has_slot && c->peer->slots >= victim->peer->slots)) {
+		kill_conn(g, c, 0);
+		return -EUSERS;
+	}
+	kill_conn(g, victim, 1);
+	return 0;
+}
+
+int
+wh_guard_new(const struct config_http *h, struct wh_guard **out)
+{
+	struct wh_guard *g = calloc(1, sizeof(*g));
+	int error;
+
+	if (!g)
+		return -ENOMEM;
+	g->h = h;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->wake, NULL);
+	if ((error = pthread_create(&g->reaper, NULL, reaper, g))) {
+		pthread_cond_destroy(&g->wake);
+		pthread_mutex_destroy(&g->lock);
+		free(g);
+		return -error;
+	}
+	*out = g;
+	return 0;
+}
+
+void
+wh_guard_free(struct wh_guard *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stopping = 1;
+	pthread_cond_signal(&g->wake);
+	pthread_mutex_unlock(&g->lock);
+	pthread_join(g->reaper, NULL);
+	for (int b = 0; b < GUARD_BUCKETS; b++)
+		while (g->clients[b]) {
+			struct client *cl = g->clients[b];
+
+			g->clients[b] = cl->next;
+			free(cl);
+		}
+	pthread_cond_destroy(&g->wake);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+int
+wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out)
+{
+	struct wh_guard_conn *c = calloc(1, sizeof(*c));
+	unsigned char addr[16];
+	int family, error = 0;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	set_state(c, CONN_HEAD);
+	pthread_mutex_lock(&g->lock);
+	if (sockaddr_key(peer, len, &family, addr) == 0) {
+		if (!(c->peer = client_get(g, family, addr))) {
+			pthread_mutex_unlock(&g->lock);
+			free(c);
+			return -ENOMEM;
+		}
+		c->proxied = wh_guard_cidr_match(g->h->trusted_proxies,
+		    g->h->n_trusted_proxies, family, addr);
+	}
+	c->client = c->peer;
+	g->live++;
+	/* A proxy's connections are its clients': they count per request. */
+	if (c->peer && !c->proxied) {
+		if (c->peer->slots >= g->h->max_connections_per_ip) {
+			kill_conn(g, c, 0);
+			error = -EUSERS;
+		} else {
+			c->peer->slots++;
+			c->has_slot = 1;
+		}
+	}
+	if (c->state != CONN_DEAD && g->live > g->h->max_connections)
+		error = make_room(g, c);
+	c->next = g->conns;
+	if (g->conns)
+		g->conns->prev = c;
+	g->conns = c;
+	pthread_mutex_unlock(&g->lock);
+	*out = c;
+	return error;
+}
+
+/* Give back the request's bytes and, behind a proxy, its slot. Under the lock. */
+static void
+release_request(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (c->client) {
+		c->client->buffered -= c->charged;
+		g->buffered -= c->charged;
+	}
+	c->charged = 0;
+	c->received = 0;
+	if (c->proxied && c->has_slot) {
+		c->client->slots--;
+		c->has_slot = 0;
+	}
+	if (c->client != c->peer)
+		client_put(g, c->client);
+	c->client = c->peer;
+}
+
+void
+wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	release_request(g, c);
+	if (c->state != CONN_DEAD)
+		g->live--;
+	if (c->has_slot && c->peer)
+		c->peer->slots--;
+	client_put(g, c->peer);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&g->lock);
+	free(c);
+}
+
+/*
+ * The client named by X-Forwarded-For: the rightmost entry that is not a
+ * trusted proxy. 0 with family and addr, or -ENOENT (none, or one that is
+ * not an address: the proxy is then the client).
+ */
+static int
+xff_client(const struct config_http *h, const char *xff, int *family,
+    unsigned char addr[16])
+{
+	const char *end = xff + strlen(xff), *p;
+	char one[INET6_ADDRSTRLEN + 1];
+
+	for (int i = 0; i < GUARD_XFF_MAX && end > xff; i++, end = p) {
+		const char *b, *e;
+
+		for (p = end; p > xff && p[-1] != ','; p--)
+			;
+		for (b = p; b < end && (*b == ' ' || *b == '\t'); b++)
+			;
+		for (e = end; e > b && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		if (p > xff)
+			p--;	/* past the comma */
+		if (e == b)
+			continue;
+		if ((size_t)(e - b) >= sizeof(one))
+			return -ENOENT;
+		memcpy(one, b, (size_t)(e - b));
+		one[e - b] = '\0';
+		memset(addr, 0, 16);
+		if (inet_pton(AF_INET, one, addr) == 1) {
+			*family = AF_INET;
+		} else if (inet_pton(AF_INET6, one, addr) == 1) {
+			*family = AF_INET6;
+			if (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)addr)) {
+				memmove(addr, addr + 12, 4);
+				memset(addr + 4, 0, 12);
+				*family = AF_INET;
+			}
+		} else {
+			return -ENOENT;
+		}
+		if (!wh_guard_cidr_match(h->trusted_proxies, h->n_trusted_proxies,
+		    *family, addr))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int
+wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
+    int with_body)
+{
+	unsigned char addr[16];
+	int family, error = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (c->proxied) {
+		struct client *cl = NULL;
+
+		if (xff && xff_client(g->h, xff, &family, addr) == 0)
+			cl = client_get(g, family, addr);
+		if (cl == c->peer)
+			client_put(g, cl);	/* the peer's own reference covers it */
+		c->client = cl ? cl : c->peer;
+		if (c->client->slots >= g->h->max_connections_per_ip) {
+			error = -EUSERS;
+		} else {
+			c->client->slots++;
+			c->has_slot = 1;
+		}
+	}
+	if (c->state != CONN_DEAD)
+		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
+	c->received = 0;
+	pthread_mutex_unlock(&g->lock);
+	return error;
+}
+
+const char *
+wh_guard_client(const struct wh_guard_conn *c)
+{
+	return c && c->client ? c->client->text : "?";
+}
+
+int
+wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n, int keep)
+{
+	int error = 0;
+
+	pthread_mutex_lock(&g->lock);
+	c->received += n;
+	if (keep && c->client) {
+		if (c->client->buffered + n > g->h->max_buffered_bytes_per_ip ||
+		    g->buffered + n > g->h->max_buffered_bytes) {
+			error = -ENOBUFS;
+		} else {
+			c->client->buffered += n;
+			g->buffered += n;
+			c->charged += n;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	return error;
+}
+
+void
+wh_guard_body_done(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	pthread_mutex_lock(&g->lock);
+	if (c->state == CONN_BODY)
+		set_state(c, CONN_WAIT);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_request_done(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	release_request(g, c);
+	if (c->state != CONN_DEAD)
+		set_state(c, CONN_HEAD);
+	pthread_mutex_unlock(&g->lock);
+}
+
+size_t
+wh_guard_buffered(struct wh_guard *g, const struct wh_guard_conn *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&g->lock);
+	n = c && c->client ? c->client->buffered : g->buffered;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}

@@ -1,0 +1,109 @@
+/*
+ * guard: what the HTTP server enforces per connection and per client on
+ * top of libmicrohttpd, which only knows idle time and socket addresses:
+ *
+ *   - a deadline on each request head (request line and headers), counted
+ *     from the connection's start or the end of its previous response, so
+ *     a client dribbling header lines cannot keep a connection forever;
+ *   - on each body, an average of at least min_body_bytes_per_s after a
+ *     grace of WH_GUARD_BODY_GRACE_S, and the whole body within
+ *     request_timeout_s of the head;
+ *   - per client, at most max_connections_per_ip connections, or, for
+ *     clients behind a trusted proxy, requests in progress;
+ *   - per client, at most max_buffered_bytes_per_ip of body bytes held in
+ *     memory, and max_buffered_bytes for all together. Bytes are charged
+ *     as they arrive, never from a declared Content-Length;
+ *   - with max_connections open, a new connection ends the oldest one
+ *     waiting for a head (a trickling head or an idle kept-alive
+ *     connection) from the address holding the most connections, or is
+ *     itself refused when its own address holds as many; so slow heads
+ *     from many addresses cannot keep a new address out. Requests with a
+ *     body under way are never ended for room.
+ *
+ * The client of a connection from a trusted proxy is the rightmost
+ * address of its X-Forwarded-For that is not a trusted proxy (the one the
+ * first trusted proxy saw); without such an address it is the proxy. A
+ * connection from anywhere else is its own client, whatever its headers
+ * say.
+ *
+ * A reaper thread checks the deadlines a few times a second; a late
+ * connection gets a 408 and has its socket shut down, which the server's
+ * event loop sees as a closed peer and cleans up. The sockets are
+ * borrowed: the server must call wh_guard_close() before it closes one.
+ * Thread-safe.
+ */
+#ifndef KB_WEBHOOKS_GUARD_H
+#define KB_WEBHOOKS_GUARD_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "bot/config.h"
+
+#define WH_GUARD_BODY_GRACE_S	2	/* seconds before the body rate counts */
+#define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
+
+struct wh_guard;
+struct wh_guard_conn;
+
+/* h is borrowed and must outlive the guard. 0, -ENOMEM, or -errno of the thread. */
+int wh_guard_new(const struct config_http *h, struct wh_guard **out);
+
+/* Stop the reaper and free; every connection must have been closed. NULL-safe. */
+void wh_guard_free(struct wh_guard *g);
+
+/*
+ * A connection was accepted on fd from peer; its head deadline starts.
+ * With more than max_connections open, room is made as above (408 for
+ * the connection ended). *out is always set (NULL only with -ENOMEM) and
+ * must be closed. -EUSERS: the peer holds its connections already, or
+ * holds the most when there is no room; the socket was shut down.
+ */
+int wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out);
+
+/* The connection is going away; releases everything it holds. NULL-safe. */
+void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
+ * The head is in. xff: the X-Forwarded-For value (NULL when absent),
+ * believed only from a trusted proxy. with_body: a body follows, and its
+ * deadlines start; else the request waits for its answer. 0, or -EUSERS
+ * when the client behind a proxy has max_connections_per_ip requests in
+ * progress already (the caller answers 429; the request still ends with
+ * wh_guard_request_done()).
+ */
+int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
+    const char *xff, int with_body);
+
+/* The client's address as text (for logs), valid until the connection closes. */
+const char *wh_guard_client(const struct wh_guard_conn *c);
+
+/*
+ * n body bytes arrived. keep: they are held in memory, charged to the
+ * client and to the total. 0, or -ENOBUFS when a budget would pass
+ * (nothing charged).
+ */
+int wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n,
+    int keep);
+
+/* The body is complete (or will not be read): no body deadline any more. */
+void wh_guard_body_done(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
+ * The request is finished: its bytes and its request slot are released,
+ * and the next head's deadline starts. NULL-safe.
+ */
+void wh_guard_request_done(struct wh_guard *g, struct wh_guard_conn *c);
+
+/* Body bytes held by all requests, and by conn's client (tests). */
+size_t wh_guard_buffered(struct wh_guard *g, const struct wh_guard_conn *c);
+
+/*
+ * Is addr (a struct in_addr or in6_addr of family) in list? IPv4-mapped
+ * IPv6 addresses are compared as IPv4.
+ */
+int wh_guard_cidr_match(const struct config_cidr *list, size_t n, int family,
+    const void *addr);
+
+#endif
