@@ -240,6 +240,9 @@ runners_tree(json_t *root, const struct coord_opts *o)
 	error |= set(r, "poll_ms", json_integer(o->poll_ms));
 	error |= set(r, "timeout_s", json_integer(o->timeout_s));
 	error |= set(r, "work_keep_failed_h", json_integer(o->work_keep_failed_h));
+	error |= set(r, "retries", json_integer(o->retries));
+	error |= set(r, "retry_base_ms", json_integer(o->retry_base_ms));
+	error |= set(r, "retry_max_ms", json_integer(o->retry_max_ms));
 	if (o->optimize_args)
 		error |= set_copy(r, "optimize_args", o->optimize_args);
 	if (o->benchmark_args)
@@ -280,6 +283,13 @@ effective_tree(const struct config *c, const struct llm_config *lc,
 	error |= set(http, "connection_timeout_s", json_integer(h->connection_timeout_s));
 	error |= set(http, "request_timeout_s", json_integer(h->request_timeout_s));
 	error |= set(http, "threads", json_integer(h->threads));
+	error |= set(http, "head_timeout_s", json_integer(h->head_timeout_s));
+	error |= set(http, "min_body_bytes_per_s", json_integer((json_int_t)h->min_body_bytes_per_s));
+	error |= set(http, "max_buffered_bytes_per_ip",
+	    json_integer((json_int_t)h->max_buffered_bytes_per_ip));
+	/* as written: already parsed into addresses and prefixes */
+	v = json_object_get(json_object_get(tree, "http"), "trusted_proxies");
+	error |= set(http, "trusted_proxies", json_is_array(v) ? json_deep_copy(v) : json_array());
 	v = json_object_get(tree, "forges");
 	error |= set(root, "forges", json_is_object(v) ? json_deep_copy(v) :
 	    json_object());
