@@ -232,10 +232,21 @@ def test_integer_inputs_only_without_floating_ones_and_within_range():
         assert 0 <= v < 10 and v != int(t[e])
 
 
-def test_constant_float_input_still_changes():
-    p = jpert.Perturber(ctx_of([torch.ones(50)]))
+def test_a_one_element_float_input_still_changes():
+    p = jpert.Perturber(ctx_of([torch.ones(1)]))
     (run,) = p.request([0])
     assert run and float(jio.from_bytes(bytes.fromhex(run[0][2]), "float32", [1])[0]) != 1.0
+
+
+def test_a_value_that_repeats_too_rarely_is_no_pattern_and_still_changes():
+    # 2 of 200 elements share a value (below 1/PATTERN_SHARE): no pattern,
+    # and each change of it moves it.
+    x = torch.randn(200)
+    x[7] = x[100]
+    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    assert not p.pools[0].structured(0)
+    (run,) = p.request([0])
+    assert len(run) == 200 and p.last_refresh == [[[0] + p.last_refresh[0][0][1:]]]
 
 
 def test_nothing_to_change_is_counted():
