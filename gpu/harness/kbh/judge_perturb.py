@@ -69,9 +69,9 @@ REFRESH_MAX = 1 << 31
 # Draws of a new value for an element before the constant-input rule.
 REDRAWS = 16
 # A value held by at least 1/PATTERN_SHARE of an input's elements (and by
-# two), or a value that is not finite, is part of the input's pattern
-# (structure): the zeros of a triangular, banded or sparse matrix, a
-# mask's -inf or 1. Drawn floats repeat far less: randn in bfloat16 holds
+# three: a symmetric matrix holds each of its values twice), or a value
+# that is not finite, is part of the input's pattern: the zeros of a
+# triangular, banded or sparse matrix, a mask's -inf or 1. Drawn floats repeat far less: randn in bfloat16 holds
 # its commonest value at about 0.2% of the elements.
 PATTERN_SHARE = 64
 # Values checked against that share: the commonest repeats of the sample.
@@ -148,7 +148,7 @@ def structure(t, rng):
     if sample.numel():
         vals, counts = torch.unique(sample, return_counts=True)
         top = torch.argsort(counts, descending=True)[:PATTERN_CANDIDATES]
-        need = max(2, -(-n // PATTERN_SHARE))
+        need = max(3, -(-n // PATTERN_SHARE))
         for v, c in zip(vals[top].tolist(), counts[top].tolist()):
             if c < 2:
                 break
@@ -581,6 +581,11 @@ class Perturber:
                     "set and replayed would pass the spot checks" % self.plain)
         how = ("every element of each floating input permuted from the set's values before "
                "every run (%d elements in all), then " % self.refreshed if self.refreshed else "")
+        ins = [p for pool in self.pools.values() for j, p in pool.inputs.items() if pool.structured(j)]
+        if ins:
+            how = ("%d inputs kept the pattern get_inputs() gave them (%d all pattern, never "
+                   "changed; the others not refreshed, changed only outside it, mirrored where "
+                   "symmetric); " % (len(ins), sum(p["vals"].numel() == 0 for p in ins))) + how
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
                 "never changed before; %s%d elements changed, at most %d in a run, spread over "
                 "every index of each input's axes up to %d), %d with nothing to change; the "
