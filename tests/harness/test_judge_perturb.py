@@ -379,7 +379,9 @@ def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
         free = ins[j].isfinite() & (ins[j] != 0) if j != 2 else torch.ones(n, n, dtype=torch.bool)
         assert float((worker[j] != ins[j])[free].float().mean()) > 0.9, j
     assert (worker[5] != ins[5]).float().mean() > 0.95
-    assert "5 inputs kept the pattern get_inputs() gave them (1 all pattern" in p.summary()
+    assert ("inputs 0, 1, 2, 3, 4 kept the structure get_inputs() gave them (not refreshed; "
+            "changed only outside its pattern, mirrored where symmetric; all pattern, never "
+            "changed: 3); every element of each other floating input" in p.summary())
 
 
 def test_free_positions_cover_every_axis_within_the_cap():

@@ -579,13 +579,19 @@ class Perturber:
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
-        how = ("every element of each floating input permuted from the set's values before "
-               "every run (%d elements in all), then " % self.refreshed if self.refreshed else "")
-        ins = [p for pool in self.pools.values() for j, p in pool.inputs.items() if pool.structured(j)]
-        if ins:
-            how = ("%d inputs kept the pattern get_inputs() gave them (%d all pattern, never "
-                   "changed; the others not refreshed, changed only outside it, mirrored where "
-                   "symmetric); " % (len(ins), sum(p["vals"].numel() == 0 for p in ins))) + how
+        kept = {j for pool in self.pools.values() for j in pool.inputs if pool.structured(j)}
+        how = ("every element of each %sfloating input permuted from the set's values before "
+               "every run (%d elements in all), then " % ("other " if kept else "", self.refreshed)
+               if self.refreshed else "")
+        if kept:
+            whole = {j for pool in self.pools.values() for j, p in pool.inputs.items()
+                     if p["vals"].numel() == 0}
+            how = ("input%s %s kept the structure get_inputs() gave %s (not refreshed; changed "
+                   "only outside its pattern, mirrored where symmetric%s); "
+                   % ("s" if len(kept) > 1 else "", ", ".join(map(str, sorted(kept))),
+                      "them" if len(kept) > 1 else "it",
+                      "; all pattern, never changed: %s" % ", ".join(map(str, sorted(whole)))
+                      if whole else "")) + how
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
                 "never changed before; %s%d elements changed, at most %d in a run, spread over "
                 "every index of each input's axes up to %d), %d with nothing to change; the "
