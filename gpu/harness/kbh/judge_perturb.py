@@ -38,9 +38,20 @@ Choices, and why:
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), different from the element's
-  current value; a constant input gets its value x (1 + 2^-6) (2^-6 for
-  zero). Every timed run of a set differs from all earlier states of that
-  set.
+  current value; with no other value to draw (one element) its value x
+  (1 + 2^-6) (2^-6 for zero). Every timed run of a set differs from all
+  earlier states of that set.
+- Structure, floating inputs: a pattern (the elements holding a value
+  that is not finite or that at least 1/PATTERN_SHARE of them hold: the
+  zeros of a triangular, banded or sparse matrix, a mask's -inf) and
+  symmetry of the last two axes, found when the pools are built. An
+  honest kernel may exploit what get_inputs() promises (skip the zero
+  triangle, read one half), so such an input is not refreshed (a whole
+  permutation moves the pattern), its changes go only to free elements
+  (free_positions: still every index of every axis that holds one),
+  drawn from those, twice the spread's budget, and a symmetric input's
+  go to (i, j) and (j, i) alike. An input all pattern stays. Without a
+  refresh the spread alone holds against updates by linearity there.
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
   outputs of future runs are those of inputs that exist only once drawn,
