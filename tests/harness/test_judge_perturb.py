@@ -399,3 +399,16 @@ def test_free_positions_cover_every_axis_within_the_cap():
                 assert set(idx.tolist()) == set(axes[a].tolist()), a
         pos = jpert.free_positions(shape, flat, axes, rng, 25)
         assert 0 < pos.numel() <= 25 and bool(flat[pos].all())
+
+
+def test_fill_positions_adds_distinct_free_elements_up_to_the_cap():
+    rng = random.Random(12)
+    free = torch.ones(100, 100).triu().bool().reshape(-1)
+    pos = jpert.free_positions((100, 100), free, jpert.free_axes((100, 100), free), rng, 3000)
+    assert pos.numel() < 400	# the cover alone: about one per index
+    more = jpert.fill_positions(pos, free.numel(), free, rng, 3000)
+    assert more.numel() == 3000 and len(set(more.tolist())) == 3000
+    assert bool(free[more].all()) and set(pos.tolist()) <= set(more.tolist())
+    # Fewer free elements than the cap: all of them.
+    allf = jpert.fill_positions(pos, free.numel(), free, rng, 10000)
+    assert allf.numel() == int(free.sum()) and bool(free[allf].all())

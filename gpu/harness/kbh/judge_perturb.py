@@ -48,9 +48,9 @@ Choices, and why:
   honest kernel may exploit what get_inputs() promises (skip the zero
   triangle, read one half), so such an input is not refreshed (a whole
   permutation moves the pattern), its changes go only to free elements
-  (free_positions: still every index of every axis that holds one),
-  drawn from those, twice the spread's budget, and a symmetric input's
-  go to (i, j) and (j, i) alike. An input all pattern stays. Without a
+  (free_positions: still every index of every axis that holds one; then
+  random free ones up to twice the spread's budget), their values drawn
+  from those, and a symmetric input's go to (i, j) and (j, i) alike. An input all pattern stays. Without a
   refresh the spread alone holds against updates by linearity there.
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
@@ -263,6 +263,28 @@ def free_positions(shape, free, axes, rng, cap):
     return torch.unique(torch.cat(chosen)) if chosen else torch.zeros(0, dtype=torch.int64)
 
 
+def fill_positions(pos, n, free, rng, cap, tries=4):
+    """pos with distinct random elements (free ones, where free is not
+    None) added up to cap of the n: drawn from all of them where cap is a
+    sixteenth of n or more, else a few rounds of draws (as far as those
+    find them)."""
+    g = torch.Generator().manual_seed(rng.getrandbits(63))
+    for _ in range(tries if n > 16 * cap else 1):
+        want = min(cap, n) - pos.numel()
+        if want <= 0:
+            break
+        if n > 16 * cap:
+            more = torch.unique(torch.randint(n, (2 * want,), generator=g))
+        else:
+            more = torch.arange(n, dtype=torch.int64)
+        if free is not None:
+            more = more[free[more]]
+        more = more[~torch.isin(more, pos)]
+        more = more[torch.randperm(more.numel(), generator=g)[:want]]
+        pos = torch.cat([pos, more])
+    return pos
+
+
 def mirror(flat, shape):
     """The flat indices of the elements transposed on the last two axes."""
     d = int(shape[-1])
@@ -416,6 +438,9 @@ class Perturber:
             pos = free_positions(p["shape"], p["free"], p["axes"], self.rng, cap)
         else:
             pos = spread_positions(p["shape"], self.rng, cap)
+        if self.pools[k].structured(j):
+            # No refresh: as many changes as the budget holds.
+            pos = fill_positions(pos, math.prod(p["shape"]), p["free"], self.rng, cap)
         if p["sym"]:
             # One of each pair, above the diagonal or on it; the mirror
             # gets the same value below.
