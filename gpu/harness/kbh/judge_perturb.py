@@ -50,8 +50,10 @@ Choices, and why:
   permutation moves the pattern), its changes go only to free elements
   (free_positions: still every index of every axis that holds one; then
   random free ones up to twice the spread's budget), their values drawn
-  from those, and a symmetric input's go to (i, j) and (j, i) alike. An input all pattern stays. Without a
-  refresh the spread alone holds against updates by linearity there.
+  from those, and a symmetric input's go to (i, j) and (j, i) alike. An
+  input all pattern stays. Without a refresh only the changes hold
+  against updates by linearity there (docs/evaluation.md says what
+  stays open).
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
   outputs of future runs are those of inputs that exist only once drawn,
@@ -82,8 +84,9 @@ REDRAWS = 16
 # A value held by at least 1/PATTERN_SHARE of an input's elements (and by
 # three: a symmetric matrix holds each of its values twice), or a value
 # that is not finite, is part of the input's pattern: the zeros of a
-# triangular, banded or sparse matrix, a mask's -inf or 1. Drawn floats repeat far less: randn in bfloat16 holds
-# its commonest value at about 0.2% of the elements.
+# triangular, banded or sparse matrix, a mask's -inf or 1. Drawn floats
+# repeat far less: randn in bfloat16 holds its commonest value at about
+# 0.2% of the elements.
 PATTERN_SHARE = 64
 # Values checked against that share: the commonest repeats of the sample.
 PATTERN_CANDIDATES = 16
