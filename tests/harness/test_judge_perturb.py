@@ -232,10 +232,21 @@ def test_integer_inputs_only_without_floating_ones_and_within_range():
         assert 0 <= v < 10 and v != int(t[e])
 
 
-def test_constant_float_input_still_changes():
-    p = jpert.Perturber(ctx_of([torch.ones(50)]))
+def test_a_one_element_float_input_still_changes():
+    p = jpert.Perturber(ctx_of([torch.ones(1)]))
     (run,) = p.request([0])
     assert run and float(jio.from_bytes(bytes.fromhex(run[0][2]), "float32", [1])[0]) != 1.0
+
+
+def test_a_value_that_repeats_too_rarely_is_no_pattern_and_still_changes():
+    # 2 of 200 elements share a value (below 1/PATTERN_SHARE): no pattern,
+    # and each change of it moves it.
+    x = torch.randn(200)
+    x[7] = x[100]
+    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    assert not p.pools[0].structured(0)
+    (run,) = p.request([0])
+    assert len(run) == 200 and p.last_refresh == [[[0] + p.last_refresh[0][0][1:]]]
 
 
 def test_nothing_to_change_is_counted():
@@ -271,3 +282,134 @@ def test_sample_specs_matches_the_worker_rule():
     idx, specs = jr.sample_specs([t, torch.zeros(3)], [{"nbytes": 40}, {"nbytes": 12}], 7, 3, 4)
     assert idx[0].tolist() == [7, 0, 3, 6] and idx[1] is None
     assert specs[0]["shape"] == [4] and specs[0]["nbytes"] == 16 and specs[1]["nbytes"] == 12
+
+
+def structured_set(n=48):
+    x = torch.randn(n, n)
+    above = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+    scores = torch.randn(n, n).masked_fill(above, float("-inf"))
+    return [torch.triu(torch.randn(n, n)),			# 0: upper triangular
+            torch.tril(torch.randn(n, n)),			# 1: lower triangular
+            (x + x.T) / 2,					# 2: symmetric
+            torch.zeros(n, n).masked_fill(above, float("-inf")),	# 3: a 0/-inf mask
+            scores,						# 4: -inf above, values below
+            torch.randn(n, n)]					# 5: plain
+
+
+def test_structure_of_the_inputs_is_found():
+    rng = random.Random(3)
+    got = [jpert.structure(t, rng) for t in structured_set()]
+    n = 48
+    assert int(got[0][0].sum()) == int(got[1][0].sum()) == n * (n - 1) // 2 and not got[0][1]
+    assert got[2] == (None, True)
+    assert bool(got[3][0].all()) and int(got[4][0].sum()) == n * (n - 1) // 2
+    assert got[5] == (None, False)
+    # Drawn values repeat too rarely to be a pattern, bfloat16 included;
+    # a relu'd input's zeros are one.
+    assert jpert.structure(torch.randn(256, 256, dtype=torch.bfloat16), rng) == (None, False)
+    assert jpert.structure(torch.rand(300, 300), rng) == (None, False)
+    r = torch.relu(torch.randn(100, 100))
+    m, _ = jpert.structure(r, rng)
+    assert torch.equal(m, r.reshape(-1) == 0)
+    # Symmetric only on the last two axes, square ones; a small symmetric
+    # matrix holds each of its values twice, which is no pattern.
+    b = torch.randn(3, 5, 5)
+    assert jpert.structure(b + b.transpose(-1, -2), rng) == (None, True)
+    assert jpert.structure(torch.randn(5, 5), rng) == (None, False)
+
+
+def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
+    ins = structured_set()
+    n = ins[0].shape[0]
+    ctx = ctx_of([t.clone() for t in ins])
+    p = jpert.Perturber(ctx, refresh=True)
+    loaded = [t.clone() for t in ins]	# the worker's copy, what a refresh permutes
+    worker = [t.clone() for t in ins]
+    for _ in range(100):
+        (run,) = p.request([0])
+        (ref,) = p.last_refresh
+        # Only the plain input is refreshed.
+        assert [e[0] for e in ref] == [5]
+        for j, a, b in ref:
+            worker[j] = loaded[j].reshape(-1)[jpert.refresh_index(worker[j].numel(), a, b)]
+            worker[j] = worker[j].reshape(loaded[j].shape)
+        apply(run, 0, worker)
+        by = {j: [(e, hx) for a, e, hx in run if a == j] for j in range(6)}
+        # Every row and column of each input with free elements changes,
+        # only at free elements: the triangles, the symmetric matrix, the
+        # values below the -inf; the 0/-inf mask is all pattern.
+        for j in (0, 1, 2, 4, 5):
+            pos = torch.tensor([e for e, _ in by[j]])
+            r, c = indices(pos, (n, n))
+            assert set(r.tolist()) == set(range(n)) and set(c.tolist()) == set(range(n)), j
+        assert not by[3]
+        r, c = indices(torch.tensor([e for e, _ in by[0]]), (n, n))
+        assert bool((r <= c).all())
+        r, c = indices(torch.tensor([e for e, _ in by[1]]), (n, n))
+        assert bool((r >= c).all())
+        r, c = indices(torch.tensor([e for e, _ in by[4]]), (n, n))
+        assert bool((r >= c).all())
+        # The symmetric input's changes come in mirrored pairs.
+        sym = dict(by[2])
+        assert all(sym.get((e % n) * n + e // n) == hx for e, hx in sym.items())
+        # The structure holds exactly in what the worker holds.
+        assert torch.equal(torch.triu(worker[0]), worker[0])
+        assert torch.equal(torch.tril(worker[1]), worker[1])
+        assert torch.equal(jpert._bits(worker[2]), jpert._bits(worker[2].T))
+        assert torch.equal(worker[3], ins[3])
+        above = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+        assert bool(torch.isneginf(worker[4][above]).all())
+        assert bool(worker[4][~above].isfinite().all())
+    # The judge's copy and the reference's decoding are the worker's
+    # buffers, bit for bit.
+    got = p.args(0)
+    assert all(torch.equal(jpert._bits(got[j]), jpert._bits(worker[j])) for j in range(6))
+    dec = [t.clone() for t in ins]
+    for e in p.changes(0):
+        j, hexpos, hexval = e[0], e[-2], e[-1]
+        flat = dec[j].reshape(-1)
+        if len(e) == 5:
+            flat = flat[jpert.refresh_index(flat.numel(), e[1], e[2])].clone()
+        m = len(hexpos) // 16
+        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
+            bytes.fromhex(hexval), jio.dtype_name(dec[j]), [m])
+        dec[j] = flat.reshape(dec[j].shape)
+    assert all(torch.equal(jpert._bits(dec[j]), jpert._bits(worker[j])) for j in range(6))
+    # The structured inputs moved: most free elements changed over the runs.
+    for j in (0, 1, 2, 4):
+        free = ins[j].isfinite() & (ins[j] != 0) if j != 2 else torch.ones(n, n, dtype=torch.bool)
+        assert float((worker[j] != ins[j])[free].float().mean()) > 0.9, j
+    assert (worker[5] != ins[5]).float().mean() > 0.95
+    assert ("inputs 0, 1, 2, 3, 4 kept the structure get_inputs() gave them (not refreshed; "
+            "changed only outside its pattern, mirrored where symmetric; all pattern, never "
+            "changed: 3); every element of each other floating input" in p.summary())
+
+
+def test_free_positions_cover_every_axis_within_the_cap():
+    rng = random.Random(11)
+    # A batch of banded matrices (bandwidth 2) and a sparse pattern.
+    band = torch.ones(4, 60, 60).triu(-2).tril(2).bool()
+    sparse = torch.rand(30, 70, generator=torch.Generator().manual_seed(5)) < 0.03
+    for free in (band, sparse):
+        shape, flat = free.shape, free.reshape(-1)
+        axes = jpert.free_axes(shape, flat)
+        for _ in range(10):
+            pos = jpert.free_positions(shape, flat, axes, rng, 4096)
+            assert bool(flat[pos].all()) and len(set(pos.tolist())) == pos.numel()
+            for a, idx in enumerate(indices(pos, list(shape))):
+                assert set(idx.tolist()) == set(axes[a].tolist()), a
+        pos = jpert.free_positions(shape, flat, axes, rng, 25)
+        assert 0 < pos.numel() <= 25 and bool(flat[pos].all())
+
+
+def test_fill_positions_adds_distinct_free_elements_up_to_the_cap():
+    rng = random.Random(12)
+    free = torch.ones(100, 100).triu().bool().reshape(-1)
+    pos = jpert.free_positions((100, 100), free, jpert.free_axes((100, 100), free), rng, 3000)
+    assert pos.numel() < 400	# the cover alone: about one per index
+    more = jpert.fill_positions(pos, free.numel(), free, rng, 3000)
+    assert more.numel() == 3000 and len(set(more.tolist())) == 3000
+    assert bool(free[more].all()) and set(pos.tolist()) <= set(more.tolist())
+    # Fewer free elements than the cap: all of them.
+    allf = jpert.fill_positions(pos, free.numel(), free, rng, 10000)
+    assert allf.numel() == int(free.sum()) and bool(free[allf].all())

@@ -38,9 +38,22 @@ Choices, and why:
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), different from the element's
-  current value; a constant input gets its value x (1 + 2^-6) (2^-6 for
-  zero). Every timed run of a set differs from all earlier states of that
-  set.
+  current value; with no other value to draw (one element) its value x
+  (1 + 2^-6) (2^-6 for zero). Every timed run of a set differs from all
+  earlier states of that set.
+- Structure, floating inputs: a pattern (the elements holding a value
+  that is not finite or that at least 1/PATTERN_SHARE of them hold: the
+  zeros of a triangular, banded or sparse matrix, a mask's -inf) and
+  symmetry of the last two axes, found when the pools are built. An
+  honest kernel may exploit what get_inputs() promises (skip the zero
+  triangle, read one half), so such an input is not refreshed (a whole
+  permutation moves the pattern), its changes go only to free elements
+  (free_positions: still every index of every axis that holds one; then
+  random free ones up to twice the spread's budget), their values drawn
+  from those, and a symmetric input's go to (i, j) and (j, i) alike. An
+  input all pattern stays. Without a refresh only the changes hold
+  against updates by linearity there (docs/evaluation.md says what
+  stays open).
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
   outputs of future runs are those of inputs that exist only once drawn,
@@ -68,6 +81,20 @@ ENTRY_BYTES = 48
 REFRESH_MAX = 1 << 31
 # Draws of a new value for an element before the constant-input rule.
 REDRAWS = 16
+# A value held by at least 1/PATTERN_SHARE of an input's elements (and by
+# three: a symmetric matrix holds each of its values twice), or a value
+# that is not finite, is part of the input's pattern: the zeros of a
+# triangular, banded or sparse matrix, a mask's -inf or 1. Drawn floats
+# repeat far less: randn in bfloat16 holds its commonest value at about
+# 0.2% of the elements.
+PATTERN_SHARE = 64
+# Values checked against that share: the commonest repeats of the sample.
+PATTERN_CANDIDATES = 16
+# Rounds of the spread over the free elements before the rest of their
+# indices are covered one slice at a time (SLICE_TRIES random elements of
+# the slice, then a scan of it).
+FREE_ROUNDS = 8
+SLICE_TRIES = 32
 
 
 def perturbed_args(args):
@@ -117,6 +144,157 @@ def spread_positions(shape, rng, cap=SPREAD):
     return flat
 
 
+def structure(t, rng):
+    """The structure get_inputs() gave a floating input: a bool mask, flat
+    and on the CPU, of the elements that hold a pattern value (None where
+    there are none), and whether its last two axes are symmetric, bit for
+    bit. The pattern values are found in a sample and counted in the
+    whole input: a pass per candidate, no sort of the input."""
+    x = t.detach()
+    flat = x.reshape(-1)
+    n = flat.numel()
+    mask = ~torch.isfinite(flat)
+    if n <= POOL:
+        sample = flat
+    else:
+        sample = flat[torch.tensor(rng.sample(range(n), POOL), dtype=torch.int64).to(flat.device)]
+    sample = sample[torch.isfinite(sample)]
+    if sample.numel():
+        vals, counts = torch.unique(sample, return_counts=True)
+        top = torch.argsort(counts, descending=True)[:PATTERN_CANDIDATES]
+        need = max(3, -(-n // PATTERN_SHARE))
+        for v, c in zip(vals[top].tolist(), counts[top].tolist()):
+            if c < 2:
+                break
+            m = flat == v
+            if int(m.sum()) >= need:
+                mask |= m
+    sym = False
+    if x.dim() >= 2 and x.shape[-1] == x.shape[-2] >= 2:
+        b = _bits(x)
+        sym = bool((b == b.transpose(-1, -2)).all())
+    return (mask.cpu() if bool(mask.any()) else None), sym
+
+
+def _unravel(flat, dims):
+    """Per-axis indices of C-order flat positions."""
+    out = []
+    for d in reversed(dims):
+        out.append(flat % d)
+        flat = flat // d
+    return out[::-1]
+
+
+def _strides(dims):
+    out, s = [], 1
+    for d in reversed(dims):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+def free_axes(shape, free):
+    """Per axis, the indices that hold at least one free element (free:
+    a flat bool mask, True outside the pattern)."""
+    dims = [int(d) for d in shape] or [1]
+    free = free.reshape(dims)
+    out = []
+    for a in range(len(dims)):
+        out.append(free.movedim(a, 0).reshape(dims[a], -1).any(1).nonzero().reshape(-1))
+    return out
+
+
+def free_positions(shape, free, axes, rng, cap):
+    """Flat indices of at most cap distinct free elements (free: a flat
+    bool mask, True outside the pattern) that cover every index of every
+    axis holding one, where cap allows: spreads (spread_positions' rule)
+    over the indices not covered yet, their elements in the pattern
+    dropped, then for each index still uncovered an element of its slice
+    (a few random tries, then a scan). axes: free_axes(shape, free)."""
+    dims = [int(d) for d in shape] or [1]
+    strides = _strides(dims)
+    seed = rng.getrandbits(63)
+    g = torch.Generator().manual_seed(seed)
+    local = random.Random(seed)
+    covered = [torch.zeros(d, dtype=torch.bool) for d in dims]
+    chosen, total = [], 0
+
+    def take(flat):
+        nonlocal total
+        for a, ix in enumerate(_unravel(flat, dims)):
+            covered[a][ix] = True
+        chosen.append(flat)
+        total += flat.numel()
+
+    for _ in range(FREE_ROUNDS):
+        todo = [ax[~covered[a][ax]] for a, ax in enumerate(axes)]
+        n = min(cap - total, max(t.numel() for t in todo))
+        if n <= 0:
+            break
+        flat = torch.zeros(n, dtype=torch.int64)
+        j = torch.arange(n, dtype=torch.int64)
+        for a, t in enumerate(todo):
+            t = t if t.numel() else axes[a]
+            if t.numel() <= 4 * n:
+                perm = t[torch.randperm(t.numel(), generator=g)[:n]]
+            else:
+                perm = t[torch.tensor(local.sample(range(t.numel()), n), dtype=torch.int64)]
+            flat += perm[j % perm.numel()] * strides[a]
+        flat = torch.unique(flat)
+        take(flat[free[flat]])
+    for a in range(len(dims)):
+        todo = axes[a][~covered[a][axes[a]]]
+        room = cap - total
+        if not todo.numel() or room <= 0:
+            continue
+        todo = todo[torch.randperm(todo.numel(), generator=g)[:room]]
+        flat = todo[:, None] * strides[a]
+        for b, ax in enumerate(axes):
+            if b != a:
+                flat = flat + ax[torch.randint(ax.numel(), (todo.numel(), SLICE_TRIES),
+                                               generator=g)] * strides[b]
+        ok = free[flat]
+        hit = ok.any(1)
+        got = flat[torch.arange(todo.numel()), ok.to(torch.uint8).argmax(1)][hit]
+        rest, scan = dims[:a] + dims[a + 1:], []
+        for v in todo[~hit].tolist():
+            at = free.view(dims).select(a, v).reshape(-1).nonzero().reshape(-1)
+            ix = [int(i) for i in _unravel(at[local.randrange(at.numel())], rest)]
+            ix.insert(a, v)
+            scan.append(sum(i * st for i, st in zip(ix, strides)))
+        take(torch.cat([got, torch.tensor(scan, dtype=torch.int64)]))
+    return torch.unique(torch.cat(chosen)) if chosen else torch.zeros(0, dtype=torch.int64)
+
+
+def fill_positions(pos, n, free, rng, cap, tries=4):
+    """pos with distinct random elements (free ones, where free is not
+    None) added up to cap of the n: drawn from all of them where cap is a
+    sixteenth of n or more, else a few rounds of draws (as far as those
+    find them)."""
+    g = torch.Generator().manual_seed(rng.getrandbits(63))
+    for _ in range(tries if n > 16 * cap else 1):
+        want = min(cap, n) - pos.numel()
+        if want <= 0:
+            break
+        if n > 16 * cap:
+            more = torch.unique(torch.randint(n, (2 * want,), generator=g))
+        else:
+            more = torch.arange(n, dtype=torch.int64)
+        if free is not None:
+            more = more[free[more]]
+        more = more[~torch.isin(more, pos)]
+        more = more[torch.randperm(more.numel(), generator=g)[:want]]
+        pos = torch.cat([pos, more])
+    return pos
+
+
+def mirror(flat, shape):
+    """The flat indices of the elements transposed on the last two axes."""
+    d = int(shape[-1])
+    i, j = (flat // d) % d, flat % d
+    return flat + (j - i) * d + (i - j)
+
+
 def refresh_index(n, a, b):
     """The flat indices a refresh reads: element e gets the pristine
     input's element (a * e + b) mod n (the worker's wdev_permute)."""
@@ -137,11 +315,26 @@ class Pool:
                 pos = torch.arange(n, dtype=torch.int64)
             else:
                 pos = torch.tensor(sorted(rng.sample(range(n), POOL)), dtype=torch.int64)
-            vals = flat[pos.to(flat.device)].cpu()
             floating = args[j].is_floating_point()
+            mask, sym = structure(args[j], rng) if floating else (None, False)
+            free = None if mask is None else ~mask
+            if free is not None:
+                # New values come from the elements outside the pattern.
+                pos = free.nonzero().reshape(-1)
+                if pos.numel() > POOL:
+                    pos = pos[torch.tensor(sorted(rng.sample(range(pos.numel()), POOL)),
+                                           dtype=torch.int64)]
+            vals = flat[pos.to(flat.device)].cpu()
             self.inputs[j] = {"pos": pos.tolist(), "orig": None if floating else _elem_bytes(vals),
                               "vals": vals, "dtype": jio.dtype_name(args[j]),
-                              "shape": list(args[j].shape), "floating": floating}
+                              "shape": list(args[j].shape), "floating": floating,
+                              "free": free, "sym": sym,
+                              "axes": None if free is None else free_axes(args[j].shape, free)}
+
+    def structured(self, j):
+        """Whether input j keeps a structure: a pattern or symmetry."""
+        p = self.inputs[j]
+        return p["free"] is not None or p["sym"]
 
 
 def pools(ctx):
@@ -205,7 +398,8 @@ class Perturber:
     def _refreshable(self, k, j):
         p = self.pools[k].inputs[j]
         n = math.prod(p["shape"]) if p["shape"] else 1
-        return self.refresh and p["floating"] and 4 <= n < REFRESH_MAX
+        return (self.refresh and p["floating"] and 4 <= n < REFRESH_MAX
+                and not self.pools[k].structured(j))
 
     def _refresh(self, k, j):
         """Draw a run's refresh of input j of set k: [j, a, b], a a unit
@@ -239,7 +433,21 @@ class Perturber:
         """The floating input's changes for one run (spread_positions),
         after its refresh where there is one."""
         p = self.pools[k].inputs[j]
-        pos = spread_positions(p["shape"], self.rng, cap)
+        if p["vals"].numel() == 0:
+            return [], False	# all of it pattern: nothing to change
+        if p["sym"]:
+            cap = max(1, cap // 2)	# an element and its mirror
+        if p["free"] is not None:
+            pos = free_positions(p["shape"], p["free"], p["axes"], self.rng, cap)
+        else:
+            pos = spread_positions(p["shape"], self.rng, cap)
+        if self.pools[k].structured(j):
+            # No refresh: as many changes as the budget holds.
+            pos = fill_positions(pos, math.prod(p["shape"]), p["free"], self.rng, cap)
+        if p["sym"]:
+            # One of each pair, above the diagonal or on it; the mirror
+            # gets the same value below.
+            pos = torch.unique(torch.minimum(pos, mirror(pos, p["shape"])))
         r = self.rparams.get(k, {}).get(j) if self._refreshable(k, j) else None
         if r is not None:
             orig = self._orig(k, j)
@@ -272,6 +480,10 @@ class Perturber:
             return [[j, q, hx[i * w:(i + 1) * w]] for i, q in enumerate(pos.tolist())], True
         if not pos.numel():
             return [], False
+        if p["sym"]:
+            m = mirror(pos, p["shape"])
+            off = m != pos
+            pos, new = torch.cat([pos, m[off]]), torch.cat([new, new[off]])
         return self._apply(k, j, pos, new)
 
     def _pick(self, k, j):
@@ -307,11 +519,14 @@ class Perturber:
         for i, k in enumerate(sets):
             run, fresh = [], False
             ins = self.pools[k].inputs
-            cap = max(1, min(SPREAD, RUN_MAX // max(1, len(ins)),
-                             LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
+            room = max(1, min(RUN_MAX // max(1, len(ins)),
+                              LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
             for j, p in ins.items():
                 if self._refreshable(k, j):
                     self.last_refresh[i].append(self._refresh(k, j))
+                # A structured input is not refreshed: twice the changes
+                # where the worker takes them.
+                cap = min((2 if self.pools[k].structured(j) else 1) * SPREAD, room)
                 e, f = self._spread(k, j, cap) if p["floating"] else self._pick(k, j)
                 run += e
                 fresh = fresh or f
@@ -403,8 +618,19 @@ class Perturber:
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
-        how = ("every element of each floating input permuted from the set's values before "
-               "every run (%d elements in all), then " % self.refreshed if self.refreshed else "")
+        kept = {j for pool in self.pools.values() for j in pool.inputs if pool.structured(j)}
+        how = ("every element of each %sfloating input permuted from the set's values before "
+               "every run (%d elements in all), then " % ("other " if kept else "", self.refreshed)
+               if self.refreshed else "")
+        if kept:
+            whole = {j for pool in self.pools.values() for j, p in pool.inputs.items()
+                     if p["vals"].numel() == 0}
+            how = ("input%s %s kept the structure get_inputs() gave %s (not refreshed; changed "
+                   "only outside its pattern, mirrored where symmetric%s); "
+                   % ("s" if len(kept) > 1 else "", ", ".join(map(str, sorted(kept))),
+                      "them" if len(kept) > 1 else "it",
+                      "; all pattern, never changed: %s" % ", ".join(map(str, sorted(whole)))
+                      if whole else "")) + how
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
                 "never changed before; %s%d elements changed, at most %d in a run, spread over "
                 "every index of each input's axes up to %d), %d with nothing to change; the "
