@@ -28,6 +28,7 @@ current directory. Every wait is bounded; nothing here needs root.
 import hashlib
 import hmac
 import http.client
+import json
 import selectors
 import socket
 import sys
@@ -140,16 +141,20 @@ class Deliverer(threading.Thread):
         self.lat, self.codes, self.ids = [], {}, []
 
     def run(self):
-        sig = "sha256=" + hmac.new(self.secret, self.body, hashlib.sha256).hexdigest()
+        # Each push names a commit of its own: the same one again is a
+        # replay, answered 200 duplicate (issue 23's replay rule).
+        after = json.loads(self.body)["after"].encode()
         n = 0
         while time.monotonic() < self.until:
             n += 1
             did = "real-%d-%d" % (int(time.time()), n)
+            body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
+            sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
                                                source_address=(self.addr, 0))
-                c.request("POST", "/webhooks/github", self.body, {
+                c.request("POST", "/webhooks/github", body, {
                     "Content-Type": "application/json", "X-GitHub-Event": "push",
                     "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
                 r = c.getresponse()
