@@ -114,7 +114,7 @@ expect "$tmp/after.json" correct.c "r['status'] == 'correct' and r['timing_break
 # (23 requests of 1 s): the fast kernel is correct, not "timeout".
 sed -e '1i import time' -e 's/^        return torch.tanh(x)/        time.sleep(0.45)\n&/' \
 	-e '/^def get_input_variants/,/^$/d' "$P" >"$tmp/prob/slow_ref.py"
-grep -q 'time.sleep(0.45)' "$tmp/prob/slow_ref.py" && ! grep -q variants "$tmp/prob/slow_ref.py" ||
+grep -q 'time.sleep(0.45)' "$tmp/prob/slow_ref.py" && ! grep -q '^def get_input_variants' "$tmp/prob/slow_ref.py" ||
 	bad "the slow problem was not made"
 TMPDIR="$tmp/w" "$KERNELBOT" eval "$tmp/prob/slow_ref.py" "$C" --backend cpu --trials 2 --rounds 4 \
 	--reps 10 --warmup 1 --timeout 1 --json >"$tmp/slow.json" 2>"$tmp/err"
