@@ -195,8 +195,10 @@ int store_jobs_requeue_expired(struct store *s, int max_attempts,
 
 /*
  * Number of jobs in each state, for /metrics: fn is called per state with
- * the store locked, so it must not call the store.
+ * the store locked, so it must not call the store. -ETIMEDOUT when the
+ * store stayed busy for STORE_COUNT_WAIT_MS (a write hung on the disk).
  */
+#define STORE_COUNT_WAIT_MS 500
 int store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg);
 
