@@ -53,6 +53,20 @@ store_sqlerr(struct store *s, int rc)
 	case SQLITE_TOOBIG:
 	case SQLITE_MISMATCH:
 		return -EINVAL;
+	case SQLITE_IOERR:
+		/*
+		 * A write the kernel refused: say why, so the log and
+		 * /healthz name the disk's fault rather than "I/O error".
+		 */
+		switch (sqlite3_system_errno(s->db)) {
+		case ENOSPC:
+		case EDQUOT:
+			return -ENOSPC;
+		case EROFS:
+			return -EROFS;
+		default:
+			return -EIO;
+		}
 	default:
 		return -EIO;
 	}

@@ -11,7 +11,8 @@
  * A struct store is one connection guarded by a mutex: every function may
  * be called from any thread. Strings in returned structs are owned by the
  * struct and freed by the matching *_free(). Errors: -EBUSY (the database
- * stayed locked past the busy timeout), -EIO (SQLite failed; the message is
+ * stayed locked past the busy timeout), -ENOSPC (disk full), -EROFS (a
+ * read-only file system), -EIO (SQLite failed otherwise; the message is
  * logged at debug and kept for store_errmsg()), -ENOENT (no such row or no
  * store), -ESTALE (a lease that is no longer the caller's), -EINVAL.
  */
