@@ -5,6 +5,7 @@
 #include "bot/store_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,47 @@ store_set_clock(struct store *s, int64_t (*now)(void *), void *arg)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * Why a write failed, for SQLITE_IOERR: SQLite keeps the errno of the
+ * failed call only until its next system call (sqlite3_system_errno() is
+ * often 0 by the time COMMIT returns), so when it says nothing, one byte
+ * written and synced next to the database asks the file system again.
+ * -ENOSPC, -EROFS or -EIO.
+ */
+static int
+store_io_cause(struct store *s)
+{
+	char path[PATH_MAX + 16];
+	int e = sqlite3_system_errno(s->db), fd;
+
+	if (e != ENOSPC && e != EDQUOT && e != EROFS && s->path &&
+	    (size_t)snprintf(path, sizeof(path), "%s-probe", s->path) < sizeof(path)) {
+		e = 0;
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
+		    write(fd, "", 1) != 1 || fsync(fd) < 0)
+			e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
+	}
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT:
+		return -ENOSPC;
+	case EROFS:
+		return -EROFS;
+	default:
+		return -EIO;
+	}
+}
+
 int
 store_sqlerr(struct store *s, int rc)
 {
 	snprintf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
-	log_debug("sqlite error", "rc=%d err=\"%s\"", rc, s->errmsg);
+	log_debug("sqlite error", "rc=%d errno=%d err=\"%s\"", rc,
+	    sqlite3_system_errno(s->db), s->errmsg);
 	switch (rc & 0xff) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -53,6 +90,12 @@ store_sqlerr(struct store *s, int rc)
 	case SQLITE_TOOBIG:
 	case SQLITE_MISMATCH:
 		return -EINVAL;
+	case SQLITE_IOERR:
+		/*
+		 * A write the kernel refused: say why, so the log and
+		 * /healthz name the disk's fault rather than "I/O error".
+		 */
+		return store_io_cause(s);
 	default:
 		return -EIO;
 	}

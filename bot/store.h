@@ -11,7 +11,8 @@
  * A struct store is one connection guarded by a mutex: every function may
  * be called from any thread. Strings in returned structs are owned by the
  * struct and freed by the matching *_free(). Errors: -EBUSY (the database
- * stayed locked past the busy timeout), -EIO (SQLite failed; the message is
+ * stayed locked past the busy timeout), -ENOSPC (disk full), -EROFS (a
+ * read-only file system), -EIO (SQLite failed otherwise; the message is
  * logged at debug and kept for store_errmsg()), -ENOENT (no such row or no
  * store), -ESTALE (a lease that is no longer the caller's), -EINVAL.
  */
@@ -195,8 +196,10 @@ int store_jobs_requeue_expired(struct store *s, int max_attempts,
 
 /*
  * Number of jobs in each state, for /metrics: fn is called per state with
- * the store locked, so it must not call the store.
+ * the store locked, so it must not call the store. -ETIMEDOUT when the
+ * store stayed busy for STORE_COUNT_WAIT_MS (a write hung on the disk).
  */
+#define STORE_COUNT_WAIT_MS 500
 int store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg);
 

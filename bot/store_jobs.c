@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define JOB_COLS "id, provider, repo, clone_url, before, sha, trigger, state," \
 	" created, updated, lease_owner, coalesce(lease_expires, 0), attempts, payload," \
@@ -291,10 +292,20 @@ int
 store_jobs_count_by_state(struct store *s,
     void (*fn)(const char *state, int64_t n, void *arg), void *arg)
 {
+	struct timespec until;
 	sqlite3_stmt *st;
 	int rc, error;
 
-	pthread_mutex_lock(&s->lock);
+	/* A writer stuck on a hung disk holds the lock: do not join it. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STORE_COUNT_WAIT_MS / 1000;
+	until.tv_nsec += (long)(STORE_COUNT_WAIT_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if ((error = pthread_mutex_timedlock(&s->lock, &until)) != 0)
+		return -error;
 	if ((error = store_stmt(s, SQL_JOBS_BY_STATE, &st)) < 0)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)

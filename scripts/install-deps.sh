@@ -8,7 +8,8 @@ set -u
 PKGS="build-essential pkg-config libgit2-dev libcurl4-openssl-dev
 libjansson-dev libsodium-dev libmicrohttpd-dev libsqlite3-dev libyaml-dev
 libdlpack-dev libssl-dev libsystemd-dev libseccomp-dev python3 python3-torch
-python3-numpy python3-pytest curl git sqlite3 systemd openssl"
+python3-numpy python3-pytest curl git sqlite3 systemd openssl
+e2fsprogs mount util-linux"
 [ $# -gt 0 ] && PKGS="$*"
 
 missing=""

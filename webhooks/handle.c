@@ -165,6 +165,7 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 	struct store_delivery d;
 	const char *provider = config_forge_name(rq->forge);
 	char *payload = NULL;
+	int error;
 
 	memset(&d, 0, sizeof(d));
 	d.provider = provider;
@@ -205,8 +206,14 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 		d.work = STORE_WORK_NONE;
 		break;
 	}
-	if (wh_intake_submit(ctx->intake, &d) < 0) {
-		answer_error(rs, 503, "error", "the store is unavailable; retry later");
+	if ((error = wh_intake_submit(ctx->intake, &d)) < 0) {
+		char cause[WH_HEALTH_CAUSE_MAX], msg[WH_HEALTH_CAUSE_MAX + 64];
+
+		wh_health_cause(ctx->health, error, cause, sizeof(cause));
+		snprintf(msg, sizeof(msg), "the store cannot commit (%s); retry later",
+		    cause);
+		answer_error(rs, 503, "error", msg);
+		rs->retry_after = WH_RETRY_AFTER_S;
 	} else if (d.duplicate) {
 		answer(rs, 200, "duplicate", "{\"status\":\"duplicate\"}");
 	} else if (ev->kind == WH_IGNORED) {

@@ -15,7 +15,9 @@
  *   /kernelbot PR comment       202 {"status":"accepted","command":ID}
  *   PR/MR closed                202 {"status":"accepted","cleanup":ID}
  *   anything else               200 {"status":"ignored","reason":...}
- *   store failure               503 (the forge retries)
+ *   store cannot commit, or not  503 {"error":"the store cannot commit
+ *   within the intake deadline        (CAUSE); retry later"}, Retry-After
+ *                                    (the forge retries)
  *
  * Each delivery is logged once (401/400/415 at most 10 lines a second,
  * the rest counted). Rejected, malformed and forbidden deliveries are not written to the
@@ -30,15 +32,18 @@
 
 #include "bot/config.h"
 #include "common/buf.h"
+#include "webhooks/health.h"
 #include "webhooks/intake.h"
 #include "webhooks/metrics.h"
 
 #define WH_MAX_DELIVERY_ID 128	/* bytes of a delivery id header */
+#define WH_RETRY_AFTER_S 30	/* Retry-After of a 503 from the store */
 
 struct wh_ctx {
 	const struct config *cfg;
 	struct wh_intake *intake;
 	struct wh_metrics *metrics;	/* may be NULL */
+	struct wh_health *health;	/* may be NULL: the causes of 503s */
 };
 
 /* The request: header values (NULL when absent) and the raw body. */
@@ -57,6 +62,7 @@ struct wh_response {
 	char body[512];		/* JSON, newline-terminated */
 	const char *outcome;	/* metrics label: accepted, ignored, duplicate, ... */
 	int64_t id;		/* the job/command/cleanup created, 0 if none */
+	int retry_after;	/* seconds for Retry-After, 0: none */
 };
 
 /*

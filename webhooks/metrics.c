@@ -146,8 +146,13 @@ wh_metrics_render(struct wh_metrics *m, struct store *s, struct buf *out)
 	struct job_counts jc = { 0, 0, 0, 0, 0 };
 	int error = 0;
 
-	if (s && (error = store_jobs_count_by_state(s, count_state, &jc)) < 0)
-		return error;
+	/* The store busy past its wait (a hung disk): the rest still answers. */
+	if (s && (error = store_jobs_count_by_state(s, count_state, &jc)) < 0) {
+		if (error != -ETIMEDOUT)
+			return error;
+		s = NULL;
+		error = 0;
+	}
 	pthread_mutex_lock(&m->lock);
 	error |= buf_addstr(out,
 	    "# HELP kernelbot_webhook_deliveries_total Webhook deliveries by provider, event and outcome.\n"

@@ -43,8 +43,9 @@ unsigned long long wh_metrics_get(struct wh_metrics *m, const char *provider,
     const char *event, const char *outcome);
 
 /*
- * Append the exposition to out; job counts are read from s (NULL: no jobs
- * metric). 0, -ENOBUFS, or the store's error.
+ * Append the exposition to out; job counts are read from s (NULL, or the
+ * store busy past STORE_COUNT_WAIT_MS: no jobs metric). 0, -ENOBUFS, or
+ * the store's error.
  */
 int wh_metrics_render(struct wh_metrics *m, struct store *s, struct buf *out);
 

@@ -17,6 +17,7 @@
 #include "webhooks/door.h"
 #include "webhooks/guard.h"
 #include "webhooks/handle.h"
+#include "webhooks/health.h"
 #include "webhooks/intake.h"
 #include "webhooks/metrics.h"
 
@@ -26,6 +27,7 @@ struct wh_server {
 	struct MHD_Daemon *daemon;
 	const struct config *cfg;
 	struct store *store;
+	struct wh_health *health;
 	struct wh_intake *intake;
 	struct wh_metrics *metrics;
 	struct wh_guard *guard;
@@ -70,10 +72,13 @@ elapsed_s(const struct timespec *t0)
 	return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* retry_after: seconds for Retry-After, 0 for none. */
 static enum MHD_Result
-reply(struct MHD_Connection *c, int status, const char *ctype,
-    const char *body, size_t len, const char *allow, int close_conn)
+reply_retry(struct MHD_Connection *c, int status, const char *ctype,
+    const char *body, size_t len, const char *allow, int close_conn,
+    int retry_after)
 {
+	char ra[16];
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
@@ -85,9 +90,20 @@ reply(struct MHD_Connection *c, int status, const char *ctype,
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	if (close_conn)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (retry_after > 0) {
+		snprintf(ra, sizeof(ra), "%d", retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result
+reply(struct MHD_Connection *c, int status, const char *ctype,
+    const char *body, size_t len, const char *allow, int close_conn)
+{
+	return reply_retry(c, status, ctype, body, len, allow, close_conn, 0);
 }
 
 static enum MHD_Result
@@ -125,16 +141,20 @@ route_of(const char *url, enum config_forge *forge)
 	return ROUTE_NOT_FOUND;
 }
 
+/*
+ * From memory only: a hung disk must not hang the answer (health.h). The
+ * causes are errno names and descriptions and health.c's own text, none
+ * with a character JSON would need escaped.
+ */
 static enum MHD_Result
 serve_healthz(struct wh_server *srv, struct MHD_Connection *c)
 {
-	char body[300];
-	int error = store_check_writable(srv->store);
+	char cause[WH_HEALTH_CAUSE_MAX], body[WH_HEALTH_CAUSE_MAX + 64];
 
-	if (error == 0)
+	if (wh_health_get(srv->health, cause, sizeof(cause)) == 0)
 		return reply_json(c, 200, "{\"status\":\"ok\"}\n", NULL, 0);
 	snprintf(body, sizeof(body), "{\"status\":\"unavailable\",\"error\":\"%s\"}\n",
-	    strerror(-error));
+	    cause);
 	return reply_json(c, 503, body, NULL, 0);
 }
 
@@ -172,7 +192,8 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	in.body = buf_cstr(&rq->body);
 	in.len = rq->body.len;
 	wh_handle(&srv->ctx, &in, &out);
-	return reply_json(c, out.status, out.body, NULL, 0);
+	return reply_retry(c, out.status, "application/json", out.body,
+	    strlen(out.body), NULL, 0, out.retry_after);
 }
 
 struct framing {
@@ -450,13 +471,16 @@ wh_server_start(const struct config *cfg, struct store *store,
 	srv->store = store;
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->idle, NULL);
-	if ((error = wh_intake_new(store, &srv->intake)) < 0 ||
+	if ((error = wh_health_new(store, WH_HEALTH_PROBE_MS,
+	    WH_HEALTH_DEADLINE_MS, &srv->health)) < 0 ||
+	    (error = wh_intake_new(store, srv->health, WH_HEALTH_DEADLINE_MS,
+	    &srv->intake)) < 0 ||
 	    (error = wh_metrics_new(&srv->metrics)) < 0 ||
 	    (error = wh_guard_new(h, &srv->guard)) < 0) {
 		snprintf(err, errlen, "cannot start: %s", strerror(-error));
 		goto fail;
 	}
-	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics };
+	srv->ctx = (struct wh_ctx){ cfg, srv->intake, srv->metrics, srv->health };
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->threads,
@@ -492,6 +516,7 @@ fail:
 		MHD_stop_daemon(srv->daemon);
 	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);
+	wh_health_free(srv->health);
 	wh_metrics_free(srv->metrics);
 	pthread_cond_destroy(&srv->idle);
 	pthread_mutex_destroy(&srv->lock);
@@ -543,6 +568,7 @@ wh_server_stop(struct wh_server *srv)
 	MHD_stop_daemon(srv->daemon);
 	wh_guard_free(srv->guard);
 	wh_intake_free(srv->intake);
+	wh_health_free(srv->health);
 	wh_metrics_free(srv->metrics);
 	pthread_cond_destroy(&srv->idle);
 	pthread_mutex_destroy(&srv->lock);

@@ -2,7 +2,8 @@
  * server: the HTTP front door over libmicrohttpd (included here only).
  *
  *   POST /webhooks/github | /webhooks/gitlab | /webhooks/gitea  (handle.h)
- *   GET  /healthz   200 {"status":"ok"} while the store takes writes, else 503
+ *   GET  /healthz   200 {"status":"ok"} while the store takes writes, else
+ *                   503 with the cause; from memory (health.h), never the disk
  *   GET  /metrics   Prometheus text format (metrics.h)
  *   anything else   404; a known path with another method 405
  *

@@ -109,12 +109,12 @@ main(void)
 	setenv("KB_T_GH", "github-secret-0123456789", 1);
 	setenv("KB_T_GL", "gitlab-token-0123456789", 1);
 	if (config_parse("t.yml", yml, strlen(yml), 0, &cfg, err, sizeof(err)) < 0 ||
-	    store_open(dir, 0, &s) < 0 || wh_intake_new(s, &in) < 0 ||
+	    store_open(dir, 0, &s) < 0 || wh_intake_new(s, NULL, WH_HEALTH_DEADLINE_MS, &in) < 0 ||
 	    wh_metrics_new(&m) < 0) {
 		printf("setup failed: %s\n", err);
 		return 1;
 	}
-	ctx = (struct wh_ctx){ cfg, in, m };
+	ctx = (struct wh_ctx){ cfg, in, m, NULL };
 
 	send_github("a-1", PUSH, "application/json", "github-secret-0123456789", &rs);
 	CHECK_INT("push accepted", rs.status, 202);
