@@ -875,7 +875,6 @@ class CandidateRun:
                 self.req_ref_ms[k] = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
                     [math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
                      for j, _, _ in (req.get("refresh") or [[]])[0]])
-            self.last_req_ref_ms = self.req_ref_ms[k]
         r = w.request(req, timeout)
         fds = w.take_fds() if hasattr(w, "take_fds") else []
         sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
@@ -918,12 +917,11 @@ class CandidateRun:
             n = len(w.walls)
             e, h, s, o, c = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
             used += sum(w.walls[n:])
-            run_changes = self.pert.last + self.pert.last_refreshed * (
+            changes += self.pert.last + self.pert.last_refreshed * (
                 UNTIMED_PER_REFRESH_MS / UNTIMED_PER_CHANGE_MS)
-            changes += run_changes
             clock.append(c)
             echo.append(ctx.echo_ms())
-            allow.append(self.last_req_ref_ms)
+            allow.append(self.req_ref_ms.get(k, 0.0))
             self.add_time("timing_candidate", t0)
             ev += e
             host += h
