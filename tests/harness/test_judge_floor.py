@@ -220,3 +220,60 @@ def test_review_flags_match_the_pipelines():
     # headlines all ask for review here.
     for f in ("below_bandwidth_floor", "suspicious_speedup", "side_stream", "untimed_work"):
         assert f in jr.REVIEW_FLAGS
+
+
+def _noted(run, main_rounds, main_note, again_note, ms_main=1.0, ms_again=1.0):
+    """Candidate rounds that leave an untimed_work note (main_note) in the
+    main rounds and again_note in the re-check's: a loaded host's stretch
+    (True, False), or a kernel that works outside its calls (True, True)."""
+    calls = {"n": 0}
+
+    def timed_round(w, sets, rnd, side, untimed, clock_runs=None):
+        calls["n"] += 1
+        main = calls["n"] <= main_rounds
+        if main_note if main else again_note:
+            untimed.append("the judge observed too much")
+        return [ms_main if main else ms_again] * len(sets)
+    run.timed_round = timed_round
+    return calls
+
+
+def test_integrity_trip_of_a_loaded_stretch_is_cleared(tmp_path):
+    run = _run(tmp_path, 1 * MB, 32 * MB, rounds=4)
+    calls = _noted(run, 4, True, False)
+    run.timing(None)
+    assert calls["n"] == 4 + jr.RETIME_ROUNDS
+    rc = run.res["timing"]["recheck"]
+    assert rc["tripped"] == ["untimed_work"] and rc["still"] == [] and rc["agrees"]
+    assert "untimed_work" not in run.res["flags"]
+    chk = [c for c in run.res["checks"] if c["name"] == "no_untimed_work"][0]
+    assert chk["passed"] and "more rounds did not" in chk["detail"]
+
+
+def test_integrity_trip_that_repeats_flags(tmp_path):
+    run = _run(tmp_path, 1 * MB, 32 * MB, rounds=4)
+    _noted(run, 4, True, True)
+    run.timing(None)
+    assert run.res["timing"]["recheck"]["still"] == ["untimed_work"]
+    assert "untimed_work" in run.res["flags"]
+    chk = [c for c in run.res["checks"] if c["name"] == "no_untimed_work"][0]
+    assert not chk["passed"]
+
+
+def test_integrity_recheck_of_a_slower_kernel_keeps_the_flag(tmp_path):
+    # Clean in the re-check, but 8 times slower there than in the rounds
+    # its speedup comes from: it stopped its trick, the flag stays.
+    run = _run(tmp_path, 1 * MB, 32 * MB, rounds=4)
+    _noted(run, 4, True, False, ms_main=1.0, ms_again=8.0)
+    run.timing(None)
+    rc = run.res["timing"]["recheck"]
+    assert rc["agrees"] is False and rc["still"] == ["untimed_work"]
+    assert "untimed_work" in run.res["flags"]
+
+
+def test_no_trip_no_recheck(tmp_path):
+    run = _run(tmp_path, 1 * MB, 32 * MB, rounds=4)
+    calls = _noted(run, 4, False, False)
+    run.timing(None)
+    assert calls["n"] == 4 and "recheck" not in run.res["timing"]
+    assert not run.res["flags"]

@@ -702,26 +702,75 @@ class CandidateRun:
         self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
                    (self.pert.runs > 0 or self.pert.plain == 0),
                    self.pert.summary())
-        # A majority of rounds, not one: a loaded host can stall one request.
-        clock = clock_bound(clock_runs)
-        if 2 * len(untimed_notes) > len(cand_rounds) or clock:
-            self.flag("untimed_work")
-            self.check("no_untimed_work", False, "; ".join(([clock] if clock else [])
-                                                           + untimed_notes[:3]))
-        else:
-            self.check("no_untimed_work", True, "the timing requests' wall clock is explained by "
-                       "the timed runs, flushes, poisons and perturbations, and the judge's "
-                       "clock by the calls the worker timed")
-        if 2 * len(side_notes) > len(cand_rounds):
-            self.flag("side_stream")
-            self.check("timing_consistent", False, "; ".join(side_notes[:3]))
-        else:
-            self.check("timing_consistent", True, "events, device-wide sync and the judge's clock agree")
+        self.integrity(w, len(cand_rounds), side_notes, untimed_notes, clock_runs,
+                       statistics.median(samples))
         try:
             self.plausibility(w, statistics.median(samples), se, sc, probe, seed)
         finally:
             if probe is not None:
                 probe.close()
+
+    # --- integrity: work outside the timed calls, a rewritten clock -------
+    @staticmethod
+    def integrity_trips(n_rounds, side_notes, untimed_notes, clock_runs):
+        """{flag: why} for side_stream and untimed_work over rounds that
+        left these notes and runs: a majority of rounds, not one (a loaded
+        host can stall one request), or the judge's clock (clock_bound)."""
+        got = {}
+        clock = clock_bound(clock_runs)
+        if 2 * len(untimed_notes) > n_rounds or clock:
+            got["untimed_work"] = "; ".join(([clock] if clock else []) + untimed_notes[:3])
+        if 2 * len(side_notes) > n_rounds:
+            got["side_stream"] = "; ".join(side_notes[:3])
+        return got
+
+    def integrity(self, w, n_rounds, side_notes, untimed_notes, clock_runs, med):
+        """Flag side_stream and untimed_work, but only when RETIME_ROUNDS
+        more rounds trip them again, as the plausibility flags: a stretch
+        of a loaded host (a worker preempted before its replies round after
+        round) must not decide. A kernel that does its work outside the
+        timed calls, or rewrites its clock, does so in these rounds too; one
+        that stops when they start reports times it did not report before
+        (a median more than RETIME_AGREE slower), and keeps its flags."""
+        got = self.integrity_trips(n_rounds, side_notes, untimed_notes, clock_runs)
+        if got:
+            S = self.ctx.timing_sets
+            t0 = time.perf_counter()
+            side2, untimed2, clock2, cand = [], [], [], []
+            for r in range(RETIME_ROUNDS):
+                rot = [S[(r + i) % len(S)] for i in range(self.ctx.reps)]
+                cand.append(self.timed_round(w, rot, r, side2, untimed2, clock2))
+            self.add_time("timing_recheck", t0)
+            again = self.integrity_trips(RETIME_ROUNDS, side2, untimed2, clock2)
+            rmed = statistics.median([x for rd in cand for x in rd])
+            agree = rmed <= (1 + RETIME_AGREE) * med
+            still = set(got) if not agree else set(again) & set(got)
+            self.res["timing"]["recheck"] = {
+                "rounds": RETIME_ROUNDS, "tripped": sorted(got), "still": sorted(still),
+                "median_ms": rmed, "agrees": agree}
+            got = {f: "; ".join([got[f]] + ([again[f]] if f in again else [])
+                                + ([] if agree else ["the re-check's median %.4g ms against the "
+                                                     "first rounds' %.4g ms" % (rmed, med)]))
+                   for f in sorted(still)}
+        if "untimed_work" in got:
+            self.flag("untimed_work")
+            self.check("no_untimed_work", False, got["untimed_work"])
+        else:
+            self.check("no_untimed_work", True, "the timing requests' wall clock is explained by "
+                       "the timed runs, flushes, poisons and perturbations, and the judge's "
+                       "clock by the calls the worker timed%s" % self.recheck_note("untimed_work"))
+        if "side_stream" in got:
+            self.flag("side_stream")
+            self.check("timing_consistent", False, got["side_stream"])
+        else:
+            self.check("timing_consistent", True, "events, device-wide sync and the judge's clock "
+                       "agree%s" % self.recheck_note("side_stream"))
+
+    def recheck_note(self, flag):
+        rc = self.res["timing"].get("recheck")
+        if rc and flag in rc["tripped"]:
+            return (" (the first rounds tripped it; %d more rounds did not)" % rc["rounds"])
+        return ""
 
     # --- plausibility: the bandwidth floor, suspicious speedups -----------
     def bw_probe(self):

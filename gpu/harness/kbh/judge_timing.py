@@ -301,3 +301,4 @@ class Echo:
             self.p.wait(timeout=5)
         except Exception:  # noqa: B902 -- best effort at exit
             self.p.kill()
+            self.p.wait()
