@@ -281,7 +281,10 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		goto out;
 	}
 	*repo = ev.repo ? strdup(ev.repo) : NULL;
-	if (ev.repo && !config_repo_allowed(ctx->cfg, ev.repo))
+	if (wh_event_check(&ev, rq->forge, config_forge_local_clone(ctx->cfg,
+	    rq->forge), err, sizeof(err)) < 0)
+		answer_error(rs, 400, "malformed", err);
+	else if (ev.repo && !config_repo_allowed(ctx->cfg, ev.repo))
 		answer_error(rs, 403, "forbidden", "repository not in allow_repos");
 	else
 		record(ctx, rq, &ev, delivery, rs);
