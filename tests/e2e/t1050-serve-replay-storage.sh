@@ -4,7 +4,8 @@
 # a comment command replayed: every one is answered 200 duplicate and
 # none adds a row to `deliveries`; each is counted on the delivery it
 # repeats (deliveries.duplicates, last_duplicate), and the database file
-# does not grow with them. A new commit and a new comment are still new.
+# does not grow with them, nor the log (at most 10 duplicate lines a
+# second, the rest counted). A new commit and a new comment are still new.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1050
 FX="$KB_ROOT/tests/fixtures/webhooks"
@@ -47,8 +48,17 @@ check_eq "300 push replays under new ids: each 200 duplicate" \
     "$(replays push "$FX/github-push.json" r 300)" "300 300"
 check_eq "100 comment replays under new ids: each 200 duplicate" \
     "$(replays issue_comment "$FX/github-issue-comment.json" c 100)" "100 100"
+sleep 1	# a new second for the log's budget
 send push "$FX/github-push.json" orig-push
 check_eq "the same id again: duplicate" "$HTTP_CODE $HTTP_BODY" '200 {"status":"duplicate"}'
+# the most duplicate lines in one second of the log (ts=YYYY-MM-DDTHH:MM:SS)
+most=$(grep 'outcome=duplicate id=' "$TMP/serve.log" | cut -c4-22 | sort | uniq -c |
+    sort -rn | awk 'NR == 1 { print $1 }')
+check "nor does the log: at most 10 duplicate lines a second (most: $most)" \
+    test "${most:-0}" -le 10
+check "fewer lines than replays" test "$(grep -c 'outcome=duplicate id=' "$TMP/serve.log")" -lt 401
+check_match "the rest are counted" "$(cat "$TMP/serve.log")" \
+    'msg="webhook log lines suppressed" count=[0-9]+ outcome=duplicate'
 
 check_eq "no row added by any replay" "$(db 'SELECT count(*) FROM deliveries')" "$rows0"
 check_eq "the push's replays counted on it" \

@@ -65,7 +65,7 @@ check_eq "one PR" "$(ghq "n('POST', '$R/pulls')")" 1
 check_eq "one queued status per module, not one per replay" \
     "$(ghq "sum(1 for x in r if x['method'] == 'POST' and '/statuses/' in x['path'] and x['body']['description'].startswith('queued'))")" 2
 check_match "the log says duplicate, with the replay's id" \
-    "$(grep 'delivery=replay-20 ' "$TMP/serve.log")" 'status=200 outcome=duplicate'
+    "$(grep 'delivery=replay-1 ' "$TMP/serve.log")" 'status=200 outcome=duplicate'
 
 # the same after a restart: the keys are in the store
 kb_serve_stop TERM
