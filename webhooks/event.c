@@ -369,8 +369,9 @@ out:
 /*
  * Whether repo is OWNER/NAME (GitLab GROUP/.../NAME, at most
  * WH_MAX_REPO_DEPTH segments) of segments a forge allows: letters, digits,
- * '.', '_', '-', not starting with '.' or '-' (so no "." or ".." segment,
- * no option-like or hidden path in DATA_DIR/mirrors/OWNER/NAME.git).
+ * '.', '_', '-', none "." or ".." and none starting with '-' (no path
+ * that climbs out of DATA_DIR/mirrors/OWNER/NAME.git, no option-like
+ * argument). A leading '.' is a name forges allow: GitHub's org/.github.
  */
 static int
 repo_ok(enum config_forge forge, const char *repo)
@@ -382,7 +383,7 @@ repo_ok(enum config_forge forge, const char *repo)
 		return 0;
 	for (;; p++) {
 		if (*p == '/' || !*p) {
-			if (len == 0)
+			if (len == 0 || (len <= 2 && !strncmp(p - len, "..", len)))
 				return 0;
 			if (!*p)
 				break;
@@ -392,7 +393,7 @@ repo_ok(enum config_forge forge, const char *repo)
 		}
 		if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
 			return 0;
-		if (len++ == 0 && (*p == '.' || *p == '-'))
+		if (len++ == 0 && *p == '-')
 			return 0;
 	}
 	return forge == CONFIG_GITLAB ? segs >= 2 && segs <= WH_MAX_REPO_DEPTH :
@@ -430,7 +431,7 @@ wh_event_check(const struct wh_event *ev, enum config_forge forge,
 
 	if (ev->repo && !repo_ok(forge, ev->repo)) {
 		snprintf(err, errlen, "%s: '%.100s' is not %s of letters, digits, "
-		    "'.', '_' and '-' (none starting with '.' or '-')",
+		    "'.', '_' and '-' (none '.', '..' or starting with '-')",
 		    lab ? "project.path_with_namespace" : "repository.full_name",
 		    ev->repo, lab ? "GROUP/NAME" : "OWNER/NAME");
 		return -EINVAL;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1052: signed deliveries naming what no forge sends are refused (attack
 # F7): a repository that is not OWNER/NAME of letters, digits, '.', '_',
-# '-' (a ".." segment, a control character, a leading '-' or '.'), and a
+# '-' (a "." or ".." segment, a control character, a leading '-'), and a
 # push whose clone URL is not https, http, ssh or git (file://, ext::):
 # 400 with the field and the reason in JSON, nothing stored, no job.
 # allow_repos' '*' does not cross '/': acme/* takes acme/x, not a GitLab
@@ -66,7 +66,7 @@ refused dotdot 'acme/../../etc' https://github.com/acme/model.git \
 refused control 'acme/x\nlevel=error msg=forged' https://github.com/acme/x.git \
     '^\{"error":"repository.full_name: .acme/x\\nlevel=error msg=forged. is not OWNER/NAME'
 refused dash 'acme/-x' https://github.com/acme/x.git 'is not OWNER/NAME'
-refused dot 'acme/.x' https://github.com/acme/x.git 'is not OWNER/NAME'
+refused dot 'acme/.' https://github.com/acme/x.git 'is not OWNER/NAME'
 refused deep 'acme/ml/model' https://github.com/acme/x.git 'is not OWNER/NAME'
 refused file 'acme/model' 'file:///etc/' \
     '^\{"error":"repository.clone_url: .file:///etc/. is not an https, http, ssh or git URL of a host"\}$'

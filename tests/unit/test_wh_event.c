@@ -203,7 +203,10 @@ main(void)
 			{ CONFIG_GITHUB, "Acme-1/model_x.y", 1 },
 			{ CONFIG_GITHUB, "acme/../../etc", 0 },
 			{ CONFIG_GITHUB, "acme/..", 0 },
-			{ CONFIG_GITHUB, "acme/.hidden", 0 },
+			{ CONFIG_GITHUB, "acme/.github", 1 },
+			{ CONFIG_GITHUB, "acme/.", 0 },
+			{ CONFIG_GITHUB, "./x", 0 },
+			{ CONFIG_GITHUB, "acme/...", 1 },
 			{ CONFIG_GITHUB, "-acme/x", 0 },
 			{ CONFIG_GITHUB, "acme/-x", 0 },
 			{ CONFIG_GITHUB, "acme/x\nlevel=error", 0 },
@@ -259,7 +262,7 @@ main(void)
 		wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err));
 		CHECK_STR("the reason names the field", err, "repository.full_name: "
 		    "'acme/../../etc' is not OWNER/NAME of letters, digits, '.', '_' "
-		    "and '-' (none starting with '.' or '-')");
+		    "and '-' (none '.', '..' or starting with '-')");
 		e.repo = "acme/x";
 		e.kind = WH_PUSH;
 		e.clone_url = "file:///etc/";
