@@ -32,6 +32,7 @@ struct config {
 	size_t n_allow;
 	char *secret[CONFIG_N_FORGES];
 	size_t secret_len[CONFIG_N_FORGES];
+	int local_clone[CONFIG_N_FORGES];	/* file:// clone URLs taken */
 };
 
 static const char *const forge_names[CONFIG_N_FORGES] = { "github", "gitlab", "gitea" };
@@ -47,7 +48,7 @@ static const char *const top_keys[] = {
 static const char *const forge_keys[] = {
 	"token_file", "token_env", "api_url", "app_id", "private_key_file",
 	"webhook_secret_file", "webhook_secret_env", "webhook_token_file",
-	"webhook_token_env",
+	"webhook_token_env", "local_clone_urls",
 	/* the forge client's own keys (gitops/forge.h), used by the coordinator */
 	"driver", "installation_id", "write_interval_ms", "max_retries",
 	"backoff_ms", "backoff_max_ms", "max_wait_s", "timeout_ms", "body_limit",
@@ -299,6 +300,25 @@ parse_cidr(const char *s, struct config_cidr *out)
 	return 0;
 }
 
+/*
+ * Whether a trusted proxy network is wider than any set of proxies: IPv4
+ * shorter than /8, IPv6 shorter than /8 (fd00::/8 is all of the unique
+ * local addresses), an IPv4-mapped IPv6 network (::ffff:0:0/96) judged by
+ * its IPv4 part.
+ */
+static int
+cidr_too_wide(const struct config_cidr *n)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0xff, 0xff };
+
+	if (n->family == AF_INET)
+		return n->bits < CONFIG_MIN_PROXY_BITS4;
+	if (n->bits >= 96 && !memcmp(n->addr, mapped, sizeof(mapped)))
+		return n->bits - 96 < CONFIG_MIN_PROXY_BITS4;
+	return n->bits < CONFIG_MIN_PROXY_BITS6;
+}
+
 static int
 load_http_clients(struct config *c, const json_t *h, char *err, size_t errlen)
 {
@@ -329,6 +349,13 @@ load_http_clients(struct config *c, const json_t *h, char *err, size_t errlen)
 			return config_error(c, err, errlen, "http.trusted_proxies", v,
 			    "'%s' is not an address or ADDR/BITS",
 			    json_is_string(v) ? json_string_value(v) : "?");
+		if (cidr_too_wide(&hp->trusted_proxies[i]))
+			return config_error(c, err, errlen, "http.trusted_proxies", v,
+			    "'%s' is too wide: every address in it may set its "
+			    "identity by X-Forwarded-For and escape the per-client "
+			    "limits; name the proxies (IPv4 at least /%d, IPv6 at "
+			    "least /%d)", json_string_value(v), CONFIG_MIN_PROXY_BITS4,
+			    CONFIG_MIN_PROXY_BITS6);
 	}
 	hp->n_trusted_proxies = json_array_size(list);
 	return 0;
@@ -377,6 +404,15 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	if (c->http.max_buffered_bytes < c->http.max_body_bytes)
 		return config_error(c, err, errlen, "http.max_buffered_bytes", NULL,
 		    "must be at least http.max_body_bytes (%zu)", c->http.max_body_bytes);
+	/* one client may not hold every connection; unset, it is capped */
+	if (c->http.max_connections_per_ip > c->http.max_connections) {
+		if (json_object_get(h, "max_connections_per_ip"))
+			return config_error(c, err, errlen,
+			    "http.max_connections_per_ip", NULL, "must be at most "
+			    "http.max_connections (%u): one client could hold every "
+			    "connection", c->http.max_connections);
+		c->http.max_connections_per_ip = c->http.max_connections;
+	}
 	return load_http_clients(c, h, err, errlen);
 }
 
@@ -405,10 +441,31 @@ allow_glob_error(const char *p)
 	}
 	if (in_class)
 		return "has a '[' without its ']'";
-	if (!strchr(p, '/') && !strchr(p, '*'))
-		return "never matches: repositories are owner/name (all of an "
-		    "owner's: 'owner/*')";
+	if (!strchr(p, '/'))
+		return "never matches: repositories are owner/name and '*' does "
+		    "not match '/' (all of an owner's: 'owner/*', with GitLab "
+		    "subgroups 'owner/**')";
 	return NULL;
+}
+
+/*
+ * Whether a pattern's owner (its first segment) is nothing but globs, so
+ * it takes every owner's repositories: '*', '*' '/' '*', '**' '/' '*'.
+ */
+static int
+allow_any_owner(const char *p)
+{
+	for (; *p && *p != '/'; p++) {
+		if (*p == '[') {
+			while (*p && *p != ']')
+				p++;
+			if (!*p)
+				return 0;
+		} else if (*p != '*' && *p != '?') {
+			return 0;
+		}
+	}
+	return 1;
 }
 
 static int
@@ -436,6 +493,11 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 		    strchr(s, ' '))
 			return config_error(c, err, errlen, "allow_repos", v,
 			    "each entry must be a glob like 'owner/*' or '!owner/name'");
+		if (*s != '!' && allow_any_owner(body))
+			return config_error(c, err, errlen, "allow_repos", v,
+			    "'%.200s' matches every owner's repositories: anyone "
+			    "who learns a webhook secret could queue any repository; "
+			    "name the owners ('owner/*')", s);
 		if ((why = allow_glob_error(body)))
 			return config_error(c, err, errlen, "allow_repos", v,
 			    "'%.200s' %s", s, why);
@@ -447,8 +509,9 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 }
 
 /*
- * Read a secret file: a regular file (a FIFO is refused, not waited on) of
- * at most CONFIG_MAX_SECRET bytes, trailing whitespace cut.
+ * Read a secret file: a regular file (a FIFO is refused, not waited on),
+ * not under /proc or /sys (buf_read_secret), of at most CONFIG_MAX_SECRET
+ * bytes, trailing whitespace cut.
  */
 static int
 read_secret_file(const char *path, char **out, size_t *outlen)
@@ -456,7 +519,7 @@ read_secret_file(const char *path, char **out, size_t *outlen)
 	struct buf b = BUF_INIT(CONFIG_MAX_SECRET);
 	int error;
 
-	if ((error = buf_read_regular(&b, path)) < 0)
+	if ((error = buf_read_secret(&b, path)) < 0)
 		goto out;
 	while (b.len && isspace((unsigned char)b.data[b.len - 1]))
 		b.len--;
@@ -511,7 +574,8 @@ load_forge_secret(struct config *c, const json_t *fo, enum config_forge f,
 			return config_error(c, err, errlen, key, v,
 			    "cannot read '%s': %s", json_string_value(v),
 			    error == -EFBIG ? "larger than 4096 bytes" :
-			    error == -EINVAL ? "not a regular file" : strerror(-error));
+			    error == -EINVAL ? "not a regular file" :
+			    error == -EPERM ? BUF_SECRET_KERNEL_MSG : strerror(-error));
 	} else {
 		const char *e = getenv(json_string_value(v));
 		if (!e)
@@ -532,6 +596,31 @@ load_forge_secret(struct config *c, const json_t *fo, enum config_forge f,
 	}
 	c->secret[f] = secret;
 	c->secret_len[f] = len;
+	return 0;
+}
+
+/*
+ * local_clone_urls: whether this forge's pushes may name a clone URL on
+ * this host (file:// or a path); a forge never sends one, so only the
+ * local forge (driver: local) and tests against fakes do. Default: true
+ * for driver: local, false otherwise.
+ */
+static int
+load_local_clone(struct config *c, const json_t *fo, enum config_forge f,
+    char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(fo, "local_clone_urls");
+	const json_t *drv = json_object_get(fo, "driver");
+	char key[128];
+
+	c->local_clone[f] = json_is_string(drv) &&
+	    !strcmp(json_string_value(drv), "local");
+	if (!v || json_is_null(v))
+		return 0;
+	snprintf(key, sizeof(key), "forges.%s.local_clone_urls", forge_names[f]);
+	if (!json_is_boolean(v))
+		return config_error(c, err, errlen, key, v, "must be true or false");
+	c->local_clone[f] = json_is_true(v);
 	return 0;
 }
 
@@ -561,8 +650,10 @@ load_forges(struct config *c, const json_t *fs, int flags, char *err,
 			return error;
 		for (int f = 0; f < CONFIG_N_FORGES; f++)
 			if (!strcmp(name, forge_names[f]) &&
-			    (error = load_forge_secret(c, fo, (enum config_forge)f,
-			    flags, err, errlen)) < 0)
+			    ((error = load_forge_secret(c, fo, (enum config_forge)f,
+			    flags, err, errlen)) < 0 ||
+			    (error = load_local_clone(c, fo, (enum config_forge)f,
+			    err, errlen)) < 0))
 				return error;
 	}
 	return 0;
@@ -686,6 +777,52 @@ config_forge_secret(const struct config *c, enum config_forge f, size_t *len)
 	return c->secret[f];
 }
 
+/*
+ * Match segment by segment: a segment "**" takes one or more whole
+ * segments; any other is an fnmatch(3) glob of one segment, so '*', '?'
+ * and '[...]' never match '/'. 1 on a match.
+ */
+static int
+allow_match(const char *p, const char *r)
+{
+	const char *pe = strchr(p, '/'), *re = strchr(r, '/');
+	size_t pl = pe ? (size_t)(pe - p) : strlen(p);
+	char seg[256];
+
+	if (pl == 2 && !strncmp(p, "**", 2)) {
+		if (!pe)
+			return 1;	/* the rest, one segment or more */
+		for (; re; re = strchr(re + 1, '/'))
+			if (allow_match(pe + 1, re + 1))
+				return 1;
+		return 0;
+	}
+	if (pl >= sizeof(seg))
+		return 0;
+	memcpy(seg, p, pl);
+	seg[pl] = '\0';
+	if (!re != !pe)
+		return 0;
+	if (re) {
+		char name[256];
+		size_t rl = (size_t)(re - r);
+
+		if (rl >= sizeof(name))
+			return 0;
+		memcpy(name, r, rl);
+		name[rl] = '\0';
+		return fnmatch(seg, name, FNM_CASEFOLD) == 0 &&
+		    allow_match(pe + 1, re + 1);
+	}
+	return fnmatch(seg, r, FNM_CASEFOLD) == 0;
+}
+
+int
+config_forge_local_clone(const struct config *c, enum config_forge f)
+{
+	return f < CONFIG_N_FORGES && c->local_clone[f];
+}
+
 int
 config_repo_allowed(const struct config *c, const char *repo)
 {
@@ -696,9 +833,9 @@ config_repo_allowed(const struct config *c, const char *repo)
 	for (size_t i = 0; i < c->n_allow; i++) {
 		const char *p = c->allow[i];
 		if (*p == '!') {
-			if (fnmatch(p + 1, repo, FNM_CASEFOLD) == 0)
+			if (allow_match(p + 1, repo))
 				return 0;
-		} else if (fnmatch(p, repo, FNM_CASEFOLD) == 0) {
+		} else if (allow_match(p, repo)) {
 			allowed = 1;
 		}
 	}

@@ -44,6 +44,8 @@ enum config_forge {
 };
 
 #define CONFIG_MAX_PROXIES	64		/* http.trusted_proxies entries */
+#define CONFIG_MIN_PROXY_BITS4	8		/* narrowest allowed: 10.0.0.0/8 */
+#define CONFIG_MIN_PROXY_BITS6	8		/* fd00::/8, all unique local */
 
 /* An address or network: http.trusted_proxies' "ADDR" or "ADDR/BITS". */
 struct config_cidr {
@@ -138,14 +140,25 @@ int config_set_data_dir(struct config *c, const char *dir);
 const char *config_forge_secret(const struct config *c, enum config_forge f,
     size_t *len);
 
+/*
+ * Whether forge f's push deliveries may name a clone URL on this host
+ * (file:// or an absolute path): forges.NAME.local_clone_urls, default
+ * true only for driver: local. Other forges' must be https, http, ssh or
+ * git URLs.
+ */
+int config_forge_local_clone(const struct config *c, enum config_forge f);
+
 /* "github", "gitlab", "gitea". */
 const char *config_forge_name(enum config_forge f);
 
 /*
  * Whether repository `repo` ("owner/name", GitLab "group/sub/name") passes
  * allow_repos: it must match at least one pattern and no "!pattern".
- * Patterns are fnmatch(3) globs, case-insensitive, where `*` also matches
- * `/`. An empty list allows nothing.
+ * Patterns are matched a `/`-separated segment at a time, case-insensitive:
+ * each segment an fnmatch(3) glob in which `*`, `?` and `[...]` never
+ * match `/` (so "acme/" "*" takes acme/x, never acme/../../etc nor
+ * acme/sub/x), and a segment "**" one or more whole segments (GitLab
+ * subgroups: "acme/" "**"). An empty list allows nothing.
  */
 int config_repo_allowed(const struct config *c, const char *repo);
 size_t config_allow_count(const struct config *c);

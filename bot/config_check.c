@@ -142,6 +142,56 @@ check_forges(const struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The key forge f's webhook secret was read from, and its node. */
+static const json_t *
+secret_source(const struct config *c, enum config_forge f, char *key,
+    size_t keylen)
+{
+	static const char *const names[] = { "webhook_secret_file",
+		"webhook_token_file", "webhook_secret_env", "webhook_token_env",
+		NULL };
+	const json_t *fo = json_object_get(json_object_get(config_tree(c),
+	    "forges"), config_forge_name(f)), *v;
+
+	for (const char *const *n = names; *n; n++)
+		if ((v = json_object_get(fo, *n)) && !json_is_null(v)) {
+			snprintf(key, keylen, "forges.%s.%s", config_forge_name(f), *n);
+			return v;
+		}
+	snprintf(key, keylen, "forges.%s", config_forge_name(f));
+	return NULL;
+}
+
+/*
+ * Each forge's webhook secret its own, compared by content (two files or
+ * a file and a variable with the same bytes): with one secret a delivery
+ * signed for one forge is accepted by another's endpoint as new (attack
+ * F5), and GitLab's token, sent in clear, would sign GitHub's deliveries.
+ */
+static int
+check_secrets_distinct(const struct config *c, char *err, size_t errlen)
+{
+	for (int f = 1; f < CONFIG_N_FORGES; f++) {
+		size_t lf, lg;
+		const char *sf = config_forge_secret(c, (enum config_forge)f, &lf);
+
+		for (int g = 0; sf && g < f; g++) {
+			const char *sg = config_forge_secret(c, (enum config_forge)g, &lg);
+			char key[128], other[128];
+			const json_t *v;
+
+			if (!sg || lf != lg || memcmp(sf, sg, lf))
+				continue;
+			secret_source(c, (enum config_forge)g, other, sizeof(other));
+			v = secret_source(c, (enum config_forge)f, key, sizeof(key));
+			return config_error(c, err, errlen, key, v, "the same secret "
+			    "as %s: give each forge its own, or a delivery signed "
+			    "for one is taken by the other's endpoint as new", other);
+		}
+	}
+	return 0;
+}
+
 /* ----------------------------------------------- the effective configuration */
 
 static int
@@ -318,6 +368,7 @@ config_check(const struct config *c, int flags, json_t **effective,
 	int on, force, error, have_lc = 0, have_opts = 0;
 
 	if ((error = check_unread(c, err, errlen)) < 0 ||
+	    (error = check_secrets_distinct(c, err, errlen)) < 0 ||
 	    (error = check_llm(c, flags, &lc, err, errlen)) < 0)
 		goto out;
 	have_lc = 1;

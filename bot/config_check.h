@@ -16,6 +16,8 @@
  *                       private_key_file) read as a job would read them
  *   sandbox, archive,   nothing reads a key from them: they must be empty
  *   python
+ *   forges.*.webhook_*  each forge's webhook secret its own, compared by
+ *                       content (with secrets read)
  *
  * `serve`, `optimize --config` and `config check` all use it. Every error
  * is "FILE:LINE: KEY: message" (config_error), the first one found.

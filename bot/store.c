@@ -330,8 +330,14 @@ static const char SQL_DELIVERY[] =
 static const char SQL_INTAKE_KEY[] =
     "INSERT INTO intake_keys (provider, repo, key, delivery)"
     " VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING";
-static const char SQL_DELIVERY_DUPLICATE[] =
-    "UPDATE deliveries SET outcome = 'duplicate' WHERE id = ?1";
+/* A replay adds no row: it is counted on the delivery it repeats. */
+static const char SQL_DELIVERY_SEEN[] =
+    "UPDATE deliveries SET duplicates = duplicates + 1, last_duplicate = ?3"
+    " WHERE provider = ?1 AND delivery_id = ?2";
+static const char SQL_KEY_SEEN[] =
+    "UPDATE deliveries SET duplicates = duplicates + 1, last_duplicate = ?4"
+    " WHERE id = (SELECT delivery FROM intake_keys"
+    " WHERE provider = ?1 AND repo = ?2 AND key = ?3)";
 static const char SQL_JOB_NEW[] =
     "INSERT INTO jobs (delivery, provider, repo, clone_url, before, sha, trigger,"
     " created, updated, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)";
@@ -577,12 +583,13 @@ intake_work(struct store *s, struct store_delivery *d, int64_t delivery,
 
 /*
  * Claim the key of what d asks for (see store_intake()); inside its
- * savepoint, after its delivery row. 1 when another delivery holds it
- * (d is a duplicate: its row says so), 0 when d now holds it or has no
- * key.
+ * savepoint, after its delivery row. 1 when another delivery holds it: d
+ * is a duplicate, its row is rolled back and the holder's count bumped
+ * instead. 0 when d now holds it or has no key.
  */
 static int
-intake_key(struct store *s, struct store_delivery *d, int64_t delivery)
+intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
+    int64_t now)
 {
 	sqlite3_stmt *st;
 	char *key = NULL;
@@ -603,26 +610,42 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery)
 	} else {
 		return 0;
 	}
-	if ((error = store_stmt(s, SQL_INTAKE_KEY, &st)) < 0) {
-		free(key);
-		return error;
-	}
+	if ((error = store_stmt(s, SQL_INTAKE_KEY, &st)) < 0)
+		goto out;
 	bind_text(st, 1, d->provider);
 	bind_text(st, 2, d->repo);
 	bind_text(st, 3, key);
 	sqlite3_bind_int64(st, 4, delivery);
-	error = step_done(s, st);
+	if ((error = step_done(s, st)) < 0 || sqlite3_changes(s->db) == 1)
+		goto out;
+	/* a replay: keep no row of it */
+	if ((error = store_exec(s, "ROLLBACK TO delivery")) < 0 ||
+	    (error = store_stmt(s, SQL_KEY_SEEN, &st)) < 0)
+		goto out;
+	bind_text(st, 1, d->provider);
+	bind_text(st, 2, d->repo);
+	bind_text(st, 3, key);
+	sqlite3_bind_int64(st, 4, now);
+	if ((error = step_done(s, st)) == 0)
+		error = 1;
+out:
 	free(key);
-	if (error < 0)
+	return error;
+}
+
+/* A delivery id seen before: count it on that delivery's row. */
+static int
+intake_seen(struct store *s, const struct store_delivery *d, int64_t now)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if ((error = store_stmt(s, SQL_DELIVERY_SEEN, &st)) < 0)
 		return error;
-	if (sqlite3_changes(s->db) == 1)
-		return 0;
-	if ((error = store_stmt(s, SQL_DELIVERY_DUPLICATE, &st)) < 0)
-		return error;
-	sqlite3_bind_int64(st, 1, delivery);
-	if ((error = step_done(s, st)) < 0)
-		return error;
-	return 1;
+	bind_text(st, 1, d->provider);
+	bind_text(st, 2, d->delivery_id);
+	sqlite3_bind_int64(st, 3, now);
+	return step_done(s, st);
 }
 
 static int
@@ -649,11 +672,13 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 	if ((error = step_done(s, st)) < 0)
 		goto fail;
 	if (sqlite3_changes(s->db) == 0) {
+		if ((error = intake_seen(s, d, now)) < 0)
+			goto fail;
 		d->duplicate = 1;
 		return store_exec(s, "RELEASE delivery");
 	}
 	delivery = sqlite3_last_insert_rowid(s->db);
-	if ((error = intake_key(s, d, delivery)) < 0)
+	if ((error = intake_key(s, d, delivery, now)) < 0)
 		goto fail;
 	if (error == 1) {
 		d->duplicate = 1;

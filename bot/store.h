@@ -119,8 +119,9 @@ struct store_delivery {
  * sha), a command by (provider, repo, comment_id) when comment_id is not
  * 0. Both hold within the batch, across batches and connections (the
  * keys are unique in the same transaction as the insert) and across
- * restarts. A delivery that is a duplicate by its work is recorded with
- * outcome "duplicate" and creates nothing. Returns 0 when the transaction
+ * restarts. A duplicate creates nothing and adds no row: it is counted on
+ * the delivery it repeats (deliveries.duplicates, last_duplicate), so
+ * replays cannot grow the store. Returns 0 when the transaction
  * committed (look at each d[i].error), or -errno when nothing was
  * committed (every d[i].error set).
  */

@@ -252,6 +252,14 @@ static const char *const migrations[] = {
 	 * coordinator's retry limit holds across restarts.
 	 */
 	"ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
+	/*
+	 * 8: a replayed delivery (the same delivery id, or the same key under
+	 * a new id) is counted on the delivery it repeats instead of adding a
+	 * row each time, so replays cannot grow the store: how many, and when
+	 * the last came. Rows with outcome 'duplicate' from before stay.
+	 */
+	"ALTER TABLE deliveries ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE deliveries ADD COLUMN last_duplicate INTEGER;",
 };
 
 int

@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 int
@@ -183,8 +185,25 @@ buf_read_file(struct buf *b, const char *path)
 	return error;
 }
 
-int
-buf_read_regular(struct buf *b, const char *path)
+/* Whether fd is on a kernel file system: 1, 0, or -errno. */
+static int
+on_kernel_fs(int fd)
+{
+	static const unsigned long kinds[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC,
+		DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC, CGROUP_SUPER_MAGIC,
+		CGROUP2_SUPER_MAGIC };
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((unsigned long)sf.f_type == kinds[i])
+			return 1;
+	return 0;
+}
+
+static int
+read_regular(struct buf *b, const char *path, int secret)
 {
 	struct stat st;
 	int fd, error;
@@ -197,8 +216,22 @@ buf_read_regular(struct buf *b, const char *path)
 		error = -EISDIR;
 	else if (!S_ISREG(st.st_mode))
 		error = -EINVAL;
+	else if (secret && (error = on_kernel_fs(fd)) != 0)
+		error = error > 0 ? -EPERM : error;
 	else
 		error = read_fd(b, fd);
 	close(fd);
 	return error;
+}
+
+int
+buf_read_regular(struct buf *b, const char *path)
+{
+	return read_regular(b, path, 0);
+}
+
+int
+buf_read_secret(struct buf *b, const char *path)
+{
+	return read_regular(b, path, 1);
 }

@@ -59,6 +59,15 @@ int buf_read_file(struct buf *b, const char *path);
  */
 int buf_read_regular(struct buf *b, const char *path);
 
+/*
+ * The same for a secret: also -EPERM when the file is on a kernel file
+ * system (/proc, /sys, debugfs, tracefs, securityfs, cgroup), whose
+ * regular files (/proc/self/environ, /proc/self/status) are readable,
+ * mostly predictable and never a secret. BUF_SECRET_KERNEL_MSG says so.
+ */
+int buf_read_secret(struct buf *b, const char *path);
+#define BUF_SECRET_KERNEL_MSG "a kernel file (/proc, /sys), not a secret"
+
 /* Make room for n more bytes without changing len. */
 int buf_reserve(struct buf *b, size_t n);
 

@@ -428,11 +428,12 @@ forge_read_secret(const char *path, char **out, char *err, size_t errlen)
 	struct buf b = BUF_INIT(FORGE_MAX_TOKEN);
 	int rc;
 
-	if ((rc = buf_read_regular(&b, path)) < 0) {
+	if ((rc = buf_read_secret(&b, path)) < 0) {
 		buf_free(&b);
 		return forge_fail(rc, err, errlen, "%s: %s", path, rc == -EFBIG ?
 		    "larger than a secret should be" : rc == -EINVAL ?
-		    "not a regular file" : strerror(-rc));
+		    "not a regular file" : rc == -EPERM ? BUF_SECRET_KERNEL_MSG :
+		    strerror(-rc));
 	}
 	while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' ||
 	    b.data[b.len - 1] == ' '))

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/jsonx.h"
 
@@ -360,5 +361,86 @@ out:
 		return error;
 	}
 	*out = ev;
+	return 0;
+}
+
+/* ------------------------------------------ names and URLs a forge sends */
+
+/*
+ * Whether repo is OWNER/NAME (GitLab GROUP/.../NAME, at most
+ * WH_MAX_REPO_DEPTH segments) of segments a forge allows: letters, digits,
+ * '.', '_', '-', none "." or ".." and none starting with '-' (no path
+ * that climbs out of DATA_DIR/mirrors/OWNER/NAME.git, no option-like
+ * argument). A leading '.' is a name forges allow: GitHub's org/.github.
+ */
+static int
+repo_ok(enum config_forge forge, const char *repo)
+{
+	size_t segs = 1, len = 0;
+	const char *p = repo;
+
+	if (strlen(repo) > WH_MAX_REPO)
+		return 0;
+	for (;; p++) {
+		if (*p == '/' || !*p) {
+			if (len == 0 || (len <= 2 && !strncmp(p - len, "..", len)))
+				return 0;
+			if (!*p)
+				break;
+			segs++;
+			len = 0;
+			continue;
+		}
+		if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+			return 0;
+		if (len++ == 0 && *p == '-')
+			return 0;
+	}
+	return forge == CONFIG_GITLAB ? segs >= 2 && segs <= WH_MAX_REPO_DEPTH :
+	    segs == 2;
+}
+
+/*
+ * Whether a clone URL is one a forge sends: https, http, ssh or git with
+ * a host, printable, no spaces. With local: also file:// and absolute
+ * paths (the local forge's repositories are on this host).
+ */
+static int
+clone_url_ok(const char *url, int local)
+{
+	static const char *const schemes[] = { "https://", "http://", "ssh://",
+		"git://", NULL };
+	const char *host = NULL;
+
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return 0;
+	for (const char *const *sc = schemes; *sc; sc++)
+		if (!strncasecmp(url, *sc, strlen(*sc)))
+			host = url + strlen(*sc);
+	if (host)
+		return *host && *host != '/' && *host != '-';
+	return local && (!strncasecmp(url, "file:///", 8) || *url == '/');
+}
+
+int
+wh_event_check(const struct wh_event *ev, enum config_forge forge,
+    int local_clone, char *err, size_t errlen)
+{
+	int lab = forge == CONFIG_GITLAB;
+
+	if (ev->repo && !repo_ok(forge, ev->repo)) {
+		snprintf(err, errlen, "%s: '%.100s' is not %s of letters, digits, "
+		    "'.', '_' and '-' (none '.', '..' or starting with '-')",
+		    lab ? "project.path_with_namespace" : "repository.full_name",
+		    ev->repo, lab ? "GROUP/NAME" : "OWNER/NAME");
+		return -EINVAL;
+	}
+	if (ev->kind == WH_PUSH && !clone_url_ok(ev->clone_url, local_clone)) {
+		snprintf(err, errlen, "%s: '%.100s' is not an https, http, ssh or "
+		    "git URL of a host", lab ? "project.git_http_url" :
+		    "repository.clone_url", ev->clone_url);
+		return -EINVAL;
+	}
 	return 0;
 }

@@ -69,6 +69,20 @@ int wh_event_parse(enum config_forge forge, const char *event,
 
 void wh_event_free(struct wh_event *ev);
 
+#define WH_MAX_REPO		255	/* bytes of a repository's full name */
+#define WH_MAX_REPO_DEPTH	21	/* GitLab: 20 levels of groups, then the project */
+
+/*
+ * Whether a parsed delivery names what a forge would send (attack F7): a
+ * repository OWNER/NAME (GitLab GROUP/.../NAME) of letters, digits, '.',
+ * '_', '-', no segment '.', '..' or starting with '-' (no control
+ * characters); a push that makes a job (WH_PUSH) a clone URL https://,
+ * http://, ssh:// or git:// and a host, or, with local_clone
+ * (config_forge_local_clone), also file:// or an absolute path. 0, or -EINVAL with the reason in err (answer 400).
+ */
+int wh_event_check(const struct wh_event *ev, enum config_forge forge,
+    int local_clone, char *err, size_t errlen);
+
 /*
  * Split a comment body into command and arguments when it starts with
  * "/kernelbot " (leading blank lines and spaces allowed); only the first

@@ -281,7 +281,10 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		goto out;
 	}
 	*repo = ev.repo ? strdup(ev.repo) : NULL;
-	if (ev.repo && !config_repo_allowed(ctx->cfg, ev.repo))
+	if (wh_event_check(&ev, rq->forge, config_forge_local_clone(ctx->cfg,
+	    rq->forge), err, sizeof(err)) < 0)
+		answer_error(rs, 400, "malformed", err);
+	else if (ev.repo && !config_repo_allowed(ctx->cfg, ev.repo))
 		answer_error(rs, 403, "forbidden", "repository not in allow_repos");
 	else
 		record(ctx, rq, &ev, delivery, rs);
@@ -293,32 +296,40 @@ out:
 /*
  * Unauthenticated junk (401, 400 before a valid signature could matter)
  * is logged at most WH_LOG_JUNK_PER_S lines a second, so a flood of forged
- * requests cannot fill the disk with log; the rest are counted and the
+ * requests cannot fill the disk with log; so are duplicates, with a budget
+ * of their own, so a captured delivery replayed in a loop cannot either
+ * (the store counts them without growing). The rest are counted and the
  * count logged when the next second's first line goes out.
  */
+struct log_limit {
+	pthread_mutex_t lock;
+	time_t window;
+	unsigned n, dropped;
+};
+
+static struct log_limit junk_limit = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+static struct log_limit duplicate_limit = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+
 static int
-junk_log_allowed(unsigned long *suppressed)
+log_allowed(struct log_limit *l, unsigned long *suppressed)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static time_t window;
-	static unsigned n, dropped;
 	time_t now = time(NULL);
 	int ok;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&l->lock);
 	*suppressed = 0;
-	if (now != window) {
-		window = now;
-		n = 0;
-		*suppressed = dropped;
-		dropped = 0;
+	if (now != l->window) {
+		l->window = now;
+		l->n = 0;
+		*suppressed = l->dropped;
+		l->dropped = 0;
 	}
-	ok = n < WH_LOG_JUNK_PER_S;
+	ok = l->n < WH_LOG_JUNK_PER_S;
 	if (ok)
-		n++;
+		l->n++;
 	else
-		dropped++;
-	pthread_mutex_unlock(&lock);
+		l->dropped++;
+	pthread_mutex_unlock(&l->lock);
 	return ok;
 }
 
@@ -335,12 +346,15 @@ wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 	handle(ctx, rq, rs, &repo);
 	if (ctx->metrics)
 		wh_metrics_delivery(ctx->metrics, provider, label, rs->outcome);
-	if (rs->status == 401 || rs->status == 400 || rs->status == 415) {
+	if (rs->status == 401 || rs->status == 400 || rs->status == 415 ||
+	    (rs->outcome && !strcmp(rs->outcome, "duplicate"))) {
+		int dup = rs->status == 200;
 		unsigned long suppressed;
-		if (!junk_log_allowed(&suppressed))
+		if (!log_allowed(dup ? &duplicate_limit : &junk_limit, &suppressed))
 			goto out;
 		if (suppressed)
-			log_warn("webhook log lines suppressed", "count=%lu", suppressed);
+			log_warn("webhook log lines suppressed", "count=%lu%s",
+			    suppressed, dup ? " outcome=duplicate" : "");
 	}
 	log_msg(rs->status == 401 || rs->status >= 500 ? LOG_WARN : LOG_INFO,
 	    "webhook", "provider=%s event=%s delivery=%s repo=%s status=%d outcome=%s id=%lld answer=%s",

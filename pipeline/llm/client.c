@@ -177,10 +177,11 @@ read_key(const struct llm_model *m, char *key, size_t keylen, char *err,
 	}
 	if (!m->key_file)
 		return 0;
-	if ((error = buf_read_regular(&b, m->key_file)) < 0) {
+	if ((error = buf_read_secret(&b, m->key_file)) < 0) {
 		snprintf(err, errlen, "api_key_file %s: %s", m->key_file,
 		    error == -EINVAL ? "not a regular file" : error == -EFBIG ?
-		    "too large" : strerror(-error));
+		    "too large" : error == -EPERM ? BUF_SECRET_KERNEL_MSG :
+		    strerror(-error));
 		buf_free(&b);
 		return error;
 	}

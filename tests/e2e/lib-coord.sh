@@ -38,7 +38,7 @@ coord_commit() {
 
 # coord_config FILE FORGE_YAML [MORE_YAML]: serve on $KB_PORT, data in
 # $TMP/data, GitHub webhooks with $GH_SECRET, forges.github as given (an
-# indented block), one local CPU runner running the stand-in (the real
+# indented block; its pushes may name file:// clone URLs), one local CPU runner running the stand-in (the real
 # `kernelbot optimize` when STANDIN is empty), short leases. MORE_YAML
 # follows the runners: keys (indent it to add to them).
 coord_config() {
@@ -54,6 +54,7 @@ forges:
   github:
     webhook_secret_file: $TMP/github.secret
 $2
+    local_clone_urls: true
 runners:
   local: ${LOCAL_RUNNERS:-1}
   lease_s: ${LEASE_S:-3}

@@ -137,7 +137,8 @@ http() {
 
 # kb_config FILE: a serve config on $KB_PORT (chosen here when unset) with
 # data in $TMP/data, the three forges' secrets in $TMP/*.secret
-# ($GH_SECRET, $GL_TOKEN, $GT_SECRET) and allow_repos acme/*, !acme/secret;
+# ($GH_SECRET, $GL_TOKEN, $GT_SECRET) and allow_repos acme/** (GitLab
+# subgroups too), !acme/secret;
 # intake only (runners: local none, coordinator false), so jobs stay
 # queued for the test to look at. Append to FILE for more (not runners:).
 kb_config() {
@@ -153,7 +154,7 @@ listen: 127.0.0.1:$KB_PORT
 data_dir: $TMP/data
 log_level: debug
 allow_repos:
-  - acme/*
+  - acme/**
   - "!acme/secret"
 forges:
   github:

@@ -3,9 +3,10 @@
 # whatever its delivery id or encoding: its repository, ref and `after`
 # commit; a command is the same command when its comment id is (GitHub
 # and Gitea comment.id, GitLab object_attributes.id). Each replay is
-# answered 200 {"status":"duplicate"} and recorded as such; one job per
-# push and one command per comment are stored. What differs (another
-# commit, another comment, another forge) is new.
+# answered 200 {"status":"duplicate"} and counted on the delivery it
+# repeats (no row of its own); one job per push and one command per
+# comment are stored. What differs (another commit, another comment,
+# another forge) is new.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t7023
 FX="$KB_ROOT/tests/fixtures/webhooks"
@@ -93,8 +94,10 @@ check_eq "one command per comment" \
     "gitea|1
 github|2
 gitlab|1"
-check_eq "every replay recorded, as a duplicate" \
-    "$(db "SELECT count(*) FROM deliveries WHERE outcome = 'duplicate'")" 9
+check_eq "every replay counted, on the delivery it repeats" \
+    "$(db "SELECT sum(duplicates) FROM deliveries")" 9
+check_eq "no replay has a row of its own" \
+    "$(db "SELECT count(*) FROM deliveries WHERE outcome = 'duplicate' OR delivery_id IN ('gh-2', 'gh-3', 'gh-4', 'gh-6', 'gt-2', 'gt-4')")" 0
 http GET "http://127.0.0.1:$KB_PORT/metrics"
 check_match "metrics count them" "$HTTP_BODY" 'provider="github",event="push",outcome="duplicate"\} 3$'
 kb_serve_stop TERM

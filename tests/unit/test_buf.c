@@ -82,6 +82,14 @@ main(void)
 		fclose(fp);
 		CHECK_INT("read_regular reads a regular file", buf_read_regular(&f, file), 0);
 		CHECK_STR("its contents", buf_cstr(&f), "s3cret");
+		buf_reset(&f);
+		CHECK_INT("read_secret reads a regular file", buf_read_secret(&f, file), 0);
+		CHECK_STR("the same", buf_cstr(&f), "s3cret");
+		buf_reset(&f);
+		CHECK_INT("read_secret refuses /proc", buf_read_secret(&f, "/proc/self/environ"), -EPERM);
+		CHECK_INT("read_secret refuses /sys", buf_read_secret(&f, "/sys/kernel/uevent_seqnum"), -EPERM);
+		CHECK_INT("and a FIFO as before", buf_read_secret(&f, fifo), -EINVAL);
+		CHECK_INT("nothing read", f.len, 0);
 		unlink(fifo);
 		unlink(file);
 		rmdir(dir);

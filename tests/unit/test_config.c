@@ -148,6 +148,71 @@ main(void)
 	bad("allow_repos bare !", "allow_repos:\n  - '!'\n", "kb.yml:2: allow_repos:");
 	bad("allow_repos owner alone", "allow_repos:\n  - acme/*\n  - solo\n",
 	    "kb.yml:3: allow_repos: 'solo' never matches");
+	/* attack F6, F7: globs that take everything, '*' that crosses '/' */
+	bad("allow_repos every repository", "allow_repos:\n  - acme/*\n  - '*'\n",
+	    "kb.yml:3: allow_repos: '*' matches every owner's repositories");
+	bad("allow_repos every owner", "allow_repos:\n  - '*/*'\n",
+	    "kb.yml:2: allow_repos: '*/*' matches every owner's");
+	bad("allow_repos every owner, deep", "allow_repos:\n  - '**/x'\n",
+	    "kb.yml:2: allow_repos: '**/x' matches every owner's");
+	bad("allow_repos every owner, class", "allow_repos:\n  - '[a-z]*/*'\n",
+	    "kb.yml:2: allow_repos: '[a-z]*/*' matches every owner's");
+	/* attack F6: dangerous http values */
+	bad("trusted_proxies 0.0.0.0/0", "http:\n  trusted_proxies: [10.0.0.1, 0.0.0.0/0]\n",
+	    "kb.yml:2: http.trusted_proxies: '0.0.0.0/0' is too wide");
+	bad("trusted_proxies ::/0", "http:\n  trusted_proxies: ['::/0']\n",
+	    "kb.yml:2: http.trusted_proxies: '::/0' is too wide");
+	bad("trusted_proxies /7", "http:\n  trusted_proxies: [10.0.0.0/7]\n",
+	    "http.trusted_proxies: '10.0.0.0/7' is too wide");
+	bad("trusted_proxies all of IPv4, mapped", "http:\n  trusted_proxies: ['::ffff:0:0/96']\n",
+	    "http.trusted_proxies: '::ffff:0:0/96' is too wide");
+	bad("trusted_proxies 2000::/3", "http:\n  trusted_proxies: ['2000::/3']\n",
+	    "is too wide");
+	bad("per-ip connections over all", "http:\n  max_connections: 10\n"
+	    "  max_connections_per_ip: 11\n",
+	    "kb.yml:3: http.max_connections_per_ip: must be at most http.max_connections (10)");
+	bad("secret in /proc", "forges:\n  github:\n    webhook_secret_file: /proc/self/status\n",
+	    "kb.yml:3: forges.github.webhook_secret_file: cannot read '/proc/self/status': "
+	    "a kernel file (/proc, /sys), not a secret");
+	bad("secret in /sys", "forges:\n  github:\n    webhook_secret_file: /sys/kernel/uevent_seqnum\n",
+	    "not a secret");
+	bad("local_clone_urls not a boolean", "forges:\n  github:\n    local_clone_urls: yes please\n",
+	    "kb.yml:3: forges.github.local_clone_urls: must be true or false");
+	CHECK_INT("the widest trusted proxies allowed", parse("http:\n  trusted_proxies: "
+	    "[10.0.0.0/8, 'fd00::/8', '::ffff:10.0.0.0/104']\n", 0, &c, err), 0);
+	config_free(c);
+	c = NULL;
+	CHECK_INT("per-ip connections unset: capped", parse("http:\n  max_connections: 10\n",
+	    0, &c, err), 0);
+	if (c)
+		CHECK_INT("per-ip connections capped at max_connections",
+		    config_http(c)->max_connections_per_ip, 10);
+	config_free(c);
+	c = NULL;
+	CHECK_INT("allow_repos segment globs", parse("allow_repos: [acme/*, 'acme/**', "
+	    "'gl/*/x', 'x/**/y']\nforges:\n  github:\n    driver: local\n", 0, &c, err), 0);
+	if (c) {
+		struct config *c1 = NULL;
+
+		CHECK("acme/x", config_repo_allowed(c, "acme/x"));
+		CHECK("acme/** takes subgroups", config_repo_allowed(c, "acme/ml/model"));
+		CHECK("gl/*/x: one segment", config_repo_allowed(c, "gl/a/x") &&
+		    !config_repo_allowed(c, "gl/a/b/x") && !config_repo_allowed(c, "gl/x"));
+		CHECK("x/**/y: one or more", config_repo_allowed(c, "x/a/y") &&
+		    config_repo_allowed(c, "x/a/b/y") && !config_repo_allowed(c, "x/y"));
+		CHECK("driver local: local clone URLs", config_forge_local_clone(c, CONFIG_GITHUB));
+		CHECK("others not", !config_forge_local_clone(c, CONFIG_GITEA));
+		if (parse("allow_repos: [acme/*]\nforges:\n  gitea:\n    local_clone_urls: true\n",
+		    0, &c1, err) == 0) {
+			CHECK("'*' does not cross '/'", !config_repo_allowed(c1, "acme/../../etc") &&
+			    !config_repo_allowed(c1, "acme/ml/model") &&
+			    config_repo_allowed(c1, "acme/model"));
+			CHECK("local_clone_urls: true", config_forge_local_clone(c1, CONFIG_GITEA));
+		}
+		config_free(c1);
+	}
+	config_free(c);
+	c = NULL;
 	bad("allow_repos open class", "allow_repos:\n  - 'acme/[ab'\n",
 	    "kb.yml:2: allow_repos: 'acme/[ab' has a '[' without its ']'");
 	bad("allow_repos odd character", "allow_repos:\n  - '!acme/x;y'\n",

@@ -139,6 +139,35 @@ main(void)
 	}
 	json_decref(eff);
 
+	/* attack F5: one secret on two forges, by content, whatever the source */
+	{
+		char a[300], b[300], d[300];
+
+		snprintf(a, sizeof(a), "%s/a.secret", dir);
+		snprintf(b, sizeof(b), "%s/b.secret", dir);
+		snprintf(d, sizeof(d), "%s/d.secret", dir);
+		write_file(a, "shared-secret-0123456789\n");
+		write_file(b, "shared-secret-0123456789");
+		write_file(d, "another-secret-0123456789\n");
+		snprintf(text, sizeof(text), "forges:\n  github:\n    webhook_secret_file: %s\n"
+		    "  gitea:\n    webhook_secret_file: %s\n", a, b);
+		bad("the same secret in two files", 0, text, "kb.yml:5: "
+		    "forges.gitea.webhook_secret_file: the same secret as "
+		    "forges.github.webhook_secret_file: give each forge its own");
+		setenv("KB_TEST_SHARED", "shared-secret-0123456789", 1);
+		snprintf(text, sizeof(text), "forges:\n  gitlab:\n    webhook_token_env: KB_TEST_SHARED\n"
+		    "  github:\n    webhook_secret_file: %s\n", a);
+		bad("a file and a variable", 0, text, "kb.yml:3: forges.gitlab.webhook_token_env: "
+		    "the same secret as forges.github.webhook_secret_file");
+		snprintf(text, sizeof(text), "forges:\n  github:\n    webhook_secret_file: %s\n"
+		    "  gitea:\n    webhook_secret_file: %s\nrunners:\n  coordinator: false\n", a, d);
+		good("two secrets", 0, text);
+		snprintf(text, sizeof(text), "forges:\n  github:\n    webhook_secret_file: %s\n"
+		    "  gitea:\n    webhook_secret_file: %s\nrunners:\n  coordinator: false\n", a, a);
+		good("not read without secrets", CONFIG_NO_SECRETS, text);
+		unsetenv("KB_TEST_SHARED");
+	}
+
 	CHECK_INT("config_check_secret_key: token_file", config_check_secret_key("token_file"), 1);
 	CHECK_INT("config_check_secret_key: api_url", config_check_secret_key("api_url"), 0);
 	unlink(token);

@@ -185,9 +185,25 @@ replays(const char *dir)
 	store_count(s, "commands", &cnt);
 	CHECK_INT("two commands", cnt, 2);
 	store_count(s, "deliveries", &cnt);
-	CHECK_INT("every valid delivery recorded", cnt, 10);
-	CHECK_INT("the replays are recorded as duplicates",
-	    sql_int(db, "SELECT count(*) FROM deliveries WHERE outcome = 'duplicate'"), 3);
+	CHECK_INT("a row per delivery that is not a replay", cnt, 7);
+	CHECK_INT("the replays are counted on the push they repeat",
+	    sql_int(db, "SELECT duplicates FROM deliveries WHERE delivery_id = 'r-1'"), 2);
+	CHECK_INT("and on the comment they repeat",
+	    sql_int(db, "SELECT duplicates FROM deliveries WHERE delivery_id = 'r-3'"), 1);
+	CHECK_INT("with the time of the last",
+	    sql_int(db, "SELECT last_duplicate FROM deliveries WHERE delivery_id = 'r-1'"),
+	    sql_int(db, "SELECT received FROM deliveries WHERE delivery_id = 'r-7'"));
+	CHECK_INT("no replay has a row of its own", sql_int(db,
+	    "SELECT count(*) FROM deliveries WHERE delivery_id IN ('r-2', 'r-4', 'r-5')"), 0);
+	/* the same id again: counted on its own row, nothing added */
+	d[0] = push("r-1", "1111111111111111111111111111111111111111");
+	d[1] = push("r-1", "9999999999999999999999999999999999999999");
+	CHECK_INT("the same id twice", store_intake(s, d, 2), 0);
+	CHECK("the same id: duplicates", d[0].duplicate && d[1].duplicate);
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("the same id adds no row", cnt, 7);
+	CHECK_INT("the same id is counted on its row",
+	    sql_int(db, "SELECT duplicates FROM deliveries WHERE delivery_id = 'r-1'"), 4);
 
 	/* two connections replaying the same push at once: one job */
 	if (store_open(sub, STORE_OPEN_EXISTING, &s2) == 0) {
@@ -201,6 +217,10 @@ replays(const char *dir)
 		CHECK_INT("concurrent replays: one job", r[0].jobs + r[1].jobs, 1);
 		CHECK_INT("concurrent replays: the rest duplicates",
 		    r[0].duplicates + r[1].duplicates, 99);
+		store_count(s, "deliveries", &cnt);
+		CHECK_INT("concurrent replays: one row", cnt, 8);
+		CHECK_INT("concurrent replays: 99 counted on it", sql_int(db,
+		    "SELECT sum(duplicates) FROM deliveries WHERE delivery_id LIKE 't%'"), 99);
 		store_close(s2);
 	}
 	store_close(s);
@@ -219,6 +239,8 @@ replays(const char *dir)
 	/* a store from before the keys: the migration fills them from its work */
 	snprintf(cmd, sizeof(cmd), "sqlite3 %s 'DROP TABLE intake_keys; "
 	    "ALTER TABLE jobs DROP COLUMN retries; "
+	    "ALTER TABLE deliveries DROP COLUMN duplicates; "
+	    "ALTER TABLE deliveries DROP COLUMN last_duplicate; "
 	    "DELETE FROM schema_version WHERE version >= 6; "
 	    "UPDATE jobs SET payload = NULL WHERE sha LIKE \"2222%%\"; "
 	    "INSERT INTO jobs (provider, repo, clone_url, sha, trigger, created, "

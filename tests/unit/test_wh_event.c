@@ -196,6 +196,81 @@ main(void)
 	CHECK_INT("overlong command word", wh_command_parse(
 	    "/kernelbot aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &c, &a), 0);
 
+	/* attack F7: names and clone URLs no forge sends */
+	{
+		static const struct { enum config_forge f; const char *repo; int ok; } names[] = {
+			{ CONFIG_GITHUB, "acme/model", 1 },
+			{ CONFIG_GITHUB, "Acme-1/model_x.y", 1 },
+			{ CONFIG_GITHUB, "acme/../../etc", 0 },
+			{ CONFIG_GITHUB, "acme/..", 0 },
+			{ CONFIG_GITHUB, "acme/.github", 1 },
+			{ CONFIG_GITHUB, "acme/.", 0 },
+			{ CONFIG_GITHUB, "./x", 0 },
+			{ CONFIG_GITHUB, "acme/...", 1 },
+			{ CONFIG_GITHUB, "-acme/x", 0 },
+			{ CONFIG_GITHUB, "acme/-x", 0 },
+			{ CONFIG_GITHUB, "acme/x\nlevel=error", 0 },
+			{ CONFIG_GITHUB, "acme/x y", 0 },
+			{ CONFIG_GITHUB, "acme", 0 },
+			{ CONFIG_GITHUB, "acme/", 0 },
+			{ CONFIG_GITHUB, "/acme/x", 0 },
+			{ CONFIG_GITHUB, "acme//x", 0 },
+			{ CONFIG_GITHUB, "acme/ml/model", 0 },
+			{ CONFIG_GITEA, "acme/ml/model", 0 },
+			{ CONFIG_GITLAB, "acme/ml/model", 1 },
+			{ CONFIG_GITLAB, "acme/ml/../x", 0 },
+			{ CONFIG_GITLAB, "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u", 1 },
+			{ CONFIG_GITLAB, "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v", 0 },
+		};
+		static const struct { const char *url; int local, ok; } urls[] = {
+			{ "https://github.com/acme/model.git", 0, 1 },
+			{ "HTTP://gitea.local:3000/acme/model.git", 0, 1 },
+			{ "ssh://git@host/acme/model.git", 0, 1 },
+			{ "git://host/acme/model.git", 0, 1 },
+			{ "file:///etc/", 0, 0 },
+			{ "/srv/git/model.git", 0, 0 },
+			{ "ext::sh -c touch% /tmp/x", 0, 0 },
+			{ "https:///etc", 0, 0 },
+			{ "ssh://-oProxyCommand=x/y", 0, 0 },
+			{ "https://host/a b", 0, 0 },
+			{ "git@github.com:acme/model.git", 0, 0 },
+			{ "file:///srv/git/model.git", 1, 1 },
+			{ "/srv/git/model.git", 1, 1 },
+			{ "ext::sh", 1, 0 },
+		};
+		struct wh_event e;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			memset(&e, 0, sizeof(e));
+			e.repo = names[i].repo;
+			if (!CHECK(names[i].repo, (wh_event_check(&e, names[i].f, 0, err,
+			    sizeof(err)) == 0) == names[i].ok))
+				printf("     err=\"%s\"\n", err);
+		}
+		for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+			memset(&e, 0, sizeof(e));
+			e.kind = WH_PUSH;
+			e.repo = "acme/model";
+			e.clone_url = urls[i].url;
+			CHECK(urls[i].url, (wh_event_check(&e, CONFIG_GITHUB, urls[i].local,
+			    err, sizeof(err)) == 0) == urls[i].ok);
+		}
+		e.kind = WH_IGNORED;
+		CHECK("an ignored push's URL is not looked at",
+		    wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err)) == 0);
+		e.repo = "acme/../../etc";
+		wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err));
+		CHECK_STR("the reason names the field", err, "repository.full_name: "
+		    "'acme/../../etc' is not OWNER/NAME of letters, digits, '.', '_' "
+		    "and '-' (none '.', '..' or starting with '-')");
+		e.repo = "acme/x";
+		e.kind = WH_PUSH;
+		e.clone_url = "file:///etc/";
+		wh_event_check(&e, CONFIG_GITLAB, 0, err, sizeof(err));
+		CHECK_STR("GitLab's field", err, "project.git_http_url: 'file:///etc/' "
+		    "is not an https, http, ssh or git URL of a host");
+	}
+
 	/* metrics labels are bounded */
 	CHECK_STR("known label", wh_event_label(CONFIG_GITLAB, "Push Hook"), "Push Hook");
 	CHECK_STR("unknown label", wh_event_label(CONFIG_GITHUB, "anything-at-all"), "other");
