@@ -36,8 +36,8 @@ KB_CFLAGS = -std=c17 $(OPT) $(WARN) $(if $(filter 1,$(WERROR)),-Werror) \
 KB_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
 KB_LIBS = $(PKG_LIBS) -ldl -lm $(LDLIBS)
 
-SRC_DIRS := common bot webhooks gitops pipeline gpu
-MAIN_SRC := bot/main.c
+SRC_DIRS := common conf store gpu gitops pipeline webhooks coord cli
+MAIN_SRC := cli/main.c
 # Sources one level deep, plus pipeline's stage folders (pipeline/compiler/...).
 LIB_SRCS := $(filter-out $(MAIN_SRC),$(wildcard $(addsuffix /*.c,$(SRC_DIRS)) pipeline/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -144,6 +144,7 @@ lint: deps
 	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh tests/gpu/*.sh bench/*.sh); do \
 		sh -n "$$f" || exit 1; done
 	/usr/bin/python3 -m compileall -q gpu/harness pipeline/report >/dev/null
+	sh scripts/check-layers.sh
 
 install: all install-data
 	install -d $(DESTDIR)$(PREFIX)/bin

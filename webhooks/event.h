@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 
 #define WH_MAX_ARGS	1024	/* bytes of a command's arguments */
 #define WH_MAX_COMMAND	32	/* bytes of a command word */

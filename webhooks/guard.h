@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 
 #define WH_GUARD_BODY_GRACE_S	2	/* seconds before the body rate counts */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */

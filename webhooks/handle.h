@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 #include "common/buf.h"
 #include "webhooks/health.h"
 #include "webhooks/intake.h"

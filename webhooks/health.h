@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 
 #define WH_HEALTH_PROBE_MS	2000	/* a probe write when none committed for this long */
 #define WH_HEALTH_DEADLINE_MS	5000	/* a write running this long is a fault */

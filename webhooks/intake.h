@@ -16,7 +16,7 @@
 #ifndef KB_WEBHOOKS_INTAKE_H
 #define KB_WEBHOOKS_INTAKE_H
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "webhooks/health.h"
 
 struct wh_intake;

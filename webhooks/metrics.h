@@ -12,7 +12,7 @@
 #ifndef KB_WEBHOOKS_METRICS_H
 #define KB_WEBHOOKS_METRICS_H
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "common/buf.h"
 
 #define WH_METRICS_MAX_SERIES 512	/* distinct (provider, event, outcome) */

@@ -26,8 +26,8 @@
 #ifndef KB_WEBHOOKS_SERVER_H
 #define KB_WEBHOOKS_SERVER_H
 
-#include "bot/config.h"
-#include "bot/store.h"
+#include "conf/config.h"
+#include "store/store.h"
 
 struct wh_server;
 

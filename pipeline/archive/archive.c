@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "common/buf.h"
 
 #define CANDIDATES 200		/* rows each FTS query brings */

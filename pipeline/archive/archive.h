@@ -1,7 +1,7 @@
 /*
  * archive: stage 4 (DESIGN.md section 7). Every verified kernel, with its
  * problem, graph-IR op signature, GPU architecture, times and provenance,
- * kept in the store (bot/store_archive.c) so that later jobs can learn
+ * kept in the store (store/store_archive.c) so that later jobs can learn
  * from it: archive_neighbours() returns the most similar solved problems
  * for the stage 2 and stage 3 prompts, and archive_has_arch() tells the
  * coordinator when a runner brings a GPU architecture the archive has
@@ -36,7 +36,7 @@
  *
  * Errors: 0 or -errno with a sentence in err: -EINVAL for bad input (an
  * unverified result, a malformed directory), -EEXIST for a kernel already
- * archived, -ENOENT for a missing file, store errors as bot/store.h says.
+ * archived, -ENOENT for a missing file, store errors as store/store.h says.
  */
 #ifndef KB_PIPELINE_ARCHIVE_ARCHIVE_H
 #define KB_PIPELINE_ARCHIVE_ARCHIVE_H

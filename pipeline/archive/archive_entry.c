@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"

@@ -6,7 +6,7 @@
 #ifndef KB_PIPELINE_ARCHIVE_ARCHIVE_INT_H
 #define KB_PIPELINE_ARCHIVE_ARCHIVE_INT_H
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "common/crypto.h"
 #include "pipeline/archive/archive.h"
 

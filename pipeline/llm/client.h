@@ -14,7 +14,7 @@
  * reach a sandbox's environment.
  *
  * Every attempt is reported to the caller's `record` hook (the store's
- * llm_calls table, bot/store.h) with its tokens and cost (price_in and
+ * llm_calls table, store/store.h) with its tokens and cost (price_in and
  * price_out are dollars per million tokens).
  */
 #ifndef KB_PIPELINE_LLM_CLIENT_H

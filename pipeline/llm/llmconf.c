@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 
 static const char *const model_keys[] = { "provider", "base_url", "model",
 	"api_key_env", "api_key_file", "temperature", "max_tokens", "weight",

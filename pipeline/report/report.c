@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bot/version.h"
+#include "common/version.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
 #include "pipeline/report/report_internal.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "common/jsonx.h"
 #include "pipeline/archive/archive.h"
 

@@ -1,5 +1,5 @@
 /*
- * The server config loader and the whole check (bot/config_check.h): YAML
+ * The server config loader and the whole check (cli/config_check.h): YAML
  * text in, a config and its effective form, or a located error out.
  */
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/config.h"
-#include "bot/config_check.h"
+#include "conf/config.h"
+#include "cli/config_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bot/cli.h"
-#include "bot/config.h"
-#include "bot/optimize_llm.h"
-#include "bot/store.h"
+#include "cli/cli.h"
+#include "conf/config.h"
+#include "pipeline/optimize/optimize_llm.h"
+#include "store/store.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"

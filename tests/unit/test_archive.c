@@ -1,5 +1,5 @@
 /*
- * test_archive: the kernel archive through bot/store.h and
+ * test_archive: the kernel archive through store/store.h and
  * pipeline/archive/archive.h. An archive is built from the compiler's
  * fixture problems (source and IR) with small kernels from
  * tests/fixtures/archive/kernels, then: what is refused, the op
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bot/store.h"
-#include "bot/store_internal.h"	/* store_schema_migration(1) */
+#include "store/store.h"
+#include "store/store_internal.h"	/* store_schema_migration(1) */
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"

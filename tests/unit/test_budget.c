@@ -1,8 +1,8 @@
-/* bot/budget: a repository's .kernelbot.yml budget within the server's budgets:. */
+/* pipeline/optimize/budget: a repository's .kernelbot.yml budget within the server's budgets:. */
 #include <string.h>
 
-#include "bot/budget.h"
-#include "bot/config.h"
+#include "pipeline/optimize/budget.h"
+#include "conf/config.h"
 #include "gitops/repocfg.h"
 #include "t.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 #include "t.h"
 
 static char dir[] = "/tmp/kb-test-config-XXXXXX";

@@ -1,4 +1,4 @@
-/* bot/config_check: every section checked at once, and the effective configuration. */
+/* cli/config_check: every section checked at once, and the effective configuration. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bot/config.h"
-#include "bot/config_check.h"
+#include "conf/config.h"
+#include "cli/config_check.h"
 #include "common/jsonx.h"
 #include "t.h"
 

@@ -1,11 +1,11 @@
-/* bot/coord: the runners: and schedule: configuration, and kernelbot.example.yml's. */
+/* coord/coord: the runners: and schedule: configuration, and kernelbot.example.yml's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/config.h"
-#include "bot/coord.h"
+#include "conf/config.h"
+#include "coord/coord.h"
 #include "t.h"
 
 /* Parse text as a server config and its coordinator options. */

@@ -1,10 +1,10 @@
-/* bot/cron: parsing, matching and next-fire times of schedule: entries. */
+/* coord/cron: parsing, matching and next-fire times of schedule: entries. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "bot/cron.h"
+#include "coord/cron.h"
 #include "t.h"
 
 /* Seconds since the epoch of a UTC date. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 #include "common/jsonx.h"
 #include "pipeline/llm/client.h"
 #include "pipeline/llm/extract.h"

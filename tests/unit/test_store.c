@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "t.h"
 
 static int64_t fake_now = 1000000;

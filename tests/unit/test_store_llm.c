@@ -1,10 +1,10 @@
-/* bot/store_llm.c: the llm_calls audit trail. */
+/* store/store_llm.c: the llm_calls audit trail. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "t.h"
 
 static const char SHA[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

@@ -1,6 +1,6 @@
 /*
- * bot/store_tasks.c and bot/store_coord.c: the coordinator's tables
- * through bot/store.h: tasks (idempotent creation, claims by backend and
+ * store/store_tasks.c and store/store_coord.c: the coordinator's tables
+ * through store/store.h: tasks (idempotent creation, claims by backend and
  * arch, leases, cancel, requeue and the attempt limit), runners,
  * commands and cleanups, delivered modules, clocks.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bot/store.h"
+#include "store/store.h"
 #include "t.h"
 
 static int64_t now_s = 2000000;

@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 #include "webhooks/door.h"
 #include "webhooks/guard.h"
 #include "t.h"

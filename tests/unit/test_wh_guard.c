@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bot/config.h"
+#include "conf/config.h"
 #include "webhooks/guard.h"
 #include "t.h"
 

@@ -1,0 +1,233 @@
+/*
+ * kernelbot eval PROBLEM CANDIDATE...: verify and time candidates against
+ * a problem (docs/evaluation.md). JSON with --json: one object for one
+ * candidate, an array for several. Exit 0 when every candidate is
+ * correct, 1 when any is not (or the evaluator could not run), 2 for a
+ * usage or problem error.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/jsonx.h"
+#include "gpu/eval.h"
+
+static const char eval_usage[] =
+    "usage: kernelbot eval PROBLEM CANDIDATE... [--backend cpu|cuda] [--json]\n"
+    "                      [--trials N] [--timeout SECONDS] [--sanitize]\n"
+    "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
+    "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
+    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
+    "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
+    "                      [--compile-timeout SECONDS] [--runners N] [--seed N]\n"
+    "  --seed N  the evaluation's seed (0 to 2^63-1) instead of a fresh one: to\n"
+    "            reproduce a result (same model parameters and trial inputs); the\n"
+    "            spot checks' positions and the timed runs' input changes still\n"
+    "            come from the system's RNG\n";
+
+
+
+
+/* A seed: the whole of s, decimal, below 2^63 (what the judge reads). 0 or -EINVAL. */
+static int
+parse_seed(const char *s, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > EVAL_SEED_MASK)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void
+print_summary(const json_t *results)
+{
+	size_t i, j;
+	json_t *r, *v;
+
+	json_array_foreach(results, i, r) {
+		const char *status = jsonx_str(r, "status", "?");
+		json_t *t = json_object_get(r, "timings_ms");
+
+		printf("%s: %s", jsonx_str(r, "candidate", "?"), status);
+		if (jsonx_bool(r, "correct", 0) && t) {
+			printf("  %.4g ms", jsonx_num(t, "candidate.median", 0));
+			if (json_is_object(json_object_get(t, "eager")))
+				printf("  eager %.4g ms (%.2fx [%.2f, %.2f])",
+				    jsonx_num(t, "eager.median", 0), jsonx_num(r, "speedup.eager", 0),
+				    json_real_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 0)),
+				    json_real_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 1)));
+			if (json_is_object(json_object_get(t, "compile")))
+				printf("  compile %.4g ms (%.2fx)", jsonx_num(t, "compile.median", 0),
+				    jsonx_num(r, "speedup.compile", 0));
+		}
+		printf("\n");
+		if (json_array_size(json_object_get(r, "flags"))) {
+			printf("  flags:");
+			json_array_foreach(json_object_get(r, "flags"), j, v)
+				printf(" %s", json_string_value(v));
+			printf("\n");
+		}
+		json_array_foreach(json_object_get(r, "errors"), j, v) {
+			const char *e = json_string_value(v);
+			printf("  error: %.*s%s\n", 400, e, strlen(e) > 400 ? "..." : "");
+		}
+		json_array_foreach(json_object_get(r, "checks"), j, v)
+			if (!jsonx_bool(v, "passed", 1))
+				printf("  failed check %s: %.300s\n", jsonx_str(v, "name", "?"),
+				    jsonx_str(v, "detail", ""));
+	}
+}
+
+int
+cmd_eval(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "trials", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "sanitize", no_argument, NULL, 's' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "reps", required_argument, NULL, 'R' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "baselines", required_argument, NULL, 'B' },
+		{ "atol", required_argument, NULL, 'a' },
+		{ "rtol", required_argument, NULL, 'e' },
+		{ "class", required_argument, NULL, 'c' },
+		{ "jobs", required_argument, NULL, 'J' },
+		{ "fresh-baselines", no_argument, NULL, 'F' },
+		{ "no-judge-server", no_argument, NULL, 'N' },
+		{ "mem", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "compile-timeout", required_argument, NULL, 'C' },
+		{ "runners", required_argument, NULL, 'Q' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct eval_opts o = EVAL_OPTS_INIT;
+	json_t *results = NULL;
+	char err[4096];
+	int json = 0, c, error;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+				return cli_usage_error("eval", "--backend is cpu or cuda");
+			o.backend = optarg;
+			break;
+		case 'j': json = 1; break;
+		case 't':
+			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &o.trials) < 0)
+				return cli_usage_error("eval", "--trials: 1 to %d", EVAL_MAX_TRIALS);
+			break;
+		case 'T':
+			if (cli_parse_int(optarg, 1, 86400, &o.timeout_s) < 0)
+				return cli_usage_error("eval", "--timeout: seconds, 1 to 86400");
+			break;
+		case 's': o.sanitize = 1; break;
+		case 'd':
+			if (cli_parse_int(optarg, 0, 1023, &o.device) < 0)
+				return cli_usage_error("eval", "bad --device '%s'", optarg);
+			break;
+		case 'r':
+			if (cli_parse_int(optarg, 1, 10000, &o.rounds) < 0)
+				return cli_usage_error("eval", "--rounds: 1 to 10000");
+			break;
+		case 'R':
+			if (cli_parse_int(optarg, 1, 256, &o.reps) < 0)
+				return cli_usage_error("eval", "--reps: 1 to 256");
+			break;
+		case 'w':
+			if (cli_parse_int(optarg, 0, 256, &o.warmup) < 0)
+				return cli_usage_error("eval", "--warmup: 0 to 256");
+			break;
+		case 'B':
+			if (strcmp(optarg, "eager,compile") && strcmp(optarg, "compile,eager") &&
+			    strcmp(optarg, "eager") && strcmp(optarg, "none"))
+				return cli_usage_error("eval", "--baselines: eager,compile, eager or none");
+			o.baselines = optarg;
+			break;
+		case 'a':
+			if (cli_parse_num(optarg, &o.atol) < 0)
+				return cli_usage_error("eval", "--atol: a non-negative number");
+			break;
+		case 'e':
+			if (cli_parse_num(optarg, &o.rtol) < 0)
+				return cli_usage_error("eval", "--rtol: a non-negative number");
+			break;
+		case 'c': o.class_name = optarg; break;
+		case 'J':
+			if (cli_parse_int(optarg, 1, 256, &o.jobs) < 0)
+				return cli_usage_error("eval", "--jobs: 1 to 256");
+			break;
+		case 'F':
+			o.fresh_baselines = 1;
+			break;
+		case 'N':
+			o.judge_server_off = 1;
+			break;
+		case 'M':
+			if (cli_parse_size(optarg, &o.mem_bytes) < 0)
+				return cli_usage_error("eval", "--mem takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (cli_parse_size(optarg, &o.disk_bytes) < 0)
+				return cli_usage_error("eval", "--disk takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'C':
+			if (cli_parse_int(optarg, 1, 86400, &o.build_timeout_s) < 0)
+				return cli_usage_error("eval", "--compile-timeout: 1 to 86400 seconds");
+			break;
+		case 'Q':
+			if (cli_parse_int(optarg, 1, 1024, &o.runners) < 0)
+				return cli_usage_error("eval", "--runners: 1 to 1024");
+			break;
+		case 'S':
+			if (parse_seed(optarg, &o.seed) < 0)
+				return cli_usage_error("eval", "--seed: a decimal integer, 0 to 2^63-1");
+			o.seed_given = 1;
+			break;
+		case 'h': fputs(eval_usage, stdout); return 0;
+		default: fputs(eval_usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (argc - optind < 2) {
+		fputs(eval_usage, stderr);
+		return EXIT_USAGE;
+	}
+	o.problem = argv[optind];
+	o.candidates = (const char *const *)argv + optind + 1;
+	o.n_candidates = (size_t)(argc - optind - 1);
+	o.have_sandbox_exec = cli_has_sandbox_exec();
+	if ((error = eval_run(&o, &results, err, sizeof(err))) < 0) {
+		fprintf(stderr, "kernelbot eval: %s\n", err);
+		return error == -EINVAL ? EXIT_USAGE : 1;
+	}
+	if (json) {
+		json_t *show = o.n_candidates == 1 ? json_array_get(results, 0) : results;
+		char *s = json_dumps(show, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+		if (s)
+			printf("%s\n", s);
+		free(s);
+	} else {
+		print_summary(results);
+	}
+	error = eval_all_correct(results) ? 0 : 1;
+	json_decref(results);
+	return error;
+}

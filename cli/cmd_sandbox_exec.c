@@ -1,0 +1,275 @@
+/*
+ * kernelbot sandbox-exec: run one program inside the sandbox with stdio
+ * passed through. The judge launches every untrusted worker this way; it
+ * is also the way to try the sandbox by hand.
+ *
+ * Exit status: the program's, 128+signal when it was killed (the deadline
+ * included), 125 when the sandbox could not be set up (the reason on
+ * stderr), 2 for a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "common/jsonx.h"
+#include "common/spawn.h"
+#include "gpu/sandbox.h"
+
+#define EXIT_SANDBOX 125
+#define TIMEOUT_MAX_S (7 * 24 * 3600)
+
+static const char usage_text[] =
+    "usage: kernelbot sandbox-exec [--profile compiler|candidate] --scratch DIR\n"
+    "           [--ro PATH]... [--mem BYTES] [--timeout SECONDS] [--gpu N]\n"
+    "           [--env K=V]... [--cpu SECONDS] [--nproc N] [--nofile N]\n"
+    "           [--fsize BYTES] [--disk BYTES] [--allow-degraded] [--report FILE]\n"
+    "           [--verbose]\n"
+    "           -- PROGRAM [ARGS...]\n";
+
+/* "123", "512M", "4G": bytes. */
+static int
+parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end || !v)
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+
+static void
+print_checks(const json_t *checks, int only_failed)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(checks, i, c) {
+		int ok = jsonx_bool(c, "passed", 0);
+		if (only_failed && ok)
+			continue;
+		fprintf(stderr, "kernelbot sandbox-exec: %s %s: %s\n", ok ? "ok" : "MISSING",
+		    jsonx_str(c, "name", "?"), jsonx_str(c, "detail", ""));
+	}
+}
+
+int
+cmd_sandbox_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "profile", required_argument, NULL, 'p' },
+		{ "scratch", required_argument, NULL, 's' },
+		{ "ro", required_argument, NULL, 'r' },
+		{ "mem", required_argument, NULL, 'm' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "nproc", required_argument, NULL, 'n' },
+		{ "nofile", required_argument, NULL, 'f' },
+		{ "fsize", required_argument, NULL, 'F' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "allow-degraded", no_argument, NULL, 'd' },
+		{ "report", required_argument, NULL, 'R' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sandbox_opts so = SANDBOX_OPTS_INIT;
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = { 0 };
+	const char *ro[SANDBOX_RO_PATHS_MAX + 1] = { NULL };
+	char *owned[SANDBOX_RO_PATHS_MAX] = { NULL };
+	const char *extra[SANDBOX_ENV_MAX + 1] = { NULL };
+	const char *report = NULL;
+	char **env = NULL, scratch[PATH_MAX], why[PATH_MAX + 128] = "", *program = NULL;
+	char *llp_env = NULL;
+	json_t *checks = NULL;
+	int n_ro = 0, n_env = 0, c, rc = EXIT_SANDBOX, error, timeout_s = 0, verbose = 0;
+
+	optind = 1;
+	/* "+": options end at the first non-option, so PROGRAM's own flags stay its own. */
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (!strcmp(optarg, "compiler"))
+				so.profile = SANDBOX_COMPILER;
+			else if (!strcmp(optarg, "candidate"))
+				so.profile = SANDBOX_CANDIDATE;
+			else
+				return cli_usage_error("sandbox-exec", "--profile is compiler or candidate");
+			break;
+		case 's':
+			so.scratch = optarg;
+			break;
+		case 'r':
+			if (n_ro >= SANDBOX_RO_PATHS_MAX)
+				return cli_usage_error("sandbox-exec", "at most %d --ro paths", SANDBOX_RO_PATHS_MAX);
+			ro[n_ro++] = optarg;
+			break;
+		case 'm':
+			if (parse_size(optarg, &so.mem_bytes) < 0)
+				return cli_usage_error("sandbox-exec", "--mem takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'F':
+			if (parse_size(optarg, &so.fsize_bytes) < 0)
+				return cli_usage_error("sandbox-exec", "--fsize takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 'D':
+			if (parse_size(optarg, &so.disk_bytes) < 0)
+				return cli_usage_error("sandbox-exec", "--disk takes bytes (K, M, G suffixes allowed)");
+			break;
+		case 't':
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &timeout_s) < 0)
+				return cli_usage_error("sandbox-exec", "--timeout takes whole seconds, 1 to %d", TIMEOUT_MAX_S);
+			break;
+		case 'g':
+			if (cli_parse_int(optarg, -1, 1023, &so.gpu) < 0)
+				return cli_usage_error("sandbox-exec", "--gpu takes a GPU index (or -1 for none)");
+			break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return cli_usage_error("sandbox-exec", "--env takes NAME=VALUE");
+			if (n_env >= SANDBOX_ENV_MAX)
+				return cli_usage_error("sandbox-exec", "at most %d --env pairs", SANDBOX_ENV_MAX);
+			extra[n_env++] = optarg;
+			break;
+		case 'c':
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &so.cpu_s) < 0)
+				return cli_usage_error("sandbox-exec", "--cpu takes whole seconds");
+			break;
+		case 'n':
+			if (cli_parse_int(optarg, 1, 1 << 20, &so.nproc) < 0)
+				return cli_usage_error("sandbox-exec", "--nproc takes a count");
+			break;
+		case 'f':
+			if (cli_parse_int(optarg, 3, 1 << 20, &so.nofile) < 0)
+				return cli_usage_error("sandbox-exec", "--nofile takes a count");
+			break;
+		case 'd':
+			so.allow_degraded = 1;
+			break;
+		case 'R':
+			report = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("sandbox-exec", "no program given (after --)");
+	if (!so.scratch)
+		return cli_usage_error("sandbox-exec", "--scratch DIR is required");
+	if (!realpath(so.scratch, scratch)) {
+		snprintf(why, sizeof(why), "scratch %s: %s", so.scratch, strerror(errno));
+		goto out;
+	}
+	so.scratch = scratch;
+	/* A relative program path means the caller's directory, not the sandbox's. */
+	if (strchr(argv[optind], '/') && argv[optind][0] != '/') {
+		if (!(program = realpath(argv[optind], NULL))) {
+			snprintf(why, sizeof(why), "%s: %s", argv[optind], strerror(errno));
+			goto out;
+		}
+		argv[optind] = program;
+	}
+	/* Relative --ro paths are the user's shorthand; the library wants them absolute. */
+	for (int i = 0; i < n_ro; i++) {
+		char *abs = realpath(ro[i], NULL);
+		if (!abs) {
+			snprintf(why, sizeof(why), "--ro %s: %s", ro[i], strerror(errno));
+			goto out;
+		}
+		ro[i] = abs;
+		owned[i] = abs;
+	}
+	so.ro_paths = ro;
+	/*
+	 * The one variable we pass on unasked: the library path we ourselves
+	 * needed to start (device-bundle/run sets it), when the program is
+	 * this very binary (the judge's `kernelbot __worker`).
+	 */
+	{
+		struct stat a, b;
+		const char *llp = getenv("LD_LIBRARY_PATH");
+		if (llp && n_env < SANDBOX_ENV_MAX && stat(argv[optind], &a) == 0 &&
+		    stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino && asprintf(&llp_env, "LD_LIBRARY_PATH=%s", llp) > 0)
+			extra[n_env++] = llp_env;
+	}
+	if ((error = sandbox_env_build(scratch, extra, &env)) < 0) {
+		snprintf(why, sizeof(why), "environment: %s", strerror(-error));
+		goto out;
+	}
+	o.argv = (const char *const *)(argv + optind);
+	o.envp = (const char *const *)env;
+	o.search_path = !strchr(argv[optind], '/');
+	o.stdio_inherit = 1;
+	o.timeout_ms = timeout_s * 1000;
+
+	error = sandbox_run(&so, &o, &r, &checks);
+	if (error == -ENOTSUP) {
+		fprintf(stderr, "kernelbot sandbox-exec: this host lacks what the sandbox "
+		    "needs (--allow-degraded runs anyway, reporting it):\n");
+		print_checks(checks, 1);
+	} else if (error < 0) {
+		fprintf(stderr, "kernelbot sandbox-exec: cannot run %s: %s\n", argv[optind],
+		    strerror(-error));
+		print_checks(checks, 1);
+	} else {
+		rc = r.status;
+		if (verbose)
+			print_checks(checks, 0);
+		else if (so.allow_degraded)
+			print_checks(checks, 1);
+		if (r.timed_out)
+			fprintf(stderr, "kernelbot sandbox-exec: the deadline (%d s) passed; "
+			    "the process tree was killed\n", o.timeout_ms ? timeout_s :
+			    SANDBOX_DEFAULT_TIMEOUT_MS / 1000);
+	}
+	if (report && checks && json_dump_file(checks, report, JSON_INDENT(2)) < 0) {
+		fprintf(stderr, "kernelbot sandbox-exec: cannot write the report %s\n", report);
+		if (rc == 0)
+			rc = EXIT_SANDBOX;
+	}
+out:
+	if (why[0]) {
+		/* Failed before the sandbox was tried: the report still says why. */
+		fprintf(stderr, "kernelbot sandbox-exec: %s\n", why);
+		checks = json_pack("[{s:s, s:b, s:s}]", "name", "setup", "passed", 0, "detail", why);
+		if (report && checks)
+			json_dump_file(checks, report, JSON_INDENT(2));
+	}
+	json_decref(checks);
+	free(program);
+	free(llp_env);
+	spawn_result_free(&r);
+	sandbox_env_free(env);
+	for (int i = 0; i < n_ro; i++)
+		free(owned[i]);
+	return rc;
+}

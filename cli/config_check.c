@@ -1,0 +1,394 @@
+#include "cli/config_check.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coord/coord.h"
+#include "pipeline/optimize/optimize_llm.h"
+#include "common/jsonx.h"
+#include "gitops/forge.h"
+#include "pipeline/llm/client.h"
+
+/* The repository a forge client is opened for to check its settings. */
+#define CHECK_REPO "kernelbot/config-check"
+
+static const char *const secret_keys[] = { "webhook_secret_file",
+	"webhook_secret_env", "webhook_token_file", "webhook_token_env",
+	"token_file", "token_env", "private_key_file", "api_key_file",
+	"api_key_env", NULL };
+
+int
+config_check_secret_key(const char *key)
+{
+	for (const char *const *k = secret_keys; *k; k++)
+		if (!strcmp(*k, key))
+			return 1;
+	return 0;
+}
+
+/* Sections accepted at the top level that no code reads a key from. */
+static int
+check_unread(const struct config *c, char *err, size_t errlen)
+{
+	static const char *const names[] = { "sandbox", "archive", "python", NULL };
+	const json_t *root = config_tree(c);
+
+	for (const char *const *n = names; *n; n++) {
+		const json_t *v = json_object_get(root, *n);
+		const char *k;
+		json_t *x;
+		char key[300];
+
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_object(v))
+			return config_error(c, err, errlen, *n, v, "must be a mapping");
+		json_object_foreach((json_t *)v, k, x) {
+			snprintf(key, sizeof(key), "%s.%.200s", *n, k);
+			return config_error(c, err, errlen, key, x, "unknown key (no "
+			    "setting is read from %s: yet; its options are command-line "
+			    "flags)", *n);
+		}
+	}
+	return 0;
+}
+
+/* One model's key, read and forgotten; the error names where it comes from. */
+static int
+check_key(const struct config *c, const struct llm_model *m,
+    const json_t *mo, const char *pfx, char *err, size_t errlen)
+{
+	const char *name = m->key_env ? "api_key_env" : "api_key_file";
+	char why[256], key[128];
+
+	if (llm_model_key_check(m, why, sizeof(why)) == 0)
+		return 0;
+	snprintf(key, sizeof(key), "%s.%s", pfx, name);
+	/* why starts with the key's own name: "api_key_file PATH: reason" */
+	return config_error(c, err, errlen, key, json_object_get(mo, name), "%s",
+	    strchr(why, ' ') ? strchr(why, ' ') + 1 : why);
+}
+
+static int
+check_llm(const struct config *c, int flags, struct llm_config *lc, char *err,
+    size_t errlen)
+{
+	const json_t *l = json_object_get(config_tree(c), "llm");
+	char pfx[64];
+	int error;
+
+	if ((error = llm_config_load(c, lc, err, errlen)) < 0)
+		return error;
+	if (flags & CONFIG_NO_SECRETS)
+		return 0;
+	for (size_t i = 0; i < lc->n_models; i++) {
+		snprintf(pfx, sizeof(pfx), "llm.models[%zu]", i);
+		if ((error = check_key(c, &lc->models[i], json_array_get(
+		    json_object_get(l, "models"), i), pfx, err, errlen)) < 0)
+			return error;
+	}
+	if (lc->embed.model &&
+	    (error = check_key(c, &lc->embed, json_object_get(l, "embeddings"),
+	    "llm.embeddings", err, errlen)) < 0)
+		return error;
+	return 0;
+}
+
+/*
+ * A driver's "forges.DRIVER[.KEY]: reason" as "FILE:LINE: forges.NAME[.KEY]:
+ * reason": the section may be named for another driver (driver: local).
+ */
+static int
+forge_error(const struct config *c, const char *name, const char *driver,
+    const char *why, char *err, size_t errlen)
+{
+	size_t dl = strlen(driver);
+	const char *rest = why + 7 + dl, *colon;
+	char key[300];
+
+	if (!strncmp(why, "forges.", 7) && !strncmp(why + 7, driver, dl) &&
+	    (*rest == '.' || *rest == ':') && (colon = strstr(rest, ": "))) {
+		snprintf(key, sizeof(key), "forges.%.100s%.*s", name,
+		    (int)(colon - rest) > 150 ? 150 : (int)(colon - rest), rest);
+		return config_error(c, err, errlen, key, NULL, "%s", colon + 2);
+	}
+	snprintf(key, sizeof(key), "forges.%.100s", name);
+	return config_error(c, err, errlen, key, NULL, "%s", why);
+}
+
+/* Open each forge's client as the coordinator will, and close it again. */
+static int
+check_forges(const struct config *c, char *err, size_t errlen)
+{
+	const json_t *fs = json_object_get(config_tree(c), "forges");
+	const char *name;
+	json_t *conf;
+
+	json_object_foreach((json_t *)fs, name, conf) {
+		const char *driver = jsonx_str(conf, "driver", name);
+		struct forge *f = NULL;
+		char why[CONFIG_ERR_MAX];
+		int error;
+
+		if (!json_is_object(conf))
+			continue;	/* a null section: config.c took it as absent */
+		if ((error = forge_open(driver, conf, CHECK_REPO, &f, why,
+		    sizeof(why))) < 0)
+			return error == -ENOMEM ? error :
+			    forge_error(c, name, driver, why, err, errlen);
+		forge_close(f);
+	}
+	return 0;
+}
+
+/* The key forge f's webhook secret was read from, and its node. */
+static const json_t *
+secret_source(const struct config *c, enum config_forge f, char *key,
+    size_t keylen)
+{
+	static const char *const names[] = { "webhook_secret_file",
+		"webhook_token_file", "webhook_secret_env", "webhook_token_env",
+		NULL };
+	const json_t *fo = json_object_get(json_object_get(config_tree(c),
+	    "forges"), config_forge_name(f)), *v;
+
+	for (const char *const *n = names; *n; n++)
+		if ((v = json_object_get(fo, *n)) && !json_is_null(v)) {
+			snprintf(key, keylen, "forges.%s.%s", config_forge_name(f), *n);
+			return v;
+		}
+	snprintf(key, keylen, "forges.%s", config_forge_name(f));
+	return NULL;
+}
+
+/*
+ * Each forge's webhook secret its own, compared by content (two files or
+ * a file and a variable with the same bytes): with one secret a delivery
+ * signed for one forge is accepted by another's endpoint as new (attack
+ * F5), and GitLab's token, sent in clear, would sign GitHub's deliveries.
+ */
+static int
+check_secrets_distinct(const struct config *c, char *err, size_t errlen)
+{
+	for (int f = 1; f < CONFIG_N_FORGES; f++) {
+		size_t lf, lg;
+		const char *sf = config_forge_secret(c, (enum config_forge)f, &lf);
+
+		for (int g = 0; sf && g < f; g++) {
+			const char *sg = config_forge_secret(c, (enum config_forge)g, &lg);
+			char key[128], other[128];
+			const json_t *v;
+
+			if (!sg || lf != lg || memcmp(sf, sg, lf))
+				continue;
+			secret_source(c, (enum config_forge)g, other, sizeof(other));
+			v = secret_source(c, (enum config_forge)f, key, sizeof(key));
+			return config_error(c, err, errlen, key, v, "the same secret "
+			    "as %s: give each forge its own, or a delivery signed "
+			    "for one is taken by the other's endpoint as new", other);
+		}
+	}
+	return 0;
+}
+
+/* ----------------------------------------------- the effective configuration */
+
+static int
+set(json_t *o, const char *k, json_t *v)
+{
+	return json_object_set_new(o, k, v) < 0 ? -ENOMEM : 0;
+}
+
+static int
+set_copy(json_t *o, const char *k, const json_t *v)
+{
+	return set(o, k, v ? json_deep_copy(v) : json_null());
+}
+
+static json_t *
+model_tree(const struct llm_model *m, int embed, int dim)
+{
+	json_t *o = json_object();
+	int error = 0;
+
+	if (!o)
+		return NULL;
+	if (!embed)
+		error |= set(o, "provider", json_string(llm_provider_name(m->provider)));
+	error |= set(o, "base_url", json_string(m->base_url));
+	error |= set(o, "model", json_string(m->model));
+	if (m->key_env)
+		error |= set(o, "api_key_env", json_string(m->key_env));
+	if (m->key_file)
+		error |= set(o, "api_key_file", json_string(m->key_file));
+	if (embed) {
+		error |= set(o, "dim", json_integer(dim));
+	} else {
+		error |= set(o, "temperature", json_real(m->temperature));
+		error |= set(o, "max_tokens", json_integer(m->max_tokens));
+		error |= set(o, "weight", json_real(m->weight));
+	}
+	error |= set(o, "price_in", json_real(m->price_in));
+	if (!embed)
+		error |= set(o, "price_out", json_real(m->price_out));
+	error |= set(o, "timeout_s", json_integer(m->timeout_s));
+	if (error) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int
+llm_tree(json_t *root, const struct llm_config *lc)
+{
+	json_t *l = json_object(), *ms = json_array(), *b = json_object();
+	int error = 0;
+
+	if (set(root, "llm", l) < 0 || set(root, "budgets", b) < 0 || !ms) {
+		json_decref(ms);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < lc->n_models; i++)
+		if (json_array_append_new(ms, model_tree(&lc->models[i], 0, 0)) < 0)
+			error = -ENOMEM;
+	error |= set(l, "models", ms);
+	error |= set(l, "max_attempts", json_integer(lc->max_attempts));
+	error |= set(l, "backoff_ms", json_integer(lc->backoff_ms));
+	error |= set(l, "parallel", json_integer(lc->parallel));
+	error |= set(l, "proposals", json_integer(lc->proposals));
+	error |= set(l, "fix_rounds", json_integer(lc->fix_rounds));
+	error |= set(l, "summarize_over", json_integer(lc->summarize_over));
+	if (lc->prompts_dir)
+		error |= set(l, "prompts_dir", json_string(lc->prompts_dir));
+	if (lc->embed.model)
+		error |= set(l, "embeddings", model_tree(&lc->embed, 1, lc->embed_dim));
+	error |= set(b, "candidates", json_integer(lc->budget_candidates));
+	error |= set(b, "generations", json_integer(lc->budget_generations));
+	error |= set(b, "tokens", json_integer(lc->budget_tokens));
+	error |= set(b, "dollars", json_real(lc->budget_dollars));
+	error |= set(b, "gpu_seconds", json_real(lc->budget_gpu_s));
+	error |= set(b, "wall_seconds", json_real(lc->budget_wall_s));
+	return error ? -ENOMEM : 0;
+}
+
+static int
+runners_tree(json_t *root, const struct coord_opts *o)
+{
+	json_t *r = json_object();
+	int error = 0;
+
+	if (set(root, "runners", r) < 0)
+		return -ENOMEM;
+	error |= set(r, "local", o->local_runners == COORD_RUNNERS_AUTO ?
+	    json_string("auto") : o->local_runners == 0 ? json_string("none") :
+	    json_integer(o->local_runners));
+	error |= set(r, "coordinator", json_boolean(o->coordinator));
+	error |= set(r, "lease_s", json_integer(o->lease_s));
+	error |= set(r, "max_attempts", json_integer(o->max_attempts));
+	error |= set(r, "poll_ms", json_integer(o->poll_ms));
+	error |= set(r, "timeout_s", json_integer(o->timeout_s));
+	error |= set(r, "work_keep_failed_h", json_integer(o->work_keep_failed_h));
+	error |= set(r, "retries", json_integer(o->retries));
+	error |= set(r, "retry_base_ms", json_integer(o->retry_base_ms));
+	error |= set(r, "retry_max_ms", json_integer(o->retry_max_ms));
+	if (o->optimize_args)
+		error |= set_copy(r, "optimize_args", o->optimize_args);
+	if (o->benchmark_args)
+		error |= set_copy(r, "benchmark_args", o->benchmark_args);
+	if (o->command)
+		error |= set_copy(r, "command", o->command);
+	return error ? -ENOMEM : 0;
+}
+
+static json_t *
+effective_tree(const struct config *c, const struct llm_config *lc,
+    const struct coord_opts *o)
+{
+	const struct config_http *h = config_http(c);
+	const json_t *tree = config_tree(c), *v;
+	json_t *root = json_object(), *http = json_object(), *sch;
+	int error = 0;
+
+	if (!root || !http) {
+		json_decref(root);
+		json_decref(http);
+		return NULL;
+	}
+	error |= set(root, "listen", json_string(config_listen(c)));
+	error |= set(root, "data_dir", json_string(config_data_dir(c)));
+	error |= set(root, "log_file", config_log_file(c) ?
+	    json_string(config_log_file(c)) : json_null());
+	error |= set(root, "log_level", json_string(config_log_level(c)));
+	v = json_object_get(tree, "allow_repos");
+	error |= set(root, "allow_repos", json_is_array(v) ? json_deep_copy(v) :
+	    json_array());
+	error |= set(root, "http", http);
+	error |= set(http, "max_body_bytes", json_integer((json_int_t)h->max_body_bytes));
+	error |= set(http, "max_buffered_bytes", json_integer((json_int_t)h->max_buffered_bytes));
+	error |= set(http, "max_header_bytes", json_integer((json_int_t)h->max_header_bytes));
+	error |= set(http, "max_connections", json_integer(h->max_connections));
+	error |= set(http, "max_connections_per_ip", json_integer(h->max_connections_per_ip));
+	error |= set(http, "connection_timeout_s", json_integer(h->connection_timeout_s));
+	error |= set(http, "request_timeout_s", json_integer(h->request_timeout_s));
+	error |= set(http, "threads", json_integer(h->threads));
+	error |= set(http, "head_timeout_s", json_integer(h->head_timeout_s));
+	error |= set(http, "min_body_bytes_per_s", json_integer((json_int_t)h->min_body_bytes_per_s));
+	error |= set(http, "max_buffered_bytes_per_ip",
+	    json_integer((json_int_t)h->max_buffered_bytes_per_ip));
+	/* as written: already parsed into addresses and prefixes */
+	v = json_object_get(json_object_get(tree, "http"), "trusted_proxies");
+	error |= set(http, "trusted_proxies", json_is_array(v) ? json_deep_copy(v) : json_array());
+	v = json_object_get(tree, "forges");
+	error |= set(root, "forges", json_is_object(v) ? json_deep_copy(v) :
+	    json_object());
+	error |= runners_tree(root, o);
+	/* schedule: always a list, as coord_opts_load reads it */
+	v = json_object_get(tree, "schedule");
+	sch = !v || json_is_null(v) ? json_array() : json_is_array(v) ?
+	    json_deep_copy(v) : json_pack("[O]", v);
+	error |= set(root, "schedule", sch);
+	error |= llm_tree(root, lc);
+	/* checked already: auto, ncu or off */
+	error |= set(root, "profile", json_string(jsonx_str(tree, "profile", "auto")));
+	if (error) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+int
+config_check(const struct config *c, int flags, json_t **effective,
+    char *err, size_t errlen)
+{
+	struct llm_config lc;
+	struct coord_opts o;
+	int on, force, error, have_lc = 0, have_opts = 0;
+
+	if ((error = check_unread(c, err, errlen)) < 0 ||
+	    (error = check_secrets_distinct(c, err, errlen)) < 0 ||
+	    (error = check_llm(c, flags, &lc, err, errlen)) < 0)
+		goto out;
+	have_lc = 1;
+	if ((error = optimize_llm_profile_mode(c, NULL, &on, &force, err,
+	    errlen)) < 0 ||
+	    (error = coord_opts_load(c, &o, err, errlen)) < 0)
+		goto out;
+	have_opts = 1;
+	/* The forge clients are the coordinator's; without it only webhooks come in. */
+	if (o.coordinator && !(flags & CONFIG_NO_SECRETS) &&
+	    (error = check_forges(c, err, errlen)) < 0)
+		goto out;
+	if (effective && !(*effective = effective_tree(c, &lc, &o))) {
+		snprintf(err, errlen, "out of memory");
+		error = -ENOMEM;
+	}
+out:
+	if (have_lc)
+		llm_config_free(&lc);
+	if (have_opts)
+		coord_opts_free(&o);
+	return error;
+}

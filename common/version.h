@@ -1,0 +1,6 @@
+#ifndef KB_COMMON_VERSION_H
+#define KB_COMMON_VERSION_H
+
+#define KERNELBOT_VERSION "0.1.0"
+
+#endif
