@@ -42,7 +42,9 @@ static const struct rule {
 	{ THREADS, 4, "threading\\.|subprocess|multiprocessing|os\\.fork|os\\.system" },
 	{ TAMPER, 7, "cudaEventElapsedTime|cuEventElapsedTime|clock_gettime|gettimeofday|"
 	    "\\bdlsym\\b|\\bdlopen\\b|LD_PRELOAD|/proc/|__attribute__[[:space:]]*\\(\\([[:space:]]*"
-	    "constructor|\\batexit[[:space:]]*\\(|\\bsignal[[:space:]]*\\(|sigaction|setitimer|\\bptrace\\b" },
+	    "constructor|\\batexit[[:space:]]*\\(|\\bsignal[[:space:]]*\\(|sigaction|setitimer|\\bptrace\\b|"
+	    "\\bsyscall[[:space:]]*\\(|__builtin_(frame|return)_address|\\b__rdtscp?\\b|\\brdtscp?\\b|"
+	    "\\bvdso\\b|getauxval" },
 	{ TAMPER, 4, "time\\.perf_counter|sys\\._getframe|inspect\\.|gc\\.get_objects|"
 	    "sys\\.modules|builtins" },
 	{ LOADING, 3, "cuModuleLoad|cuLibraryLoad|cudaLibraryLoad|cuLink(Create|Add|Complete)|"

@@ -52,7 +52,7 @@ struct store_archive_entry;
 /* Evaluator flags that make a result's numbers untrustworthy: refused. */
 #define ARCHIVE_DISTRUSTED_FLAGS \
 	{ "side_stream", "suspicious_speedup", "below_bandwidth_floor", \
-	  "degenerate_outputs", "untimed_work", NULL }
+	  "degenerate_outputs", "untimed_work", "stale_inputs", NULL }
 
 #define ARCHIVE_DEFAULT_PER_PROBLEM 5	/* K: correct candidates per run */
 #define ARCHIVE_MAX_K 64		/* neighbours one call returns */

@@ -170,7 +170,7 @@ evo_barring_flag(const json_t *result)
 	 * report already keeps such a result out of headlines.
 	 */
 	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", "untimed_work",
-	    NULL };
+	    "stale_inputs", NULL };
 	const json_t *v;
 	size_t i;
 

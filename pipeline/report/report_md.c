@@ -76,7 +76,7 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 	 * (status needs_review) names it below.
 	 */
 	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
-	    "untimed_work", NULL };
+	    "untimed_work", "stale_inputs", NULL };
 	const json_t *v;
 	size_t i, n = 0;
 

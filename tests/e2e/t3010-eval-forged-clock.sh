@@ -6,7 +6,8 @@
 # same batch is not: the comparison reads the runs the host disturbed
 # least, so it holds on a loaded machine too. Check that the forgery
 # landed (its reported median is far below the honest one's), else the
-# flag would prove nothing.
+# flag would prove nothing. A kernel whose source reaches for its caller's
+# frame is flagged timer_tampering by the static check and asks for review.
 . "$(dirname "$0")/eval-lib.sh"
 X="$ROOT/tests/fixtures/exploits/cpu"
 # scale_bias.py at 256 x 1024: a CPU call of a few milliseconds, so what
@@ -18,8 +19,12 @@ grep -q '^rows = 256$' "$P" && grep -q '^features = 1024$' "$P" || bad "the wide
 
 mkdir -p "$tmp/c"
 cp "$X/correct.c" "$X/forged_clock.c" "$tmp/c/"
+# The honest arithmetic beside a reach for the caller's frame (how a
+# forgery finds the worker's start time without naming a clock): the
+# static check's timer_tampering asks for review.
+{ cat "$X/correct.c"; printf 'void *kb_frame(void);\nvoid *kb_frame(void) { return __builtin_frame_address(0); }\n'; } >"$tmp/c/frame.c"
 cd "$tmp/c"
-"$KERNELBOT" eval "$P" correct.c forged_clock.c --backend cpu --json --trials 2 --rounds 5 --reps 6 \
+"$KERNELBOT" eval "$P" correct.c forged_clock.c frame.c --backend cpu --json --trials 2 --rounds 5 --reps 6 \
 	--warmup 2 --timeout 30 >"$tmp/out.json" 2>"$tmp/err"
 st=$?
 cd "$ROOT"
@@ -35,4 +40,6 @@ sys.exit(0 if f < h / 3 else 1)
 PYEOF
 expect "$tmp/out.json" forged_clock.c '"untimed_work" in r["flags"]' "the forged clock: flagged untimed_work"
 expect "$tmp/out.json" forged_clock.c 'any(c["name"] == "no_untimed_work" and not c["passed"] and "the judge'"'"'s clock" in c["detail"] for c in r["checks"])' "no_untimed_work failed, naming the judge's clock"
+expect "$tmp/out.json" frame.c 'r["status"] == "correct" and "timer_tampering" in r["flags"] and r["needs_review"]' "a frame walk: correct, timer_tampering, needs review"
+expect "$tmp/out.json" correct.c 'not r["needs_review"]' "the honest kernel: no review"
 done_tests t3010-eval-forged-clock

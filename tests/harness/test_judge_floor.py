@@ -140,7 +140,8 @@ def test_interleaved_bandwidth_one_copy_per_round(tmp_path, monkeypatch):
     chk = [c for c in run.res["checks"] if c["name"] == "bandwidth_floor"][0]
     assert chk["passed"] and "10.0 GB/s" in chk["detail"] and "measured next to" in chk["detail"]
     assert "vs 13.84 ms to move all %d bytes" % (132 * MB) in chk["detail"]	# the roofline
-    assert run.res["flags"] == [] and "retime" not in run.res["timing"]
+    # The stub changes no input (perturb off): only stale_inputs.
+    assert run.res["flags"] == ["stale_inputs"] and "retime" not in run.res["timing"]
 
 
 def test_margin_decides(tmp_path, monkeypatch):
@@ -218,7 +219,8 @@ class _FakeWorker:
 def test_review_flags_match_the_pipelines():
     # The flags the evolve search bars and the report keeps out of
     # headlines all ask for review here.
-    for f in ("below_bandwidth_floor", "suspicious_speedup", "side_stream", "untimed_work"):
+    for f in ("below_bandwidth_floor", "suspicious_speedup", "side_stream", "untimed_work",
+              "stale_inputs"):
         assert f in jr.REVIEW_FLAGS
 
 
@@ -276,4 +278,4 @@ def test_no_trip_no_recheck(tmp_path):
     calls = _noted(run, 4, False, False)
     run.timing(None)
     assert calls["n"] == 4 and "recheck" not in run.res["timing"]
-    assert not run.res["flags"]
+    assert run.res["flags"] == ["stale_inputs"]	# the stub changes no input

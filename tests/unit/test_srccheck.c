@@ -87,6 +87,23 @@ main(void)
 	json_decref(c);
 	json_decref(f);
 
+	/* the worker's clock read or reached around the names the scan knows */
+	{
+		static const char *const tamper[] = {
+			"struct timespec ts; syscall(228, 1, &ts);\n",
+			"double *t0 = (double *)__builtin_frame_address(1) - 3;\n",
+			"void *ra = __builtin_return_address(0);\n",
+			"unsigned long long t = __rdtsc();\n",
+			"void *vd = (void *)getauxval(AT_SYSINFO_EHDR);\n",
+		};
+		for (size_t i = 0; i < sizeof(tamper) / sizeof(tamper[0]); i++) {
+			scan(tamper[i], SRCCHECK_C, 1, &c, &f);
+			CHECK(tamper[i], has_flag(f, "timer_tampering"));
+			json_decref(c);
+			json_decref(f);
+		}
+	}
+
 	/* device code loaded or looked up at run time escapes the sanitizer's
 	 * list of the candidate's own kernels (kbh/judge_sanitize.py) */
 	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {

@@ -38,8 +38,9 @@ Choices, and why:
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), different from the element's
-  current value; with no other value to draw (one element) its value x
-  (1 + 2^-6) (2^-6 for zero). Every timed run of a set differs from all
+  current value; with no other value to draw, a one-element input's
+  value x (1 + 2^-6) (2^-6 for zero), and an element of a larger input
+  stays (never a value get_inputs() does not give). Every timed run of a set differs from all
   earlier states of that set.
 - Structure, floating inputs: a pattern (the elements holding a value
   that is not finite or that at least 1/PATTERN_SHARE of them hold: the
@@ -465,8 +466,14 @@ class Perturber:
             idx = same.nonzero().reshape(-1)
             new[idx] = vals[torch.randint(vals.numel(), (idx.numel(),), generator=g)]
             same = _bits(new) == _bits(now)
-        if same.any():
-            # A constant tensor: a value next to it, still of its sign.
+        if same.any() and math.prod(p["shape"] or [1]) > 1:
+            # No other value of the draw (a one-hot's ones, the only free
+            # value of a pattern): left as they are. A value get_inputs()
+            # never gives would fail an honest kernel that relies on what
+            # it promises (a gather for a one-hot product).
+            pos, new = pos[~same], new[~same]
+        elif same.any():
+            # A one-element input: a value next to it, still of its sign.
             x = now[same].to(torch.float64)
             x = torch.where(x != 0, x * (1 + 2 ** -6), torch.full_like(x, 2 ** -6))
             new[same] = x.to(new.dtype)

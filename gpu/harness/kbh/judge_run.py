@@ -46,7 +46,8 @@ RETIME_ROUNDS = 5
 RETIME_AGREE = 0.25
 # The flags that make a correct result ask for review instead of standing
 # as a verified speedup (res["needs_review"]).
-REVIEW_FLAGS = ("suspicious_speedup", "below_bandwidth_floor", "side_stream", "untimed_work")
+REVIEW_FLAGS = ("suspicious_speedup", "below_bandwidth_floor", "side_stream", "untimed_work",
+                "stale_inputs")
 # A side stream shows as host time the events did not see; launch and sync
 # overhead is tens of microseconds, hence the additive slack.
 SIDE_STREAM_RATIO = 1.5
@@ -699,9 +700,15 @@ class CandidateRun:
                       getattr(ctx, "spot_sample", SPOT_SAMPLE), sn["sealed"]))
         for k in list(self.snap):
             self.close_snap(k)
-        self.check("timing_inputs_fresh", getattr(ctx, "perturb", True) and
-                   (self.pert.runs > 0 or self.pert.plain == 0),
-                   self.pert.summary())
+        # Inputs the judge could not change (all of them pattern, one
+        # value), or changes that never moved the expected outputs: an
+        # output kept from an earlier run and replayed would pass the spot
+        # checks, so the speedup waits for a person (stale_inputs).
+        fresh = (getattr(ctx, "perturb", True) and (self.pert.runs > 0 or self.pert.plain == 0)
+                 and not (self.pert.spots > 0 and self.pert.moved == 0))
+        self.check("timing_inputs_fresh", fresh, self.pert.summary())
+        if not fresh:
+            self.flag("stale_inputs")
         self.integrity(w, len(cand_rounds), side_notes, untimed_notes, clock_runs,
                        statistics.median(samples))
         try:
