@@ -13,6 +13,7 @@
 #define DOOR_EVENTS	64
 #define DOOR_METHOD_MAX	32	/* longer than any method worth a handler */
 #define DOOR_DRAIN_MAX	(64u << 10)	/* bytes read and dropped before a 400 */
+#define DOOR_ACCEPT_MAX	16	/* accepted per wakeup, so ended ones are closed between */
 
 /* A connection waiting for its first line. */
 struct pending {
@@ -163,10 +164,15 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	}
 }
 
+/*
+ * The listening socket is level-triggered: what is left after
+ * DOOR_ACCEPT_MAX is taken on the next wakeup, after the connections the
+ * guard ended for room (shut down, still open here) have been closed.
+ */
 static void
 on_accept(struct wh_door *d)
 {
-	for (;;) {
+	for (int i = 0; i < DOOR_ACCEPT_MAX; i++) {
 		struct pending *p;
 		struct epoll_event ev;
 		struct sockaddr_storage ss;
@@ -184,7 +190,7 @@ on_accept(struct wh_door *d)
 		p->peer = ss;
 		p->len = len;
 		if (wh_guard_open(d->guard, fd, (struct sockaddr *)&ss, len, &p->conn) < 0) {
-			wh_guard_close(d->guard, p->conn);	/* over the per-address limit */
+			wh_guard_close(d->guard, p->conn);	/* no room for its address */
 			close(fd);
 			free(p);
 			continue;

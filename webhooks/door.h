@@ -8,7 +8,8 @@
  * handed over as it arrived, not a byte consumed.
  *
  * While it waits, a connection is the guard's like any other (guard.h):
- * per-address limits and the head deadline (408) hold from accept.
+ * per-address limits, the request line deadline (408) and the making of
+ * room when the server is full hold from accept.
  * Thread-safe; one thread does the accepting and the waiting.
  */
 #ifndef KB_WEBHOOKS_DOOR_H
@@ -31,8 +32,9 @@ typedef void (*wh_door_handoff)(void *arg, int fd, const struct sockaddr *peer,
 struct wh_door;
 
 /*
- * Listen on addr and start the thread. max_pending: connections waiting
- * for their first line at once; past it new ones are closed. g is
+ * Listen on addr and start the thread. max_pending: sockets held at once
+ * (waiting for their first line, or ended by the guard and not yet
+ * closed); past it new ones are closed. The guard decides who waits. g is
  * borrowed. 0, or -errno (bind, listen, thread).
  */
 int wh_door_open(const struct sockaddr *addr, socklen_t len, unsigned max_pending,

@@ -25,6 +25,7 @@ struct client {
 };
 
 enum conn_state {
+	CONN_LINE,		/* in the door, waiting for its request line */
 	CONN_HEAD,		/* waiting for a request head */
 	CONN_BODY,		/* head in, body arriving */
 	CONN_WAIT,		/* being answered: no deadline here */
@@ -39,6 +40,7 @@ struct wh_guard_conn {
 	int has_slot;		/* client->slots counts this connection or request */
 	enum conn_state state;
 	struct timespec since;	/* start of the state */
+	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
 	size_t received;	/* body bytes of the request so far */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
@@ -198,6 +200,9 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 	double t = since_s(&c->since, now);
 
 	switch (c->state) {
+	case CONN_LINE:
+		return t > (h->head_timeout_s < WH_GUARD_LINE_S ? h->head_timeout_s :
+		    WH_GUARD_LINE_S);
 	case CONN_HEAD:
 		return t > h->head_timeout_s;
 	case CONN_BODY:
@@ -237,31 +242,71 @@ reaper(void *arg)
 }
 
 /*
- * Full: make room for newcomer c, fairly by address. The victim is the
- * oldest connection waiting for its head from the address holding the
- * most connections; when c's own address holds as many, c is the one
- * refused. So an address with few connections (a forge sending one
- * delivery) always gets in, and an attacker's reconnects only displace
- * each other, without a storm of evictions. Requests with a body under
- * way and trusted proxies' connections are never ended for room.
+ * How far a connection is from earning its slot when the server is full:
+ * 0 for one that is not to be ended for room (a body on its way at a
+ * good rate, a request being answered, a trusted proxy's), else 2 for one
+ * without its request line, 1 for one without its whole head. Under the
+ * lock.
+ */
+static int
+room_class(const struct wh_guard_conn *v)
+{
+	if (!v->has_slot || !v->peer || v->proxied)
+		return 0;
+	switch (v->state) {
+	case CONN_LINE:
+		return 2;
+	case CONN_HEAD:
+		return 1;
+	case CONN_BODY:
+	case CONN_WAIT:
+	case CONN_DEAD:
+		break;
+	}
+	return 0;
+}
+
+static int
+older(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * Full: make room for newcomer c. Connections slots are scarce, and a
+ * genuine delivery earns its slot within milliseconds, so the one ended
+ * is the one furthest from earning it: first those still without a
+ * request line, then those without their whole head; among them, from
+ * the address holding the most connections, then the oldest. Only an
+ * address holding at least as many as c's own can lose one to c, and
+ * when the pick is c's own address, c is refused instead: an address
+ * already at its share cannot churn its own connections, and cannot take
+ * a slot from an address holding fewer (a forge sending one delivery).
+ * Requests with a body under way and trusted proxies' connections are
+ * never ended for room here.
  * 0, or -EUSERS when c was refused. Under the lock.
  */
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim = NULL;
+	unsigned mine = c->has_slot ? c->peer->slots : 0;
+	int vclass = 0;
 
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		if (v->state != CONN_HEAD || !v->has_slot || !v->peer)
+		int k = room_class(v);
+
+		if (!k || v->peer->slots < mine)
 			continue;
-		if (!victim || v->peer->slots > victim->peer->slots ||
+		if (!victim || k > vclass || (k == vclass &&
+		    (v->peer->slots > victim->peer->slots ||
 		    (v->peer->slots == victim->peer->slots &&
-		    (v->since.tv_sec < victim->since.tv_sec ||
-		    (v->since.tv_sec == victim->since.tv_sec &&
-		    v->since.tv_nsec < victim->since.tv_nsec))))
+		    older(&v->opened, &victim->opened))))) {
 			victim = v;
+			vclass = k;
+		}
 	}
-	if (!victim || (c->has_slot && c->peer->slots >= victim->peer->slots)) {
+	if (!victim || (c->has_slot && victim->peer == c->peer)) {
 		kill_conn(g, c, 0);
 		return -EUSERS;
 	}
@@ -324,7 +369,8 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 	if (!c)
 		return -ENOMEM;
 	c->fd = fd;
-	set_state(c, CONN_HEAD);
+	set_state(c, CONN_LINE);
+	c->opened = c->since;
 	pthread_mutex_lock(&g->lock);
 	if (sockaddr_key(peer, len, &family, addr) == 0) {
 		if (!(c->peer = client_get(g, family, addr))) {
@@ -476,6 +522,17 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	c->received = 0;
 	pthread_mutex_unlock(&g->lock);
 	return error;
+}
+
+void
+wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->state == CONN_LINE)
+		set_state(c, CONN_HEAD);
+	pthread_mutex_unlock(&g->lock);
 }
 
 const char *

@@ -398,6 +398,8 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	    sizeof(struct sockaddr_in), &conn) == -EUSERS)
 		log_debug("connection refused: its address holds max_connections_per_ip",
 		    "client=%s", wh_guard_client(conn));
+	/* Only the door hands connections over, each with a sound request line. */
+	wh_guard_line_done(srv->guard, conn);
 	*socket_context = conn;
 }
 
@@ -478,8 +480,13 @@ wh_server_start(const struct config *cfg, struct store *store,
 		goto fail;
 	}
 	/* libmicrohttpd listens on nothing: connections come from the door. */
-	if ((error = wh_door_open((struct sockaddr *)&ss, sl, h->max_connections,
-	    srv->guard, on_door, srv, &srv->door)) < 0) {
+	/*
+	 * The guard keeps the door's connections within max_connections by
+	 * ending those furthest from a request; the door's own bound only
+	 * caps the sockets ended and not yet closed on top.
+	 */
+	if ((error = wh_door_open((struct sockaddr *)&ss, sl, (unsigned)(h->max_connections +
+	    h->max_connections / 4 + 16), srv->guard, on_door, srv, &srv->door)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
 		    strerror(-error));
 		goto fail;

@@ -3,14 +3,17 @@
 
 Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
-signed GitHub push deliveries (BODY_FILE signed with SECRET_FILE's
-secret, a fresh X-GitHub-Delivery each), one at a time, from the second
+signed GitHub push deliveries (BODY_FILE with a fresh "after" commit,
+since a replayed push is a duplicate, signed with SECRET_FILE's secret,
+a fresh X-GitHub-Delivery each), one at a time, from the second
 second on. Each ATTACK is KIND:ADDRS:N, ADDRS one address or a range of
 the last byte (127.0.0.2-5), N connections spread over them, reopened
 whenever the server closes one:
 
   slowloris  a request line, then one header line a second, never done
   crowd      connected, a request line, then nothing
+  idle       connected, then nothing at all (not even a request line)
+  line       the request line one byte a second, never done
   bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
              quick 503 halves what the next one declares (down to 1 KiB), to
              fill a budget reserved from Content-Length exactly
@@ -28,6 +31,7 @@ current directory. Every wait is bounded; nothing here needs root.
 import hashlib
 import hmac
 import http.client
+import json
 import selectors
 import socket
 import sys
@@ -75,12 +79,14 @@ class Attack:
         try:
             if self.kind in ("slowloris", "crowd"):
                 s.send(b"POST /webhooks/github HTTP/1.1\r\n")
-            else:
+            elif self.kind == "line":
+                s.send(b"P")
+            elif self.kind != "idle":
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
         now = time.monotonic()
-        self.live[s] = [now, now, 0]
+        self.live[s] = [now, now, 1 if self.kind == "line" else 0]
         self.opened += 1
         self.sel.register(s, selectors.EVENT_READ, self)
 
@@ -119,7 +125,11 @@ class Attack:
         now = time.monotonic()
         for s, st in list(self.live.items()):
             try:
-                if self.kind == "slowloris" and now - st[1] >= 1:
+                if self.kind == "line" and now - st[1] >= 1:
+                    line = b"POST /webhooks/github HTTP/1.1"
+                    s.send(line[st[2] % len(line):][:1])
+                    st[1], st[2] = now, st[2] + 1
+                elif self.kind == "slowloris" and now - st[1] >= 1:
                     s.send(b"X-Slow-%d: y\r\n" % int(now * 1000))
                     st[1] = now
                 elif self.kind == "bodies" and now - st[1] >= 0.25:
@@ -140,16 +150,19 @@ class Deliverer(threading.Thread):
         self.lat, self.codes, self.ids = [], {}, []
 
     def run(self):
-        sig = "sha256=" + hmac.new(self.secret, self.body, hashlib.sha256).hexdigest()
+        push = json.loads(self.body)
         n = 0
         while time.monotonic() < self.until:
             n += 1
             did = "real-%d-%d" % (int(time.time()), n)
+            push["after"] = hashlib.sha1(did.encode()).hexdigest()
+            body = json.dumps(push).encode()
+            sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
                                                source_address=(self.addr, 0))
-                c.request("POST", "/webhooks/github", self.body, {
+                c.request("POST", "/webhooks/github", body, {
                     "Content-Type": "application/json", "X-GitHub-Event": "push",
                     "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
                 r = c.getresponse()

@@ -19,20 +19,24 @@ kb_serve_start "$TMP/kb.yml" || t_done
 cat >"$TMP/proxy.py" <<'EOP'
 # proxy.py PORT SECRET_FILE BODY_FILE: plays a reverse proxy at 127.0.0.9
 # (and a stranger at 127.0.0.10) and prints one line per step.
-import hashlib, hmac, http.client, socket, sys, time
+import hashlib, hmac, http.client, json, socket, sys, time
 port, secret, body = int(sys.argv[1]), open(sys.argv[2], "rb").read().rstrip(), open(sys.argv[3], "rb").read()
-sig = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 n = 0
 
 def deliver(src, xff):
     global n
     n += 1
+    # A fresh commit each: a replayed push is answered 200 duplicate.
+    push = json.loads(body)
+    push["after"] = hashlib.sha1(b"proxied-%d" % n).hexdigest()
+    data = json.dumps(push).encode()
+    sig = "sha256=" + hmac.new(secret, data, hashlib.sha256).hexdigest()
     h = {"Content-Type": "application/json", "X-GitHub-Event": "push",
          "X-GitHub-Delivery": "proxied-%d" % n, "X-Hub-Signature-256": sig}
     if xff:
         h["X-Forwarded-For"] = xff
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(src, 0))
-    c.request("POST", "/webhooks/github", body, h)
+    c.request("POST", "/webhooks/github", data, h)
     r = c.getresponse()
     r.read()
     c.close()

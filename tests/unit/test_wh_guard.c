@@ -305,6 +305,110 @@ test_eviction(void)
 	config_free(c);
 }
 
+/* Is the peer of fd still untouched after ms? */
+static int
+left_alone(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 0;
+}
+
+static void
+test_line_deadline(void)
+{
+	struct config *c = load("http:\n  head_timeout_s: 10\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *line, *head;
+	struct sockaddr_in me = v4("127.0.0.3");
+	struct timespec t0, t1;
+	int sp[2][2];
+	char got[64] = "";
+	double took;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 2; i++)
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	wh_guard_open(g, sp[0][0], (struct sockaddr *)&me, sizeof(me), &line);
+	wh_guard_open(g, sp[1][0], (struct sockaddr *)&me, sizeof(me), &head);
+	wh_guard_line_done(g, head);
+	(void)!read(sp[0][1], got, sizeof(got) - 1);	/* blocks until the 408 */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK("no request line within WH_GUARD_LINE_S: 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	if (!CHECK("after WH_GUARD_LINE_S, long before head_timeout_s",
+	    took >= WH_GUARD_LINE_S && took < WH_GUARD_LINE_S + 2))
+		printf("     took %.2f s\n", took);
+	CHECK("a request line in: head_timeout_s runs instead", left_alone(sp[1][1], 500));
+	wh_guard_close(g, line);
+	wh_guard_close(g, head);
+	wh_guard_free(g);
+	for (int i = 0; i < 2; i++) {
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	config_free(c);
+}
+
+/*
+ * F1 of the attack on the door: idle connections without a request line
+ * from many addresses, one each, must not keep a newcomer out, and
+ * those without a request line go before slow heads.
+ */
+static void
+test_room_for_idle(void)
+{
+	struct config *c = load("http:\n  max_connections: 3\n  max_connections_per_ip: 3\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[6];
+	/* X: two heads in progress; Y, then Z: nothing sent; W, then X again. */
+	const char *from[6] = { "127.0.2.1", "127.0.2.1", "127.0.2.2", "127.0.2.3",
+		"127.0.2.4", "127.0.2.1" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
+	char got[64] = "";
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	wh_guard_line_done(g, conn[0]);
+	wh_guard_line_done(g, conn[1]);
+	CHECK_INT("a newcomer from an address as small as the idle one's is taken",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	(void)!read(sp[2][1], got, sizeof(got) - 1);
+	CHECK("the idle one without a request line gets 408 before the fuller "
+	    "address's older heads", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("and is shut down", peer_sees_eof(sp[2][1]));
+	CHECK("the heads in progress are left alone",
+	    left_alone(sp[0][1], 200) && left_alone(sp[1][1], 200));
+	CHECK_INT("one address with one idle connection each is no wall: the next is taken",
+	    wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), 0);
+	CHECK("by ending the oldest without a request line", peer_sees_eof(sp[3][1]));
+	wh_guard_close(g, conn[2]);
+	wh_guard_close(g, conn[3]);
+	CHECK_INT("X, holding the most, is refused rather than take the slot of W (fewer)",
+	    wh_guard_open(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]),
+	    -EUSERS);
+	CHECK("W's connection left alone", left_alone(sp[4][1], 200));
+	for (int i = 0; i < 6; i++) {
+		if (i != 2 && i != 3)
+			wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
 int
 main(void)
 {
@@ -312,5 +416,7 @@ main(void)
 	test_clients();
 	test_deadlines();
 	test_eviction();
+	test_line_deadline();
+	test_room_for_idle();
 	return t_done("test_wh_guard");
 }
