@@ -80,7 +80,8 @@ void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
 void wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c);
 
 /*
- * The head is in. xff: the X-Forwarded-For value (NULL when absent),
+ * The head is in. xff: the X-Forwarded-For list, every line of it joined
+ * in order by ", " (NULL when absent),
  * believed only from a trusted proxy. with_body: a body follows, and its
  * deadlines start; else the request waits for its answer. 0, or -EUSERS
  * when the client behind a proxy has max_connections_per_ip requests in

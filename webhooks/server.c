@@ -175,6 +175,32 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	return reply_json(c, out.status, out.body, NULL, 0);
 }
 
+/*
+ * RFC 9110 section 5.3: the lines of a list field are one list, joined by
+ * commas in order. A proxy may add its own X-Forwarded-For line rather
+ * than append to the client's (HAProxy's option forwardfor does), so the
+ * address it saw is in the last line, not the first.
+ */
+struct xff {
+	struct buf list;
+	int lines;
+	int spoilt;		/* out of memory: the client cannot be told */
+};
+
+static enum MHD_Result
+join_xff(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct xff *x = cls;
+
+	(void)kind;
+	if (strcasecmp(key, "X-Forwarded-For") || !value)
+		return MHD_YES;
+	if ((x->lines++ && buf_addstr(&x->list, ", ") < 0) ||
+	    buf_addstr(&x->list, value) < 0)
+		x->spoilt = 1;
+	return MHD_YES;
+}
+
 struct framing {
 	int content_length;	/* Content-Length headers seen */
 	int transfer_encoding;	/* Transfer-Encoding headers seen */
@@ -234,6 +260,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 {
 	const struct config_http *h = config_http(srv->cfg);
 	struct req *rq = calloc(1, sizeof(*rq));
+	struct xff xff = { BUF_INIT(h->max_header_bytes), 0, 0 };
 	const union MHD_ConnectionInfo *ci;
 	const char *cl, *bad;
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
@@ -256,9 +283,11 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	 * The guard's body deadlines run only for a request that will read
 	 * one: a webhook POST. Every other answer comes from the head.
 	 */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, join_xff, &xff);
 	crowded = rq->conn && wh_guard_head(srv->guard, rq->conn,
-	    header(c, "X-Forwarded-For"), rq->route == ROUTE_WEBHOOK &&
+	    xff.lines && !xff.spoilt ? buf_cstr(&xff.list) : NULL, rq->route == ROUTE_WEBHOOK &&
 	    !strcmp(method, "POST")) == -EUSERS;
+	buf_free(&xff.list);
 	if ((bad = framing_error(c)))
 		return reply_json(c, 400, bad, NULL, 1);
 	if (crowded) {
