@@ -41,6 +41,8 @@ struct wh_guard_conn {
 	enum conn_state state;
 	struct timespec since;	/* start of the state */
 	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
+	struct timespec heard;	/* last bytes seen, while the door holds it */
+	int in_door;		/* the door reports progress: idle time counts */
 	size_t received;	/* body bytes of the request so far */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
@@ -199,6 +201,10 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 {
 	double t = since_s(&c->since, now);
 
+	/* libmicrohttpd's idle timeout, for the time libmicrohttpd does not see. */
+	if (c->in_door && (c->state == CONN_LINE || c->state == CONN_HEAD) &&
+	    since_s(&c->heard, now) > h->connection_timeout_s)
+		return 1;
 	switch (c->state) {
 	case CONN_LINE:
 		return t > (h->head_timeout_s < WH_GUARD_LINE_S ? h->head_timeout_s :
@@ -522,6 +528,17 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	c->received = 0;
 	pthread_mutex_unlock(&g->lock);
 	return error;
+}
+
+void
+wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	c->in_door = 1;
+	clock_gettime(CLOCK_MONOTONIC, &c->heard);
+	pthread_mutex_unlock(&g->lock);
 }
 
 void

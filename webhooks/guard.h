@@ -74,6 +74,13 @@ int wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
 
 /*
+ * The door got bytes from c (or accepted it): while the door holds a
+ * connection, libmicrohttpd's idle timeout cannot see it, so the guard
+ * ends one idle for connection_timeout_s (408). NULL-safe.
+ */
+void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
  * The request line is in (the door checked it): the head deadline starts.
  * NULL-safe.
  */

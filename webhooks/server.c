@@ -70,9 +70,14 @@ elapsed_s(const struct timespec *t0)
 	return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/*
+ * Every answer closes its connection, so every request comes through the
+ * door, whose checks of the raw head (door.h) libmicrohttpd cannot make;
+ * a forge opens a connection per delivery anyway.
+ */
 static enum MHD_Result
 reply(struct MHD_Connection *c, int status, const char *ctype,
-    const char *body, size_t len, const char *allow, int close_conn)
+    const char *body, size_t len, const char *allow)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -83,8 +88,7 @@ reply(struct MHD_Connection *c, int status, const char *ctype,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	if (close_conn)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -92,10 +96,9 @@ reply(struct MHD_Connection *c, int status, const char *ctype,
 
 static enum MHD_Result
 reply_json(struct MHD_Connection *c, int status, const char *json,
-    const char *allow, int close_conn)
+    const char *allow)
 {
-	return reply(c, status, "application/json", json, strlen(json), allow,
-	    close_conn);
+	return reply(c, status, "application/json", json, strlen(json), allow);
 }
 
 static const char *
@@ -132,10 +135,10 @@ serve_healthz(struct wh_server *srv, struct MHD_Connection *c)
 	int error = store_check_writable(srv->store);
 
 	if (error == 0)
-		return reply_json(c, 200, "{\"status\":\"ok\"}\n", NULL, 0);
+		return reply_json(c, 200, "{\"status\":\"ok\"}\n", NULL);
 	snprintf(body, sizeof(body), "{\"status\":\"unavailable\",\"error\":\"%s\"}\n",
 	    strerror(-error));
-	return reply_json(c, 503, body, NULL, 0);
+	return reply_json(c, 503, body, NULL);
 }
 
 static enum MHD_Result
@@ -145,10 +148,10 @@ serve_metrics(struct wh_server *srv, struct MHD_Connection *c)
 	enum MHD_Result ret;
 
 	if (wh_metrics_render(srv->metrics, srv->store, &b) < 0)
-		ret = reply_json(c, 503, "{\"error\":\"metrics unavailable\"}\n", NULL, 0);
+		ret = reply_json(c, 503, "{\"error\":\"metrics unavailable\"}\n", NULL);
 	else
 		ret = reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
-		    buf_cstr(&b), b.len, NULL, 0);
+		    buf_cstr(&b), b.len, NULL);
 	buf_free(&b);
 	return ret;
 }
@@ -172,7 +175,7 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	in.body = buf_cstr(&rq->body);
 	in.len = rq->body.len;
 	wh_handle(&srv->ctx, &in, &out);
-	return reply_json(c, out.status, out.body, NULL, 0);
+	return reply_json(c, out.status, out.body, NULL);
 }
 
 /*
@@ -289,31 +292,31 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	    !strcmp(method, "POST")) == -EUSERS;
 	buf_free(&xff.list);
 	if ((bad = framing_error(c)))
-		return reply_json(c, 400, bad, NULL, 1);
+		return reply_json(c, 400, bad, NULL);
 	if (crowded) {
 		log_info("too many requests from one client", "client=%s",
 		    wh_guard_client(rq->conn));
-		return reply_json(c, 429, CROWDED_JSON, NULL, 1);
+		return reply_json(c, 429, CROWDED_JSON, NULL);
 	}
 	switch (rq->route) {
 	case ROUTE_HEALTHZ:
 		return is_get ? serve_healthz(srv, c) :
-		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD", 1);
+		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD");
 	case ROUTE_METRICS:
 		return is_get ? serve_metrics(srv, c) :
-		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD", 1);
+		    reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "GET, HEAD");
 	case ROUTE_NOT_FOUND:
-		return reply_json(c, 404, "{\"error\":\"not found\"}\n", NULL, 1);
+		return reply_json(c, 404, "{\"error\":\"not found\"}\n", NULL);
 	case ROUTE_WEBHOOK:
 		break;
 	}
 	if (strcmp(method, "POST"))
-		return reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "POST", 1);
+		return reply_json(c, 405, "{\"error\":\"method not allowed\"}\n", "POST");
 	if (!config_forge_secret(srv->cfg, rq->forge, NULL)) {
 		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
 		    "other", "unconfigured");
 		return reply_json(c, 404, "{\"error\":\"this forge's webhook is not configured\"}\n",
-		    NULL, 1);
+		    NULL);
 	}
 	/* Refuse before reading a byte of a body that cannot fit. */
 	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH))) {
@@ -321,7 +324,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 		if (len > h->max_body_bytes) {
 			wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
 			    "other", "too_large");
-			return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+			return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL);
 		}
 	}
 	rq->answered = 0;
@@ -373,8 +376,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (rq->too_large || rq->busy) {
 		wh_metrics_delivery(srv->metrics, config_forge_name(rq->forge),
 		    "other", rq->busy ? "busy" : "too_large");
-		return rq->busy ? reply_json(c, 503, BUSY_JSON, NULL, 1) :
-		    reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
+		return rq->busy ? reply_json(c, 503, BUSY_JSON, NULL) :
+		    reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL);
 	}
 	return serve_webhook(srv, c, rq);
 }
@@ -515,7 +518,7 @@ wh_server_start(const struct config *cfg, struct store *store,
 	 * caps the sockets ended and not yet closed on top.
 	 */
 	if ((error = wh_door_open((struct sockaddr *)&ss, sl, (unsigned)(h->max_connections +
-	    h->max_connections / 4 + 16), srv->guard, on_door, srv, &srv->door)) < 0) {
+	    h->max_connections / 4 + 16), (size_t)h->max_header_bytes, srv->guard, on_door, srv, &srv->door)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
 		    strerror(-error));
 		goto fail;
