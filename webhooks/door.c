@@ -121,14 +121,14 @@ unlink_pending(struct wh_door *d, struct pending *p)
 	if (p->next)
 		p->next->prev = p->prev;
 	d->n_pending--;
-	/* The guard lets go of the socket before anyone closes it. */
-	wh_guard_close(d->guard, p->conn);
 }
 
 static void
 drop(struct wh_door *d, struct pending *p)
 {
 	unlink_pending(d, p);
+	/* The guard lets go of the socket before anyone closes it. */
+	wh_guard_close(d->guard, p->conn);
 	close(p->fd);
 	free(p);
 }
@@ -156,8 +156,15 @@ answer_400(struct wh_door *d, struct pending *p, const char *json, size_t jlen)
 static void
 hand_over(struct wh_door *d, struct pending *p)
 {
+	/*
+	 * Its slot is held until libmicrohttpd's side has taken one, so that
+	 * no newcomer slips into the gap and the handover itself has to make
+	 * room; meanwhile the door's side is not ended for room.
+	 */
+	wh_guard_handing_over(d->guard, p->conn);
 	unlink_pending(d, p);
 	d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len);
+	wh_guard_close(d->guard, p->conn);
 	free(p);
 }
 

@@ -44,6 +44,7 @@ struct wh_guard_conn {
 	struct timespec heard;	/* last bytes seen, while the door holds it */
 	int in_door;		/* the door reports progress: idle time counts */
 	size_t received;	/* body bytes of the request so far */
+	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
 };
@@ -248,23 +249,43 @@ reaper(void *arg)
 }
 
 /*
- * How far a connection is from earning its slot when the server is full:
- * 0 for one that is not to be ended for room (a body on its way at a
- * good rate, a request being answered, a trusted proxy's), else 2 for one
- * without its request line, 1 for one without its whole head. Under the
- * lock.
+ * Is c's body too slow to keep its slot when the server is full: past
+ * WH_GUARD_FULL_GRACE_S, not on course to end within WH_GUARD_FULL_BODY_S
+ * of its head (at its average rate so far; a body of unknown length, once
+ * past WH_GUARD_FULL_BODY_S)? Under the lock.
  */
 static int
-room_class(const struct wh_guard_conn *v)
+body_slow(const struct wh_guard_conn *c, const struct timespec *now)
+{
+	double t = since_s(&c->since, now);
+
+	if (t < WH_GUARD_FULL_GRACE_S)
+		return 0;
+	if (!c->expected)
+		return t > WH_GUARD_FULL_BODY_S;
+	return !c->received ||
+	    t * (double)c->expected / (double)c->received > WH_GUARD_FULL_BODY_S;
+}
+
+/*
+ * How far a connection is from earning its slot when the server is full:
+ * 0 for one that is not to be ended for room (a body on its way at a
+ * good rate, a request being answered, a trusted proxy's), else 3 for one
+ * without its request line, 2 for one without its whole head, 1 for a
+ * slow body. Under the lock.
+ */
+static int
+room_class(const struct wh_guard_conn *v, const struct timespec *now)
 {
 	if (!v->has_slot || !v->peer || v->proxied)
 		return 0;
 	switch (v->state) {
 	case CONN_LINE:
-		return 2;
+		return 3;
 	case CONN_HEAD:
-		return 1;
+		return 2;
 	case CONN_BODY:
+		return body_slow(v, now);
 	case CONN_WAIT:
 	case CONN_DEAD:
 		break;
@@ -278,34 +299,46 @@ older(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+/* Of two slow bodies, is a's average rate the lower? */
+static int
+slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
+    const struct timespec *now)
+{
+	return (double)a->received * since_s(&b->since, now) <
+	    (double)b->received * since_s(&a->since, now);
+}
+
 /*
  * Full: make room for newcomer c. Connections slots are scarce, and a
  * genuine delivery earns its slot within milliseconds, so the one ended
  * is the one furthest from earning it: first those still without a
- * request line, then those without their whole head; among them, from
- * the address holding the most connections, then the oldest. Only an
- * address holding at least as many as c's own can lose one to c, and
- * when the pick is c's own address, c is refused instead: an address
- * already at its share cannot churn its own connections, and cannot take
- * a slot from an address holding fewer (a forge sending one delivery).
- * Requests with a body under way and trusted proxies' connections are
- * never ended for room here.
- * 0, or -EUSERS when c was refused. Under the lock.
+ * request line, then those without their whole head, then slow bodies
+ * (body_slow()); among heads, from the address holding the most
+ * connections, then the oldest; among bodies, the slowest. Only an
+ * address holding at least as many as c's own can lose a head to c, and
+ * only one holding more a body (so addresses at an equal share cannot
+ * churn each other's bodies); when the pick is c's own address, c is
+ * refused instead: an address at its share cannot churn its own
+ * connections, nor take a slot from an address holding fewer (a forge
+ * sending one delivery). Trusted proxies' connections are never ended
+ * for room. 0, or -EUSERS when c was refused. Under the lock.
  */
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim = NULL;
 	unsigned mine = c->has_slot ? c->peer->slots : 0;
+	struct timespec now;
 	int vclass = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		int k = room_class(v);
+		int k = room_class(v, &now);
 
-		if (!k || v->peer->slots < mine)
+		if (!k || v->peer->slots < mine || (k == 1 && v->peer->slots == mine))
 			continue;
-		if (!victim || k > vclass || (k == vclass &&
-		    (v->peer->slots > victim->peer->slots ||
+		if (!victim || k > vclass || (k == vclass && (k == 1 ?
+		    slower(v, victim, &now) : v->peer->slots > victim->peer->slots ||
 		    (v->peer->slots == victim->peer->slots &&
 		    older(&v->opened, &victim->opened))))) {
 			victim = v;
@@ -502,7 +535,7 @@ xff_client(const struct config_http *h, const char *xff, int *family,
 
 int
 wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
-    int with_body)
+    int with_body, size_t expected)
 {
 	unsigned char addr[16];
 	int family, error = 0;
@@ -526,6 +559,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	if (c->state != CONN_DEAD)
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
 	c->received = 0;
+	c->expected = expected;
 	pthread_mutex_unlock(&g->lock);
 	return error;
 }
@@ -538,6 +572,17 @@ wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
 	pthread_mutex_lock(&g->lock);
 	c->in_door = 1;
 	clock_gettime(CLOCK_MONOTONIC, &c->heard);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->state != CONN_DEAD)
+		set_state(c, CONN_WAIT);
 	pthread_mutex_unlock(&g->lock);
 }
 

@@ -24,7 +24,10 @@
  *     refused when the pick is from its own address; so neither idle
  *     connections nor slow heads from any number of addresses can keep a
  *     new address out, and an address at its share cannot churn its own.
- *     Requests with a body under way are never ended for room.
+ *     After heads, a body under way is ended for room when it is slow:
+ *     past WH_GUARD_FULL_GRACE_S and, at its average rate, not on course
+ *     to end within WH_GUARD_FULL_BODY_S of its head (the slowest first),
+ *     and only for a newcomer whose address holds fewer connections.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
@@ -48,6 +51,8 @@
 
 #define WH_GUARD_BODY_GRACE_S	2	/* seconds before the body rate counts */
 #define WH_GUARD_LINE_S		3	/* seconds from accept to a whole request line */
+#define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
+#define WH_GUARD_FULL_GRACE_S	1	/* ... once it has been arriving this long */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 
 struct wh_guard;
@@ -81,6 +86,13 @@ void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
 void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
 
 /*
+ * The door hands c over: no deadline and not ended for room until the
+ * door closes it (wh_guard_close()) once the new owner opened its own.
+ * NULL-safe.
+ */
+void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
  * The request line is in (the door checked it): the head deadline starts.
  * NULL-safe.
  */
@@ -90,13 +102,14 @@ void wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c);
  * The head is in. xff: the X-Forwarded-For list, every line of it joined
  * in order by ", " (NULL when absent),
  * believed only from a trusted proxy. with_body: a body follows, and its
- * deadlines start; else the request waits for its answer. 0, or -EUSERS
+ * deadlines start; else the request waits for its answer. expected: its
+ * Content-Length, 0 when not known (for room when full, below). 0, or -EUSERS
  * when the client behind a proxy has max_connections_per_ip requests in
  * progress already (the caller answers 429; the request still ends with
  * wh_guard_request_done()).
  */
 int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
-    const char *xff, int with_body);
+    const char *xff, int with_body, size_t expected);
 
 /* The client's address as text (for logs), valid until the connection closes. */
 const char *wh_guard_client(const struct wh_guard_conn *c);

@@ -267,6 +267,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	const union MHD_ConnectionInfo *ci;
 	const char *cl, *bad;
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	unsigned long long expected = 0;
 	int crowded;
 
 	if (!rq)
@@ -287,9 +288,12 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	 * one: a webhook POST. Every other answer comes from the head.
 	 */
 	MHD_get_connection_values(c, MHD_HEADER_KIND, join_xff, &xff);
+	/* The declared length only tells the guard how far along a body is. */
+	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)))
+		expected = strtoull(cl, NULL, 10);
 	crowded = rq->conn && wh_guard_head(srv->guard, rq->conn,
 	    xff.lines && !xff.spoilt ? buf_cstr(&xff.list) : NULL, rq->route == ROUTE_WEBHOOK &&
-	    !strcmp(method, "POST")) == -EUSERS;
+	    !strcmp(method, "POST"), expected < SIZE_MAX ? (size_t)expected : SIZE_MAX) == -EUSERS;
 	buf_free(&xff.list);
 	if ((bad = framing_error(c)))
 		return reply_json(c, 400, bad, NULL);
