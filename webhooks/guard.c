@@ -583,6 +583,14 @@ wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c)
 	pthread_mutex_lock(&g->lock);
 	if (c->state != CONN_DEAD)
 		set_state(c, CONN_WAIT);
+	/*
+	 * Its address's count moves to the new owner's connection: counted
+	 * twice, the newcomer would look like an address holding two.
+	 */
+	if (c->has_slot && c->peer && !c->proxied) {
+		c->peer->slots--;
+		c->has_slot = 0;
+	}
 	pthread_mutex_unlock(&g->lock);
 }
 
