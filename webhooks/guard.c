@@ -25,6 +25,7 @@ struct client {
 };
 
 enum conn_state {
+	CONN_LINE,		/* in the door, waiting for its request line */
 	CONN_HEAD,		/* waiting for a request head */
 	CONN_BODY,		/* head in, body arriving */
 	CONN_WAIT,		/* being answered: no deadline here */
@@ -39,7 +40,11 @@ struct wh_guard_conn {
 	int has_slot;		/* client->slots counts this connection or request */
 	enum conn_state state;
 	struct timespec since;	/* start of the state */
+	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
+	struct timespec heard;	/* last bytes seen, while the door holds it */
+	int in_door;		/* the door reports progress: idle time counts */
 	size_t received;	/* body bytes of the request so far */
+	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
 };
@@ -197,7 +202,14 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 {
 	double t = since_s(&c->since, now);
 
+	/* libmicrohttpd's idle timeout, for the time libmicrohttpd does not see. */
+	if (c->in_door && (c->state == CONN_LINE || c->state == CONN_HEAD) &&
+	    since_s(&c->heard, now) > h->connection_timeout_s)
+		return 1;
 	switch (c->state) {
+	case CONN_LINE:
+		return t > (h->head_timeout_s < WH_GUARD_LINE_S ? h->head_timeout_s :
+		    WH_GUARD_LINE_S);
 	case CONN_HEAD:
 		return t > h->head_timeout_s;
 	case CONN_BODY:
@@ -237,31 +249,103 @@ reaper(void *arg)
 }
 
 /*
- * Full: make room for newcomer c, fairly by address. The victim is the
- * oldest connection waiting for its head from the address holding the
- * most connections; when c's own address holds as many, c is the one
- * refused. So an address with few connections (a forge sending one
- * delivery) always gets in, and an attacker's reconnects only displace
- * each other, without a storm of evictions. Requests with a body under
- * way and trusted proxies' connections are never ended for room.
- * 0, or -EUSERS when c was refused. Under the lock.
+ * Is c's body too slow to keep its slot when the server is full: past
+ * WH_GUARD_FULL_GRACE_S, not on course to end within WH_GUARD_FULL_BODY_S
+ * of its head (at its average rate so far; a body of unknown length, once
+ * past WH_GUARD_FULL_BODY_S)? Under the lock.
+ */
+static int
+body_slow(const struct wh_guard_conn *c, const struct timespec *now)
+{
+	double t = since_s(&c->since, now);
+
+	if (t < WH_GUARD_FULL_GRACE_S)
+		return 0;
+	if (!c->expected)
+		return t > WH_GUARD_FULL_BODY_S;
+	return !c->received ||
+	    t * (double)c->expected / (double)c->received > WH_GUARD_FULL_BODY_S;
+}
+
+/*
+ * How far a connection is from earning its slot when the server is full:
+ * 0 for one that is not to be ended for room (a body on its way at a
+ * good rate, a request being answered, a trusted proxy's), else 3 for one
+ * without its request line, 2 for one without its whole head, 1 for a
+ * slow body. Under the lock.
+ */
+static int
+room_class(const struct wh_guard_conn *v, const struct timespec *now)
+{
+	if (!v->has_slot || !v->peer || v->proxied)
+		return 0;
+	switch (v->state) {
+	case CONN_LINE:
+		return 3;
+	case CONN_HEAD:
+		return 2;
+	case CONN_BODY:
+		return body_slow(v, now);
+	case CONN_WAIT:
+	case CONN_DEAD:
+		break;
+	}
+	return 0;
+}
+
+static int
+older(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Of two slow bodies, is a's average rate the lower? */
+static int
+slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
+    const struct timespec *now)
+{
+	return (double)a->received * since_s(&b->since, now) <
+	    (double)b->received * since_s(&a->since, now);
+}
+
+/*
+ * Full: make room for newcomer c. Connections slots are scarce, and a
+ * genuine delivery earns its slot within milliseconds, so the one ended
+ * is the one furthest from earning it: first those still without a
+ * request line, then those without their whole head, then slow bodies
+ * (body_slow()); among heads, from the address holding the most
+ * connections, then the oldest; among bodies, the slowest. Only an
+ * address holding at least as many as c's own can lose a head to c, and
+ * only one holding more a body (so addresses at an equal share cannot
+ * churn each other's bodies); when the pick is c's own address, c is
+ * refused instead: an address at its share cannot churn its own
+ * connections, nor take a slot from an address holding fewer (a forge
+ * sending one delivery). Trusted proxies' connections are never ended
+ * for room. 0, or -EUSERS when c was refused. Under the lock.
  */
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim = NULL;
+	unsigned mine = c->has_slot ? c->peer->slots : 0;
+	struct timespec now;
+	int vclass = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		if (v->state != CONN_HEAD || !v->has_slot || !v->peer)
+		int k = room_class(v, &now);
+
+		if (!k || v->peer->slots < mine || (k == 1 && v->peer->slots == mine))
 			continue;
-		if (!victim || v->peer->slots > victim->peer->slots ||
+		if (!victim || k > vclass || (k == vclass && (k == 1 ?
+		    slower(v, victim, &now) : v->peer->slots > victim->peer->slots ||
 		    (v->peer->slots == victim->peer->slots &&
-		    (v->since.tv_sec < victim->since.tv_sec ||
-		    (v->since.tv_sec == victim->since.tv_sec &&
-		    v->since.tv_nsec < victim->since.tv_nsec))))
+		    older(&v->opened, &victim->opened))))) {
 			victim = v;
+			vclass = k;
+		}
 	}
-	if (!victim || (c->has_slot && c->peer->slots >= victim->peer->slots)) {
+	if (!victim || (c->has_slot && victim->peer == c->peer)) {
 		kill_conn(g, c, 0);
 		return -EUSERS;
 	}
@@ -324,7 +408,8 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 	if (!c)
 		return -ENOMEM;
 	c->fd = fd;
-	set_state(c, CONN_HEAD);
+	set_state(c, CONN_LINE);
+	c->opened = c->since;
 	pthread_mutex_lock(&g->lock);
 	if (sockaddr_key(peer, len, &family, addr) == 0) {
 		if (!(c->peer = client_get(g, family, addr))) {
@@ -450,7 +535,7 @@ xff_client(const struct config_http *h, const char *xff, int *family,
 
 int
 wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
-    int with_body)
+    int with_body, size_t expected)
 {
 	unsigned char addr[16];
 	int family, error = 0;
@@ -474,8 +559,50 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	if (c->state != CONN_DEAD)
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
 	c->received = 0;
+	c->expected = expected;
 	pthread_mutex_unlock(&g->lock);
 	return error;
+}
+
+void
+wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	c->in_door = 1;
+	clock_gettime(CLOCK_MONOTONIC, &c->heard);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->state != CONN_DEAD)
+		set_state(c, CONN_WAIT);
+	/*
+	 * Its address's count moves to the new owner's connection: counted
+	 * twice, the newcomer would look like an address holding two.
+	 */
+	if (c->has_slot && c->peer && !c->proxied) {
+		c->peer->slots--;
+		c->has_slot = 0;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->state == CONN_LINE)
+		set_state(c, CONN_HEAD);
+	pthread_mutex_unlock(&g->lock);
 }
 
 const char *
