@@ -922,6 +922,17 @@ bad:
 	return -EINVAL;
 }
 
+/* A timed run's outputs poisoned with the slot's pattern, then the cache flushed. */
+static int
+poison_flush(struct worker *w, struct wslot *sl, const struct wset *s)
+{
+	int error = 0;
+
+	for (int j = 0; j < s->nout && error == 0; j++)
+		error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, sl->pat[j]);
+	return error < 0 ? error : wdev_flush(w->d);
+}
+
 /*
  * "prepare": what comes before set k's next timed run, in a request of
  * its own: the outputs poisoned with the judge's value for that run, the
@@ -950,9 +961,7 @@ cmd_prepare(struct worker *w, int k, json_t *poison)
 	s = &w->sets[k];
 	if ((error = parse_poison(poison, 1, 0, s, 0, sl->pat, err, sizeof(err))) < 0)
 		goto out;
-	for (int j = 0; j < s->nout && error == 0; j++)
-		error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes, s->out[j].elsize, sl->pat[j]);
-	if (error < 0 || (error = wdev_flush(w->d)) < 0 || (error = wdev_sync(w->d)) < 0) {
+	if ((error = poison_flush(w, sl, s)) < 0 || (error = wdev_sync(w->d)) < 0) {
 		snprintf(err, sizeof(err), "%s", wdev_error(w->d));
 		reply_error(w, "prepare", err);
 		return DEVICE_FAILED;
@@ -1046,10 +1055,7 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_
 		if (!prepared) {
 			if ((error = parse_poison(poison, n, i, s, 0, sl->pat, err, sizeof(err))) < 0)
 				goto out;
-			for (int j = 0; j < s->nout && error == 0; j++)
-				error = wdev_poison(w->d, sl->out[j], s->out[j].nbytes,
-				    s->out[j].elsize, sl->pat[j]);
-			if (error < 0 || (error = wdev_flush(w->d)) < 0)
+			if ((error = poison_flush(w, sl, s)) < 0)
 				goto device;
 		}
 		sl->prepared = 0;

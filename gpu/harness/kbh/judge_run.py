@@ -257,6 +257,7 @@ class CandidateRun:
         # from the worker, or None) and that run's poison.
         self.snap = {}
         self.last_poison = {}
+        self.req_ref_ms = {}	# set -> the judge's parse and refresh reference (timed)
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -864,13 +865,16 @@ class CandidateRun:
         if len(sets) == 1:
             # The judge's measure of the worker's reading of this request
             # (its thousands of changes) and of its refresh: what the
-            # request holds beside the call (clock_bound).
-            line = json.dumps(req)
-            t0 = time.perf_counter()
-            json.loads(line)
-            self.last_req_ref_ms = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
-                [math.prod(self.pert.pools[sets[0]].inputs[j]["shape"] or [1])
-                 for j, _, _ in (req.get("refresh") or [[]])[0]])
+            # request holds beside the call (clock_bound). A set's requests
+            # are alike in size: measured on its first.
+            k = sets[0]
+            if k not in self.req_ref_ms:
+                line = json.dumps(req)
+                t0 = time.perf_counter()
+                json.loads(line)
+                self.req_ref_ms[k] = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
+                    [math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
+                     for j, _, _ in (req.get("refresh") or [[]])[0]])
         r = w.request(req, timeout)
         fds = w.take_fds() if hasattr(w, "take_fds") else []
         sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
@@ -913,12 +917,11 @@ class CandidateRun:
             n = len(w.walls)
             e, h, s, o, c = self.timed(w, [k], max(0.001, ctx.timeout_s - used))
             used += sum(w.walls[n:])
-            run_changes = self.pert.last + self.pert.last_refreshed * (
+            changes += self.pert.last + self.pert.last_refreshed * (
                 UNTIMED_PER_REFRESH_MS / UNTIMED_PER_CHANGE_MS)
-            changes += run_changes
             clock.append(c)
             echo.append(ctx.echo_ms())
-            allow.append(self.last_req_ref_ms)
+            allow.append(self.req_ref_ms.get(k, 0.0))
             self.add_time("timing_candidate", t0)
             ev += e
             host += h

@@ -251,15 +251,19 @@ class PyWorker:
             v = self.jio.from_bytes(b"".join(b for _, b in ch), specs[j]["dtype"], [len(ch)])
             flat[pos] = v.to(flat.device)
 
+    def poison_flush(self, k, pats):
+        """A timed run's poison for set k's outputs, then the cache flushed."""
+        self.poison_allocator(k, pats)
+        self.flushes += 1
+        self.flush_buf.fill_(self.flushes & 0xFF)
+
     def cmd_prepare(self, k, poison=None):
         """What comes before set k's next timed run, in a request of its
         own (the native worker's "prepare"): poison, flush, synchronize."""
         t0 = time.perf_counter()
         pats = self.patterns(k, poison, 1, 0, 0)
         self.slot(k)
-        self.poison_allocator(k, pats)
-        self.flushes += 1
-        self.flush_buf.fill_(self.flushes & 0xFF)
+        self.poison_flush(k, pats)
         if self.cuda:
             self.torch.cuda.synchronize()
         self.prepared[k] = pats
@@ -280,9 +284,7 @@ class PyWorker:
             args, _ = self.slot(k)
             t0 = time.perf_counter()
             if not prepared:
-                self.poison_allocator(k, pats[i])
-                self.flushes += 1
-                self.flush_buf.fill_(self.flushes & 0xFF)
+                self.poison_flush(k, pats[i])
             if perturb:
                 self.perturb(k, args, perturb[i])
             if self.cuda:
