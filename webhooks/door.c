@@ -153,18 +153,19 @@ answer_400(struct wh_door *d, struct pending *p, const char *json, size_t jlen)
 	drop(d, p);
 }
 
+/*
+ * whole: the head is in. libmicrohttpd takes the socket in its own
+ * thread, later; the guard's connection goes with it, keeping its slot
+ * through the gap, so no newcomer slips in and the handover never has to
+ * make room; a whole head is not ended for room while it waits there.
+ */
 static void
-hand_over(struct wh_door *d, struct pending *p)
+hand_over(struct wh_door *d, struct pending *p, int whole)
 {
-	/*
-	 * Its slot is held until libmicrohttpd's side has taken one, so that
-	 * no newcomer slips into the gap and the handover itself has to make
-	 * room; meanwhile the door's side is not ended for room.
-	 */
-	wh_guard_handing_over(d->guard, p->conn);
+	wh_guard_handing_over(d->guard, p->conn, whole);
 	unlink_pending(d, p);
-	d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len);
-	wh_guard_close(d->guard, p->conn);
+	if (d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len) < 0)
+		wh_guard_close(d->guard, p->conn);	/* refused and closed at once */
 	free(p);
 }
 
@@ -203,7 +204,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	case WH_LINE_INCOMPLETE:
 		/* A line longer than the peek: libmicrohttpd's limits judge it. */
 		if ((size_t)n == d->max_head)
-			hand_over(d, p);
+			hand_over(d, p, 0);
 		else if (done)
 			ANSWER_400(d, p, BAD_LINE_JSON);	/* the client is done sending */
 		return;
@@ -214,7 +215,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	}
 	switch (wh_door_head_check(d->peek, (size_t)n)) {
 	case WH_LINE_OK:
-		hand_over(d, p);
+		hand_over(d, p, 1);
 		break;
 	case WH_LINE_BAD:
 		ANSWER_400(d, p, FOLDED_JSON);
@@ -222,7 +223,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	case WH_LINE_INCOMPLETE:
 		/* Past max_head, or cut short: libmicrohttpd answers (431) or closes. */
 		if ((size_t)n == d->max_head || done)
-			hand_over(d, p);
+			hand_over(d, p, 0);
 		break;
 	}
 }

@@ -28,9 +28,12 @@
 
 /*
  * Takes a sound connection: fd is the callee's from then on (closed by it
- * whatever happens).
+ * whatever happens). Its guard connection goes with it (the callee's
+ * thread takes it with wh_guard_adopt()). 0, or -errno when the callee
+ * refused it at once (the socket is closed and the door closes the guard
+ * connection).
  */
-typedef void (*wh_door_handoff)(void *arg, int fd, const struct sockaddr *peer,
+typedef int (*wh_door_handoff)(void *arg, int fd, const struct sockaddr *peer,
     socklen_t len);
 
 struct wh_door;

@@ -29,6 +29,7 @@ enum conn_state {
 	CONN_HEAD,		/* waiting for a request head */
 	CONN_BODY,		/* head in, body arriving */
 	CONN_WAIT,		/* being answered: no deadline here */
+	CONN_PASS,		/* handed over by the door, not yet taken by the server */
 	CONN_DEAD,		/* shut down by the reaper */
 };
 
@@ -43,6 +44,9 @@ struct wh_guard_conn {
 	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
 	struct timespec heard;	/* last bytes seen, while the door holds it */
 	int in_door;		/* the door reports progress: idle time counts */
+	int whole;		/* its whole head is in, not yet read by the server */
+	int passing;		/* handed over, not yet adopted (state PASS, or DEAD) */
+	struct timespec passed;	/* when it was handed over */
 	size_t received;	/* body bytes of the request so far */
 	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
@@ -60,6 +64,8 @@ struct wh_guard {
 	struct client *clients[GUARD_BUCKETS];
 	struct wh_guard_conn *conns;
 };
+
+static void release_request(struct wh_guard *g, struct wh_guard_conn *c);
 
 static const char TIMEOUT_408[] = "HTTP/1.1 408 Request Timeout\r\n"
     "Connection: close\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n"
@@ -218,10 +224,30 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 		return t > WH_GUARD_BODY_GRACE_S && (double)c->received <
 		    (t - WH_GUARD_BODY_GRACE_S) * (double)h->min_body_bytes_per_s;
 	case CONN_WAIT:
+	case CONN_PASS:
 	case CONN_DEAD:
 		break;
 	}
 	return 0;
+}
+
+/* Unlink c and give back what it holds. Under the lock. */
+static void
+conn_drop(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	release_request(g, c);
+	if (c->state != CONN_DEAD)
+		g->live--;
+	if (c->has_slot && c->peer)
+		c->peer->slots--;
+	client_put(g, c->peer);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
 }
 
 static void *
@@ -233,9 +259,17 @@ reaper(void *arg)
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		for (struct wh_guard_conn *c = g->conns; c; c = c->next)
-			if (conn_late(g->h, c, &now))
+		for (struct wh_guard_conn *c = g->conns, *next; c; c = next) {
+			next = c->next;
+			/*
+			 * Handed over and never taken: the server dropped the
+			 * socket before it was its (guard.h). Not ours to shut.
+			 */
+			if (c->passing && since_s(&c->passed, &now) > WH_GUARD_PASS_S)
+				conn_drop(g, c);
+			else if (conn_late(g->h, c, &now))
 				kill_conn(g, c, 1);
+		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += GUARD_TICK_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
@@ -283,10 +317,11 @@ room_class(const struct wh_guard_conn *v, const struct timespec *now)
 	case CONN_LINE:
 		return 3;
 	case CONN_HEAD:
-		return 2;
+		return v->whole ? 0 : 2;
 	case CONN_BODY:
 		return body_slow(v, now);
 	case CONN_WAIT:
+	case CONN_PASS:
 	case CONN_DEAD:
 		break;
 	}
@@ -312,7 +347,8 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
  * Full: make room for newcomer c. Connections slots are scarce, and a
  * genuine delivery earns its slot within milliseconds, so the one ended
  * is the one furthest from earning it: first those still without a
- * request line, then those without their whole head, then slow bodies
+ * request line, then those without their whole head (a whole head the
+ * server has yet to read, handed over or not, has earned it), then slow bodies
  * (body_slow()); among heads, from the address holding the most
  * connections, then the oldest; among bodies, the slowest. Only an
  * address holding at least as many as c's own can lose a head to c, and
@@ -384,6 +420,9 @@ wh_guard_free(struct wh_guard *g)
 	pthread_cond_signal(&g->wake);
 	pthread_mutex_unlock(&g->lock);
 	pthread_join(g->reaper, NULL);
+	/* Only handed over connections the server dropped unseen can be left. */
+	while (g->conns)
+		conn_drop(g, g->conns);
 	for (int b = 0; b < GUARD_BUCKETS; b++)
 		while (g->clients[b]) {
 			struct client *cl = g->clients[b];
@@ -421,6 +460,15 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 		    g->h->n_trusted_proxies, family, addr);
 	}
 	c->client = c->peer;
+	/*
+	 * A connection handed over on this fd number and never taken: the
+	 * server closed that socket unseen, or the number could not be here.
+	 */
+	for (struct wh_guard_conn *o = g->conns, *next; o; o = next) {
+		next = o->next;
+		if (o->passing && o->fd == fd)
+			conn_drop(g, o);
+	}
 	g->live++;
 	/* A proxy's connections are its clients': they count per request. */
 	if (c->peer && !c->proxied) {
@@ -468,20 +516,8 @@ wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&g->lock);
-	release_request(g, c);
-	if (c->state != CONN_DEAD)
-		g->live--;
-	if (c->has_slot && c->peer)
-		c->peer->slots--;
-	client_put(g, c->peer);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		g->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	conn_drop(g, c);
 	pthread_mutex_unlock(&g->lock);
-	free(c);
 }
 
 /*
@@ -558,6 +594,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	}
 	if (c->state != CONN_DEAD)
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
+	c->whole = 0;
 	c->received = 0;
 	c->expected = expected;
 	pthread_mutex_unlock(&g->lock);
@@ -576,22 +613,56 @@ wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
 }
 
 void
-wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c)
+wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole)
 {
 	if (!c)
 		return;
 	pthread_mutex_lock(&g->lock);
+	c->passing = 1;
+	c->whole = whole;
+	c->in_door = 0;
+	clock_gettime(CLOCK_MONOTONIC, &c->passed);
 	if (c->state != CONN_DEAD)
-		set_state(c, CONN_WAIT);
-	/*
-	 * Its address's count moves to the new owner's connection: counted
-	 * twice, the newcomer would look like an address holding two.
-	 */
-	if (c->has_slot && c->peer && !c->proxied) {
-		c->peer->slots--;
-		c->has_slot = 0;
+		set_state(c, CONN_PASS);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Does c's peer have this key? Under the lock. */
+static int
+same_peer(const struct wh_guard_conn *c, int family, const unsigned char addr[16])
+{
+	if (!c->peer)
+		return family == AF_UNSPEC;
+	return c->peer->family == family && !memcmp(c->peer->addr, addr, 16);
+}
+
+int
+wh_guard_adopt(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out)
+{
+	struct wh_guard_conn *c;
+	unsigned char addr[16];
+	int family, error;
+
+	if (sockaddr_key(peer, len, &family, addr) < 0)
+		family = AF_UNSPEC;
+	pthread_mutex_lock(&g->lock);
+	for (c = g->conns; c; c = c->next)
+		if (c->passing && c->fd == fd && same_peer(c, family, addr))
+			break;
+	if (c) {
+		c->passing = 0;
+		if (c->state != CONN_DEAD)
+			set_state(c, CONN_HEAD);
+		pthread_mutex_unlock(&g->lock);
+		*out = c;
+		return 0;
 	}
 	pthread_mutex_unlock(&g->lock);
+	/* Dropped as never taken (WH_GUARD_PASS_S): counted anew. */
+	error = wh_guard_open(g, fd, peer, len, out);
+	wh_guard_line_done(g, *out);
+	return error;
 }
 
 void

@@ -18,7 +18,9 @@
  *   - with max_connections open, a new connection ends the one furthest
  *     from earning its slot: one without its request line before one
  *     without its whole head (a trickling head or an idle kept-alive
- *     connection); among those, from the address holding the most
+ *     connection). A whole head has earned its slot, also while the door
+ *     hands it to libmicrohttpd and until libmicrohttpd has read it; the
+ *     connection keeps its slot through the handover. Among those, from the address holding the most
  *     connections, then the oldest. Only addresses holding at least as
  *     many as the newcomer's own can lose one, and the newcomer is
  *     refused when the pick is from its own address; so neither idle
@@ -53,6 +55,7 @@
 #define WH_GUARD_LINE_S		3	/* seconds from accept to a whole request line */
 #define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
 #define WH_GUARD_FULL_GRACE_S	1	/* ... once it has been arriving this long */
+#define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 
 struct wh_guard;
@@ -86,11 +89,26 @@ void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
 void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
 
 /*
- * The door hands c over: no deadline and not ended for room until the
- * door closes it (wh_guard_close()) once the new owner opened its own.
- * NULL-safe.
+ * The door hands c's socket to the server, whose thread takes c over
+ * with wh_guard_adopt() when it gets to it: c keeps its slot meanwhile
+ * (no gap for a newcomer, no second count), has no deadline and is not
+ * ended for room. whole: its whole head is in; then it is not ended for
+ * room until the server has read the head (wh_guard_head()) either,
+ * since it has earned its slot. If the server drops the socket unseen,
+ * c is dropped WH_GUARD_PASS_S later, or when its fd number comes back
+ * to wh_guard_open(). Nobody closes c but its new owner, or the door
+ * when the server refused the socket at once. NULL-safe.
  */
-void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c);
+void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole);
+
+/*
+ * The server got the socket fd from peer: *out is the connection the door
+ * handed over, now in its head's deadline (as after wh_guard_line_done());
+ * without one (dropped as never taken), as wh_guard_open() and
+ * wh_guard_line_done(). Returns as wh_guard_open().
+ */
+int wh_guard_adopt(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out);
 
 /*
  * The request line is in (the door checked it): the head deadline starts.

@@ -452,24 +452,31 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (!fd || !addr)
 		return;
-	if (wh_guard_open(srv->guard, fd->connect_fd, addr->client_addr,
+	/* Only the door hands connections over, each with a sound request line. */
+	if (wh_guard_adopt(srv->guard, fd->connect_fd, addr->client_addr,
 	    addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 	    sizeof(struct sockaddr_in), &conn) == -EUSERS)
 		log_debug("connection refused: its address holds max_connections_per_ip",
 		    "client=%s", wh_guard_client(conn));
-	/* Only the door hands connections over, each with a sound request line. */
-	wh_guard_line_done(srv->guard, conn);
 	*socket_context = conn;
 }
 
-/* A connection with a sound request line, from the door. */
-static void
+/*
+ * A connection with a sound request line, from the door. libmicrohttpd
+ * queues it for its thread (on_connection() then) or refuses it at once,
+ * closing the socket.
+ */
+static int
 on_door(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 {
 	struct wh_server *srv = arg;
+	int error;
 
-	if (MHD_add_connection(srv->daemon, fd, peer, len) != MHD_YES)
-		log_debug("connection dropped: over http.max_connections", "errno=%d", errno);
+	if (MHD_add_connection(srv->daemon, fd, peer, len) == MHD_YES)
+		return 0;
+	error = errno ? -errno : -EINVAL;
+	log_debug("connection dropped: over http.max_connections", "errno=%d", -error);
+	return error;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)

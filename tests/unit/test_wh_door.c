@@ -85,7 +85,7 @@ struct got {
 	char peer[64];
 };
 
-static void
+static int
 on_handoff(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 {
 	struct got *g = arg;
@@ -96,6 +96,7 @@ on_handoff(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 	inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, g->peer,
 	    sizeof(g->peer));
 	pthread_mutex_unlock(&g->lock);
+	return 0;
 }
 
 static int

@@ -451,6 +451,66 @@ test_room_for_slow_bodies(void)
 	config_free(c);
 }
 
+/*
+ * A whole head handed from the door to the server keeps its slot through
+ * the handover and is not ended for room until the server has read it:
+ * the newcomer is refused instead, whatever its address holds.
+ */
+static void
+test_handover(void)
+{
+	struct config *c = load("http:\n  max_connections: 1\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[6], *took = NULL;
+	const char *from[6] = { "127.0.4.1", "127.0.4.2", "127.0.4.3", "127.0.4.4",
+		"127.0.4.5", "127.0.4.6" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	wh_guard_open(g, sp[0][0], (struct sockaddr *)&sa[0], sizeof(sa[0]), &conn[0]);
+	wh_guard_line_done(g, conn[0]);
+	wh_guard_handing_over(g, conn[0], 1);
+	CHECK_INT("while a whole head is handed over, a newcomer (as small) is refused",
+	    wh_guard_open(g, sp[1][0], (struct sockaddr *)&sa[1], sizeof(sa[1]), &conn[1]),
+	    -EUSERS);
+	CHECK("the head handed over is left alone", left_alone(sp[0][1], 100));
+	CHECK_INT("the server takes the same connection over",
+	    wh_guard_adopt(g, sp[0][0], (struct sockaddr *)&sa[0], sizeof(sa[0]), &took), 0);
+	CHECK("not a second one", took == conn[0]);
+	CHECK_INT("until the server has read the head, a newcomer is still refused",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]),
+	    -EUSERS);
+	CHECK("and the head left alone", left_alone(sp[0][1], 100));
+	wh_guard_head(g, conn[0], NULL, 0, 0);
+	wh_guard_request_done(g, conn[0]);
+	CHECK_INT("once read and answered, it is a connection without a head like any",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	CHECK("and is ended for the newcomer", peer_sees_eof(sp[0][1]));
+	/* conn[3] holds the one slot; handed over, and the server drops it unseen. */
+	wh_guard_line_done(g, conn[3]);
+	wh_guard_handing_over(g, conn[3], 1);
+	CHECK_INT("a handover never taken gives its slot back when its fd number comes back",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), 0);
+	CHECK("without ending anyone", left_alone(sp[3][1], 100));
+	CHECK_INT("a socket the door never handed over is counted anew",
+	    wh_guard_adopt(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]), 0);
+	CHECK("by making room", peer_sees_eof(sp[3][1]));
+	for (int i = 0; i < 6; i++) {
+		if (i != 3)
+			wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
 int
 main(void)
 {
@@ -461,5 +521,6 @@ main(void)
 	test_line_deadline();
 	test_room_for_idle();
 	test_room_for_slow_bodies();
+	test_handover();
 	return t_done("test_wh_guard");
 }
