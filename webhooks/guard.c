@@ -304,9 +304,11 @@ body_slow(const struct wh_guard_conn *c, const struct timespec *now)
 /*
  * How far a connection is from earning its slot when the server is full:
  * 0 for one that is not to be ended for room (a body on its way at a
- * good rate, a request being answered, a trusted proxy's), else 3 for one
- * without its request line, 2 for one without its whole head, 1 for a
- * slow body. Under the lock.
+ * good rate, a request being answered, one being handed over, a trusted
+ * proxy's), else 3 for one without its request line, 2 for one without
+ * its whole head, 1 for a slow body or a whole head the server has yet
+ * to read (a body about to begin: ended only as a body is, for an
+ * address holding fewer). Under the lock.
  */
 static int
 room_class(const struct wh_guard_conn *v, const struct timespec *now)
@@ -317,7 +319,7 @@ room_class(const struct wh_guard_conn *v, const struct timespec *now)
 	case CONN_LINE:
 		return 3;
 	case CONN_HEAD:
-		return v->whole ? 0 : 2;
+		return v->whole ? 1 : 2;
 	case CONN_BODY:
 		return body_slow(v, now);
 	case CONN_WAIT:
@@ -334,11 +336,18 @@ older(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* Of two slow bodies, is a's average rate the lower? */
+/*
+ * Of two in class 1, is a the first to end: a slow body before a whole
+ * head not yet read, the lower average rate, the older head?
+ */
 static int
 slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
     const struct timespec *now)
 {
+	if (a->whole != b->whole)
+		return b->whole;
+	if (a->whole)
+		return older(&a->since, &b->since);
 	return (double)a->received * since_s(&b->since, now) <
 	    (double)b->received * since_s(&a->since, now);
 }
@@ -347,8 +356,8 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
  * Full: make room for newcomer c. Connections slots are scarce, and a
  * genuine delivery earns its slot within milliseconds, so the one ended
  * is the one furthest from earning it: first those still without a
- * request line, then those without their whole head (a whole head the
- * server has yet to read, handed over or not, has earned it), then slow bodies
+ * request line, then those without their whole head, then slow bodies
+ * and whole heads the server has yet to read (never one being handed over)
  * (body_slow()); among heads, from the address holding the most
  * connections, then the oldest; among bodies, the slowest. Only an
  * address holding at least as many as c's own can lose a head to c, and

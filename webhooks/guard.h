@@ -18,9 +18,10 @@
  *   - with max_connections open, a new connection ends the one furthest
  *     from earning its slot: one without its request line before one
  *     without its whole head (a trickling head or an idle kept-alive
- *     connection). A whole head has earned its slot, also while the door
- *     hands it to libmicrohttpd and until libmicrohttpd has read it; the
- *     connection keeps its slot through the handover. Among those, from the address holding the most
+ *     connection). A whole head has earned its slot: never ended while
+ *     the door hands it to libmicrohttpd (it keeps its slot through the
+ *     handover), and until libmicrohttpd has read it only as a slow body
+ *     is (below), after those. Among heads, from the address holding the most
  *     connections, then the oldest. Only addresses holding at least as
  *     many as the newcomer's own can lose one, and the newcomer is
  *     refused when the pick is from its own address; so neither idle
@@ -92,9 +93,9 @@ void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
  * The door hands c's socket to the server, whose thread takes c over
  * with wh_guard_adopt() when it gets to it: c keeps its slot meanwhile
  * (no gap for a newcomer, no second count), has no deadline and is not
- * ended for room. whole: its whole head is in; then it is not ended for
- * room until the server has read the head (wh_guard_head()) either,
- * since it has earned its slot. If the server drops the socket unseen,
+ * ended for room. whole: its whole head is in; then, until the server
+ * has read the head (wh_guard_head()), it is ended for room only as a
+ * slow body is (for a newcomer whose address holds fewer), after those. If the server drops the socket unseen,
  * c is dropped WH_GUARD_PASS_S later, or when its fd number comes back
  * to wh_guard_open(). Nobody closes c but its new owner, or the door
  * when the server refused the socket at once. NULL-safe.
