@@ -24,26 +24,16 @@ http GET "http://127.0.0.1:$KB_PORT/healthz"
 check_eq "healthz during the attack" "$HTTP_CODE" 200
 wait "$ATT"
 sed 's/^/# /' "$TMP/attack.out"
-field() {	# field KIND NAME [NTH]
-	sed -nE "s/^(ATTACK $1|$1)( | .* )$2=([0-9.]+).*/\3/p" "$TMP/attack.out" |
-	    sed -n "${3:-1}p" | cut -d. -f1
-}
-sent=$(field DELIVER sent)
-check "deliveries were sent throughout (at least 10)" test "${sent:-0}" -ge 10
-check_eq "every genuine delivery got 202" "$(field DELIVER accepted)" "$sent"
-check "each within 5 s" test "$(field DELIVER max_ms)" -le 5000
-check_eq "every 202 is in the store" \
-    "$(sqlite3 "$TMP/data/kernelbot.db" "SELECT count(*) FROM deliveries WHERE outcome = 'accepted'")" \
-    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
+check_genuine
 check "the attack did fill the server (200+ idle at once from four addresses)" \
-    test "$(field idle peak 1)" -ge 200
+    test "$(attack_field idle peak 1)" -ge 200
 check "idle, four addresses: none held past the 3 s line deadline + 3 s" \
-    test "$(field idle longest_s 1)" -le 6
+    test "$(attack_field idle longest_s 1)" -le 6
 check "idle, one per address: ended too (more than the 120 opened at first)" \
-    test "$(field idle closed_by_server 2)" -gt 120
-check "idle, one per address: none held past 6 s" test "$(field idle longest_s 2)" -le 6
+    test "$(attack_field idle closed_by_server 2)" -gt 120
+check "idle, one per address: none held past 6 s" test "$(attack_field idle longest_s 2)" -le 6
 check "request line at a byte a second: none held past 6 s" \
-    test "$(field line longest_s)" -le 6
+    test "$(attack_field line longest_s)" -le 6
 check "no crash" kill -0 "$KB_PID"
 kb_serve_stop TERM
 check_eq "SIGTERM: exit 0" "$KB_STATUS" 0

@@ -17,15 +17,9 @@ ATT=$!
 t_bg "$ATT"
 wait "$ATT"
 sed 's/^/# /' "$TMP/attack.out"
-field() {	# field KIND NAME
-	sed -nE "s/^(ATTACK $1|$1)( | .* )$2=([0-9.]+).*/\3/p" "$TMP/attack.out" | sed -n 1p | cut -d. -f1
-}
-sent=$(field DELIVER sent)
-check "deliveries were sent throughout (at least 10)" test "${sent:-0}" -ge 10
-check_eq "every genuine delivery got 202" "$(field DELIVER accepted)" "$sent"
-check "each within 5 s" test "$(field DELIVER max_ms)" -le 5000
+check_genuine
 check "the idle connections did fill the server (190+ of the first 200 at once)" \
-    test "$(field idle peak)" -ge 190
+    test "$(attack_field idle peak)" -ge 190
 check "no crash" kill -0 "$KB_PID"
 kb_serve_stop TERM
 check_eq "SIGTERM: exit 0" "$KB_STATUS" 0
