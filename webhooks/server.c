@@ -534,9 +534,14 @@ wh_server_start(const struct config *cfg, struct store *store,
 	    /*
 	     * The guard keeps max_connections by evicting slow heads; the
 	     * sockets it ended stay here until the event loop closes them.
+	     * libmicrohttpd splits its limit among its threads and counts a
+	     * connection added from outside only once its thread takes it, so
+	     * a burst can land more on one thread than its share and be closed
+	     * there without an answer. Each thread may hold the whole bound:
+	     * the guard is the only limit.
 	     */
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(h->max_connections +
-	    h->max_connections / 4 + 16),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)((h->max_connections +
+	    h->max_connections / 4 + 16) * h->threads),
 	    /* Per address limits are the guard's: it knows trusted proxies. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
