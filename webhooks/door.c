@@ -13,10 +13,13 @@
 #define DOOR_EVENTS	64
 #define DOOR_METHOD_MAX	32	/* longer than any method worth a handler */
 #define DOOR_DRAIN_MAX	(64u << 10)	/* bytes read and dropped before a 400 */
+#define DOOR_ACCEPT_MAX	16	/* accepted per wakeup, so ended ones are closed between */
 
-/* A connection waiting for its first line. */
+/* A connection waiting for its head. */
 struct pending {
 	int fd;
+	int line_in;		/* its request line is in: the guard was told */
+	size_t seen;		/* bytes peeked so far */
 	struct wh_guard_conn *conn;
 	struct sockaddr_storage peer;
 	socklen_t len;
@@ -27,6 +30,8 @@ struct wh_door {
 	int lfd, efd, stop_fd;
 	int port;
 	unsigned max_pending, n_pending;
+	char *peek;		/* max_head bytes, for the door's thread */
+	size_t max_head;
 	struct wh_guard *guard;
 	wh_door_handoff handoff;
 	void *arg;
@@ -37,6 +42,8 @@ struct wh_door {
 };
 
 static const char BAD_LINE_JSON[] = "{\"error\":\"malformed request line\"}\n";
+static const char FOLDED_JSON[] =
+    "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
 static int
 is_tchar(unsigned char c)
@@ -83,6 +90,26 @@ wh_door_line_check(const char *buf, size_t n)
 	return b[i] == '\n' ? WH_LINE_OK : WH_LINE_BAD;
 }
 
+enum wh_line
+wh_door_head_check(const char *buf, size_t n)
+{
+	const char *b = buf, *end = buf + n, *nl;
+
+	while (b < end && (*b == '\r' || *b == '\n'))
+		b++;	/* empty lines before the request line */
+	if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+		return WH_LINE_INCOMPLETE;
+	for (b = nl + 1; b < end; b = nl + 1) {
+		if (*b == ' ' || *b == '\t')
+			return WH_LINE_BAD;
+		if (*b == '\n' || (*b == '\r' && b + 1 < end && b[1] == '\n'))
+			return WH_LINE_OK;	/* the empty line: the head is whole */
+		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+			break;
+	}
+	return WH_LINE_INCOMPLETE;
+}
+
 static void
 unlink_pending(struct wh_door *d, struct pending *p)
 {
@@ -94,21 +121,21 @@ unlink_pending(struct wh_door *d, struct pending *p)
 	if (p->next)
 		p->next->prev = p->prev;
 	d->n_pending--;
-	/* The guard lets go of the socket before anyone closes it. */
-	wh_guard_close(d->guard, p->conn);
 }
 
 static void
 drop(struct wh_door *d, struct pending *p)
 {
 	unlink_pending(d, p);
+	/* The guard lets go of the socket before anyone closes it. */
+	wh_guard_close(d->guard, p->conn);
 	close(p->fd);
 	free(p);
 }
 
 /* Read what came (so close() does not reset the 400 away), answer, close. */
 static void
-answer_400(struct wh_door *d, struct pending *p)
+answer_400(struct wh_door *d, struct pending *p, const char *json, size_t jlen)
 {
 	char head[200], scratch[4096];
 	size_t drained = 0;
@@ -120,25 +147,43 @@ answer_400(struct wh_door *d, struct pending *p)
 		drained += (size_t)n;
 	len = snprintf(head, sizeof(head), "HTTP/1.1 400 Bad Request\r\n"
 	    "Connection: close\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s", sizeof(BAD_LINE_JSON) - 1, BAD_LINE_JSON);
+	    "Content-Length: %zu\r\n\r\n%s", jlen, json);
 	(void)!send(p->fd, head, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(p->fd, SHUT_WR);
 	drop(d, p);
 }
 
+/*
+ * whole: the head is in. libmicrohttpd takes the socket in its own
+ * thread, later; the guard's connection goes with it, keeping its slot
+ * through the gap, so no newcomer slips in and the handover never has to
+ * make room; a whole head is not ended for room while it waits there.
+ */
 static void
-hand_over(struct wh_door *d, struct pending *p)
+hand_over(struct wh_door *d, struct pending *p, int whole)
 {
+	wh_guard_handing_over(d->guard, p->conn, whole);
 	unlink_pending(d, p);
-	d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len);
+	if (d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len) < 0)
+		wh_guard_close(d->guard, p->conn);	/* refused and closed at once */
 	free(p);
 }
 
+#define ANSWER_400(d, p, json) answer_400((d), (p), (json), sizeof(json) - 1)
+
+/*
+ * The whole head is looked at before libmicrohttpd sees it: it has no
+ * raw-byte hook, and it glues an obs-fold continuation onto the field
+ * name ("Content-Length:" CRLF " 40" becomes a field
+ * "Content-Length40"), which would hide a second Content-Length or a
+ * Transfer-Encoding from the framing check. RFC 9112 section 5.2 lets a
+ * server reject obs-fold with 400.
+ */
 static void
 on_readable(struct wh_door *d, struct pending *p, unsigned events)
 {
-	char buf[WH_DOOR_PEEK];
-	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n = recv(p->fd, d->peek, d->max_head, MSG_PEEK | MSG_DONTWAIT);
+	int done = (events & (EPOLLRDHUP | EPOLLHUP)) != 0;	/* nothing more comes */
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
@@ -146,27 +191,52 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		drop(d, p);	/* gone, or shut down by the guard's deadline */
 		return;
 	}
-	switch (wh_door_line_check(buf, (size_t)n)) {
+	if ((size_t)n > p->seen) {
+		p->seen = (size_t)n;
+		wh_guard_heard(d->guard, p->conn);
+	}
+	switch (wh_door_line_check(d->peek, (size_t)n)) {
 	case WH_LINE_OK:
-		hand_over(d, p);
 		break;
 	case WH_LINE_BAD:
-		answer_400(d, p);
-		break;
+		ANSWER_400(d, p, BAD_LINE_JSON);
+		return;
 	case WH_LINE_INCOMPLETE:
 		/* A line longer than the peek: libmicrohttpd's limits judge it. */
-		if ((size_t)n == sizeof(buf))
-			hand_over(d, p);
-		else if (events & (EPOLLRDHUP | EPOLLHUP))
-			answer_400(d, p);	/* the client is done sending */
+		if ((size_t)n == d->max_head)
+			hand_over(d, p, 0);
+		else if (done)
+			ANSWER_400(d, p, BAD_LINE_JSON);	/* the client is done sending */
+		return;
+	}
+	if (!p->line_in) {
+		p->line_in = 1;
+		wh_guard_line_done(d->guard, p->conn);
+	}
+	switch (wh_door_head_check(d->peek, (size_t)n)) {
+	case WH_LINE_OK:
+		hand_over(d, p, 1);
+		break;
+	case WH_LINE_BAD:
+		ANSWER_400(d, p, FOLDED_JSON);
+		break;
+	case WH_LINE_INCOMPLETE:
+		/* Past max_head, or cut short: libmicrohttpd answers (431) or closes. */
+		if ((size_t)n == d->max_head || done)
+			hand_over(d, p, 0);
 		break;
 	}
 }
 
+/*
+ * The listening socket is level-triggered: what is left after
+ * DOOR_ACCEPT_MAX is taken on the next wakeup, after the connections the
+ * guard ended for room (shut down, still open here) have been closed.
+ */
 static void
 on_accept(struct wh_door *d)
 {
-	for (;;) {
+	for (int i = 0; i < DOOR_ACCEPT_MAX; i++) {
 		struct pending *p;
 		struct epoll_event ev;
 		struct sockaddr_storage ss;
@@ -184,11 +254,12 @@ on_accept(struct wh_door *d)
 		p->peer = ss;
 		p->len = len;
 		if (wh_guard_open(d->guard, fd, (struct sockaddr *)&ss, len, &p->conn) < 0) {
-			wh_guard_close(d->guard, p->conn);	/* over the per-address limit */
+			wh_guard_close(d->guard, p->conn);	/* no room for its address */
 			close(fd);
 			free(p);
 			continue;
 		}
+		wh_guard_heard(d->guard, p->conn);
 		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 		ev.data.ptr = p;
 		if (epoll_ctl(d->efd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -233,7 +304,8 @@ out:
 
 int
 wh_door_open(const struct sockaddr *addr, socklen_t len, unsigned max_pending,
-    struct wh_guard *g, wh_door_handoff handoff, void *arg, struct wh_door **out)
+    size_t max_head, struct wh_guard *g, wh_door_handoff handoff, void *arg,
+    struct wh_door **out)
 {
 	struct wh_door *d = calloc(1, sizeof(*d));
 	struct sockaddr_storage ss;
@@ -245,10 +317,15 @@ wh_door_open(const struct sockaddr *addr, socklen_t len, unsigned max_pending,
 		return -ENOMEM;
 	d->lfd = d->efd = d->stop_fd = -1;
 	d->max_pending = max_pending;
+	d->max_head = max_head;
 	d->guard = g;
 	d->handoff = handoff;
 	d->arg = arg;
 	pthread_mutex_init(&d->lock, NULL);
+	if (!(d->peek = malloc(max_head))) {
+		errno = ENOMEM;
+		goto fail;
+	}
 	if ((d->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0)) < 0 ||
 	    setsockopt(d->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
@@ -315,5 +392,6 @@ wh_door_free(struct wh_door *d)
 	if (d->stop_fd >= 0)
 		close(d->stop_fd);
 	pthread_mutex_destroy(&d->lock);
+	free(d->peek);
 	free(d);
 }

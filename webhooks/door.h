@@ -2,13 +2,20 @@
  * door: the listening socket and what happens before libmicrohttpd sees a
  * connection. libmicrohttpd closes a connection whose request line it
  * cannot split (no space in it, TLS bytes on a plain port) without an
- * answer; here each new connection waits, unread (MSG_PEEK), until its
- * first line is in, and a line that is not `METHOD SP TARGET SP
- * HTTP/D.D` (RFC 9112 section 3) gets 400 and is closed. A sound one is
- * handed over as it arrived, not a byte consumed.
+ * answer, and glues an obs-fold continuation onto the field name, where
+ * it can hide a second Content-Length or a Transfer-Encoding from the
+ * server's framing check. So each new connection waits here, unread
+ * (MSG_PEEK), until its head is in: a first line that is not `METHOD SP
+ * TARGET SP HTTP/D.D` (RFC 9112 section 3), or a header line continued
+ * by one that starts with SP or HT (obs-fold, RFC 9112 section 5.2), gets
+ * 400 and is closed. A sound one is handed over as it arrived, not a byte
+ * consumed; so is a head longer than max_head, or one cut short, for
+ * libmicrohttpd to answer (431) or close. The server answers every
+ * request with Connection: close, so every request passes here.
  *
  * While it waits, a connection is the guard's like any other (guard.h):
- * per-address limits and the head deadline (408) hold from accept.
+ * per-address limits, the request line and head deadlines (408) and the
+ * making of room when the server is full hold from accept.
  * Thread-safe; one thread does the accepting and the waiting.
  */
 #ifndef KB_WEBHOOKS_DOOR_H
@@ -19,24 +26,28 @@
 
 #include "webhooks/guard.h"
 
-#define WH_DOOR_PEEK	8192	/* bytes looked at for the first line */
-
 /*
  * Takes a sound connection: fd is the callee's from then on (closed by it
- * whatever happens).
+ * whatever happens). Its guard connection goes with it (the callee's
+ * thread takes it with wh_guard_adopt()). 0, or -errno when the callee
+ * refused it at once (the socket is closed and the door closes the guard
+ * connection).
  */
-typedef void (*wh_door_handoff)(void *arg, int fd, const struct sockaddr *peer,
+typedef int (*wh_door_handoff)(void *arg, int fd, const struct sockaddr *peer,
     socklen_t len);
 
 struct wh_door;
 
 /*
- * Listen on addr and start the thread. max_pending: connections waiting
- * for their first line at once; past it new ones are closed. g is
- * borrowed. 0, or -errno (bind, listen, thread).
+ * Listen on addr and start the thread. max_pending: sockets held at once
+ * (waiting for their head, or ended by the guard and not yet closed);
+ * past it new ones are closed. The guard decides who waits. max_head:
+ * bytes of a head looked at (libmicrohttpd's limit on a head). g is
+ * borrowed. 0, or -errno (bind, listen, thread, -ENOMEM).
  */
 int wh_door_open(const struct sockaddr *addr, socklen_t len, unsigned max_pending,
-    struct wh_guard *g, wh_door_handoff handoff, void *arg, struct wh_door **out);
+    size_t max_head, struct wh_guard *g, wh_door_handoff handoff, void *arg,
+    struct wh_door **out);
 
 /* The port bound. */
 int wh_door_port(const struct wh_door *d);
@@ -62,5 +73,13 @@ enum wh_line {
  * optional CR before it.
  */
 enum wh_line wh_door_line_check(const char *buf, size_t n);
+
+/*
+ * Judge the head in the first n bytes, whose request line is sound
+ * (wh_door_line_check()): WH_LINE_OK once the empty line that ends it is
+ * in, WH_LINE_BAD for obs-fold (a header line that starts with SP or HT)
+ * before it, else WH_LINE_INCOMPLETE.
+ */
+enum wh_line wh_door_head_check(const char *buf, size_t n);
 
 #endif

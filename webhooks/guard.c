@@ -25,9 +25,11 @@ struct client {
 };
 
 enum conn_state {
+	CONN_LINE,		/* in the door, waiting for its request line */
 	CONN_HEAD,		/* waiting for a request head */
 	CONN_BODY,		/* head in, body arriving */
 	CONN_WAIT,		/* being answered: no deadline here */
+	CONN_PASS,		/* handed over by the door, not yet taken by the server */
 	CONN_DEAD,		/* shut down by the reaper */
 };
 
@@ -39,7 +41,14 @@ struct wh_guard_conn {
 	int has_slot;		/* client->slots counts this connection or request */
 	enum conn_state state;
 	struct timespec since;	/* start of the state */
+	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
+	struct timespec heard;	/* last bytes seen, while the door holds it */
+	int in_door;		/* the door reports progress: idle time counts */
+	int whole;		/* its whole head is in, not yet read by the server */
+	int passing;		/* handed over, not yet adopted (state PASS, or DEAD) */
+	struct timespec passed;	/* when it was handed over */
 	size_t received;	/* body bytes of the request so far */
+	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
 };
@@ -55,6 +64,8 @@ struct wh_guard {
 	struct client *clients[GUARD_BUCKETS];
 	struct wh_guard_conn *conns;
 };
+
+static void release_request(struct wh_guard *g, struct wh_guard_conn *c);
 
 static const char TIMEOUT_408[] = "HTTP/1.1 408 Request Timeout\r\n"
     "Connection: close\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n"
@@ -197,7 +208,14 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 {
 	double t = since_s(&c->since, now);
 
+	/* libmicrohttpd's idle timeout, for the time libmicrohttpd does not see. */
+	if (c->in_door && (c->state == CONN_LINE || c->state == CONN_HEAD) &&
+	    since_s(&c->heard, now) > h->connection_timeout_s)
+		return 1;
 	switch (c->state) {
+	case CONN_LINE:
+		return t > (h->head_timeout_s < WH_GUARD_LINE_S ? h->head_timeout_s :
+		    WH_GUARD_LINE_S);
 	case CONN_HEAD:
 		return t > h->head_timeout_s;
 	case CONN_BODY:
@@ -206,10 +224,30 @@ conn_late(const struct config_http *h, const struct wh_guard_conn *c,
 		return t > WH_GUARD_BODY_GRACE_S && (double)c->received <
 		    (t - WH_GUARD_BODY_GRACE_S) * (double)h->min_body_bytes_per_s;
 	case CONN_WAIT:
+	case CONN_PASS:
 	case CONN_DEAD:
 		break;
 	}
 	return 0;
+}
+
+/* Unlink c and give back what it holds. Under the lock. */
+static void
+conn_drop(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	release_request(g, c);
+	if (c->state != CONN_DEAD)
+		g->live--;
+	if (c->has_slot && c->peer)
+		c->peer->slots--;
+	client_put(g, c->peer);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
 }
 
 static void *
@@ -221,9 +259,17 @@ reaper(void *arg)
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		for (struct wh_guard_conn *c = g->conns; c; c = c->next)
-			if (conn_late(g->h, c, &now))
+		for (struct wh_guard_conn *c = g->conns, *next; c; c = next) {
+			next = c->next;
+			/*
+			 * Handed over and never taken: the server dropped the
+			 * socket before it was its (guard.h). Not ours to shut.
+			 */
+			if (c->passing && since_s(&c->passed, &now) > WH_GUARD_PASS_S)
+				conn_drop(g, c);
+			else if (conn_late(g->h, c, &now))
 				kill_conn(g, c, 1);
+		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += GUARD_TICK_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
@@ -237,31 +283,114 @@ reaper(void *arg)
 }
 
 /*
- * Full: make room for newcomer c, fairly by address. The victim is the
- * oldest connection waiting for its head from the address holding the
- * most connections; when c's own address holds as many, c is the one
- * refused. So an address with few connections (a forge sending one
- * delivery) always gets in, and an attacker's reconnects only displace
- * each other, without a storm of evictions. Requests with a body under
- * way and trusted proxies' connections are never ended for room.
- * 0, or -EUSERS when c was refused. Under the lock.
+ * Is c's body too slow to keep its slot when the server is full: past
+ * WH_GUARD_FULL_GRACE_S, not on course to end within WH_GUARD_FULL_BODY_S
+ * of its head (at its average rate so far; a body of unknown length, once
+ * past WH_GUARD_FULL_BODY_S)? Under the lock.
+ */
+static int
+body_slow(const struct wh_guard_conn *c, const struct timespec *now)
+{
+	double t = since_s(&c->since, now);
+
+	if (t < WH_GUARD_FULL_GRACE_S)
+		return 0;
+	if (!c->expected)
+		return t > WH_GUARD_FULL_BODY_S;
+	return !c->received ||
+	    t * (double)c->expected / (double)c->received > WH_GUARD_FULL_BODY_S;
+}
+
+/*
+ * How far a connection is from earning its slot when the server is full:
+ * 0 for one that is not to be ended for room (a body on its way at a
+ * good rate, a request being answered, one being handed over, a trusted
+ * proxy's), else 3 for one without its request line, 2 for one without
+ * its whole head, 1 for a slow body or a whole head the server has yet
+ * to read (a body about to begin: ended only as a body is, for an
+ * address holding fewer). Under the lock.
+ */
+static int
+room_class(const struct wh_guard_conn *v, const struct timespec *now)
+{
+	if (!v->has_slot || !v->peer || v->proxied)
+		return 0;
+	switch (v->state) {
+	case CONN_LINE:
+		return 3;
+	case CONN_HEAD:
+		return v->whole ? 1 : 2;
+	case CONN_BODY:
+		return body_slow(v, now);
+	case CONN_WAIT:
+	case CONN_PASS:
+	case CONN_DEAD:
+		break;
+	}
+	return 0;
+}
+
+static int
+older(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * Of two in class 1, is a the first to end: a slow body before a whole
+ * head not yet read, the lower average rate, the older head?
+ */
+static int
+slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
+    const struct timespec *now)
+{
+	if (a->whole != b->whole)
+		return b->whole;
+	if (a->whole)
+		return older(&a->since, &b->since);
+	return (double)a->received * since_s(&b->since, now) <
+	    (double)b->received * since_s(&a->since, now);
+}
+
+/*
+ * Full: make room for newcomer c. Connections slots are scarce, and a
+ * genuine delivery earns its slot within milliseconds, so the one ended
+ * is the one furthest from earning it: first those still without a
+ * request line, then those without their whole head, then slow bodies
+ * and whole heads the server has yet to read (never one being handed over)
+ * (body_slow()); among heads, from the address holding the most
+ * connections, then the oldest; among bodies, the slowest. Only an
+ * address holding at least as many as c's own can lose a head to c, and
+ * only one holding more a body (so addresses at an equal share cannot
+ * churn each other's bodies); when the pick is c's own address, c is
+ * refused instead: an address at its share cannot churn its own
+ * connections, nor take a slot from an address holding fewer (a forge
+ * sending one delivery). Trusted proxies' connections are never ended
+ * for room. 0, or -EUSERS when c was refused. Under the lock.
  */
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim = NULL;
+	unsigned mine = c->has_slot ? c->peer->slots : 0;
+	struct timespec now;
+	int vclass = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		if (v->state != CONN_HEAD || !v->has_slot || !v->peer)
+		int k = room_class(v, &now);
+
+		if (!k || v->peer->slots < mine || (k == 1 && v->peer->slots == mine))
 			continue;
-		if (!victim || v->peer->slots > victim->peer->slots ||
+		if (!victim || k > vclass || (k == vclass && (k == 1 ?
+		    slower(v, victim, &now) : v->peer->slots > victim->peer->slots ||
 		    (v->peer->slots == victim->peer->slots &&
-		    (v->since.tv_sec < victim->since.tv_sec ||
-		    (v->since.tv_sec == victim->since.tv_sec &&
-		    v->since.tv_nsec < victim->since.tv_nsec))))
+		    older(&v->opened, &victim->opened))))) {
 			victim = v;
+			vclass = k;
+		}
 	}
-	if (!victim || (c->has_slot && c->peer->slots >= victim->peer->slots)) {
+	if (!victim || (c->has_slot && victim->peer == c->peer)) {
 		kill_conn(g, c, 0);
 		return -EUSERS;
 	}
@@ -300,6 +429,9 @@ wh_guard_free(struct wh_guard *g)
 	pthread_cond_signal(&g->wake);
 	pthread_mutex_unlock(&g->lock);
 	pthread_join(g->reaper, NULL);
+	/* Only handed over connections the server dropped unseen can be left. */
+	while (g->conns)
+		conn_drop(g, g->conns);
 	for (int b = 0; b < GUARD_BUCKETS; b++)
 		while (g->clients[b]) {
 			struct client *cl = g->clients[b];
@@ -324,7 +456,8 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 	if (!c)
 		return -ENOMEM;
 	c->fd = fd;
-	set_state(c, CONN_HEAD);
+	set_state(c, CONN_LINE);
+	c->opened = c->since;
 	pthread_mutex_lock(&g->lock);
 	if (sockaddr_key(peer, len, &family, addr) == 0) {
 		if (!(c->peer = client_get(g, family, addr))) {
@@ -336,6 +469,15 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 		    g->h->n_trusted_proxies, family, addr);
 	}
 	c->client = c->peer;
+	/*
+	 * A connection handed over on this fd number and never taken: the
+	 * server closed that socket unseen, or the number could not be here.
+	 */
+	for (struct wh_guard_conn *o = g->conns, *next; o; o = next) {
+		next = o->next;
+		if (o->passing && o->fd == fd)
+			conn_drop(g, o);
+	}
 	g->live++;
 	/* A proxy's connections are its clients': they count per request. */
 	if (c->peer && !c->proxied) {
@@ -383,20 +525,8 @@ wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&g->lock);
-	release_request(g, c);
-	if (c->state != CONN_DEAD)
-		g->live--;
-	if (c->has_slot && c->peer)
-		c->peer->slots--;
-	client_put(g, c->peer);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		g->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	conn_drop(g, c);
 	pthread_mutex_unlock(&g->lock);
-	free(c);
 }
 
 /*
@@ -450,7 +580,7 @@ xff_client(const struct config_http *h, const char *xff, int *family,
 
 int
 wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
-    int with_body)
+    int with_body, size_t expected)
 {
 	unsigned char addr[16];
 	int family, error = 0;
@@ -473,9 +603,86 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	}
 	if (c->state != CONN_DEAD)
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
+	c->whole = 0;
 	c->received = 0;
+	c->expected = expected;
 	pthread_mutex_unlock(&g->lock);
 	return error;
+}
+
+void
+wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	c->in_door = 1;
+	clock_gettime(CLOCK_MONOTONIC, &c->heard);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	c->passing = 1;
+	c->whole = whole;
+	c->in_door = 0;
+	clock_gettime(CLOCK_MONOTONIC, &c->passed);
+	if (c->state != CONN_DEAD)
+		set_state(c, CONN_PASS);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Does c's peer have this key? Under the lock. */
+static int
+same_peer(const struct wh_guard_conn *c, int family, const unsigned char addr[16])
+{
+	if (!c->peer)
+		return family == AF_UNSPEC;
+	return c->peer->family == family && !memcmp(c->peer->addr, addr, 16);
+}
+
+int
+wh_guard_adopt(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out)
+{
+	struct wh_guard_conn *c;
+	unsigned char addr[16];
+	int family, error;
+
+	if (sockaddr_key(peer, len, &family, addr) < 0)
+		family = AF_UNSPEC;
+	pthread_mutex_lock(&g->lock);
+	for (c = g->conns; c; c = c->next)
+		if (c->passing && c->fd == fd && same_peer(c, family, addr))
+			break;
+	if (c) {
+		c->passing = 0;
+		if (c->state != CONN_DEAD)
+			set_state(c, CONN_HEAD);
+		pthread_mutex_unlock(&g->lock);
+		*out = c;
+		return 0;
+	}
+	pthread_mutex_unlock(&g->lock);
+	/* Dropped as never taken (WH_GUARD_PASS_S): counted anew. */
+	error = wh_guard_open(g, fd, peer, len, out);
+	wh_guard_line_done(g, *out);
+	return error;
+}
+
+void
+wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->state == CONN_LINE)
+		set_state(c, CONN_HEAD);
+	pthread_mutex_unlock(&g->lock);
 }
 
 const char *

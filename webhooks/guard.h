@@ -2,9 +2,11 @@
  * guard: what the HTTP server enforces per connection and per client on
  * top of libmicrohttpd, which only knows idle time and socket addresses:
  *
- *   - a deadline on each request head (request line and headers), counted
- *     from the connection's start or the end of its previous response, so
- *     a client dribbling header lines cannot keep a connection forever;
+ *   - a deadline on each request line, min(WH_GUARD_LINE_S,
+ *     head_timeout_s) from accept, and on each request head (request
+ *     line and headers), head_timeout_s from the request line or the end
+ *     of the previous response, so a connection that sends nothing, or
+ *     dribbles its head, cannot keep its slot;
  *   - on each body, an average of at least min_body_bytes_per_s after a
  *     grace of WH_GUARD_BODY_GRACE_S, and the whole body within
  *     request_timeout_s of the head;
@@ -13,12 +15,22 @@
  *   - per client, at most max_buffered_bytes_per_ip of body bytes held in
  *     memory, and max_buffered_bytes for all together. Bytes are charged
  *     as they arrive, never from a declared Content-Length;
- *   - with max_connections open, a new connection ends the oldest one
- *     waiting for a head (a trickling head or an idle kept-alive
- *     connection) from the address holding the most connections, or is
- *     itself refused when its own address holds as many; so slow heads
- *     from many addresses cannot keep a new address out. Requests with a
- *     body under way are never ended for room.
+ *   - with max_connections open, a new connection ends the one furthest
+ *     from earning its slot: one without its request line before one
+ *     without its whole head (a trickling head or an idle kept-alive
+ *     connection). A whole head has earned its slot: never ended while
+ *     the door hands it to libmicrohttpd (it keeps its slot through the
+ *     handover), and until libmicrohttpd has read it only as a slow body
+ *     is (below), after those. Among heads, from the address holding the most
+ *     connections, then the oldest. Only addresses holding at least as
+ *     many as the newcomer's own can lose one, and the newcomer is
+ *     refused when the pick is from its own address; so neither idle
+ *     connections nor slow heads from any number of addresses can keep a
+ *     new address out, and an address at its share cannot churn its own.
+ *     After heads, a body under way is ended for room when it is slow:
+ *     past WH_GUARD_FULL_GRACE_S and, at its average rate, not on course
+ *     to end within WH_GUARD_FULL_BODY_S of its head (the slowest first),
+ *     and only for a newcomer whose address holds fewer connections.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
@@ -41,6 +53,10 @@
 #include "conf/config.h"
 
 #define WH_GUARD_BODY_GRACE_S	2	/* seconds before the body rate counts */
+#define WH_GUARD_LINE_S		3	/* seconds from accept to a whole request line */
+#define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
+#define WH_GUARD_FULL_GRACE_S	1	/* ... once it has been arriving this long */
+#define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 
 struct wh_guard;
@@ -53,7 +69,8 @@ int wh_guard_new(const struct config_http *h, struct wh_guard **out);
 void wh_guard_free(struct wh_guard *g);
 
 /*
- * A connection was accepted on fd from peer; its head deadline starts.
+ * A connection was accepted on fd from peer; its request line deadline
+ * starts.
  * With more than max_connections open, room is made as above (408 for
  * the connection ended). *out is always set (NULL only with -ENOMEM) and
  * must be closed. -EUSERS: the peer holds its connections already, or
@@ -66,15 +83,52 @@ int wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 void wh_guard_close(struct wh_guard *g, struct wh_guard_conn *c);
 
 /*
- * The head is in. xff: the X-Forwarded-For value (NULL when absent),
+ * The door got bytes from c (or accepted it): while the door holds a
+ * connection, libmicrohttpd's idle timeout cannot see it, so the guard
+ * ends one idle for connection_timeout_s (408). NULL-safe.
+ */
+void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
+ * The door hands c's socket to the server, whose thread takes c over
+ * with wh_guard_adopt() when it gets to it: c keeps its slot meanwhile
+ * (no gap for a newcomer, no second count), has no deadline and is not
+ * ended for room. whole: its whole head is in; then, until the server
+ * has read the head (wh_guard_head()), it is ended for room only as a
+ * slow body is (for a newcomer whose address holds fewer), after those. If the server drops the socket unseen,
+ * c is dropped WH_GUARD_PASS_S later, or when its fd number comes back
+ * to wh_guard_open(). Nobody closes c but its new owner, or the door
+ * when the server refused the socket at once. NULL-safe.
+ */
+void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole);
+
+/*
+ * The server got the socket fd from peer: *out is the connection the door
+ * handed over, now in its head's deadline (as after wh_guard_line_done());
+ * without one (dropped as never taken), as wh_guard_open() and
+ * wh_guard_line_done(). Returns as wh_guard_open().
+ */
+int wh_guard_adopt(struct wh_guard *g, int fd, const struct sockaddr *peer,
+    socklen_t len, struct wh_guard_conn **out);
+
+/*
+ * The request line is in (the door checked it): the head deadline starts.
+ * NULL-safe.
+ */
+void wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c);
+
+/*
+ * The head is in. xff: the X-Forwarded-For list, every line of it joined
+ * in order by ", " (NULL when absent),
  * believed only from a trusted proxy. with_body: a body follows, and its
- * deadlines start; else the request waits for its answer. 0, or -EUSERS
+ * deadlines start; else the request waits for its answer. expected: its
+ * Content-Length, 0 when not known (for room when full, below). 0, or -EUSERS
  * when the client behind a proxy has max_connections_per_ip requests in
  * progress already (the caller answers 429; the request still ends with
  * wh_guard_request_done()).
  */
 int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
-    const char *xff, int with_body);
+    const char *xff, int with_body, size_t expected);
 
 /* The client's address as text (for logs), valid until the connection closes. */
 const char *wh_guard_client(const struct wh_guard_conn *c);

@@ -88,8 +88,13 @@ reply_retry(struct MHD_Connection *c, int status, const char *ctype,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	if (close_conn)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	/*
+	 * Every answer closes its connection, so every request comes through
+	 * the door, whose checks of the raw head (door.h) libmicrohttpd cannot
+	 * make; a forge opens a connection per delivery anyway.
+	 */
+	(void)close_conn;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (retry_after > 0) {
 		snprintf(ra, sizeof(ra), "%d", retry_after);
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
@@ -231,6 +236,32 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
  * read.
  * NULL when the framing is sound, else the 400 answer.
  */
+/*
+ * RFC 9110 section 5.3: the lines of a list field are one list, joined by
+ * commas in order. A proxy may add its own X-Forwarded-For line rather
+ * than append to the client's (HAProxy's option forwardfor does), so the
+ * address it saw is in the last line, not the first.
+ */
+struct xff {
+	struct buf list;
+	int lines;
+	int spoilt;		/* out of memory: the client cannot be told */
+};
+
+static enum MHD_Result
+join_xff(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct xff *x = cls;
+
+	(void)kind;
+	if (strcasecmp(key, "X-Forwarded-For") || !value)
+		return MHD_YES;
+	if ((x->lines++ && buf_addstr(&x->list, ", ") < 0) ||
+	    buf_addstr(&x->list, value) < 0)
+		x->spoilt = 1;
+	return MHD_YES;
+}
+
 static const char *
 framing_error(struct MHD_Connection *c)
 {
@@ -256,7 +287,9 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	const struct config_http *h = config_http(srv->cfg);
 	struct req *rq = calloc(1, sizeof(*rq));
 	const union MHD_ConnectionInfo *ci;
+	struct xff xff = { BUF_INIT(h->max_header_bytes), 0, 0 };
 	const char *cl, *bad;
+	unsigned long long expected = 0;
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	int crowded;
 
@@ -277,9 +310,14 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	 * The guard's body deadlines run only for a request that will read
 	 * one: a webhook POST. Every other answer comes from the head.
 	 */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, join_xff, &xff);
+	/* The declared length only tells the guard how far along a body is. */
+	if ((cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)))
+		expected = strtoull(cl, NULL, 10);
 	crowded = rq->conn && wh_guard_head(srv->guard, rq->conn,
-	    header(c, "X-Forwarded-For"), rq->route == ROUTE_WEBHOOK &&
-	    !strcmp(method, "POST")) == -EUSERS;
+	    xff.lines && !xff.spoilt ? buf_cstr(&xff.list) : NULL, rq->route == ROUTE_WEBHOOK &&
+	    !strcmp(method, "POST"), expected < SIZE_MAX ? (size_t)expected : SIZE_MAX) == -EUSERS;
+	buf_free(&xff.list);
 	if ((bad = framing_error(c)))
 		return reply_json(c, 400, bad, NULL, 1);
 	if (crowded) {
@@ -414,7 +452,8 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (!fd || !addr)
 		return;
-	if (wh_guard_open(srv->guard, fd->connect_fd, addr->client_addr,
+	/* Only the door hands connections over, each with a sound request line. */
+	if (wh_guard_adopt(srv->guard, fd->connect_fd, addr->client_addr,
 	    addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 	    sizeof(struct sockaddr_in), &conn) == -EUSERS)
 		log_debug("connection refused: its address holds max_connections_per_ip",
@@ -422,14 +461,22 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	*socket_context = conn;
 }
 
-/* A connection with a sound request line, from the door. */
-static void
+/*
+ * A connection with a sound request line, from the door. libmicrohttpd
+ * queues it for its thread (on_connection() then) or refuses it at once,
+ * closing the socket.
+ */
+static int
 on_door(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 {
 	struct wh_server *srv = arg;
+	int error;
 
-	if (MHD_add_connection(srv->daemon, fd, peer, len) != MHD_YES)
-		log_debug("connection dropped: over http.max_connections", "errno=%d", errno);
+	if (MHD_add_connection(srv->daemon, fd, peer, len) == MHD_YES)
+		return 0;
+	error = errno ? -errno : -EINVAL;
+	log_debug("connection dropped: over http.max_connections", "errno=%d", -error);
+	return error;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -487,9 +534,14 @@ wh_server_start(const struct config *cfg, struct store *store,
 	    /*
 	     * The guard keeps max_connections by evicting slow heads; the
 	     * sockets it ended stay here until the event loop closes them.
+	     * libmicrohttpd splits its limit among its threads and counts a
+	     * connection added from outside only once its thread takes it, so
+	     * a burst can land more on one thread than its share and be closed
+	     * there without an answer. Each thread may hold the whole bound:
+	     * the guard is the only limit.
 	     */
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(h->max_connections +
-	    h->max_connections / 4 + 16),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)((h->max_connections +
+	    h->max_connections / 4 + 16) * h->threads),
 	    /* Per address limits are the guard's: it knows trusted proxies. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
@@ -502,8 +554,13 @@ wh_server_start(const struct config *cfg, struct store *store,
 		goto fail;
 	}
 	/* libmicrohttpd listens on nothing: connections come from the door. */
-	if ((error = wh_door_open((struct sockaddr *)&ss, sl, h->max_connections,
-	    srv->guard, on_door, srv, &srv->door)) < 0) {
+	/*
+	 * The guard keeps the door's connections within max_connections by
+	 * ending those furthest from a request; the door's own bound only
+	 * caps the sockets ended and not yet closed on top.
+	 */
+	if ((error = wh_door_open((struct sockaddr *)&ss, sl, (unsigned)(h->max_connections +
+	    h->max_connections / 4 + 16), (size_t)h->max_header_bytes, srv->guard, on_door, srv, &srv->door)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", config_listen(cfg),
 		    strerror(-error));
 		goto fail;

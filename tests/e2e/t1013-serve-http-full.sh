@@ -17,18 +17,9 @@ ATT=$!
 t_bg "$ATT"
 wait "$ATT"
 sed 's/^/# /' "$TMP/attack.out"
-field() {	# field KIND NAME
-	sed -nE "s/^(ATTACK $1|$1)( | .* )$2=([0-9.]+).*/\3/p" "$TMP/attack.out" | cut -d. -f1
-}
-sent=$(field DELIVER sent)
-check "deliveries were sent throughout (at least 10)" test "${sent:-0}" -ge 10
-check_eq "every genuine delivery got 202" "$(field DELIVER accepted)" "$sent"
-check "each within 5 s" test "$(field DELIVER max_ms)" -le 5000
-check_eq "every 202 is in the store" \
-    "$(sqlite3 "$TMP/data/kernelbot.db" "SELECT count(*) FROM deliveries WHERE outcome = 'accepted'")" \
-    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
+check_genuine
 check "the slow heads were ended to make room (more than the 4 over the limit)" \
-    test "$(field slowloris closed_by_server)" -gt 4
+    test "$(attack_field slowloris closed_by_server)" -gt 4
 check "no crash" kill -0 "$KB_PID"
 kb_serve_stop TERM
 check_eq "SIGTERM: exit 0" "$KB_STATUS" 0

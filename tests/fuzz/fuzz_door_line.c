@@ -2,7 +2,8 @@
  * The door's request-line check, on whatever a client sends first. The
  * door peeks again as more bytes arrive, so a verdict must never change
  * once given: a prefix that is bad or sound stays so however the input
- * goes on, and an incomplete input was incomplete all along.
+ * goes on, and an incomplete input was incomplete all along. The same
+ * holds for the head check (obs-fold) once the line is sound.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,5 +28,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (all == WH_LINE_INCOMPLETE && part != WH_LINE_INCOMPLETE)
 		abort();
+	if (all == WH_LINE_OK) {
+		enum wh_line head = wh_door_head_check(b, size);
+
+		part = part == WH_LINE_OK ? wh_door_head_check(b, size - 1) :
+		    WH_LINE_INCOMPLETE;
+		if (part != WH_LINE_INCOMPLETE && part != head)
+			abort();
+	}
 	return 0;
 }

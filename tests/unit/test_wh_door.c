@@ -50,13 +50,42 @@ test_lines(void)
 	LINE("an empty method", " / HTTP/1.1\r\n", WH_LINE_BAD);
 }
 
+static void
+head(const char *name, const char *s, size_t n, enum wh_line want)
+{
+	CHECK_INT(name, wh_door_head_check(s, n), want);
+}
+#define HEAD(name, lit, want) head(name, lit, sizeof(lit) - 1, want)
+
+static void
+test_heads(void)
+{
+	HEAD("whole", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", WH_LINE_OK);
+	HEAD("no fields", "GET / HTTP/1.1\r\n\r\n", WH_LINE_OK);
+	HEAD("bare LFs", "GET / HTTP/1.1\nHost: x\n\n", WH_LINE_OK);
+	HEAD("empty lines first", "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", WH_LINE_OK);
+	HEAD("a value with spaces inside", "GET / HTTP/1.1\r\nX-A: a b\tc\r\n\r\n", WH_LINE_OK);
+	HEAD("not ended yet", "GET / HTTP/1.1\r\nHost: x\r\n", WH_LINE_INCOMPLETE);
+	HEAD("a CR of the end alone", "GET / HTTP/1.1\r\nHost: x\r\n\r", WH_LINE_INCOMPLETE);
+	HEAD("the request line alone", "GET / HTTP/1.1\r\n", WH_LINE_INCOMPLETE);
+	HEAD("folded Transfer-Encoding",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 2\r\n\r\n",
+	    WH_LINE_BAD);
+	HEAD("folded second Content-Length",
+	    "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length:\r\n 40\r\n\r\n", WH_LINE_BAD);
+	HEAD("folded by a tab", "GET / HTTP/1.1\r\nX-A: a\r\n\tb\r\n\r\n", WH_LINE_BAD);
+	HEAD("a fold seen before the head ends", "GET / HTTP/1.1\r\nX-A: a\r\n ", WH_LINE_BAD);
+	HEAD("a space after the end is body", "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n {",
+	    WH_LINE_OK);
+}
+
 struct got {
 	pthread_mutex_t lock;
 	int fd;
 	char peer[64];
 };
 
-static void
+static int
 on_handoff(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 {
 	struct got *g = arg;
@@ -67,6 +96,7 @@ on_handoff(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 	inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, g->peer,
 	    sizeof(g->peer));
 	pthread_mutex_unlock(&g->lock);
+	return 0;
 }
 
 static int
@@ -122,7 +152,7 @@ test_door(void)
 	    sizeof(err)) == 0) || !CHECK("guard", wh_guard_new(config_http(c), &g) == 0))
 		return;
 	if (!CHECK("door opens on port 0", wh_door_open((struct sockaddr *)&any,
-	    sizeof(any), 16, g, on_handoff, &got, &d) == 0))
+	    sizeof(any), 16, 4096, g, on_handoff, &got, &d) == 0))
 		return;
 	CHECK("a port was bound", wh_door_port(d) > 0);
 
@@ -135,7 +165,7 @@ test_door(void)
 	pthread_mutex_unlock(&got.lock);
 	(void)!write(cl, "TP/1.1\r\nHost: y\r\n\r\n", 19);
 	fd = wait_fd(&got);
-	CHECK("handed over once the line is in", fd >= 0);
+	CHECK("handed over once the head is in", fd >= 0);
 	CHECK_STR("with the peer's address", got.peer, "127.0.0.1");
 	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	CHECK_INT("nothing consumed", n, 29);
@@ -143,6 +173,20 @@ test_door(void)
 	close(cl);
 	if (fd >= 0)
 		close(fd);
+
+	/* obs-fold: 400 from the door, never handed over. */
+	got.fd = -1;
+	cl = dial(wh_door_port(d));
+	(void)!write(cl, "POST /x HTTP/1.1\r\nContent-Length: 2\r\nContent-Length:\r\n 40\r\n\r\n{}",
+	    63);
+	memset(buf, 0, sizeof(buf));
+	n = read(cl, buf, sizeof(buf) - 1);
+	CHECK("a folded header line gets 400", n > 0 && !strncmp(buf, "HTTP/1.1 400 ", 13));
+	CHECK("saying why", strstr(buf, "obs-fold") != NULL);
+	pthread_mutex_lock(&got.lock);
+	CHECK("and it was not handed over", got.fd < 0);
+	pthread_mutex_unlock(&got.lock);
+	close(cl);
 
 	/* A bad line: 400 from the door, never handed over. */
 	got.fd = -1;
@@ -169,6 +213,7 @@ int
 main(void)
 {
 	test_lines();
+	test_heads();
 	test_door();
 	return t_done("test_wh_door");
 }

@@ -154,7 +154,7 @@ test_clients(void)
 	CHECK("and its socket shut down", peer_sees_eof(sp[2][1]));
 	wh_guard_close(g, x);
 	CHECK_INT("a direct client's X-Forwarded-For is not believed",
-	    wh_guard_head(g, a, "10.0.0.1", 1), 0);
+	    wh_guard_head(g, a, "10.0.0.1", 1, 0), 0);
 	CHECK_STR("the client is the socket's address", wh_guard_client(a), "127.0.0.2");
 
 	/* Bodies: charged per client and in all, as they arrive. */
@@ -175,26 +175,26 @@ test_clients(void)
 	wh_guard_open(g, sp[2][0], (struct sockaddr *)&proxy, sizeof(proxy), &p3);
 	CHECK("a proxy is not limited per address", p1 && p2 && p3);
 	CHECK_INT("spoofed entries on the left are skipped",
-	    wh_guard_head(g, p1, "6.6.6.6, 203.0.113.5, 10.9.3.4", 1), 0);
+	    wh_guard_head(g, p1, "6.6.6.6, 203.0.113.5, 10.9.3.4", 1, 0), 0);
 	CHECK_STR("client through two proxies", wh_guard_client(p1), "203.0.113.5");
 	CHECK_INT("second request of that client",
-	    wh_guard_head(g, p2, " 203.0.113.5 ", 1), 0);
-	CHECK_INT("third at once refused", wh_guard_head(g, p3, "1.1.1.1,203.0.113.5", 1), -EUSERS);
+	    wh_guard_head(g, p2, " 203.0.113.5 ", 1, 0), 0);
+	CHECK_INT("third at once refused", wh_guard_head(g, p3, "1.1.1.1,203.0.113.5", 1, 0), -EUSERS);
 	wh_guard_request_done(g, p3);
 	CHECK_INT("a body behind the proxy is the client's", wh_guard_body(g, p1, 2000, 1), 0);
 	CHECK_INT("the same client's other request shares it", wh_guard_body(g, p2, 100, 1), -ENOBUFS);
 	wh_guard_request_done(g, p1);
-	CHECK_INT("done: the slot comes back", wh_guard_head(g, p3, "203.0.113.5", 1), 0);
+	CHECK_INT("done: the slot comes back", wh_guard_head(g, p3, "203.0.113.5", 1, 0), 0);
 	wh_guard_request_done(g, p2);
 	wh_guard_request_done(g, p3);
 	CHECK_INT("no usable entry: the proxy is the client",
-	    wh_guard_head(g, p1, "not-an-address", 0), 0);
+	    wh_guard_head(g, p1, "not-an-address", 0, 0), 0);
 	CHECK_STR("named as the proxy", wh_guard_client(p1), "127.0.0.9");
 	wh_guard_request_done(g, p1);
-	CHECK_INT("all trusted: the proxy is the client", wh_guard_head(g, p1, "10.9.0.1", 0), 0);
+	CHECK_INT("all trusted: the proxy is the client", wh_guard_head(g, p1, "10.9.0.1", 0, 0), 0);
 	CHECK_STR("named as the proxy again", wh_guard_client(p1), "127.0.0.9");
 	wh_guard_request_done(g, p1);
-	CHECK_INT("IPv4-mapped entry", wh_guard_head(g, p1, "::ffff:198.51.100.7", 0), 0);
+	CHECK_INT("IPv4-mapped entry", wh_guard_head(g, p1, "::ffff:198.51.100.7", 0, 0), 0);
 	CHECK_STR("named as IPv4", wh_guard_client(p1), "198.51.100.7");
 	wh_guard_request_done(g, p1);
 	wh_guard_close(g, p1);
@@ -227,8 +227,8 @@ test_deadlines(void)
 	wh_guard_open(g, sp[0][0], (struct sockaddr *)&me, sizeof(me), &h);
 	wh_guard_open(g, sp[1][0], (struct sockaddr *)&me, sizeof(me), &w);
 	wh_guard_open(g, sp[2][0], (struct sockaddr *)&me, sizeof(me), &s);
-	wh_guard_head(g, w, NULL, 0);	/* being answered: no deadline */
-	wh_guard_head(g, s, NULL, 1);	/* a body far below 1 MB/s */
+	wh_guard_head(g, w, NULL, 0, 0);	/* being answered: no deadline */
+	wh_guard_head(g, s, NULL, 1, 0);	/* a body far below 1 MB/s */
 	wh_guard_body(g, s, 10, 1);
 	(void)!read(sp[0][1], got, sizeof(got) - 1);	/* blocks until the 408 */
 	CHECK("a head past head_timeout_s gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
@@ -275,7 +275,7 @@ test_eviction(void)
 		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 	}
-	wh_guard_head(g, conn[0], NULL, 1);	/* a body under way: never evicted */
+	wh_guard_head(g, conn[0], NULL, 1, 0);	/* a body just begun: not ended for room */
 	CHECK_INT("a newcomer from a new address is taken",
 	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
 	(void)!read(sp[1][1], got, sizeof(got) - 1);
@@ -305,6 +305,212 @@ test_eviction(void)
 	config_free(c);
 }
 
+/* Is the peer of fd still untouched after ms? */
+static int
+left_alone(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 0;
+}
+
+static void
+test_line_deadline(void)
+{
+	struct config *c = load("http:\n  head_timeout_s: 10\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *line, *head;
+	struct sockaddr_in me = v4("127.0.0.3");
+	struct timespec t0, t1;
+	int sp[2][2];
+	char got[64] = "";
+	double took;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 2; i++)
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	wh_guard_open(g, sp[0][0], (struct sockaddr *)&me, sizeof(me), &line);
+	wh_guard_open(g, sp[1][0], (struct sockaddr *)&me, sizeof(me), &head);
+	wh_guard_line_done(g, head);
+	(void)!read(sp[0][1], got, sizeof(got) - 1);	/* blocks until the 408 */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK("no request line within WH_GUARD_LINE_S: 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	if (!CHECK("after WH_GUARD_LINE_S, long before head_timeout_s",
+	    took >= WH_GUARD_LINE_S && took < WH_GUARD_LINE_S + 2))
+		printf("     took %.2f s\n", took);
+	CHECK("a request line in: head_timeout_s runs instead", left_alone(sp[1][1], 500));
+	wh_guard_close(g, line);
+	wh_guard_close(g, head);
+	wh_guard_free(g);
+	for (int i = 0; i < 2; i++) {
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	config_free(c);
+}
+
+/*
+ * F1 of the attack on the door: idle connections without a request line
+ * from many addresses, one each, must not keep a newcomer out, and
+ * those without a request line go before slow heads.
+ */
+static void
+test_room_for_idle(void)
+{
+	struct config *c = load("http:\n  max_connections: 3\n  max_connections_per_ip: 3\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[6];
+	/* X: two heads in progress; Y, then Z: nothing sent; W, then X again. */
+	const char *from[6] = { "127.0.2.1", "127.0.2.1", "127.0.2.2", "127.0.2.3",
+		"127.0.2.4", "127.0.2.1" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
+	char got[64] = "";
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	wh_guard_line_done(g, conn[0]);
+	wh_guard_line_done(g, conn[1]);
+	CHECK_INT("a newcomer from an address as small as the idle one's is taken",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	(void)!read(sp[2][1], got, sizeof(got) - 1);
+	CHECK("the idle one without a request line gets 408 before the fuller "
+	    "address's older heads", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("and is shut down", peer_sees_eof(sp[2][1]));
+	CHECK("the heads in progress are left alone",
+	    left_alone(sp[0][1], 200) && left_alone(sp[1][1], 200));
+	CHECK_INT("one address with one idle connection each is no wall: the next is taken",
+	    wh_guard_open(g, sp[4][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), 0);
+	CHECK("by ending the oldest without a request line", peer_sees_eof(sp[3][1]));
+	wh_guard_close(g, conn[2]);
+	wh_guard_close(g, conn[3]);
+	CHECK_INT("X, holding the most, is refused rather than take the slot of W (fewer)",
+	    wh_guard_open(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]),
+	    -EUSERS);
+	CHECK("W's connection left alone", left_alone(sp[4][1], 200));
+	for (int i = 0; i < 6; i++) {
+		if (i != 2 && i != 3)
+			wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/* F2: slow bodies are ended for room, the slowest first, after a grace. */
+static void
+test_room_for_slow_bodies(void)
+{
+	struct config *c = load("http:\n  max_connections: 2\n  min_body_bytes_per_s: 1\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[4];
+	const char *from[4] = { "127.0.3.1", "127.0.3.1", "127.0.3.2", "127.0.3.3" };
+	struct sockaddr_in sa[4];
+	int sp[4][2];
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 4; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		wh_guard_line_done(g, conn[i]);
+	}
+	wh_guard_head(g, conn[0], NULL, 1, 1000000);	/* 10 of 1 MB: hours at this rate */
+	wh_guard_body(g, conn[0], 10, 1);
+	wh_guard_head(g, conn[1], NULL, 1, 1000);	/* all of it at once */
+	wh_guard_body(g, conn[1], 1000, 1);
+	CHECK_INT("a body just begun is not ended for room",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]), -EUSERS);
+	CHECK("both bodies left alone", left_alone(sp[0][1], 100) && left_alone(sp[1][1], 100));
+	nanosleep(&(struct timespec){ 1, 200000000 }, NULL);
+	CHECK_INT("past WH_GUARD_FULL_GRACE_S, a newcomer from a smaller address is taken",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	CHECK("by ending the slow body at once", !left_alone(sp[0][1], 300) && peer_sees_eof(sp[0][1]));
+	CHECK("the body on course is left alone", left_alone(sp[1][1], 200));
+	for (int i = 0; i < 4; i++) {
+		wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
+ * A whole head handed from the door to the server keeps its slot through
+ * the handover and is not ended for room until the server has read it:
+ * the newcomer is refused instead, whatever its address holds.
+ */
+static void
+test_handover(void)
+{
+	struct config *c = load("http:\n  max_connections: 1\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[6], *took = NULL;
+	const char *from[6] = { "127.0.4.1", "127.0.4.2", "127.0.4.3", "127.0.4.4",
+		"127.0.4.5", "127.0.4.6" };
+	struct sockaddr_in sa[6];
+	int sp[6][2];
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 6; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	wh_guard_open(g, sp[0][0], (struct sockaddr *)&sa[0], sizeof(sa[0]), &conn[0]);
+	wh_guard_line_done(g, conn[0]);
+	wh_guard_handing_over(g, conn[0], 1);
+	CHECK_INT("while a whole head is handed over, a newcomer (as small) is refused",
+	    wh_guard_open(g, sp[1][0], (struct sockaddr *)&sa[1], sizeof(sa[1]), &conn[1]),
+	    -EUSERS);
+	CHECK("the head handed over is left alone", left_alone(sp[0][1], 100));
+	CHECK_INT("the server takes the same connection over",
+	    wh_guard_adopt(g, sp[0][0], (struct sockaddr *)&sa[0], sizeof(sa[0]), &took), 0);
+	CHECK("not a second one", took == conn[0]);
+	CHECK_INT("until the server has read the head, a newcomer is still refused",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]),
+	    -EUSERS);
+	CHECK("and the head left alone", left_alone(sp[0][1], 100));
+	wh_guard_head(g, conn[0], NULL, 0, 0);
+	wh_guard_request_done(g, conn[0]);
+	CHECK_INT("once read and answered, it is a connection without a head like any",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
+	CHECK("and is ended for the newcomer", peer_sees_eof(sp[0][1]));
+	/* conn[3] holds the one slot; handed over, and the server drops it unseen. */
+	wh_guard_line_done(g, conn[3]);
+	wh_guard_handing_over(g, conn[3], 1);
+	CHECK_INT("a handover never taken gives its slot back when its fd number comes back",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), 0);
+	CHECK("without ending anyone", left_alone(sp[3][1], 100));
+	CHECK_INT("a socket the door never handed over is counted anew",
+	    wh_guard_adopt(g, sp[5][0], (struct sockaddr *)&sa[5], sizeof(sa[5]), &conn[5]), 0);
+	CHECK("by making room", peer_sees_eof(sp[3][1]));
+	for (int i = 0; i < 6; i++) {
+		if (i != 3)
+			wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
 int
 main(void)
 {
@@ -312,5 +518,9 @@ main(void)
 	test_clients();
 	test_deadlines();
 	test_eviction();
+	test_line_deadline();
+	test_room_for_idle();
+	test_room_for_slow_bodies();
+	test_handover();
 	return t_done("test_wh_guard");
 }
