@@ -2,7 +2,8 @@
  * kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]
  *                [--problem FILE]...
  *
- * The whole job on the embedded defaults (DESIGN.md section 10), on
+ * The whole job on the embedded defaults (docs/design.md, "The embedded
+ * defaults"), on
  * examples/: a git repository made from examples/repo (first commit), then
  * examples/push laid over it (the commit that changes two modules); a
  * server configuration with the local forge, a data directory, local
@@ -318,7 +319,7 @@ write_config(struct demo *d)
 	if ((error = write_text(path, d->secret, 0600)) < 0)
 		return error;
 	snprintf(text, sizeof(text),
-	    "# Written by `kernelbot demo`: the embedded defaults (DESIGN.md section 10).\n"
+	    "# Written by `kernelbot demo`: the embedded defaults (docs/design.md).\n"
 	    "listen: 127.0.0.1:%d\n"
 	    "data_dir: %s/data\n"
 	    "log_file: %s/serve.log\n"
