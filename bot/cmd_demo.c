@@ -59,9 +59,17 @@ static const char demo_usage[] =
     "Builds a sample repository from examples/, starts `kernelbot serve` with the\n"
     "local forge and local runners, sends a signed push webhook for a commit that\n"
     "changes two modules, waits, and prints each pull request's markdown file and\n"
-    "speedup table. DIR (default: a new /tmp/kernelbot-demo.XXXXXX) keeps it all.\n"
-    "--problem FILE (repeatable) adds a KernelBench-format problem to the pushed\n"
-    "commit as models/NAME.py (NAME: the file's name without a leading NN_).\n";
+    "speedup table. Exit 0 when the job is done, 1 when it failed or timed out,\n"
+    "2 for a usage error. Options [default]:\n"
+    "  --examples DIR          a folder with repo/, push/ and push.message\n"
+    "                          [./examples, else PREFIX/share/kernelbot/examples]\n"
+    "  --dir DIR               a new directory that keeps it all\n"
+    "                          [a new /tmp/kernelbot-demo.XXXXXX]\n"
+    "  --timeout SECONDS       how long to wait for the job, 10 to 86400 [600]\n"
+    "  --problem FILE          add a KernelBench-format problem to the pushed\n"
+    "                          commit as models/NAME.py (NAME: the file's name\n"
+    "                          without a leading NN_); repeatable, at most 8\n"
+    "docs/commands/demo.md.\n";
 
 struct demo {
 	char dir[PATH_MAX];
