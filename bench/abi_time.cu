@@ -1,5 +1,5 @@
 /*
- * abi_time: time one kernel in the kernel ABI (DESIGN.md section 5) by
+ * abi_time: time one kernel in the kernel ABI (docs/design.md) by
  * itself, with no judge: for experiments on hand-made variants of a
  * generated kernel, including ones that leave a stage out and so give
  * wrong outputs (METHOD.md's "time variants that leave one stage out").

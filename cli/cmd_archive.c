@@ -40,7 +40,22 @@ static const char archive_usage_text[] =
     "  export FILE                      every kernel as JSON lines (FILE - : stdout)\n"
     "  import FILE                      add an export's kernels, skipping duplicates\n"
     "  add DIR [--arch ARCH] [--job N] [--repo R] [--module PATH] [--per-problem K]\n"
-    "          [--ir FILE]              ingest a `kernelbot optimize --out` directory\n";
+    "          [--ir FILE]              ingest a `kernelbot optimize --out` directory\n"
+    "\n"
+    "Options [default]:\n"
+    "  --data-dir DIR     the store's directory [the config's data_dir]\n"
+    "  --config FILE      read data_dir from it, no secrets read\n"
+    "                     [/etc/kernelbot/kernelbot.yml]\n"
+    "  --json             JSON output\n"
+    "  --arch ARCH        only kernels for ARCH, e.g. sm_90 or cpu [any];\n"
+    "                     add: the architecture recorded [history.json's device]\n"
+    "  --limit N          rows at most [list: all; search: 20]\n"
+    "  -k N               similar: problems returned [5]\n"
+    "  --ir FILE          the problem's `kernelbot trace --json` output\n"
+    "                     [similar: none, text only; add: DIR/ir.json if present]\n"
+    "  --job N, --repo R, --module PATH   add: provenance recorded [none]\n"
+    "  --per-problem K    add: kernels kept per problem, the best first [5]\n"
+    "docs/commands/archive.md; the archive: docs/archive.md.\n";
 
 static void
 archive_usage(FILE *f)

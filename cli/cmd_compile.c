@@ -18,7 +18,16 @@
 
 static const char compile_usage[] =
     "usage: kernelbot compile PROBLEM.py|IR.json [--backend cpu|cuda]\n"
-    "                         [--schedule JSON|@FILE] [-o FILE]\n";
+    "                         [--schedule JSON|@FILE] [-o FILE]\n"
+    "\n"
+    "The graph compiler: a problem (traced first) or a graph IR to one kernel\n"
+    "source in the kernel ABI. Exit 0 with a kernel, 1 when the input cannot be\n"
+    "read or an op is unsupported, 2 for a usage error. Options [default]:\n"
+    "  --backend cpu|cuda      kernel.c with OpenMP, or kernel.cu [cpu]\n"
+    "  --schedule JSON|@FILE   a schedule, as JSON text or a file's; fields left\n"
+    "                          out keep their defaults [the default schedule]\n"
+    "  -o FILE, --output FILE  where the source goes [stdout]\n"
+    "docs/commands/compile.md; the schedule's fields: docs/compiler.md.\n";
 
 int
 cmd_compile(int argc, char **argv)

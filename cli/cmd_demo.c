@@ -2,7 +2,8 @@
  * kernelbot demo [--examples DIR] [--dir DIR] [--timeout SECONDS]
  *                [--problem FILE]...
  *
- * The whole job on the embedded defaults (DESIGN.md section 10), on
+ * The whole job on the embedded defaults (docs/design.md, "The embedded
+ * defaults"), on
  * examples/: a git repository made from examples/repo (first commit), then
  * examples/push laid over it (the commit that changes two modules); a
  * server configuration with the local forge, a data directory, local
@@ -58,9 +59,17 @@ static const char demo_usage[] =
     "Builds a sample repository from examples/, starts `kernelbot serve` with the\n"
     "local forge and local runners, sends a signed push webhook for a commit that\n"
     "changes two modules, waits, and prints each pull request's markdown file and\n"
-    "speedup table. DIR (default: a new /tmp/kernelbot-demo.XXXXXX) keeps it all.\n"
-    "--problem FILE (repeatable) adds a KernelBench-format problem to the pushed\n"
-    "commit as models/NAME.py (NAME: the file's name without a leading NN_).\n";
+    "speedup table. Exit 0 when the job is done, 1 when it failed or timed out,\n"
+    "2 for a usage error. Options [default]:\n"
+    "  --examples DIR          a folder with repo/, push/ and push.message\n"
+    "                          [./examples, else PREFIX/share/kernelbot/examples]\n"
+    "  --dir DIR               a new directory that keeps it all\n"
+    "                          [a new /tmp/kernelbot-demo.XXXXXX]\n"
+    "  --timeout SECONDS       how long to wait for the job, 10 to 86400 [600]\n"
+    "  --problem FILE          add a KernelBench-format problem to the pushed\n"
+    "                          commit as models/NAME.py (NAME: the file's name\n"
+    "                          without a leading NN_); repeatable, at most 8\n"
+    "docs/commands/demo.md.\n";
 
 struct demo {
 	char dir[PATH_MAX];
@@ -318,7 +327,7 @@ write_config(struct demo *d)
 	if ((error = write_text(path, d->secret, 0600)) < 0)
 		return error;
 	snprintf(text, sizeof(text),
-	    "# Written by `kernelbot demo`: the embedded defaults (DESIGN.md section 10).\n"
+	    "# Written by `kernelbot demo`: the embedded defaults (docs/design.md).\n"
 	    "listen: 127.0.0.1:%d\n"
 	    "data_dir: %s/data\n"
 	    "log_file: %s/serve.log\n"

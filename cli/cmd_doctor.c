@@ -275,7 +275,12 @@ cmd_doctor(int argc, char **argv)
 		if (c == 'j') {
 			json_out = 1;
 		} else if (c == 'h') {
-			printf("usage: kernelbot doctor [--json]\n");
+			printf("usage: kernelbot doctor [--json]\n\n"
+			    "What this host can do: GPUs, driver, nvcc, C compiler, Python and\n"
+			    "PyTorch, torch.compile, sandbox features, compute-sanitizer,\n"
+			    "cuobjdump, ncu, the judge directory. Options [default]:\n"
+			    "  --json                  the same as one JSON object [off]\n"
+			    "docs/commands/doctor.md.\n");
 			return 0;
 		} else {
 			fprintf(stderr, "usage: kernelbot doctor [--json]\n");

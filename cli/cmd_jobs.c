@@ -26,8 +26,16 @@ jobs_usage(FILE *f)
 {
 	fprintf(f, "usage: kernelbot jobs [--data-dir DIR | --config FILE] "
 	    "[--limit N] [--runners] [--json]\n\n"
-	    "The jobs in the store, newest first, with their tasks; --runners:\n"
-	    "the runners that registered, with when each was last heard from.\n");
+	    "The jobs in the store, newest first, with their tasks. Exit 1 when\n"
+	    "there is no store. Options [default]:\n"
+	    "  --data-dir DIR          the store's directory [the config's data_dir]\n"
+	    "  --config FILE           read data_dir from it, no secrets read\n"
+	    "                          [/etc/kernelbot/kernelbot.yml]\n"
+	    "  --limit N               at most N jobs [all]\n"
+	    "  --runners               the runners that registered instead, with when\n"
+	    "                          each was last heard from\n"
+	    "  --json                  an array of objects\n"
+	    "docs/commands/jobs.md has the keys.\n");
 }
 
 static void

@@ -12,7 +12,12 @@
 
 static const char judge_usage[] =
     "usage: kernelbot judge status [--json]\n"
-    "       kernelbot judge stop\n";
+    "       kernelbot judge stop\n"
+    "\n"
+    "The judge servers kernelbot eval keeps running between evaluations\n"
+    "(in $KERNELBOT_JUDGE_DIR, else <cache>/judge). status: name, pid,\n"
+    "backend, device, requests, idle time, log; --json: an array of objects.\n"
+    "stop: SIGTERM to each live one. docs/commands/judge.md.\n";
 
 int
 cmd_judge(int argc, char **argv)

@@ -16,7 +16,19 @@
 
 static const char profile_usage[] =
     "usage: kernelbot profile PROBLEM KERNEL [--json] [--backend cpu|cuda]\n"
-    "                         [--device N] [--timeout SECONDS] [--class NAME]\n";
+    "                         [--device N] [--timeout SECONDS] [--class NAME]\n"
+    "\n"
+    "Verify KERNEL once against PROBLEM, then profile one forward call of it\n"
+    "under Nsight Compute ($KERNELBOT_NCU, else ncu on PATH, else\n"
+    "/usr/local/cuda/bin/ncu) and print the paragraph the optimize prompts get.\n"
+    "Exit 0 with a profile, 1 without one (the reason is printed), 2 for a\n"
+    "usage error. Options [default]:\n"
+    "  --json                  the parsed figures and ncu's command line as JSON\n"
+    "  --backend cpu|cuda      the backend [as kernelbot eval decides]\n"
+    "  --device N              CUDA device ordinal, 0 to 1023 [0]\n"
+    "  --timeout SECONDS       the ncu run, replays included, 1 to 86400 [180]\n"
+    "  --class NAME            the problem's module class [Model]\n"
+    "docs/commands/profile.md; the metrics: docs/profile.md.\n";
 
 static void
 print_json(const struct profile_result *res)

@@ -37,7 +37,30 @@ static const char publish_usage[] =
     "has pushed to it, then creates or updates its pull request, its results\n"
     "comment and the status. FILE holds the server configuration (YAML);\n"
     "forges.NAME is the forge (docs/forges.md). STATE: pending, success,\n"
-    "failure, error.\n";
+    "failure, error. Options [default]; those down to --body-file are required:\n"
+    "  --config FILE           the server configuration\n"
+    "  --forge NAME            its forges.NAME entry\n"
+    "  --repo OWNER/NAME       the repository on the forge\n"
+    "  --git-dir DIR           a clone whose origin the branch is pushed to\n"
+    "  --base SHA              the commit the branch is built on\n"
+    "  --base-branch BRANCH    the pull request's base\n"
+    "  --module PATH           the module's path: the slug and the trailer\n"
+    "  --files DIR             the files to commit, e.g. DIR/kernels/SLUG/...\n"
+    "  --title TEXT, --body-file FILE   the pull request's title and body\n"
+    "  --class NAME            the module's class [Model]\n"
+    "  --prefix PREFIX         the branch's prefix [kernelbot/]\n"
+    "  --message TEXT          the commit message [kernelbot: kernels for PATH]\n"
+    "  --comment-file FILE     the results comment's body [no comment]\n"
+    "  --label L, --reviewer USER   labels to add, reviewers to ask for (on\n"
+    "                          creation); repeatable [none]\n"
+    "  --status STATE, --context NAME   the commit status to set [none]\n"
+    "  --description TEXT, --target-url URL   the status's text and link [none]\n"
+    "  --status-sha SHA        the commit the status goes on [--base]\n"
+    "  --name NAME, --email EMAIL   the commit's author\n"
+    "                          [kernelbot <kernelbot@users.noreply.localhost>]\n"
+    "  --json                  {slug, branch, outcome, commit, remote_tip, status,\n"
+    "                          pr, comment}\n"
+    "docs/commands/publish.md.\n";
 
 static const char forge_usage[] =
     "usage: kernelbot forge --config FILE --forge NAME --repo OWNER/NAME ACTION\n"
@@ -45,7 +68,11 @@ static const char forge_usage[] =
     "  react PR COMMENT_ID +1|eyes\n"
     "  status SHA STATE CONTEXT [DESCRIPTION [TARGET_URL]]\n"
     "  comment PR MARKER BODY_FILE\n"
-    "  pr NUMBER                        {number, head_ref, base_ref, head_sha, state, fork}\n";
+    "  pr NUMBER                        {number, head_ref, base_ref, head_sha, state, fork}\n"
+    "\n"
+    "One call of forges.NAME's client (FILE: the server configuration) on the\n"
+    "repository OWNER/NAME, all three required. STATE: pending, success,\n"
+    "failure, error. docs/commands/forge.md.\n";
 
 /* Open forges.NAME of the configuration file for repo. */
 static int

@@ -27,7 +27,22 @@
 
 static const char report_usage[] =
     "usage: kernelbot report OPTIMIZE_DIR... --module PATH [--class NAME] [--slug SLUG]\n"
-    "                        [--repo OWNER/NAME] [--commit SHA] [--out DIR] [--json]\n";
+    "                        [--repo OWNER/NAME] [--commit SHA] [--out DIR] [--json]\n"
+    "\n"
+    "What the coordinator puts in a module's pull request, built from its\n"
+    "`kernelbot optimize --out` directories (one per backend or architecture),\n"
+    "with no forge. Exit 0, 1 when a directory cannot be read, 2 for a usage\n"
+    "error. Options [default]:\n"
+    "  --module PATH           the module's repository path (required)\n"
+    "  --class NAME            its class [Model]\n"
+    "  --slug SLUG             kernels/SLUG/ and the branch [the module's slug]\n"
+    "  --repo OWNER/NAME       the repository named in the manifest [none]\n"
+    "  --commit SHA            the commit named in the manifest and texts [none]\n"
+    "  --out DIR               write DIR/kernels/SLUG/, DIR/pr.json, DIR/pr.md\n"
+    "                          [nothing written]\n"
+    "  --json                  {improved, needs_review, title, message,\n"
+    "                          status_description, files}\n"
+    "docs/commands/report.md; what a PR holds: docs/pull-requests.md.\n";
 
 
 static int

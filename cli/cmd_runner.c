@@ -72,11 +72,18 @@ runner_usage(FILE *f)
 {
 	fprintf(f, "usage: kernelbot runner [--config FILE] [--data-dir DIR] "
 	    "[--gpu N | --cpu] [--name NAME] [--once]\n\n"
-	    "Take optimization tasks from the store and run them on GPU N (default:\n"
-	    "the first GPU, or the CPU when there is none). --once: run at most one\n"
-	    "task, then exit (0 also when none was queued). --name: its name in the\n"
-	    "store and its work area DATA_DIR/runners/NAME, which one runner holds\n"
-	    "at a time (default HOST-gpuN or HOST-cpu).\n");
+	    "Take optimization tasks from the store and run them. Options [default]:\n"
+	    "  --config FILE           the server configuration: data_dir, runners\n"
+	    "                          [/etc/kernelbot/kernelbot.yml]\n"
+	    "  --data-dir DIR          the store [the configuration's data_dir]\n"
+	    "  --gpu N                 run on GPU N [the first GPU]\n"
+	    "  --cpu                   run on the CPU [when there is no GPU]\n"
+	    "  --name NAME             its name in the store and its work area\n"
+	    "                          DATA_DIR/runners/NAME, which one runner holds at\n"
+	    "                          a time [HOST-gpuN or HOST-cpu]\n"
+	    "  --once                  run at most one task, then exit (0 also when\n"
+	    "                          none was queued) [off]\n"
+	    "docs/commands/runner.md; runners at work: docs/operations.md.\n");
 }
 
 static void

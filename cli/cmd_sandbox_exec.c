@@ -29,7 +29,29 @@ static const char usage_text[] =
     "           [--env K=V]... [--cpu SECONDS] [--nproc N] [--nofile N]\n"
     "           [--fsize BYTES] [--disk BYTES] [--allow-degraded] [--report FILE]\n"
     "           [--verbose]\n"
-    "           -- PROGRAM [ARGS...]\n";
+    "           -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Run PROGRAM in the sandbox, stdio passed through. Exit status: the\n"
+    "program's, 128+signal when it was killed, 125 when the sandbox cannot be\n"
+    "set up, 2 for a usage error. Sizes take K, M, G suffixes. Options [default]:\n"
+    "  --profile P             compiler, or candidate (locks down further once\n"
+    "                          the worker has set up) [compiler]\n"
+    "  --scratch DIR           the one writable directory (required)\n"
+    "  --ro PATH               also visible, read-only; repeatable, at most 64\n"
+    "  --mem BYTES             memory limit [1G]\n"
+    "  --timeout SECONDS       wall-clock deadline, the whole tree killed [600]\n"
+    "  --gpu N                 the only GPU visible, PCI bus order; -1: none [-1]\n"
+    "  --env K=V               add to the environment built from nothing;\n"
+    "                          repeatable, at most 64\n"
+    "  --cpu SECONDS           RLIMIT_CPU per process [600]\n"
+    "  --nproc N               processes and threads [max(512, 4 x CPUs + 64)]\n"
+    "  --nofile N              open files per process [1024]\n"
+    "  --fsize BYTES           largest file [the memory limit]\n"
+    "  --disk BYTES            scratch quota [4G compiler, 2G candidate]\n"
+    "  --allow-degraded        run where the host lacks a feature, and say which\n"
+    "  --report FILE           write the checks (applied or missing) as JSON\n"
+    "  --verbose               print every check on stderr\n"
+    "docs/commands/sandbox-exec.md; what is confined and how: docs/sandbox.md.\n";
 
 /* "123", "512M", "4G": bytes. */
 static int

@@ -41,7 +41,18 @@ serve_usage(FILE *f)
 	fprintf(f, "usage: kernelbot serve [--config FILE] [--listen ADDR:PORT] "
 	    "[--data-dir DIR]\n\n"
 	    "The daemon: webhook intake on /webhooks/{github,gitlab,gitea},\n"
-	    "/healthz and /metrics. FILE defaults to %s.\n", CONFIG_DEFAULT_PATH);
+	    "/healthz and /metrics, and the coordinator. Exit 0 on SIGTERM or SIGINT,\n"
+	    "1 when the store or the port cannot be opened, 2 for a usage or\n"
+	    "configuration error. Options [default]:\n"
+	    "  --config FILE           the server configuration\n"
+	    "                          [%s, or built-in\n"
+	    "                          defaults when it does not exist]\n"
+	    "  --listen ADDR:PORT      where to listen [the file's listen, else\n"
+	    "                          127.0.0.1:8080]\n"
+	    "  --data-dir DIR          the store and kernelbot's other files [the\n"
+	    "                          file's data_dir, else /var/lib/kernelbot]\n"
+	    "docs/commands/serve.md; every configuration key: docs/configuration.md.\n",
+	    CONFIG_DEFAULT_PATH);
 }
 
 static int

@@ -17,7 +17,21 @@
 
 static const char trace_usage[] =
     "usage: kernelbot trace PROBLEM [--json] [--class NAME] [--seed N]\n"
-    "                       [--verify auto|full|reduced|none] [--timeout SECONDS]\n";
+    "                       [--verify auto|full|reduced|none] [--timeout SECONDS]\n"
+    "\n"
+    "Stage 1: load a KernelBench-format problem in the sandboxed harness, trace\n"
+    "it with torch.fx, check the trace against the module, print the graph IR.\n"
+    "Exit 0 with a graph, 1 when the problem cannot be loaded, traced or\n"
+    "verified, 2 for a usage error. Options [default]:\n"
+    "  --json                  the graph IR as JSON instead of a listing\n"
+    "  --class NAME            the module class [Model]\n"
+    "  --seed N                the seed the module and its inputs are built\n"
+    "                          under [0]\n"
+    "  --verify MODE           check the trace on fresh inputs: full (the\n"
+    "                          problem's sizes), reduced (its int globals shrunk),\n"
+    "                          auto (full when cheap, else reduced) or none [auto]\n"
+    "  --timeout SECONDS       the whole trace, 1 to 86400 [600]\n"
+    "docs/commands/trace.md; the graph IR: docs/graph-ir.md.\n";
 
 static void
 print_shape(const json_t *shape)

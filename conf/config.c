@@ -42,7 +42,7 @@ static const char *const top_keys[] = {
 	"python", "profile", NULL,
 };
 
-/* The intake's keys, then the forge clients' (README.md, "Forges"). */
+/* The intake's keys, then the forge clients' (docs/configuration.md). */
 static const char *const forge_keys[] = {
 	"token_file", "token_env", "api_url", "app_id", "private_key_file",
 	"webhook_secret_file", "webhook_secret_env", "webhook_token_file",

@@ -1,5 +1,5 @@
 /*
- * config: the server configuration (DESIGN.md section 9), read from a YAML
+ * config: the server configuration (docs/configuration.md), read from a YAML
  * file through yamldoc.
  *
  * This module validates the keys the daemon's front door needs (listen,

@@ -1,6 +1,6 @@
 /*
- * coord: the coordinator inside `kernelbot serve` (DESIGN.md sections 3
- * and 8). One thread drives every piece of work from the store:
+ * coord: the coordinator inside `kernelbot serve` (docs/design.md,
+ * "Processes"). One thread drives every piece of work from the store:
  *
  *   push job   claim (lease) -> fetch the mirror -> changed modules ->
  *              check out the commit -> one task per module (step "tasks")

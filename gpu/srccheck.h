@@ -1,5 +1,6 @@
 /*
- * srccheck: static checks on a candidate's source (DESIGN.md section 6.7):
+ * srccheck: static checks on a candidate's source (docs/design.md,
+ * "The evaluation protocol", point 7):
  * side streams, device-wide syncs, threads and processes, timer or harness
  * tampering, file/network/environment access, precision downgrades (for
  * fp32 problems), and state kept between calls. Text patterns over the

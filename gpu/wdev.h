@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The kernel ABI, DESIGN.md section 5. */
+/* The kernel ABI: docs/design.md, "The kernel ABI". */
 typedef int (*wdev_forward_fn)(const DLTensor *inputs, int n_inputs,
     DLTensor *outputs, int n_outputs, void *stream);
 

@@ -1439,7 +1439,7 @@ worker_main(const struct worker_opts *o)
 	}
 	if (!(w.fn = (wdev_forward_fn)dlsym(so, "kernelbot_forward"))) {
 		reply_error(&w, "load", "the candidate does not export kernelbot_forward "
-		    "(the kernel ABI, DESIGN.md section 5)");
+		    "(the kernel ABI, docs/design.md)");
 		status = 3;
 		goto out;
 	}

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages kernelbot builds and tests with (DESIGN.md
-# section 2). Idempotent: silent and quick when everything is present, so
+# Installs the Debian packages kernelbot builds and tests with (README.md,
+# "Building"). Idempotent: silent and quick when everything is present, so
 # the Makefile can call it before every build and test run. With
 # arguments it installs those packages instead (clang for `make fuzz`).
 set -u

@@ -1,5 +1,5 @@
 /*
- * archive: stage 4 (DESIGN.md section 7). Every verified kernel, with its
+ * archive: stage 4 (docs/design.md). Every verified kernel, with its
  * problem, graph-IR op signature, GPU architecture, times and provenance,
  * kept in the store (store/store_archive.c) so that later jobs can learn
  * from it: archive_neighbours() returns the most similar solved problems

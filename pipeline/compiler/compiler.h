@@ -1,6 +1,6 @@
 /*
  * compiler: the graph compiler, graph IR -> one kernel source in the
- * kernel ABI (DESIGN.md section 5), for the CPU (C with OpenMP) or CUDA
+ * kernel ABI (docs/design.md), for the CPU (C with OpenMP) or CUDA
  * backend, shaped by a schedule (schedule.h).
  *
  * Coverage is the canonical ops of docs/graph-ir.md that have a kernel

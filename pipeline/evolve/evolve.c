@@ -432,7 +432,7 @@ confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n, jso
 		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
 		progress(r, "confirming candidate %d (%.4g ms) with %d trials", e->id, e->ms, trials);
-		/* DESIGN.md section 6.8: the winner also runs under
+		/* docs/design.md, evaluation point 8: the winner also runs under
 		 * compute-sanitizer where the machine has it (CUDA) */
 		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", 2, &res)) < 0)

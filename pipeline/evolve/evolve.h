@@ -1,6 +1,6 @@
 /*
- * evolve: the generation loop of `kernelbot optimize` (DESIGN.md section
- * 7), over any proposer. Each generation asks the proposers for
+ * evolve: the generation loop of `kernelbot optimize` (docs/design.md,
+ * "The pipeline"), over any proposer. Each generation asks the proposers for
  * candidates, drops those whose source hash was seen before, writes the
  * rest into the run's directory and evaluates them as one batch through
  * eval_run() (gpu/eval.h: one judge, baselines computed once), records

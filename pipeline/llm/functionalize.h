@@ -1,5 +1,5 @@
 /*
- * functionalize: the AI CUDA Engineer's stage 1 (DESIGN.md section 4,
+ * functionalize: the AI CUDA Engineer's stage 1 (docs/design.md,
  * docs/llm.md "Stage 1"). A module torch.fx cannot trace (data-dependent
  * Python control flow, a loop over a tensor's value) goes to a model with
  * prompts/functionalize.md (the module quoted as data, the trace error);

@@ -1,5 +1,5 @@
 /*
- * llm: the LLM proposer (DESIGN.md section 7, the AI CUDA Engineer's
+ * llm: the LLM proposer (docs/design.md, "The pipeline"; the AI CUDA Engineer's
  * stages 2 and 3) behind pipeline/evolve/evolve.h's `struct proposer`,
  * named "llm". docs/llm.md describes the prompts and the rules.
  *

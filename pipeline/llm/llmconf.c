@@ -1,6 +1,6 @@
 /*
- * The `llm` and `budgets` sections of the server config (README.md,
- * "LLM proposers"). Unknown keys are refused like everywhere else in the
+ * The `llm` and `budgets` sections of the server config (docs/
+ * configuration.md). Unknown keys are refused like everywhere else in the
  * file: a misspelt price must not silently become free.
  */
 #include "pipeline/llm/client.h"

@@ -499,7 +499,8 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 		char flagged[128];
 		char speed[sizeof(flagged) + 64];
 
-		/* DESIGN.md 6.6: an implausible speedup is flagged, never headlined */
+		/* an implausible speedup is flagged, never headlined
+		 * (docs/design.md, evaluation point 6) */
 		if ((p->needs_review = report_flagged(best, flagged, sizeof(flagged))))
 			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
 		else

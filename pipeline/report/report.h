@@ -1,8 +1,8 @@
 /*
  * report: what a pull request of kernelbot holds, built from the
  * `kernelbot optimize --out DIR` directories of one module (one per
- * backend or GPU architecture; the layout is DESIGN.md's and the
- * preamble's: summary.json, best/, history.json, problem.py).
+ * backend or GPU architecture; the layout is docs/optimize.md's
+ * ("Files"): summary.json, best/, history.json, problem.py).
  *
  * The files go under kernels/<slug>/: the kernel source (kernel.cu, or
  * kernel.c for a CPU result; with several architectures one source per

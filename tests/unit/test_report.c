@@ -321,7 +321,7 @@ main(void)
 	CHECK_INT("a verified speedup needs no review", p.needs_review, 0);
 	report_pr_free(&p);
 
-	/* an implausible time is flagged, never headlined (DESIGN.md 6.6) */
+	/* an implausible time is flagged, never headlined (docs/design.md) */
 	improved_dir("flagged", "sm_90", 2.5);
 	{
 		char *r = strdup(RESULT), *at = strstr(r, "[\"side_stream\"]");

@@ -1,6 +1,6 @@
 """The `equivalent` verb: does a rewrite compute what the original does?
 
-Stage 1 (DESIGN.md section 4) asks a model for a traceable rewrite of a
+Stage 1 (docs/design.md) asks a model for a traceable rewrite of a
 module torch.fx cannot trace. Before its IR is used, the rewrite must be
 the same function: both files are loaded, the original instantiated, its
 state_dict copied into the rewrite (strict: the same parameter and buffer

@@ -67,10 +67,10 @@ class Context:
         self.trials = max(1, int(req.get("trials", 5)))
         self.rounds = max(1, int(req.get("rounds", 10)))
         # Without --rounds, timing is adaptive: the rounds above are the
-        # floor (DESIGN 6.5's 100 runs), and more follow, up to
-        # ADAPTIVE_MAX_FACTOR times as many, while the candidate's median
-        # is less precise than `precision` (its 95% interval's half-width
-        # over the median).
+        # floor (100 runs: docs/design.md, evaluation point 5), and more
+        # follow, up to ADAPTIVE_MAX_FACTOR times as many, while the
+        # candidate's median is less precise than `precision` (its 95%
+        # interval's half-width over the median).
         self.adaptive = "rounds" not in req
         self.max_rounds = self.rounds * (ADAPTIVE_MAX_FACTOR if self.adaptive else 1)
         self.precision = float(req.get("precision", PRECISION))

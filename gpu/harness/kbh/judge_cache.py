@@ -5,8 +5,9 @@ nor measure the device's bandwidth again.
 
 What is cached is timings only: per-round samples in milliseconds, the
 measured copy bandwidth and why torch.compile was not usable. Expected
-outputs, inputs and seeds never are (DESIGN.md section 6.1: fresh seeds and
-a trusted judge per evaluation); `load` refuses an entry with anything else.
+outputs, inputs and seeds never are (docs/design.md, evaluation points 1
+and 2: a trusted judge and fresh seeds per evaluation); `load` refuses an
+entry with anything else.
 
 An entry is keyed by everything that changes the figures: the problem's
 source hash and class, the shapes and dtypes of the timed inputs (forward's

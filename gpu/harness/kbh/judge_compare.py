@@ -2,7 +2,8 @@
 dtype tolerances, and a mismatch summary short enough to feed to an LLM."""
 import torch
 
-# DESIGN.md section 6.3; a problem may override them (request atol/rtol).
+# docs/design.md, evaluation point 3; a problem may override them
+# (request atol/rtol).
 DEFAULT_TOL = {torch.float32: 1e-4, torch.float64: 1e-4, torch.float16: 1e-2,
                torch.bfloat16: 1e-2}
 

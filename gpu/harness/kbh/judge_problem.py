@@ -117,7 +117,7 @@ def arg_names(model, n):
 
 def state_tensors(model):
     """The ABI's inputs after forward's arguments: named_parameters() then
-    named_buffers(), in that order (DESIGN.md section 5)."""
+    named_buffers(), in that order (docs/design.md, "The kernel ABI")."""
     out = [(n, p.detach()) for n, p in model.named_parameters()]
     out += [(n, b.detach()) for n, b in model.named_buffers()]
     return [(n, t.contiguous()) for n, t in out]

@@ -1,4 +1,5 @@
-"""What compute-sanitizer checks in a winner (DESIGN.md section 6.8).
+"""What compute-sanitizer checks in a winner (docs/design.md,
+"The evaluation protocol", point 8).
 
 memcheck runs on every kernel of the candidate's process. racecheck, which
 only looks at shared memory, runs on the kernels the candidate built: its

@@ -17,7 +17,7 @@ from . import interp, problem as problem_mod
 from .ir import dtype_name, op_sequence
 from .protocol import HarnessError, describe_exception
 
-# Absolute/relative tolerance per dtype (DESIGN.md section 6 defaults).
+# Absolute/relative tolerance per dtype (docs/design.md, evaluation point 3).
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float64: 1e-7}
 
 # "auto" verifies at full size when the estimated CPU seconds of a check
