@@ -17,10 +17,14 @@ whenever the server closes one:
              quick 503 halves what the next one declares (down to 1 KiB), to
              fill a budget reserved from Content-Length exactly
   stall      a whole head declaring a 25 MiB body, 20 MiB at once, then nothing
+  replay     N threads sending one captured, genuinely signed push again
+             and again, each time under a fresh delivery id, as fast as
+             the server answers (every answer should be 200 duplicate)
 
 Prints one line per attack and one for the deliveries:
 
   ATTACK KIND opened=N closed_by_server=N alive_at_2s=N held_at_2s=N peak=N longest_s=F
+  ATTACK replay sent=N codes=200:N,...
   DELIVER sent=N accepted=N codes=202:N,... p50_ms=F p99_ms=F max_ms=F
 
 (held_at_2s: of those open 2 s in, the ones open for 1 s already;
@@ -178,6 +182,38 @@ class Deliverer(threading.Thread):
             time.sleep(0.2)
 
 
+class Replayer(threading.Thread):
+    """One captured delivery (its own fixed commit, signed once) sent
+    again and again under fresh delivery ids from addr."""
+
+    def __init__(self, port, addr, secret, body, until, tag):
+        super().__init__(daemon=True)
+        self.port, self.addr, self.until, self.tag = port, addr, until, tag
+        self.body = body
+        self.sig = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        self.codes = {}
+
+    def run(self):
+        n = 0
+        while time.monotonic() < self.until:
+            n += 1
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
+                                               source_address=(self.addr, 0))
+                c.request("POST", "/webhooks/github", self.body, {
+                    "Content-Type": "application/json", "X-GitHub-Event": "push",
+                    "X-GitHub-Delivery": "replay-%s-%d" % (self.tag, n),
+                    "X-Hub-Signature-256": self.sig})
+                r = c.getresponse()
+                r.read()
+                code = str(r.status)
+                c.close()
+            except OSError as e:
+                code = type(e).__name__
+                time.sleep(0.05)
+            self.codes[code] = self.codes.get(code, 0) + 1
+
+
 def pct(xs, p):
     if not xs:
         return 0.0
@@ -200,11 +236,18 @@ def main(argv):
         else:
             specs.append(a)
     sel = selectors.DefaultSelector()
-    attacks = []
+    attacks, replayers = [], []
+    start = time.monotonic()
     for spec in specs:
         kind, addrs, n = spec.split(":")
-        attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel))
-    start = time.monotonic()
+        if kind == "replay":
+            ads = addrs_of(addrs)
+            replayers += [Replayer(port, ads[i % len(ads)], secret, body, start + secs,
+                                   "%d-%d" % (int(time.time()), i)) for i in range(int(n))]
+        else:
+            attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel))
+    for r in replayers:
+        r.start()
     d = Deliverer(port, deliver_from, secret, body, start + secs)
     started = False
     while time.monotonic() - start < secs:
@@ -229,6 +272,14 @@ def main(argv):
         print("ATTACK %s opened=%d closed_by_server=%d alive_at_2s=%d held_at_2s=%d "
               "peak=%d longest_s=%.1f" % (a.kind, a.opened, a.closed, a.alive_at_2s or 0,
                                           a.held_at_2s or 0, a.peak, a.longest))
+    if replayers:
+        codes = {}
+        for r in replayers:
+            r.join(20)
+            for k, v in r.codes.items():
+                codes[k] = codes.get(k, 0) + v
+        print("ATTACK replay sent=%d codes=%s" % (sum(codes.values()), ",".join(
+            "%s:%d" % kv for kv in sorted(codes.items()))))
     print("DELIVER sent=%d accepted=%d codes=%s p50_ms=%.0f p99_ms=%.0f max_ms=%.0f"
           % (len(d.lat), d.codes.get("202", 0),
              ",".join("%s:%d" % kv for kv in sorted(d.codes.items())),

@@ -5,8 +5,9 @@
 # forges (compared by content: two files, or a file and a variable), a
 # trusted proxy network as wide as 0.0.0.0/0 or ::/0 (or any IPv4 wider
 # than /8, IPv6 wider than /8), allow_repos '*' or '*/*', a secret file on
-# /proc or /sys, max_connections_per_ip over max_connections. The
-# narrowest that is right still passes.
+# /proc or /sys, max_connections_per_ip over max_connections, secrets
+# HMAC takes for one key, more connections than open files. The narrowest
+# that is right still passes.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1051
 
@@ -55,6 +56,57 @@ forges:
   gitlab:
     webhook_token_env: KB_T1051_SECRET"
 refused same-env "same-env.yml:11: forges.gitlab.webhook_token_env: the same secret as forges.github.webhook_secret_file"
+# ... or two secrets HMAC-SHA256 takes for one key (N3): a key is padded
+# with zeros to 64 bytes, and one longer than 64 is replaced by its
+# SHA-256.
+printf 'github-secret-0123456789\000' >"$TMP/nul.secret"
+cfg same-nul "allow_repos: [acme/*]
+forges:
+  github:
+    webhook_secret_file: $TMP/gh.secret
+  gitea:
+    webhook_secret_file: $TMP/nul.secret"
+refused same-nul "same-nul.yml:11: forges.gitea.webhook_secret_file: the same secret as forges.github.webhook_secret_file"
+/usr/bin/python3 - "$TMP/long.secret" "$TMP/hashed.secret" <<'PYEOF'
+import hashlib, sys
+for i in range(1000):
+    key = b"long-secret-%04d-" % i + b"x" * 80
+    h = hashlib.sha256(key).digest()
+    if h[-1:] not in b" \t\r\n\v\f" and h[:1] not in b" \t\r\n\v\f":
+        break
+open(sys.argv[1], "wb").write(key)
+open(sys.argv[2], "wb").write(h)
+PYEOF
+cfg same-hash "allow_repos: [acme/*]
+forges:
+  github:
+    webhook_secret_file: $TMP/long.secret
+  gitea:
+    webhook_secret_file: $TMP/hashed.secret"
+refused same-hash "same-hash.yml:11: forges.gitea.webhook_secret_file: the same secret as forges.github.webhook_secret_file"
+
+# N4: more connections than the process may open files for, with no
+# room to raise its limit: refused with the key, not a spinning accept.
+cfg fds "allow_repos: [acme/*]
+http:
+  max_connections: 2000
+forges:
+  github:
+    webhook_secret_file: $TMP/gh.secret"
+(ulimit -n 256 && exec "$KERNELBOT" config check "$TMP/fds.yml") >"$TMP/fds.check" 2>&1
+check_eq "fds: config check exits 2 under ulimit -n 256" "$?" 2
+check_match "fds: and names the key and the limit" "$(cat "$TMP/fds.check")" \
+	"fds.yml:8: http.max_connections: 2000 connections need about [0-9]+ open files, and this process may open 256"
+(ulimit -n 256 && exec timeout 10 "$KERNELBOT" serve --config "$TMP/fds.yml") >"$TMP/fds.serve" 2>&1
+check_eq "fds: serve exits 2 under ulimit -n 256" "$?" 2
+check "fds: serve never listened" sh -c "! grep -q listening '$TMP/fds.serve'"
+hard=$(ulimit -H -n)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 4096 ]; then
+	(ulimit -S -n 256 && exec "$KERNELBOT" config check "$TMP/fds.yml") >"$TMP/fds2.check" 2>&1
+	check_eq "fds: a soft limit the hard one lets it raise passes" "$?" 0
+else
+	echo "# skip: fds: the hard open-file limit here ($hard) is too low to raise to"
+fi
 
 # F6: trusted proxies too wide
 GH="forges:
