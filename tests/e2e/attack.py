@@ -146,6 +146,22 @@ class Attack:
                 self.gone(s)
 
 
+def push(port, addr, body, did, sig):
+    """POST a GitHub push delivery from addr: the status as text, or the
+    name of the error that ended it."""
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=15, source_address=(addr, 0))
+        c.request("POST", "/webhooks/github", body, {
+            "Content-Type": "application/json", "X-GitHub-Event": "push",
+            "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
+        r = c.getresponse()
+        r.read()
+        c.close()
+        return str(r.status)
+    except OSError as e:
+        return type(e).__name__
+
+
 class Deliverer(threading.Thread):
     def __init__(self, port, addr, secret, body, until):
         super().__init__(daemon=True)
@@ -163,18 +179,7 @@ class Deliverer(threading.Thread):
             body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
             sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
-                                               source_address=(self.addr, 0))
-                c.request("POST", "/webhooks/github", body, {
-                    "Content-Type": "application/json", "X-GitHub-Event": "push",
-                    "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
-                r = c.getresponse()
-                r.read()
-                code = str(r.status)
-                c.close()
-            except OSError as e:
-                code = type(e).__name__
+            code = push(self.port, self.addr, body, did, sig)
             self.lat.append(time.monotonic() - t0)
             self.codes[code] = self.codes.get(code, 0) + 1
             if code == "202":
@@ -197,19 +202,8 @@ class Replayer(threading.Thread):
         n = 0
         while time.monotonic() < self.until:
             n += 1
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15,
-                                               source_address=(self.addr, 0))
-                c.request("POST", "/webhooks/github", self.body, {
-                    "Content-Type": "application/json", "X-GitHub-Event": "push",
-                    "X-GitHub-Delivery": "replay-%s-%d" % (self.tag, n),
-                    "X-Hub-Signature-256": self.sig})
-                r = c.getresponse()
-                r.read()
-                code = str(r.status)
-                c.close()
-            except OSError as e:
-                code = type(e).__name__
+            code = push(self.port, self.addr, self.body, "replay-%s-%d" % (self.tag, n), self.sig)
+            if not code.isdigit():
                 time.sleep(0.05)
             self.codes[code] = self.codes.get(code, 0) + 1
 
