@@ -281,7 +281,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
     uint64_t seed)
 {
 	json_t *req, *list = json_array(), *env = json_object();
-	const char *ld = getenv("LD_LIBRARY_PATH"), *v;
+	const struct eval_env *e = &o->env;
+	const char *ld = getenv("LD_LIBRARY_PATH");
 	char *cache = NULL;
 
 	for (size_t i = 0; i < o->n_candidates; i++) {
@@ -333,31 +334,18 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		json_object_set_new(req, "disk_bytes", json_integer((json_int_t)o->disk_bytes));
 	/* The operator's explicit choice (docs/sandbox.md): run where the host
 	 * lacks a sandbox feature; each missing one is a failed check. */
-	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
-	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
+	if (e->allow_degraded)
 		json_object_set_new(req, "allow_degraded", json_true());
 	/* Elements per output a spot check before the last compares (0: all). */
-	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
-		json_object_set_new(req, "spot_sample",
-		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
-	/*
-	 * The probability that the judge checks a timed run's outputs
-	 * (docs/evaluation.md, What a check guarantees); a value that is not
-	 * a number from 0 to 1 is ignored, not taken as 0.
-	 */
-	if ((v = getenv("KERNELBOT_CHECK_FRACTION")) && *v) {
-		char *end;
-		double p = strtod(v, &end);
-
-		if (*end == '\0' && p >= 0 && p <= 1)
-			json_object_set_new(req, "check_fraction", json_real(p));
-		else
-			fprintf(stderr, "kernelbot: KERNELBOT_CHECK_FRACTION=%s is not a number "
-			    "from 0 to 1; using the judge's default\n", v);
-	}
+	if (e->spot_sample_set)
+		json_object_set_new(req, "spot_sample", json_integer(e->spot_sample));
+	/* The probability that the judge checks a timed run's outputs
+	 * (docs/evaluation.md, What a check guarantees). */
+	if (e->check_fraction_set)
+		json_object_set_new(req, "check_fraction", json_real(e->check_fraction));
 	/* A switch back to fixed timing inputs, in case the changes misbehave
 	 * on a host; every result then says so in a failed check. */
-	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
+	if (e->perturb_off)
 		json_object_set_new(req, "perturb", json_false());
 	if (o->profile)
 		json_object_set(req, "profile", (json_t *)o->profile);
@@ -382,12 +370,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	}
 	json_object_set_new(req, "fresh_baselines", json_boolean(o->fresh_baselines));
 	/* A noisy host (shared CPUs) may need a looser drift check. */
-	if (getenv("KERNELBOT_BASELINE_DRIFT")) {
-		char *end;
-		double d = strtod(getenv("KERNELBOT_BASELINE_DRIFT"), &end);
-		if (end != getenv("KERNELBOT_BASELINE_DRIFT") && !*end && d > 0 && d < 100)
-			json_object_set_new(req, "baseline_drift_max", json_real(d));
-	}
+	if (e->baseline_drift > 0 && e->baseline_drift < 100)
+		json_object_set_new(req, "baseline_drift_max", json_real(e->baseline_drift));
 	json_object_set_new(req, "device_id", device_id(gpu));
 	if (o->baselines) {
 		json_t *b = json_array();
@@ -511,14 +495,6 @@ judge_budget(const struct eval_opts *o, size_t n)
 }
 
 static int
-env_is(const char *name, const char *value)
-{
-	const char *v = getenv(name);
-
-	return v && !strcmp(v, value);
-}
-
-static int
 budget_ms(const struct eval_opts *o, const json_t *req)
 {
 	long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
@@ -603,11 +579,10 @@ static int
 batch_prepare(struct batch *b, char *err, size_t errlen)
 {
 	const struct eval_opts *o = b->o;
-	const char *tmp = getenv("TMPDIR");
-	const char *unsafe = getenv("KERNELBOT_EVAL_UNSANDBOXED");
+	const char *tmp = o->env.tmp_dir;
 	int error;
 
-	b->unsandboxed = unsafe && !strcmp(unsafe, "1");
+	b->unsandboxed = o->env.unsandboxed;
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
 		return -EINVAL;
@@ -680,9 +655,9 @@ judge_choose(struct batch *b, char *err, size_t errlen)
 
 	b->judge_kind = JUDGE_ONESHOT;
 	b->srv_state = "off";
-	if (env_is("KERNELBOT_JUDGE_EARLY", "0"))
+	if (o->env.judge_late)
 		return 0;
-	if (!o->judge_server_off && !env_is("KERNELBOT_JUDGE_SERVER", "0")) {
+	if (!o->judge_server_off && !o->env.judge_server_off) {
 		if (judgesrv_open(&b->srv, b->backend, o->device, b->srv_why,
 		    sizeof(b->srv_why)) == 0 && judgesrv_ensure(&b->srv, &b->srv_spawned,
 		    b->srv_why, sizeof(b->srv_why)) == 0) {
@@ -914,7 +889,7 @@ batch_free(struct batch *b)
 	json_decref(b->req);
 	json_decref(b->reply);
 	json_decref(b->results);
-	if (b->workdir[0] && !getenv("KERNELBOT_EVAL_KEEP"))
+	if (b->workdir[0] && !b->o->env.keep_workdir)
 		rm_tree(b->workdir);
 }
 
