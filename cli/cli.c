@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include "conf/config.h"
+#include "gpu/eval.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,6 +57,53 @@ cli_parse_size(const char *s, size_t *out)
 		return -EINVAL;
 	*out = (size_t)(v << shift);
 	return 0;
+}
+
+static int
+env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+void
+cli_eval_env(struct eval_env *e)
+{
+	const char *v;
+
+	memset(e, 0, sizeof(*e));
+	e->tmp_dir = getenv("TMPDIR");
+	e->unsandboxed = env_is("KERNELBOT_EVAL_UNSANDBOXED", "1");
+	e->judge_late = env_is("KERNELBOT_JUDGE_EARLY", "0");
+	e->judge_server_off = env_is("KERNELBOT_JUDGE_SERVER", "0");
+	e->keep_workdir = getenv("KERNELBOT_EVAL_KEEP") != NULL;
+	e->allow_degraded = env_is("KERNELBOT_SANDBOX_ALLOW_DEGRADED", "1");
+	if ((v = getenv("KERNELBOT_SPOT_SAMPLE")) && *v) {
+		e->spot_sample_set = 1;
+		e->spot_sample = strtol(v, NULL, 10);
+	}
+	/* A value that is not a number from 0 to 1 is ignored, not taken as 0. */
+	if ((v = getenv("KERNELBOT_CHECK_FRACTION")) && *v) {
+		char *end;
+		double p = strtod(v, &end);
+
+		if (*end == '\0' && p >= 0 && p <= 1) {
+			e->check_fraction_set = 1;
+			e->check_fraction = p;
+		} else
+			fprintf(stderr, "kernelbot: KERNELBOT_CHECK_FRACTION=%s is not a number "
+			    "from 0 to 1; using the judge's default\n", v);
+	}
+	/* A noisy host (shared CPUs) may need a looser drift check. */
+	if ((v = getenv("KERNELBOT_BASELINE_DRIFT"))) {
+		char *end;
+		double d = strtod(v, &end);
+
+		if (end != v && !*end && d > 0 && d < 100)
+			e->baseline_drift = d;
+	}
+	e->perturb_off = env_is("KERNELBOT_PERTURB", "0");
 }
 
 int

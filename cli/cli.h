@@ -56,6 +56,16 @@ int cli_parse_size(const char *s, size_t *out);
  * code that test binaries link. */
 int cli_has_sandbox_exec(void);
 
+/*
+ * The evaluator's environment variables (struct eval_env in gpu/eval.h
+ * names each), read here and nowhere below the CLI: every command that
+ * evaluates fills its eval_opts' env, or the options that carry it down,
+ * with this. A KERNELBOT_CHECK_FRACTION that is not a number from 0 to 1
+ * is left unset, with a warning on stderr.
+ */
+struct eval_env;
+void cli_eval_env(struct eval_env *e);
+
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

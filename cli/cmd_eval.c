@@ -246,6 +246,7 @@ cmd_eval(int argc, char **argv)
 	o.candidates = (const char *const *)argv + optind + 1;
 	o.n_candidates = (size_t)(argc - optind - 1);
 	o.have_sandbox_exec = cli_has_sandbox_exec();
+	cli_eval_env(&o.env);
 	if ((error = eval_run(&o, &results, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot eval: %s\n", err);
 		return error == -EINVAL ? EXIT_USAGE : 1;

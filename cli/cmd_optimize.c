@@ -352,6 +352,7 @@ cmd_optimize(int argc, char **argv)
 		a.eo.backend = ngpu > 0 ? "cuda" : "cpu";
 	}
 	a.eo.have_sandbox_exec = cli_has_sandbox_exec();
+	cli_eval_env(&a.eo.eval_env);
 	if (!realpath(argv[optind], root) || stat(root, &st) < 0) {
 		fprintf(stderr, "kernelbot optimize: %s: %s\n", argv[optind], strerror(errno));
 		goto out;

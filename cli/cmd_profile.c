@@ -98,6 +98,7 @@ cmd_profile(int argc, char **argv)
 	o.problem = argv[optind];
 	o.kernel = argv[optind + 1];
 	o.have_sandbox_exec = cli_has_sandbox_exec();
+	cli_eval_env(&o.env);
 	if ((error = profile_run(&o, &res, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot profile: %s\n", err);
 		profile_result_free(&res);

@@ -281,7 +281,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
     uint64_t seed)
 {
 	json_t *req, *list = json_array(), *env = json_object();
-	const char *ld = getenv("LD_LIBRARY_PATH"), *v;
+	const struct eval_env *e = &o->env;
+	const char *ld = getenv("LD_LIBRARY_PATH");
 	char *cache = NULL;
 
 	for (size_t i = 0; i < o->n_candidates; i++) {
@@ -333,31 +334,18 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		json_object_set_new(req, "disk_bytes", json_integer((json_int_t)o->disk_bytes));
 	/* The operator's explicit choice (docs/sandbox.md): run where the host
 	 * lacks a sandbox feature; each missing one is a failed check. */
-	if (getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED") &&
-	    !strcmp(getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED"), "1"))
+	if (e->allow_degraded)
 		json_object_set_new(req, "allow_degraded", json_true());
 	/* Elements per output a spot check before the last compares (0: all). */
-	if (getenv("KERNELBOT_SPOT_SAMPLE") && *getenv("KERNELBOT_SPOT_SAMPLE"))
-		json_object_set_new(req, "spot_sample",
-		    json_integer(strtol(getenv("KERNELBOT_SPOT_SAMPLE"), NULL, 10)));
-	/*
-	 * The probability that the judge checks a timed run's outputs
-	 * (docs/evaluation.md, What a check guarantees); a value that is not
-	 * a number from 0 to 1 is ignored, not taken as 0.
-	 */
-	if ((v = getenv("KERNELBOT_CHECK_FRACTION")) && *v) {
-		char *end;
-		double p = strtod(v, &end);
-
-		if (*end == '\0' && p >= 0 && p <= 1)
-			json_object_set_new(req, "check_fraction", json_real(p));
-		else
-			fprintf(stderr, "kernelbot: KERNELBOT_CHECK_FRACTION=%s is not a number "
-			    "from 0 to 1; using the judge's default\n", v);
-	}
+	if (e->spot_sample_set)
+		json_object_set_new(req, "spot_sample", json_integer(e->spot_sample));
+	/* The probability that the judge checks a timed run's outputs
+	 * (docs/evaluation.md, What a check guarantees). */
+	if (e->check_fraction_set)
+		json_object_set_new(req, "check_fraction", json_real(e->check_fraction));
 	/* A switch back to fixed timing inputs, in case the changes misbehave
 	 * on a host; every result then says so in a failed check. */
-	if (getenv("KERNELBOT_PERTURB") && !strcmp(getenv("KERNELBOT_PERTURB"), "0"))
+	if (e->perturb_off)
 		json_object_set_new(req, "perturb", json_false());
 	if (o->profile)
 		json_object_set(req, "profile", (json_t *)o->profile);
@@ -382,12 +370,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	}
 	json_object_set_new(req, "fresh_baselines", json_boolean(o->fresh_baselines));
 	/* A noisy host (shared CPUs) may need a looser drift check. */
-	if (getenv("KERNELBOT_BASELINE_DRIFT")) {
-		char *end;
-		double d = strtod(getenv("KERNELBOT_BASELINE_DRIFT"), &end);
-		if (end != getenv("KERNELBOT_BASELINE_DRIFT") && !*end && d > 0 && d < 100)
-			json_object_set_new(req, "baseline_drift_max", json_real(d));
-	}
+	if (e->baseline_drift > 0 && e->baseline_drift < 100)
+		json_object_set_new(req, "baseline_drift_max", json_real(e->baseline_drift));
 	json_object_set_new(req, "device_id", device_id(gpu));
 	if (o->baselines) {
 		json_t *b = json_array();
@@ -511,14 +495,6 @@ judge_budget(const struct eval_opts *o, size_t n)
 }
 
 static int
-env_is(const char *name, const char *value)
-{
-	const char *v = getenv(name);
-
-	return v && !strcmp(v, value);
-}
-
-static int
 budget_ms(const struct eval_opts *o, const json_t *req)
 {
 	long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
@@ -556,28 +532,57 @@ srv_call(const struct eval_opts *o, struct judgesrv *srv, const json_t *req, jso
 	return error;
 }
 
-int
-eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
-{
-	struct cand *cs = NULL;
-	struct gpu_device *gpus = NULL;
-	char workdir[PATH_MAX] = "", arch[32] = "", herr[2048];
-	const char *backend = o->backend, *tmp = getenv("TMPDIR");
-	const char *unsafe = getenv("KERNELBOT_EVAL_UNSANDBOXED");
-	int unsandboxed = unsafe && !strcmp(unsafe, "1");
-	int ngpu = 0, cuda, error = 0, fp32 = 0;
-	json_t *req = NULL, *reply = NULL, *results = NULL, *problem;
-	char *exe = NULL;
-	double t0 = clock_mono_s(), t_prepare = 0, t_harness = 0;
-	size_t nbuild = 0;
-	uint64_t seed;
-	json_t *environment = NULL;
-	struct judge judge = { 0 };
-	struct judgesrv srv;
-	int early = !env_is("KERNELBOT_JUDGE_EARLY", "0"), use_srv = 0, srv_spawned = 0;
-	const char *srv_state = "off";
-	char srv_why[1024] = "";
+/*
+ * One batch's state from prepare to merge: eval_run's steps below each take
+ * it, and batch_free() releases it whatever step stopped.
+ */
+enum judge_kind {
+	JUDGE_ONESHOT,		/* a judge of its own, started after the compiles */
+	JUDGE_EARLY,		/* a one-shot judge started before the compiles */
+	JUDGE_SERVER,		/* the judge server (gpu/judgesrv.h); one-shot fallback */
+};
 
+struct batch {
+	const struct eval_opts *o;
+	const char *backend;
+	int cuda, unsandboxed;
+	struct gpu_device *gpus;
+	int ngpu;
+	char arch[32];
+	struct cand *cs;
+	char workdir[PATH_MAX];
+	char *exe;
+	size_t nbuild;
+	enum judge_kind judge_kind;
+	struct judge judge;		/* JUDGE_EARLY */
+	struct judgesrv srv;		/* JUDGE_SERVER */
+	int srv_spawned;
+	const char *srv_state;		/* "off", "hit", "spawned", "fallback" */
+	char srv_why[1024];
+	uint64_t seed;
+	json_t *req, *reply, *results;
+	double t0, t_prepare, t_harness;
+};
+
+/* The GPU the batch runs on, or NULL for the CPU backend. */
+static const struct gpu_device *
+batch_gpu(const struct batch *b)
+{
+	return b->cuda ? &b->gpus[b->o->device] : NULL;
+}
+
+/*
+ * Prepare: check the options, classify every candidate, find the device,
+ * make the working directory.
+ */
+static int
+batch_prepare(struct batch *b, char *err, size_t errlen)
+{
+	const struct eval_opts *o = b->o;
+	const char *tmp = o->env.tmp_dir;
+	int error;
+
+	b->unsandboxed = o->env.unsandboxed;
 	if (!o->n_candidates || o->n_candidates > EVAL_MAX_CANDIDATES) {
 		snprintf(err, errlen, "between 1 and %d candidates", EVAL_MAX_CANDIDATES);
 		return -EINVAL;
@@ -590,112 +595,135 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 		snprintf(err, errlen, "no random seed source");
 		return error;
 	}
-	gpu_list(&gpus, &ngpu, NULL, 0);
-	if (!backend)
-		backend = ngpu > 0 ? "cuda" : "cpu";
-	cuda = !strcmp(backend, "cuda");
-	if (cuda) {
-		if (o->device >= ngpu) {
+	gpu_list(&b->gpus, &b->ngpu, NULL, 0);
+	b->backend = o->backend ? o->backend : b->ngpu > 0 ? "cuda" : "cpu";
+	b->cuda = !strcmp(b->backend, "cuda");
+	if (b->cuda) {
+		if (o->device >= b->ngpu) {
 			snprintf(err, errlen, "backend cuda: no GPU %d on this host (%d found)",
-			    o->device, ngpu);
-			error = -ENODEV;
-			goto out;
+			    o->device, b->ngpu);
+			return -ENODEV;
 		}
-		snprintf(arch, sizeof(arch), "sm_%d%d", gpus[o->device].cc_major,
-		    gpus[o->device].cc_minor);
+		snprintf(b->arch, sizeof(b->arch), "sm_%d%d", b->gpus[o->device].cc_major,
+		    b->gpus[o->device].cc_minor);
 	}
-	if (!o->have_sandbox_exec && !unsandboxed) {
+	if (!o->have_sandbox_exec && !b->unsandboxed) {
 		snprintf(err, errlen, "this kernelbot has no sandbox (no `sandbox-exec` command); "
 		    "refusing to run candidates unconfined. For a developer run, set "
 		    "KERNELBOT_EVAL_UNSANDBOXED=1 (reported as a failed sandbox check)");
-		error = -ENOSYS;
-		goto out;
+		return -ENOSYS;
 	}
-	if (!(cs = calloc(o->n_candidates, sizeof(*cs))) || !(results = json_array())) {
-		error = -ENOMEM;
-		goto out;
-	}
+	if (!(b->cs = calloc(o->n_candidates, sizeof(*b->cs))) || !(b->results = json_array()))
+		return -ENOMEM;
 	for (size_t i = 0; i < o->n_candidates; i++) {
-		cs[i].path = o->candidates[i];
-		if ((error = classify(&cs[i], cuda)) < 0) {
-			snprintf(err, errlen, "%s: %s", cs[i].path, error == -ENOENT ? strerror(errno) :
+		b->cs[i].path = o->candidates[i];
+		if ((error = classify(&b->cs[i], b->cuda)) < 0) {
+			snprintf(err, errlen, "%s: %s", b->cs[i].path, error == -ENOENT ?
+			    strerror(errno) :
 			    "not a candidate (kernel.c, kernel.cu, or a KernelBench .py)");
-			error = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 	}
-	snprintf(workdir, sizeof(workdir), "%s/kernelbot-eval-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(workdir)) {
+	snprintf(b->workdir, sizeof(b->workdir), "%s/kernelbot-eval-XXXXXX",
+	    tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(b->workdir)) {
 		error = -errno;
-		snprintf(err, errlen, "mkdtemp %s: %s", workdir, strerror(errno));
-		workdir[0] = '\0';
-		goto out;
+		snprintf(err, errlen, "mkdtemp %s: %s", b->workdir, strerror(errno));
+		b->workdir[0] = '\0';
+		return error;
 	}
-	if (!(exe = self_exe())) {
-		error = -ENOENT;
+	if (!(b->exe = self_exe())) {
 		snprintf(err, errlen, "cannot find this executable");
-		goto out;
+		return -ENOENT;
 	}
+	return 0;
+}
 
-	/*
-	 * The judge server, when on (the default), is spawned now if absent
-	 * and imports PyTorch while the compiles run; any failure to reach it
-	 * leaves the early-start one-shot judge below (KERNELBOT_JUDGE_EARLY=0:
-	 * that judge starts after the compiles, as one plain harness call).
-	 */
-	if (early && !o->judge_server_off && !env_is("KERNELBOT_JUDGE_SERVER", "0")) {
-		if (judgesrv_open(&srv, backend, o->device, srv_why, sizeof(srv_why)) == 0 &&
-		    judgesrv_ensure(&srv, &srv_spawned, srv_why, sizeof(srv_why)) == 0)
-			use_srv = 1;
-		else
-			srv_state = "fallback";
+/*
+ * Choose the judge, once, before the compiles. The judge server, when on
+ * (the default), is spawned now if absent and imports PyTorch while the
+ * compiles run; any failure to reach it leaves the early-start one-shot
+ * judge (KERNELBOT_JUDGE_EARLY=0: that judge starts after the compiles,
+ * as one plain harness call).
+ */
+static int
+judge_choose(struct batch *b, char *err, size_t errlen)
+{
+	const struct eval_opts *o = b->o;
+	long wait_s;
+	int error;
+
+	b->judge_kind = JUDGE_ONESHOT;
+	b->srv_state = "off";
+	if (o->env.judge_late)
+		return 0;
+	if (!o->judge_server_off && !o->env.judge_server_off) {
+		if (judgesrv_open(&b->srv, b->backend, o->device, b->srv_why,
+		    sizeof(b->srv_why)) == 0 && judgesrv_ensure(&b->srv, &b->srv_spawned,
+		    b->srv_why, sizeof(b->srv_why)) == 0) {
+			b->judge_kind = JUDGE_SERVER;
+			return 0;
+		}
+		b->srv_state = "fallback";
 	}
-	if (early && !use_srv) {
-		long wait_s = (long)(o->build_timeout_s > 0 ? o->build_timeout_s :
-		    EVAL_BUILD_TIMEOUT_S) * (long)o->n_candidates + 60;
-
-		if ((error = judge_start(&judge, workdir, backend, o->device, wait_s,
-		    wait_s + judge_budget(o, o->n_candidates))) < 0) {
-			snprintf(err, errlen, "cannot start the judge: %s", strerror(-error));
-			goto out;
-		}
+	wait_s = (long)(o->build_timeout_s > 0 ? o->build_timeout_s : EVAL_BUILD_TIMEOUT_S) *
+	    (long)o->n_candidates + 60;
+	if ((error = judge_start(&b->judge, b->workdir, b->backend, o->device, wait_s,
+	    wait_s + judge_budget(o, o->n_candidates))) < 0) {
+		snprintf(err, errlen, "cannot start the judge: %s", strerror(-error));
+		return error;
 	}
+	b->judge_kind = JUDGE_EARLY;
+	return 0;
+}
 
-	/* Compile every native candidate at once. */
-	{
-		struct eval_build *bs = calloc(o->n_candidates, sizeof(*bs));
-		size_t *idx = calloc(o->n_candidates, sizeof(*idx));
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+/* Build: compile every native candidate at once. */
+static int
+batch_build(struct batch *b, char *err, size_t errlen)
+{
+	const struct eval_opts *o = b->o;
+	struct eval_build *bs = calloc(o->n_candidates, sizeof(*bs));
+	size_t *idx = calloc(o->n_candidates, sizeof(*idx));
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int error;
 
-		if (!bs || !idx) {
-			free(bs);
-			free(idx);
-			error = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < o->n_candidates; i++)
-			if (!cs[i].reject && cs[i].kind != KIND_PY) {
-				bs[nbuild].source = cs[i].path;
-				bs[nbuild].cuda = cs[i].kind == KIND_CU;
-				bs[nbuild].timeout_s = o->build_timeout_s;
-				idx[nbuild++] = i;
-			}
-		error = eval_build_all(bs, nbuild, cuda ? arch : NULL, workdir,
-		    o->jobs > 0 ? o->jobs : (int)(cpus > 0 ? cpus : 1), unsandboxed, err, errlen);
-		for (size_t k = 0; k < nbuild; k++) {
-			cs[idx[k]].build = bs[k];
-			cs[idx[k]].built = error == 0 && bs[k].status == 0 && bs[k].so_path;
-		}
+	if (!bs || !idx) {
 		free(bs);
 		free(idx);
-		if (error < 0)
-			goto out;
+		return -ENOMEM;
 	}
+	for (size_t i = 0; i < o->n_candidates; i++)
+		if (!b->cs[i].reject && b->cs[i].kind != KIND_PY) {
+			bs[b->nbuild].source = b->cs[i].path;
+			bs[b->nbuild].cuda = b->cs[i].kind == KIND_CU;
+			bs[b->nbuild].timeout_s = o->build_timeout_s;
+			idx[b->nbuild++] = i;
+		}
+	error = eval_build_all(bs, b->nbuild, b->cuda ? b->arch : NULL, b->workdir,
+	    o->jobs > 0 ? o->jobs : (int)(cpus > 0 ? cpus : 1), b->unsandboxed, err, errlen);
+	for (size_t k = 0; k < b->nbuild; k++) {
+		b->cs[idx[k]].build = bs[k];
+		b->cs[idx[k]].built = error == 0 && bs[k].status == 0 && bs[k].so_path;
+	}
+	free(bs);
+	free(idx);
+	return error < 0 ? error : 0;
+}
+
+/*
+ * Each candidate's result before the judge: its limits, and its rejection
+ * or its compile's outcome.
+ */
+static void
+batch_start_results(struct batch *b)
+{
+	const struct eval_opts *o = b->o;
+
 	for (size_t i = 0; i < o->n_candidates; i++) {
-		struct cand *c = &cs[i];
+		struct cand *c = &b->cs[i];
 		json_t *bd;
 
-		c->res = new_result(c, backend, "rejected");
+		c->res = new_result(c, b->backend, "rejected");
 		/* What the candidate ran under (docs/evaluation.md "limits"). */
 		json_object_set_new(c->res, "limits", json_pack("{s:I, s:I, s:i}",
 		    "mem_bytes", (json_int_t)mem_limit(o), "disk_bytes", (json_int_t)(o->disk_bytes ?
@@ -713,7 +741,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			json_object_set_new(c->res, "compile_cached", json_boolean(c->build.cached));
 			json_array_append_new(json_object_get(c->res, "checks"), json_pack(
 			    "{s:s, s:b, s:s}", "name", "compile", "passed", c->built,
-			    "detail", c->built ? (!unsandboxed ? "sandboxed compiler" :
+			    "detail", c->built ? (!b->unsandboxed ? "sandboxed compiler" :
 			    "UNSANDBOXED compiler (developer mode)") :
 			    "the compiler failed"));
 			if (!c->built) {
@@ -723,111 +751,165 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 			}
 		}
 	}
+}
 
-	/* --seed reproduces a result; otherwise a fresh one, never reused */
-	seed = o->seed_given ? o->seed & EVAL_SEED_MASK : crypto_random_seed();
-	if (!(req = build_request(o, cs, backend, workdir, exe, unsandboxed,
-	    cuda ? &gpus[o->device] : NULL, seed))) {
-		error = -ENOMEM;
-		goto out;
+/*
+ * The one call to the judge that judge_choose() chose: 0 and b->reply, or
+ * an error with err. The server falls back to a one-shot judge.
+ */
+static int
+judge_call(struct batch *b, char *err, size_t errlen)
+{
+	char herr[2048];
+	int error = 0;
+
+	switch (b->judge_kind) {
+	case JUDGE_SERVER:
+		error = srv_call(b->o, &b->srv, b->req, &b->reply, b->srv_why, sizeof(b->srv_why));
+		b->srv_state = error == 0 ? (b->srv_spawned ? "spawned" : "hit") : "fallback";
+		if (error < 0)
+			error = oneshot_call(b->o, b->req, &b->reply, herr, sizeof(herr));
+		break;
+	case JUDGE_EARLY:
+		if ((error = judge_post(&b->judge, b->req)) < 0) {
+			snprintf(err, errlen, "cannot write the judge's request in %s: %s",
+			    b->workdir, strerror(-error));
+			return error;
+		}
+		error = judge_wait(&b->judge, &b->reply, herr, sizeof(herr));
+		break;
+	case JUDGE_ONESHOT:
+		error = oneshot_call(b->o, b->req, &b->reply, herr, sizeof(herr));
+		break;
 	}
-	if (json_array_size(json_object_get(req, "candidates")) > 0) {
-		t_prepare = clock_mono_s() - t0;
-		t_harness = clock_mono_s();
-		if (use_srv) {
-			error = srv_call(o, &srv, req, &reply, srv_why, sizeof(srv_why));
-			srv_state = error == 0 ? (srv_spawned ? "spawned" : "hit") : "fallback";
-			if (error < 0)
-				error = oneshot_call(o, req, &reply, herr, sizeof(herr));
-		} else if (judge.started) {
-			if ((error = judge_post(&judge, req)) < 0) {
-				snprintf(err, errlen, "cannot write the judge's request in %s: %s",
-				    workdir, strerror(-error));
-				goto out;
-			}
-			error = judge_wait(&judge, &reply, herr, sizeof(herr));
-		} else {
-			error = oneshot_call(o, req, &reply, herr, sizeof(herr));
-		}
-		t_harness = clock_mono_s() - t_harness;
-		if (error < 0) {
-			snprintf(err, errlen, "the judge failed: %s", herr);
-			goto out;
-		}
-		if (!jsonx_bool(reply, "ok", 0)) {
+	if (error < 0)
+		snprintf(err, errlen, "the judge failed: %s", herr);
+	return error;
+}
+
+/*
+ * Judge: the request with a seed (--seed reproduces a result; otherwise a
+ * fresh one, never reused), sent when any candidate is left to run.
+ */
+static int
+batch_judge(struct batch *b, char *err, size_t errlen)
+{
+	const struct eval_opts *o = b->o;
+	int error;
+
+	b->seed = o->seed_given ? o->seed & EVAL_SEED_MASK : crypto_random_seed();
+	if (!(b->req = build_request(o, b->cs, b->backend, b->workdir, b->exe, b->unsandboxed,
+	    batch_gpu(b), b->seed)))
+		return -ENOMEM;
+	if (json_array_size(json_object_get(b->req, "candidates")) > 0) {
+		b->t_prepare = clock_mono_s() - b->t0;
+		b->t_harness = clock_mono_s();
+		if ((error = judge_call(b, err, errlen)) < 0)
+			return error;
+		b->t_harness = clock_mono_s() - b->t_harness;
+		if (!jsonx_bool(b->reply, "ok", 0)) {
 			snprintf(err, errlen, "%s: %s", o->problem,
-			    jsonx_str(reply, "error.message", "the judge refused the problem"));
-			error = !strcmp(jsonx_str(reply, "error.stage", ""), "load") ? -EINVAL : -EPROTO;
-			goto out;
+			    jsonx_str(b->reply, "error.message", "the judge refused the problem"));
+			return !strcmp(jsonx_str(b->reply, "error.stage", ""), "load") ? -EINVAL :
+			    -EPROTO;
 		}
 	}
 	/* What became of the judge server, for the GPU runs' breakdown. */
-	if (reply && json_is_object(json_object_get(reply, "timing_breakdown_s"))) {
-		json_t *bd = json_object_get(reply, "timing_breakdown_s");
+	if (b->reply && json_is_object(json_object_get(b->reply, "timing_breakdown_s"))) {
+		json_t *bd = json_object_get(b->reply, "timing_breakdown_s");
 
-		json_object_set_new(bd, "judge_server", json_string(srv_state));
-		if (!strcmp(srv_state, "fallback"))
-			json_object_set_new(bd, "judge_server_reason", json_string(srv_why));
-		if (use_srv && srv.pid > 0)
-			json_object_set_new(bd, "judge_server_pid", json_integer(srv.pid));
+		json_object_set_new(bd, "judge_server", json_string(b->srv_state));
+		if (!strcmp(b->srv_state, "fallback"))
+			json_object_set_new(bd, "judge_server_reason", json_string(b->srv_why));
+		if (b->judge_kind == JUDGE_SERVER && b->srv.pid > 0)
+			json_object_set_new(bd, "judge_server_pid", json_integer(b->srv.pid));
 	}
-	problem = json_object_get(reply, "problem");
-	fp32 = jsonx_bool(problem, "float32_only", 0);
-	{
-		struct evalenv_in ei = { o, backend, cuda ? arch : NULL, cuda ? &gpus[o->device] : NULL,
-			reply, seed, o->seed_given, nbuild > 0 };
+	return 0;
+}
 
-		if (!(environment = evalenv_json(&ei))) {
-			error = -ENOMEM;
-			goto out;
-		}
-	}
+/*
+ * Merge: the judge's reply, the static checks, the environment and the
+ * provenance into each candidate's result, in order, into b->results.
+ */
+static int
+batch_merge(struct batch *b)
+{
+	const struct eval_opts *o = b->o;
+	const char *arch = b->cuda ? b->arch : NULL;
+	int fp32 = jsonx_bool(json_object_get(b->reply, "problem"), "float32_only", 0);
+	struct evalenv_in ei = { o, b->backend, arch, batch_gpu(b), b->reply, b->seed,
+		o->seed_given, b->nbuild > 0 };
+	json_t *environment = evalenv_json(&ei);
+
+	if (!environment)
+		return -ENOMEM;
 	for (size_t i = 0; i < o->n_candidates; i++) {
-		struct cand *c = &cs[i];
+		struct cand *c = &b->cs[i];
 		json_t *v;
 		size_t k;
 
-		json_array_foreach(json_object_get(reply, "candidates"), k, v)
+		json_array_foreach(json_object_get(b->reply, "candidates"), k, v)
 			if (jsonx_int(v, "id", -1) == (long long)i)
-				merge(c->res, v, reply);
+				merge(c->res, v, b->reply);
 		srccheck_file(c->path, fp32 || c->kind == KIND_PY ? fp32 : 0,
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
 		review_static_flags(c->res);
 		/* The whole command's steps, shared by the batch. */
 		json_object_set_new(json_object_get(c->res, "timing_breakdown_s"), "command",
-		    json_pack("{s:f, s:f}", "prepare", t_prepare, "harness", t_harness));
-		json_object_set_new(c->res, "wall_s", json_real(clock_mono_s() - t0));
+		    json_pack("{s:f, s:f}", "prepare", b->t_prepare, "harness", b->t_harness));
+		json_object_set_new(c->res, "wall_s", json_real(clock_mono_s() - b->t0));
 		/* what the kernel was built for: reports and the archive key on it */
-		json_object_set_new(c->res, "arch", json_string(cuda ? arch : "cpu"));
-		json_object_set_new(c->res, "device_info", device_info(cuda ? &gpus[o->device] : NULL,
-		    cuda ? arch : "cpu", reply));
+		json_object_set_new(c->res, "arch", json_string(b->cuda ? b->arch : "cpu"));
+		json_object_set_new(c->res, "device_info", device_info(batch_gpu(b),
+		    b->cuda ? b->arch : "cpu", b->reply));
 		/* The judge's own account of the seed; the request's for a
 		 * candidate it never saw (rejected, not built). */
 		if (!json_object_get(c->res, "seed"))
-			json_object_set_new(c->res, "seed", json_integer((json_int_t)seed));
+			json_object_set_new(c->res, "seed", json_integer((json_int_t)b->seed));
 		json_object_set_new(c->res, "environment", json_deep_copy(environment));
-		json_array_append(results, c->res);
+		json_array_append(b->results, c->res);
 	}
-	*out = results;
-	results = NULL;
-	error = 0;
-out:
-	if (cs)
-		for (size_t i = 0; i < o->n_candidates; i++) {
-			eval_build_free(&cs[i].build);
-			json_decref(cs[i].res);
-		}
-	free(cs);
-	free(gpus);
-	free(exe);
-	judge_cancel(&judge);
-	json_decref(req);
-	json_decref(reply);
-	json_decref(results);
 	json_decref(environment);
-	if (workdir[0] && !getenv("KERNELBOT_EVAL_KEEP"))
-		rm_tree(workdir);
+	return 0;
+}
+
+static void
+batch_free(struct batch *b)
+{
+	if (b->cs)
+		for (size_t i = 0; i < b->o->n_candidates; i++) {
+			eval_build_free(&b->cs[i].build);
+			json_decref(b->cs[i].res);
+		}
+	free(b->cs);
+	free(b->gpus);
+	free(b->exe);
+	judge_cancel(&b->judge);
+	json_decref(b->req);
+	json_decref(b->reply);
+	json_decref(b->results);
+	if (b->workdir[0] && !b->o->env.keep_workdir)
+		rm_tree(b->workdir);
+}
+
+int
+eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
+{
+	struct batch b = { .o = o, .t0 = clock_mono_s() };
+	int error;
+
+	if ((error = batch_prepare(&b, err, errlen)) == 0 &&
+	    (error = judge_choose(&b, err, errlen)) == 0 &&
+	    (error = batch_build(&b, err, errlen)) == 0) {
+		batch_start_results(&b);
+		if ((error = batch_judge(&b, err, errlen)) == 0 &&
+		    (error = batch_merge(&b)) == 0) {
+			*out = b.results;
+			b.results = NULL;
+		}
+	}
+	batch_free(&b);
 	return error;
 }
 

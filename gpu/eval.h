@@ -25,6 +25,39 @@
 #define EVAL_ADAPTIVE_MAX_ROUNDS 30	/* the judge's cap without --rounds (10 x 3) */
 #define EVAL_SEED_MASK 0x7fffffffffffffffull	/* seeds are 63 bits, as the judge reads them */
 
+/*
+ * What the evaluator takes from the process environment. The library reads
+ * no environment variable for these: the CLI fills them, in one place
+ * (cli_eval_env() in cli/cli.h), and a caller below the CLI is handed them
+ * through its own options. Zero is each variable unset.
+ */
+struct eval_env {
+	const char *tmp_dir;		/* TMPDIR: the working directory's parent;
+					 * NULL or "" = /tmp */
+	int unsandboxed;		/* KERNELBOT_EVAL_UNSANDBOXED=1: the compiler
+					 * and the candidates run unconfined, where no
+					 * sandbox is (developer mode; a failed check) */
+	int judge_late;			/* KERNELBOT_JUDGE_EARLY=0: neither the judge
+					 * server nor an early one-shot judge; one plain
+					 * harness call after the compiles */
+	int judge_server_off;		/* KERNELBOT_JUDGE_SERVER=0: as eval_opts'
+					 * judge_server_off */
+	int keep_workdir;		/* KERNELBOT_EVAL_KEEP set (any value): leave
+					 * the working directory for a post-mortem */
+	int allow_degraded;		/* KERNELBOT_SANDBOX_ALLOW_DEGRADED=1: the
+					 * judge runs where the host lacks a sandbox
+					 * feature (each missing one a failed check) */
+	int spot_sample_set;		/* KERNELBOT_SPOT_SAMPLE set and not empty: */
+	long spot_sample;		/* elements per output a spot check before the
+					 * last compares (0: all), as strtol reads it */
+	int check_fraction_set;		/* KERNELBOT_CHECK_FRACTION, a number from 0
+					 * to 1 (other values: unset, with a warning): */
+	double check_fraction;		/* the chance a timed run's outputs are checked */
+	int perturb_off;		/* KERNELBOT_PERTURB=0: fixed timing inputs */
+	double baseline_drift;		/* KERNELBOT_BASELINE_DRIFT, in (0, 100): the
+					 * judge's baseline drift limit; 0 = its default */
+};
+
 struct eval_opts {
 	const char *problem;
 	const char *const *candidates;
@@ -44,7 +77,8 @@ struct eval_opts {
 	int jobs;			/* parallel compiles; 0 = online CPUs */
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
 	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
-	int judge_server_off;		/* a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 */
+	int judge_server_off;		/* --no-judge-server: a one-shot judge, as
+					 * env.judge_server_off */
 	const json_t *profile;		/* the judge's "profile" request ({"tool", "args",
 					 * "timeout_s"}: gpu/profile.h), or NULL */
 	size_t mem_bytes;		/* a worker's memory limit; 0 = eval_default_mem(runners) */
@@ -62,10 +96,11 @@ struct eval_opts {
 	 */
 	int seed_given;
 	unsigned long long seed;
+	struct eval_env env;		/* EVAL_OPTS_INIT: all unset */
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0 }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, { 0 } }
 
 #define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */
 #define EVAL_MEM_FLOOR ((size_t)1 << 30)	/* and its floor */

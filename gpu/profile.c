@@ -122,6 +122,7 @@ profile_run(const struct profile_opts *o, struct profile_result *res,
 	eo.device = o->device;
 	eo.class_name = o->class_name;
 	eo.have_sandbox_exec = o->have_sandbox_exec;
+	eo.env = o->env;
 	/* Correctness once, the least timing: the profile is what is wanted. */
 	eo.trials = 1;
 	eo.rounds = 1;

@@ -22,6 +22,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "gpu/eval.h"
+
 #define PROFILE_MAX_KERNELS 256		/* distinct kernels kept from one report */
 #define PROFILE_MAX_ROWS 4096		/* launches read from one report */
 #define PROFILE_MAX_COLUMNS 4096
@@ -119,9 +121,10 @@ struct profile_opts {
 	double bw_gbs;			/* measured bandwidth; 0 = from this evaluation */
 	const char *class_name;
 	int have_sandbox_exec;		/* eval_opts' */
+	struct eval_env env;		/* eval_opts' (cli_eval_env); zero: all unset */
 };
 
-#define PROFILE_OPTS_INIT { NULL, NULL, NULL, NULL, 0, 0, 0, NULL, 0 }
+#define PROFILE_OPTS_INIT { NULL, NULL, NULL, NULL, 0, 0, 0, NULL, 0, { 0 } }
 
 struct profile_result {
 	const char *status;		/* "ok", "unavailable" (no ncu, no permission,

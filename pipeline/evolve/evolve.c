@@ -156,6 +156,7 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.disk_bytes = r->o->disk_bytes;
 	eo.runners = r->o->runners;
 	eo.build_timeout_s = r->o->build_timeout_s;
+	eo.env = r->o->eval_env;
 	if ((error = fn(&eo, results, r->error, sizeof(r->error))) < 0)
 		return error;
 	if (!json_is_array(*results) || json_array_size(*results) != n) {

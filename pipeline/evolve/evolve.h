@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/eval.h"
+
 /* One candidate a proposer returns: owned by the loop once returned. */
 struct evolve_candidate {
 	char *source;		/* the kernel source (malloc'd) */
@@ -165,6 +167,8 @@ struct evolve_opts {
 	int have_sandbox_exec;		/* passed to eval_opts */
 	size_t mem_bytes, disk_bytes;	/* passed to eval_opts (0: its defaults) */
 	int runners, build_timeout_s;	/* passed to eval_opts (0: its defaults) */
+	struct eval_env eval_env;	/* passed to eval_opts: the CLI fills it
+					 * (cli_eval_env); zero: all unset */
 	int quiet;			/* no progress lines on stderr */
 	evolve_eval_fn eval;		/* NULL: eval_run */
 };

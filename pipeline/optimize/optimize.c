@@ -424,7 +424,7 @@ static int
 stage1_run(const struct config *cfg, const struct optimize_module *m, const char *irerr,
     struct evolve_opts *eo, struct llm_functionalize_result *fr, char *tmpdir, size_t tmplen)
 {
-	const char *t = getenv("TMPDIR");
+	const char *t = eo->eval_env.tmp_dir;
 	char err[1024];
 
 	if (snprintf(tmpdir, tmplen, "%s/kernelbot-stage1-XXXXXX", t && *t ? t : "/tmp") >= (int)tmplen ||
@@ -515,7 +515,8 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 				goto out;
 			}
 			if (!strcmp(k->name, "llm"))
-				optimize_llm_set_eval(eo.proposers[n], eo.device, eo.have_sandbox_exec);
+				optimize_llm_set_eval(eo.proposers[n], eo.device, eo.have_sandbox_exec,
+				    &eo.eval_env);
 			eo.shares[n++] = 1;
 		}
 		p += len + (p[len] == ',');

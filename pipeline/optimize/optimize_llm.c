@@ -43,6 +43,7 @@ struct wrap {
 	int profile_force;		/* `profile: ncu` on any backend */
 	int device;			/* CUDA ordinal for the profile's evaluation */
 	int have_sandbox_exec;
+	struct eval_env env;		/* the profile's evaluation's */
 	char *ncu;			/* probed once, on first use */
 	int ncu_probed;
 	char *profile_off;		/* why profiling stopped for this job, or NULL */
@@ -105,7 +106,7 @@ profile_kernel(struct wrap *w, const struct evolve_ctx *ctx, const struct evolve
 	struct profile_opts po = PROFILE_OPTS_INIT;
 	struct profile_result res;
 	char dir[PATH_MAX], file[PATH_MAX + 16], err[1024];
-	const char *t = getenv("TMPDIR");
+	const char *t = w->env.tmp_dir;
 	char *text = NULL;
 	int error;
 
@@ -124,6 +125,7 @@ profile_kernel(struct wrap *w, const struct evolve_ctx *ctx, const struct evolve
 	po.device = w->device;
 	po.bw_gbs = jsonx_num(ctx->device, "bandwidth_gbs", 0);
 	po.have_sandbox_exec = w->have_sandbox_exec;
+	po.env = w->env;
 	error = profile_run(&po, &res, err, sizeof(err));
 	unlink(file);
 	rmdir(dir);
@@ -198,12 +200,14 @@ optimize_llm_profile_mode(const struct config *cfg, const char *backend, int *on
 }
 
 void
-optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec)
+optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec,
+    const struct eval_env *env)
 {
 	struct wrap *w = p->state;
 
 	w->device = device;
 	w->have_sandbox_exec = have_sandbox_exec;
+	w->env = *env;
 }
 
 static int

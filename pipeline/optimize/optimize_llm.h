@@ -52,10 +52,12 @@ int optimize_llm_profile_mode(const struct config *cfg, const char *backend,
 
 /*
  * How the profile hook's evaluations run: the job's CUDA ordinal
- * (--device; 0 by default) and eval_opts' have_sandbox_exec. p: a
- * proposer from optimize_llm_new.
+ * (--device; 0 by default), eval_opts' have_sandbox_exec and env (copied;
+ * its tmp_dir, borrowed, is also where the hook writes the kernel it
+ * profiles). p: a proposer from optimize_llm_new.
  */
-void optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec);
+void optimize_llm_set_eval(struct proposer *p, int device, int have_sandbox_exec,
+    const struct eval_env *env);
 
 /*
  * Record one call attempt (the client's record hook's argument) in the

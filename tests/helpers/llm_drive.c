@@ -225,6 +225,7 @@ evolve(const struct llm_config *lc, struct store *s, const char *problem,
 		eo.timeout_s = 20;
 		eo.baselines = "eager";
 		eo.jobs = 2;
+		cli_eval_env(&eo.env);
 		if (eval_run(&eo, &res, err, sizeof(err)) < 0) {
 			fprintf(stderr, "llm_drive: eval: %s\n", err);
 			stop = "error";
