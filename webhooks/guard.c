@@ -283,20 +283,27 @@ reaper(void *arg)
 }
 
 /*
- * Is c's body too slow to keep its slot when the server is full: past
- * WH_GUARD_FULL_GRACE_S, not on course to end within WH_GUARD_FULL_BODY_S
- * of its head (at its average rate so far; a body of unknown length, once
- * past WH_GUARD_FULL_BODY_S)? Under the lock.
+ * Is c's body too slow to keep its slot when the server is full: under
+ * way for WH_GUARD_FULL_GRACE_MS (so a body in its first milliseconds,
+ * still on its way behind its head, is never ended), and not on course
+ * to end within WH_GUARD_FULL_BODY_S of its head at its average rate so
+ * far, its time counted as at least WH_GUARD_FULL_FLOOR_MS (so a body
+ * that has just begun is judged by what it sent in that much time)? A
+ * body that has received nothing is never on course; one that trickles,
+ * or stalls, falls off course as its time grows. A body of unknown
+ * length: once past WH_GUARD_FULL_BODY_S. Under the lock.
  */
 static int
 body_slow(const struct wh_guard_conn *c, const struct timespec *now)
 {
 	double t = since_s(&c->since, now);
 
-	if (t < WH_GUARD_FULL_GRACE_S)
+	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
 		return 0;
 	if (!c->expected)
 		return t > WH_GUARD_FULL_BODY_S;
+	if (t * 1000 < WH_GUARD_FULL_FLOOR_MS)
+		t = WH_GUARD_FULL_FLOOR_MS / 1000.0;
 	return !c->received ||
 	    t * (double)c->expected / (double)c->received > WH_GUARD_FULL_BODY_S;
 }
@@ -338,7 +345,8 @@ older(const struct timespec *a, const struct timespec *b)
 
 /*
  * Of two in class 1, is a the first to end: a slow body before a whole
- * head not yet read, the lower average rate, the older head?
+ * head not yet read, the lower average rate, then (at an equal rate, as
+ * for bodies that have received nothing) the older head?
  */
 static int
 slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
@@ -348,8 +356,10 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
 		return b->whole;
 	if (a->whole)
 		return older(&a->since, &b->since);
-	return (double)a->received * since_s(&b->since, now) <
-	    (double)b->received * since_s(&a->since, now);
+	double ra = (double)a->received * since_s(&b->since, now);
+	double rb = (double)b->received * since_s(&a->since, now);
+
+	return ra < rb || (ra == rb && older(&a->since, &b->since));
 }
 
 /*

@@ -28,9 +28,14 @@
  *     connections nor slow heads from any number of addresses can keep a
  *     new address out, and an address at its share cannot churn its own.
  *     After heads, a body under way is ended for room when it is slow:
- *     past WH_GUARD_FULL_GRACE_S and, at its average rate, not on course
- *     to end within WH_GUARD_FULL_BODY_S of its head (the slowest first),
- *     and only for a newcomer whose address holds fewer connections.
+ *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
+ *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
+ *     course to end within WH_GUARD_FULL_BODY_S of its head (one that has
+ *     received nothing never is); the lowest rate first, then the oldest;
+ *     and only for a newcomer whose address holds fewer connections. A
+ *     genuine sender's body follows its head at once and is on course
+ *     within milliseconds; a head whose body never comes, trickles, or
+ *     stalls behind is not, however young.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
@@ -55,7 +60,8 @@
 #define WH_GUARD_BODY_GRACE_S	2	/* seconds before the body rate counts */
 #define WH_GUARD_LINE_S		3	/* seconds from accept to a whole request line */
 #define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
-#define WH_GUARD_FULL_GRACE_S	1	/* ... once it has been arriving this long */
+#define WH_GUARD_FULL_GRACE_MS	20	/* ... once it has been under way this long */
+#define WH_GUARD_FULL_FLOOR_MS	250	/* ... its time counted as at least this */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 

@@ -409,38 +409,49 @@ test_room_for_idle(void)
 	config_free(c);
 }
 
-/* F2: slow bodies are ended for room, the slowest first, after a grace. */
+/*
+ * Two bodies from one address fill a server of two slots: the first has
+ * received slow_got of slow_want (not on course), the second ok_got of
+ * ok_want (on course). A newcomer from another address at once (within
+ * WH_GUARD_FULL_GRACE_MS) is refused and both are left alone; after
+ * wait_ms, one from a third address ends the first body, not the second.
+ */
 static void
-test_room_for_slow_bodies(void)
+room_for_bodies(const char *net, size_t slow_want, size_t slow_got,
+    size_t ok_want, size_t ok_got, long wait_ms)
 {
 	struct config *c = load("http:\n  max_connections: 2\n  min_body_bytes_per_s: 1\n");
 	struct wh_guard *g = NULL;
 	struct wh_guard_conn *conn[4];
-	const char *from[4] = { "127.0.3.1", "127.0.3.1", "127.0.3.2", "127.0.3.3" };
+	const int host[4] = { 1, 1, 2, 3 };
 	struct sockaddr_in sa[4];
 	int sp[4][2];
+	char a[32];
 
 	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
 		return;
 	for (int i = 0; i < 4; i++) {
 		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
-		sa[i] = v4(from[i]);
+		snprintf(a, sizeof(a), "%s.%d", net, host[i]);
+		sa[i] = v4(a);
 	}
 	for (int i = 0; i < 2; i++) {
 		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
 		wh_guard_line_done(g, conn[i]);
 	}
-	wh_guard_head(g, conn[0], NULL, 1, 1000000);	/* 10 of 1 MB: hours at this rate */
-	wh_guard_body(g, conn[0], 10, 1);
-	wh_guard_head(g, conn[1], NULL, 1, 1000);	/* all of it at once */
-	wh_guard_body(g, conn[1], 1000, 1);
-	CHECK_INT("a body just begun is not ended for room",
+	wh_guard_head(g, conn[0], NULL, 1, slow_want);
+	if (slow_got)
+		wh_guard_body(g, conn[0], slow_got, 1);
+	wh_guard_head(g, conn[1], NULL, 1, ok_want);
+	wh_guard_body(g, conn[1], ok_got, 1);
+	CHECK_INT("a body in its first WH_GUARD_FULL_GRACE_MS is not ended for room",
 	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]), -EUSERS);
-	CHECK("both bodies left alone", left_alone(sp[0][1], 100) && left_alone(sp[1][1], 100));
-	nanosleep(&(struct timespec){ 1, 200000000 }, NULL);
-	CHECK_INT("past WH_GUARD_FULL_GRACE_S, a newcomer from a smaller address is taken",
+	CHECK("both bodies left alone", left_alone(sp[0][1], 50) && left_alone(sp[1][1], 50));
+	nanosleep(&(struct timespec){ wait_ms / 1000, wait_ms % 1000 * 1000000L }, NULL);
+	CHECK_INT("later, a newcomer from a lighter address is taken",
 	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
-	CHECK("by ending the slow body at once", !left_alone(sp[0][1], 300) && peer_sees_eof(sp[0][1]));
+	CHECK("by ending the body off course at once",
+	    !left_alone(sp[0][1], 300) && peer_sees_eof(sp[0][1]));
 	CHECK("the body on course is left alone", left_alone(sp[1][1], 200));
 	for (int i = 0; i < 4; i++) {
 		wh_guard_close(g, conn[i]);
@@ -449,6 +460,28 @@ test_room_for_slow_bodies(void)
 	}
 	wh_guard_free(g);
 	config_free(c);
+}
+
+/*
+ * F2: a slow body (10 of 1 MB: hours at this rate) is ended for room, a
+ * body all in at once is not.
+ */
+static void
+test_room_for_slow_bodies(void)
+{
+	room_for_bodies("127.0.3", 1000000, 10, 1000, 1000, 1200);
+}
+
+/*
+ * N1: a whole head whose body has not begun (1 MB declared, none sent) is
+ * never on course, so it is ended for a newcomer from a lighter address
+ * well before a second; a body on course in its first
+ * WH_GUARD_FULL_FLOOR_MS (a third of 300 KB at once) is not.
+ */
+static void
+test_room_for_young_bodies(void)
+{
+	room_for_bodies("127.0.5", 1000000, 0, 300000, 100000, 0);
 }
 
 /*
@@ -521,6 +554,7 @@ main(void)
 	test_line_deadline();
 	test_room_for_idle();
 	test_room_for_slow_bodies();
+	test_room_for_young_bodies();
 	test_handover();
 	return t_done("test_wh_guard");
 }
