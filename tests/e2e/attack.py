@@ -20,6 +20,8 @@ whenever the server closes one:
   replay     N threads sending one captured, genuinely signed push again
              and again, each time under a fresh delivery id, as fast as
              the server answers (every answer should be 200 duplicate)
+  young      a whole head declaring a 1 MB body, no body bytes, reset after
+             0.8 s and reopened at once (so no body ever gets a second old)
 
 Prints one line per attack and one for the deliveries:
 
@@ -37,6 +39,7 @@ import http.client
 import json
 import selectors
 import socket
+import struct
 import sys
 import threading
 import time
@@ -63,7 +66,7 @@ class Attack:
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
-        self.declare = 25 * MIB - 1024
+        self.declare = 1000000 if kind == "young" else 25 * MIB - 1024
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent]
         self.seq = 0
@@ -94,20 +97,21 @@ class Attack:
         self.sel.register(s, selectors.EVENT_READ, self)
 
     def fill(self):
-        # Reopened 5 times a second at most: a refused socket is not a busy loop.
+        # Reopened 5 times a second at most (young: 50), so a refused socket is
+        # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + 0.2
+        self.next_fill = time.monotonic() + (0.02 if self.kind == "young" else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
             self.open_one(len(self.live))
             i += 1
         self.peak = max(self.peak, len(self.live))
 
-    def gone(self, s):
+    def gone(self, s, by_server=True):
         t0 = self.live.pop(s)[0]
         self.longest = max(self.longest, time.monotonic() - t0)
-        self.closed += 1
+        self.closed += by_server
         self.sel.unregister(s)
         s.close()
 
@@ -140,6 +144,11 @@ class Attack:
                     st[1] = now
                 elif self.kind == "stall" and st[2] < 20 * MIB:
                     st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
+                elif self.kind == "young" and now - st[0] >= 0.8:
+                    # Reset (RST, not FIN), as the attack did.
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                 struct.pack("ii", 1, 0))
+                    self.gone(s, False)
             except BlockingIOError:
                 pass
             except OSError:

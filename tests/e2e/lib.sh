@@ -177,6 +177,28 @@ attack_field() {
 	    sed -n "${3:-1}p" | cut -d. -f1
 }
 
+# attack_run SECONDS HEALTHZ_AT SPEC...: tests/e2e/attack.py's SPECs
+# against kernelbot serve ($KB_PORT) for SECONDS, genuine deliveries of
+# the github push fixture meanwhile, run from $TMP into $TMP/attack.out;
+# HEALTHZ_AT seconds in (0: never) /healthz must answer 200. Prints the
+# output as comments once the attack is over.
+attack_run() {
+	secs=$1 at=$2
+	shift 2
+	(cd "$TMP" && /usr/bin/python3 "$KB_ROOT/tests/e2e/attack.py" "$KB_PORT" "$secs" \
+	    "$TMP/github.secret" "$KB_ROOT/tests/fixtures/webhooks/github-push.json" "$@" \
+	    >"$TMP/attack.out" 2>&1) &
+	att=$!
+	t_bg "$att"
+	if [ "$at" -gt 0 ]; then
+		sleep "$at"
+		http GET "http://127.0.0.1:$KB_PORT/healthz"
+		check_eq "healthz during the attack" "$HTTP_CODE" 200
+	fi
+	wait "$att"
+	sed 's/^/# /' "$TMP/attack.out"
+}
+
 # check_genuine: attack.py's genuine deliveries (run from $TMP) went on
 # throughout the attack, each got 202, 99% within 1 s and all within 5 s
 # (issue 23), and every 202 is in the store. Sets sent.

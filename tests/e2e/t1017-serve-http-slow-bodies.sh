@@ -9,20 +9,10 @@
 # holding equal shares, cannot churn each other's bodies.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1017
-FX="$KB_ROOT/tests/fixtures/webhooks"
 kb_config "$TMP/kb.yml"
 kb_serve_start "$TMP/kb.yml" || t_done
 
-(cd "$TMP" && /usr/bin/python3 "$KB_ROOT/tests/e2e/attack.py" "$KB_PORT" 12 \
-    "$TMP/github.secret" "$FX/github-push.json" bodies:127.0.0.2-7:258 \
-    >"$TMP/attack.out" 2>&1) &
-ATT=$!
-t_bg "$ATT"
-sleep 6
-http GET "http://127.0.0.1:$KB_PORT/healthz"
-check_eq "healthz during the attack" "$HTTP_CODE" 200
-wait "$ATT"
-sed 's/^/# /' "$TMP/attack.out"
+attack_run 12 6 bodies:127.0.0.2-7:258
 check_genuine
 check "the attack did fill the server (250+ bodies at once)" test "$(attack_field bodies peak)" -ge 250
 check "slow bodies were ended to make room (at least one per delivery)" \
