@@ -6,7 +6,7 @@
 #   make device-bundle                                  (on the build host)
 #   STEPS="eval compiler opt" LIMIT=560 sh bench/gpu_session.sh   (GPU host)
 #
-# Steps: eval compiler scratch coord report llm profile (tests/gpu/*-gpu.sh),
+# Steps: eval repro compiler scratch coord report llm profile (tests/gpu/*-gpu.sh),
 # opt (bench/optimize_gpu.sh over $OPT, names like 01_scale_gelu_bias;
 # default all), rowperf (bench/rowperf.sh $ROWPERF), repeat
 # (bench/eval_throughput.sh repeat), throughput (bench/eval_throughput.sh
@@ -48,7 +48,7 @@ paths() {	# problem names -> files under KERNELBOT_PROBLEMS
 # shellcheck disable=SC2086
 step_cmd() {
 	case $1 in
-	eval|coord|report|llm|profile|scratch) echo "sh tests/gpu/$1-gpu.sh" ;;
+	eval|coord|report|llm|profile|scratch|repro) echo "sh tests/gpu/$1-gpu.sh" ;;
 	compiler) echo "env COMPILER_GPU_OUT=$logs/cg sh tests/gpu/compiler-gpu.sh ${CG:+$(paths $CG)}" ;;
 	opt) echo "env OUT=$logs/opt sh bench/optimize_gpu.sh ${OPT:+$(paths $OPT)}" ;;
 	rowperf) echo "env OUT=$logs/rowperf sh bench/rowperf.sh ${ROWPERF:-}" ;;
@@ -65,7 +65,7 @@ step_cmd() {
 # the copy has one, need not be what the binary was built from
 echo "gpu-session: bundle $(cat device-bundle/COMMIT 2>/dev/null || echo '?') $(date -u +%FT%TZ)" \
 	"$(nvidia-smi -L 2>/dev/null | head -n 1)" | tee -a "$summary"
-for s in ${STEPS:-eval compiler scratch coord report llm profile}; do
+for s in ${STEPS:-eval repro compiler scratch coord report llm profile}; do
 	left=$((deadline - $(date +%s)))
 	if ! cmd=$(step_cmd "$s"); then
 		echo "== $s: unknown step" | tee -a "$summary"

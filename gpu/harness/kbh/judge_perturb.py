@@ -451,8 +451,10 @@ class Perturber:
             pos = torch.unique(torch.minimum(pos, mirror(pos, p["shape"])))
         r = self.rparams.get(k, {}).get(j) if self._refreshable(k, j) else None
         if r is not None:
-            orig = self._orig(k, j)
-            now = orig[(r[0] * pos + r[1]) % orig.numel()]
+            # Gathered where the set lives: a copy of the whole input to
+            # the host every run would cost more than the run itself.
+            orig = self.ctx.sets[k]["args"][j].detach().reshape(-1)
+            now = orig[((r[0] * pos + r[1]) % orig.numel()).to(orig.device)].cpu()
         else:
             flat, _ = self._flat(k, j)
             now = flat[pos]

@@ -176,7 +176,42 @@ def _forget_problem_modules(before, problem):
             sys.modules.pop(name, None)
 
 
-def _serve(opts, listener, ino, t_spawn):
+class _Stop:
+    """SIGTERM, seen by a thread of its own instead of raised into whatever
+    the main thread runs (a finalizer that gc.collect() runs would print a
+    raised SystemExit and swallow it, leaving the server up): the signal's
+    number arrives on a wakeup pipe; the thread cancels the evaluation
+    running, if any, and shuts the listener, and the serve loop ends."""
+
+    def __init__(self, listener):
+        self.signum = None
+        self.rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        threading.Thread(target=self._run, args=(listener,), daemon=True).start()
+
+    def _run(self, listener):
+        while True:
+            select.select([self.rfd], [], [])
+            try:
+                got = os.read(self.rfd, 64)
+            except BlockingIOError:
+                continue
+            if signal.SIGTERM in got:
+                break
+        self.signum = signal.SIGTERM
+        if "kbh.judge_worker" in sys.modules:
+            sys.modules["kbh.judge_worker"].cancel_all()
+        try:
+            listener.shutdown(socket.SHUT_RDWR)	# wakes accept()
+        except OSError:
+            pass
+
+    def why(self):
+        return "signal %d" % self.signum if self.signum else None
+
+
+def _serve(opts, listener, ino, t_spawn, stop):
     from kbh import protocol
     import torch
     from kbh import judge
@@ -205,13 +240,17 @@ def _serve(opts, listener, ino, t_spawn):
     running = os.open(opts["running"], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     first = True
     listener.settimeout(min(POLL_S, idle_s))
-    while True:
+    while not stop.why():
         try:
             conn, _ = listener.accept()
         except socket.timeout:
             if time.time() - meta["last_used"] >= idle_s or not _ours(opts["sock"], ino):
                 return "idle" if _ours(opts["sock"], ino) else "socket replaced"
             continue
+        except OSError:
+            if stop.why():
+                break
+            raise
         req_next = None
         with conn:
             conn.settimeout(None)
@@ -285,7 +324,7 @@ def _serve(opts, listener, ino, t_spawn):
         meta["requests"] += 1
         meta["last_used"] = time.time()
         _write_meta(opts["meta"], meta)
-        if req_next is not None:
+        if req_next is not None and not stop.why():
             # The next request's reference process, started now: its
             # sandbox and PyTorch import overlap the caller's compiles
             # (kbh/judge_ref.py; a request that does not match closes it).
@@ -297,6 +336,7 @@ def _serve(opts, listener, ino, t_spawn):
             except Exception as e:  # noqa: B902 -- an optimization only
                 print("judge-server: no prestarted reference process: %s: %s"
                       % (type(e).__name__, e), file=sys.stderr)
+    return stop.why()
 
 
 def main(argv):
@@ -331,16 +371,12 @@ def main(argv):
     os.write(wfd, b"1")
     os.close(wfd)
 
-    def _term(signum, frame):
-        raise SystemExit("signal %d" % signum)
-    signal.signal(signal.SIGTERM, _term)
+    stop = _Stop(listener)
     print("judge-server %d: listening on %s (%s device %s, idle %s s)" % (
         os.getpid(), opts["sock"], opts["backend"], opts["device"], opts["idle"]), file=sys.stderr)
     why = "?"
     try:
-        why = _serve(opts, listener, ino, t_spawn)
-    except SystemExit as e:
-        why = str(e)
+        why = _serve(opts, listener, ino, t_spawn, stop)
     except BaseException:  # noqa: B902 -- logged; the client falls back
         traceback.print_exc()
         why = "crashed"
