@@ -309,6 +309,26 @@ body_slow(const struct wh_guard_conn *c, const struct timespec *now)
 }
 
 /*
+ * The seconds c's body needs to end at its average rate so far, for a
+ * body under way past WH_GUARD_FULL_GRACE_MS with a known length and
+ * bytes received; else 0 (not a body, or one body_slow() judges). Under
+ * the lock.
+ */
+static double
+body_left_s(const struct wh_guard_conn *c, const struct timespec *now)
+{
+	double t;
+
+	if (c->state != CONN_BODY || !c->has_slot || !c->peer || c->proxied ||
+	    !c->expected || !c->received || c->received >= c->expected)
+		return 0;
+	t = since_s(&c->since, now);
+	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
+		return 0;
+	return t * (double)(c->expected - c->received) / (double)c->received;
+}
+
+/*
  * How far a connection is from earning its slot when the server is full:
  * 0 for one that is not to be ended for room (a body on its way at a
  * good rate, a request being answered, one being handed over, a trusted
@@ -372,7 +392,14 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
  * connections, then the oldest; among bodies, the slowest. Only an
  * address holding at least as many as c's own can lose a head to c, and
  * only one holding more a body (so addresses at an equal share cannot
- * churn each other's bodies); when the pick is c's own address, c is
+ * churn each other's bodies), except when c is alone from its address:
+ * then a slow body from an address holding one goes too (one slow body
+ * from each of hundreds of addresses must not keep a forge out). With
+ * none of those, the last resort is a body on course from an address
+ * holding more than c's own and more than one: the one with the most
+ * time left at its rate (bodies that stay on course, sent again and
+ * again from a few addresses, are the attacker's, a forge's are done
+ * in milliseconds). When the pick is c's own address, c is
  * refused instead: an address at its share cannot churn its own
  * connections, nor take a slot from an address holding fewer (a forge
  * sending one delivery). Trusted proxies' connections are never ended
@@ -381,16 +408,34 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
-	struct wh_guard_conn *victim = NULL;
+	struct wh_guard_conn *victim = NULL, *last = NULL;
 	unsigned mine = c->has_slot ? c->peer->slots : 0;
 	struct timespec now;
 	int vclass = 0;
+	double last_left = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
 		int k = room_class(v, &now);
 
-		if (!k || v->peer->slots < mine || (k == 1 && v->peer->slots == mine))
+		if (!k) {
+			/* The last resort: a body on course from a heavier address. */
+			double left = body_left_s(v, &now);
+
+			if (left > 0 && v->peer->slots > (mine > 1 ? mine : 1) &&
+			    (!last || left > last_left)) {
+				last = v;
+				last_left = left;
+			}
+			continue;
+		}
+		/*
+		 * A body off course may go to an address at an equal share only
+		 * when that share is the newcomer alone (a forge's one delivery
+		 * against one slow body from each of many addresses).
+		 */
+		if (v->peer->slots < mine || (k == 1 && v->peer->slots == mine &&
+		    (v->whole || v->state != CONN_BODY || mine > 1)))
 			continue;
 		if (!victim || k > vclass || (k == vclass && (k == 1 ?
 		    slower(v, victim, &now) : v->peer->slots > victim->peer->slots ||
@@ -400,6 +445,8 @@ make_room(struct wh_guard *g, struct wh_guard_conn *c)
 			vclass = k;
 		}
 	}
+	if (!victim)
+		victim = last;
 	if (!victim || (c->has_slot && victim->peer == c->peer)) {
 		kill_conn(g, c, 0);
 		return -EUSERS;

@@ -32,10 +32,13 @@
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
  *     course to end within WH_GUARD_FULL_BODY_S of its head (one that has
  *     received nothing never is); the lowest rate first, then the oldest;
- *     and only for a newcomer whose address holds fewer connections. A
- *     genuine sender's body follows its head at once and is on course
- *     within milliseconds; a head whose body never comes, trickles, or
- *     stalls behind is not, however young.
+ *     and only for a newcomer whose address holds fewer connections, or
+ *     one alone from its address against an address holding one. Last,
+ *     with nothing else to end, a body on course from an address holding
+ *     more than the newcomer's and more than one: the most time left at
+ *     its rate first. A genuine sender's body follows its head at once
+ *     and is on course within milliseconds; a head whose body never
+ *     comes, trickles, or stalls behind is not, however young.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the

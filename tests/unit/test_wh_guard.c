@@ -485,6 +485,70 @@ test_room_for_young_bodies(void)
 }
 
 /*
+ * N2: a server of n slots full of bodies, body i from address host[i]
+ * having received got[i] of want[i] bytes 30 ms ago; a newcomer from a
+ * fresh address: taken (ending the body `ends`) or refused (ends < 0).
+ */
+static void
+room_among_bodies(const char *label, int n, const int *host, const size_t *want,
+    const size_t *got, int ends)
+{
+	char yml[96], a[32];
+	struct config *c;
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[8];
+	struct sockaddr_in sa[8];
+	int sp[8][2];
+
+	snprintf(yml, sizeof(yml), "http:\n  max_connections: %d\n  min_body_bytes_per_s: 1\n", n);
+	c = load(yml);
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i <= n; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		snprintf(a, sizeof(a), "127.0.7.%d", i < n ? host[i] : 200);
+		sa[i] = v4(a);
+	}
+	for (int i = 0; i < n; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		wh_guard_line_done(g, conn[i]);
+		wh_guard_head(g, conn[i], NULL, 1, want[i]);
+		wh_guard_body(g, conn[i], got[i], 1);
+	}
+	nanosleep(&(struct timespec){ 0, 30 * 1000000L }, NULL);
+	CHECK_INT(label, wh_guard_open(g, sp[n][0], (struct sockaddr *)&sa[n], sizeof(sa[n]),
+	    &conn[n]), ends < 0 ? -EUSERS : 0);
+	for (int i = 0; i < n; i++)
+		CHECK(i == ends ? "the body ended is the one expected" : "the others are left alone",
+		    i == ends ? !left_alone(sp[i][1], 300) && peer_sees_eof(sp[i][1]) :
+		    left_alone(sp[i][1], 50));
+	for (int i = 0; i <= n; i++) {
+		wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
+static void
+test_room_among_bodies(void)
+{
+	/* One slow body from each of two addresses: a newcomer alone from a third ends the slower. */
+	room_among_bodies("one slow body an address: a lone newcomer is taken", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 1000000, 1000000 },
+	    (const size_t[]){ 10, 5 }, 1);
+	/* Bodies on course from a crowded address: the one with the most left goes. */
+	room_among_bodies("bodies on course from a crowded address: one goes", 3,
+	    (const int[]){ 3, 3, 3 }, (const size_t[]){ 6000, 6000, 6000 },
+	    (const size_t[]){ 5000, 3000, 5500 }, 1);
+	/* Bodies on course, one an address: none goes (a forge's own). */
+	room_among_bodies("bodies on course, one an address: refused", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 6000, 6000 },
+	    (const size_t[]){ 5000, 5000 }, -1);
+}
+
+/*
  * A whole head handed from the door to the server keeps its slot through
  * the handover and is not ended for room until the server has read it:
  * the newcomer is refused instead, whatever its address holds.
@@ -555,6 +619,7 @@ main(void)
 	test_room_for_idle();
 	test_room_for_slow_bodies();
 	test_room_for_young_bodies();
+	test_room_among_bodies();
 	test_handover();
 	return t_done("test_wh_guard");
 }
