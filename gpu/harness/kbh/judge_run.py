@@ -622,7 +622,7 @@ class CandidateRun:
                 if (r >= ctx.max_rounds or (precision is not None and precision <= ctx.precision)
                         or time.perf_counter() - t_rounds > (1 + ADAPTIVE_WALL_FACTOR) * floor_s):
                     break
-            rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
+            rot = self.rotation(r)
             order = ["eager", "cand", "compile"]
             order = order[r % 3:] + order[:r % 3]
             for who in order:
@@ -741,11 +741,10 @@ class CandidateRun:
         (a median more than RETIME_AGREE slower), and keeps its flags."""
         got = self.integrity_trips(n_rounds, side_notes, untimed_notes, clock_runs)
         if got:
-            S = self.ctx.timing_sets
             t0 = time.perf_counter()
             side2, untimed2, clock2, cand = [], [], [], []
             for r in range(RETIME_ROUNDS):
-                rot = [S[(r + i) % len(S)] for i in range(self.ctx.reps)]
+                rot = self.rotation(r)
                 cand.append(self.timed_round(w, rot, r, side2, untimed2, clock2))
             self.add_time("timing_recheck", t0)
             again = self.integrity_trips(RETIME_ROUNDS, side2, untimed2, clock2)
@@ -863,20 +862,25 @@ class CandidateRun:
                    % (fig["median_ms"], fig["floor_ms"], jt.FLOOR_MARGIN, must, ws, llc,
                       fig["bandwidth_gbs"], note, roof))
 
+    def rotation(self, r):
+        """Round r's timed sets: reps runs rotating among the timing sets
+        from set r mod their number, so every round starts elsewhere."""
+        S = self.ctx.timing_sets
+        return [S[(r + i) % len(S)] for i in range(self.ctx.reps)]
+
     def retime(self, w, probe, baselines, se, sc, seed):
         """RETIME_ROUNDS more rounds of the candidate, each next to a copy
         (probe) and, with baselines, eager and torch.compile as in the
         main loop: (median ms, eager speedup, compile speedup); a speedup
         that was None stays None."""
         ctx = self.ctx
-        S = ctx.timing_sets
         if probe is not None:
             probe.fresh()
         cand, eager, comp = [], [], []
         eager_fn = getattr(ctx, "eager_fn", None) if baselines else None
         comp_fn = getattr(ctx, "compile_fn", None) if baselines and ctx.cached is None else None
         for r in range(RETIME_ROUNDS):
-            rot = [S[(r + i) % len(S)] for i in range(ctx.reps)]
+            rot = self.rotation(r)
             # Timed runs like the others: each may be checked.
             cand.append(self.timed_round(w, rot, r, [], []))
             if probe is not None:
