@@ -142,6 +142,13 @@ cmd_serve(int argc, char **argv)
 		rc = error == -EINVAL ? EXIT_USAGE : 1;
 		goto out;
 	}
+	if ((error = config_fd_raise(cfg)) < 0) {
+		fprintf(stderr, "kernelbot serve: http.max_connections: raising "
+		    "RLIMIT_NOFILE to %llu open files: %s\n",
+		    config_fd_need(cfg), strerror(-error));
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	rc = EXIT_USAGE;
 	if (listen && config_set_listen(cfg, listen) < 0) {
 		cli_usage_error("serve", "--listen '%s' is not ADDR:PORT", listen);

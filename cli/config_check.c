@@ -226,42 +226,60 @@ check_secrets_distinct(const struct config *c, char *err, size_t errlen)
 }
 
 /*
- * The open files serve needs for http.max_connections (the door's bound,
+ * The open files serve needs for http.max_connections: the door's bound,
  * a quarter more for sockets ended and not yet closed, and room for the
- * store, the logs and the forge clients) against RLIMIT_NOFILE, the soft
- * limit first raised as far as the hard one allows. Short of it, accept
- * fails with EMFILE under a crowd and the door spins on the ready socket
- * it cannot take (an outside attack saw 6.5 s of CPU in 9 s and /healthz
+ * store, the logs and the forge clients.
+ */
+unsigned long long
+config_fd_need(const struct config *c)
+{
+	const struct config_http *h = config_http(c);
+
+	return (unsigned long long)h->max_connections + h->max_connections / 4 +
+	    16 + FD_RESERVE;
+}
+
+/*
+ * config_fd_need() against RLIMIT_NOFILE's hard limit, which serve raises
+ * its soft limit towards (config_fd_raise()). Short of it, accept fails
+ * with EMFILE under a crowd and the door spins on the ready socket it
+ * cannot take (an outside attack saw 6.5 s of CPU in 9 s and /healthz
  * down at max_connections 2000 with 256 files).
  */
 static int
 check_fd_limit(const struct config *c, char *err, size_t errlen)
 {
-	const struct config_http *h = config_http(c);
-	rlim_t need = (rlim_t)h->max_connections + h->max_connections / 4 + 16 +
-	    FD_RESERVE;
+	unsigned long long need = config_fd_need(c);
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max == RLIM_INFINITY ||
+	    rl.rlim_max >= need)
+		return 0;
+	return config_error(c, err, errlen, "http.max_connections",
+	    json_object_get(json_object_get(config_tree(c), "http"),
+	    "max_connections"), "%u connections need about %llu open files, "
+	    "and this process may open at most %llu (RLIMIT_NOFILE; systemd: "
+	    "LimitNOFILE=): lower it or raise the limit",
+	    config_http(c)->max_connections, need,
+	    (unsigned long long)rl.rlim_max);
+}
+
+int
+config_fd_raise(const struct config *c)
+{
+	rlim_t need = (rlim_t)config_fd_need(c);
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
 		return 0;
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need &&
-	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
-		struct rlimit up = rl;
-
-		up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need * 2 ?
-		    need * 2 : rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
-			rl = up;
-	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
-		return config_error(c, err, errlen, "http.max_connections",
-		    json_object_get(json_object_get(config_tree(c), "http"),
-		    "max_connections"), "%u connections need about %llu open "
-		    "files, and this process may open %llu (RLIMIT_NOFILE; "
-		    "systemd: LimitNOFILE=): lower it or raise the limit",
-		    h->max_connections, (unsigned long long)need,
-		    (unsigned long long)rl.rlim_cur);
-	return 0;
+	/* Twice the need where the hard limit allows: room to spare. */
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need * 2 ?
+	    need * 2 : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	return rl.rlim_cur >= need ? 0 : -EMFILE;
 }
 
 /* ----------------------------------------------- the effective configuration */

@@ -41,6 +41,14 @@
 int config_check(const struct config *c, int flags, json_t **effective,
     char *err, size_t errlen);
 
+/*
+ * The open files serve needs for c's http.max_connections, and serve's
+ * start-up raising RLIMIT_NOFILE's soft limit towards twice that (as far
+ * as the hard limit, which config_check() has checked, allows): 0 or -errno.
+ */
+unsigned long long config_fd_need(const struct config *c);
+int config_fd_raise(const struct config *c);
+
 /* Whether key names where a secret comes from (token_file, api_key_env...). */
 int config_check_secret_key(const char *key);
 

@@ -96,7 +96,7 @@ forges:
 (ulimit -n 256 && exec "$KERNELBOT" config check "$TMP/fds.yml") >"$TMP/fds.check" 2>&1
 check_eq "fds: config check exits 2 under ulimit -n 256" "$?" 2
 check_match "fds: and names the key and the limit" "$(cat "$TMP/fds.check")" \
-	"fds.yml:8: http.max_connections: 2000 connections need about [0-9]+ open files, and this process may open 256"
+	"fds.yml:8: http.max_connections: 2000 connections need about [0-9]+ open files, and this process may open at most 256"
 (ulimit -n 256 && exec timeout 10 "$KERNELBOT" serve --config "$TMP/fds.yml") >"$TMP/fds.serve" 2>&1
 check_eq "fds: serve exits 2 under ulimit -n 256" "$?" 2
 check "fds: serve never listened" sh -c "! grep -q listening '$TMP/fds.serve'"
@@ -104,6 +104,18 @@ hard=$(ulimit -H -n)
 if [ "$hard" = unlimited ] || [ "$hard" -ge 4096 ]; then
 	(ulimit -S -n 256 && exec "$KERNELBOT" config check "$TMP/fds.yml") >"$TMP/fds2.check" 2>&1
 	check_eq "fds: a soft limit the hard one lets it raise passes" "$?" 0
+	# serve raises it at start-up, before it listens
+	(ulimit -S -n 256 && exec "$KERNELBOT" serve --config "$TMP/fds.yml" \
+		--listen 127.0.0.1:0 --data-dir "$TMP/fds-data") >"$TMP/fds3.serve" 2>&1 &
+	spid=$!
+	n=0
+	while ! grep -q listening "$TMP/fds3.serve" && kill -0 "$spid" 2>/dev/null && [ $n -lt 300 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	soft=$(awk '/^Max open files/ { print $4 }' "/proc/$spid/limits" 2>/dev/null)
+	kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+	check "fds: serve raised its soft limit from 256 to $soft (2000 connections)" \
+		sh -c "[ '$soft' = unlimited ] || [ '${soft:-0}' -ge 2500 ]"
 else
 	echo "# skip: fds: the hard open-file limit here ($hard) is too low to raise to"
 fi
