@@ -22,6 +22,10 @@ whenever the server closes one:
              the server answers (every answer should be 200 duplicate)
   young      a whole head declaring a 1 MB body, no body bytes, reset after
              0.8 s and reopened at once (so no body ever gets a second old)
+  oncourse   a whole head declaring a 6000-byte body and its first 256 bytes,
+             then the rest at 1300 B/s (on course to end 4.4 s after its
+             head, inside the 5 s a full server allows), reopened at once
+             when it ends
 
 Prints one line per attack and one for the deliveries:
 
@@ -66,7 +70,7 @@ class Attack:
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
-        self.declare = 1000000 if kind == "young" else 25 * MIB - 1024
+        self.declare = {"young": 1000000, "oncourse": 6000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent]
         self.seq = 0
@@ -87,21 +91,23 @@ class Attack:
                 s.send(b"POST /webhooks/github HTTP/1.1\r\n")
             elif self.kind == "line":
                 s.send(b"P")
+            elif self.kind == "oncourse":
+                s.send(self.HEAD % (self.seq, self.declare) + b" " * 256)
             elif self.kind != "idle":
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
         now = time.monotonic()
-        self.live[s] = [now, now, 1 if self.kind == "line" else 0]
+        self.live[s] = [now, now, {"line": 1, "oncourse": 256}.get(self.kind, 0)]
         self.opened += 1
         self.sel.register(s, selectors.EVENT_READ, self)
 
     def fill(self):
-        # Reopened 5 times a second at most (young: 50), so a refused socket is
+        # Reopened 5 times a second at most (young, oncourse: 50), so a refused socket is
         # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + (0.02 if self.kind == "young" else 0.2)
+        self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse") else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
             self.open_one(len(self.live))
@@ -142,6 +148,10 @@ class Attack:
                 elif self.kind == "bodies" and now - st[1] >= 0.25:
                     s.send(b" " * 512)
                     st[1] = now
+                elif self.kind == "oncourse" and st[2] < self.declare:
+                    want = min(self.declare, 256 + int(1300 * (now - st[0])))
+                    if want > st[2]:
+                        st[2] += s.send(b" " * (want - st[2]))
                 elif self.kind == "stall" and st[2] < 20 * MIB:
                     st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
                 elif self.kind == "young" and now - st[0] >= 0.8:

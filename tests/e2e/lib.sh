@@ -208,8 +208,9 @@ check_genuine() {
 	check_eq "every genuine delivery got 202" "$(attack_field DELIVER accepted)" "$sent"
 	check "99% within 1 s" test "$(attack_field DELIVER p99_ms)" -le 1000
 	check "each within 5 s" test "$(attack_field DELIVER max_ms)" -le 5000
-	check_eq "every 202 is in the store" "$(sqlite3 "$TMP/data/kernelbot.db" \
-	    "SELECT count(*) FROM deliveries WHERE outcome = 'accepted' AND delivery_id LIKE 'real-%'")" \
+	sqlite3 "$TMP/data/kernelbot.db" \
+	    "SELECT delivery_id FROM deliveries WHERE outcome = 'accepted'" >"$TMP/stored.txt"
+	check_eq "every 202 is in the store" "$(grep -cFxf "$TMP/stored.txt" "$TMP/ids.txt")" \
 	    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
 }
 
