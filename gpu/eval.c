@@ -1,4 +1,5 @@
 #include "gpu/eval.h"
+#include "gpu/flags.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -428,26 +429,6 @@ dedup_flags(json_t *res)
 }
 
 /*
- * A correct result whose source reads clocks, walks stack frames, makes raw
- * system calls or hooks the harness (srccheck's timer_tampering) asks for
- * review like the judge's own plausibility flags: the worker's clock is in
- * the candidate's address space, and the judge's clock bounds a forgery
- * only to a millisecond or two a run (docs/evaluation.md).
- */
-static void
-review_static_flags(json_t *res)
-{
-	json_t *v;
-	size_t i;
-
-	if (!json_is_true(json_object_get(res, "correct")))
-		return;
-	json_array_foreach(json_object_get(res, "flags"), i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), "timer_tampering"))
-			json_object_set_new(res, "needs_review", json_true());
-}
-
-/*
  * The device a result was measured on, for proposers' prompts, reports and
  * the archive: name, arch, torch and, on a GPU, its size and the bandwidth
  * the judge measured.
@@ -854,7 +835,14 @@ batch_merge(struct batch *b)
 		srccheck_file(c->path, fp32 || c->kind == KIND_PY ? fp32 : 0,
 		    json_object_get(c->res, "checks"), json_object_get(c->res, "flags"));
 		dedup_flags(c->res);
-		review_static_flags(c->res);
+		/*
+		 * The review flags, the static check's included: a correct result
+		 * whose source reads clocks, walks stack frames, makes raw system
+		 * calls or hooks the harness (timer_tampering) asks for review like
+		 * the judge's own plausibility flags: the worker's clock is in the
+		 * candidate's address space (docs/evaluation.md).
+		 */
+		eval_flags_review(c->res);
 		/* The whole command's steps, shared by the batch. */
 		json_object_set_new(json_object_get(c->res, "timing_breakdown_s"), "command",
 		    json_pack("{s:f, s:f}", "prepare", b->t_prepare, "harness", b->t_harness));

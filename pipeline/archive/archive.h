@@ -10,7 +10,7 @@
  *
  * Only verified kernels go in: archive_add() refuses a result that is not
  * correct:true with status "correct", and one whose timings the evaluator
- * itself distrusts (ARCHIVE_DISTRUSTED_FLAGS). Nothing a proposer says is
+ * itself distrusts (EVAL_FLAG_DISTRUSTED in gpu/flags.c). Nothing a proposer says is
  * believed; the numbers come from the evaluator's result.
  *
  * Similarity (archive_neighbours): the candidates are what SQLite FTS5
@@ -48,11 +48,6 @@
 
 struct store;
 struct store_archive_entry;
-
-/* Evaluator flags that make a result's numbers untrustworthy: refused. */
-#define ARCHIVE_DISTRUSTED_FLAGS \
-	{ "side_stream", "suspicious_speedup", "below_bandwidth_floor", \
-	  "degenerate_outputs", "untimed_work", "stale_inputs", NULL }
 
 #define ARCHIVE_DEFAULT_PER_PROBLEM 5	/* K: correct candidates per run */
 #define ARCHIVE_MAX_K 64		/* neighbours one call returns */

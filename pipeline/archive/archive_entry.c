@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "gpu/flags.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
@@ -169,9 +170,7 @@ ci_at(const json_t *o, const char *path, size_t i)
 static int
 result_verified(const json_t *r, char *err, size_t errlen)
 {
-	static const char *const distrusted[] = ARCHIVE_DISTRUSTED_FLAGS;
-	json_t *f;
-	size_t i;
+	const char *flag;
 
 	if (!json_is_object(r)) {
 		snprintf(err, errlen, "no evaluator result");
@@ -184,13 +183,11 @@ result_verified(const json_t *r, char *err, size_t errlen)
 		    json_is_true(json_object_get(r, "correct")) ? "true" : "not true");
 		return -EINVAL;
 	}
-	json_array_foreach(json_object_get(r, "flags"), i, f)
-		for (const char *const *d = distrusted; *d; d++)
-			if (json_is_string(f) && !strcmp(json_string_value(f), *d)) {
-				snprintf(err, errlen, "the evaluator flagged the kernel %s: "
-				    "its times are not archived", *d);
-				return -EINVAL;
-			}
+	if ((flag = eval_flag_first(r, EVAL_FLAG_DISTRUSTED))) {
+		snprintf(err, errlen, "the evaluator flagged the kernel %s: "
+		    "its times are not archived", flag);
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu/flags.h"
 #include "common/jsonx.h"
 #include "pipeline/evolve/evolve_int.h"
 
@@ -164,19 +165,5 @@ evo_summary_json(const struct evo_run *r, const char *status, const json_t *best
 const char *
 evo_barring_flag(const json_t *result)
 {
-	/*
-	 * Not suspicious_speedup: over 10x eager is common and honest where
-	 * eager's per-op dispatch dominates (small CPU problems), and the
-	 * report already keeps such a result out of headlines.
-	 */
-	static const char *const barring[] = { "below_bandwidth_floor", "side_stream", "untimed_work",
-	    "stale_inputs", NULL };
-	const json_t *v;
-	size_t i;
-
-	json_array_foreach(json_object_get(result, "flags"), i, v)
-		for (const char *const *f = barring; *f; f++)
-			if (json_is_string(v) && !strcmp(json_string_value(v), *f))
-				return *f;
-	return NULL;
+	return eval_flag_first(result, EVAL_FLAG_BARS_BEST);
 }

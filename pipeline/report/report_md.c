@@ -13,6 +13,7 @@
 
 #include "common/jsonx.h"
 #include "gpu/evalenv.h"
+#include "gpu/flags.h"
 #include "pipeline/report/report_internal.h"
 
 #define CHECK_DETAIL_MAX 300
@@ -71,20 +72,19 @@ int
 report_flagged(const struct report_dir *d, char *out, size_t len)
 {
 	/*
-	 * Not side_stream: the static check's finding of a stream API call
-	 * is a note in the body; a search whose best needs review for it
-	 * (status needs_review) names it below.
+	 * The flags that take the headline (gpu/flags.c); side_stream is not
+	 * one: a search whose best needs review for it names it below.
 	 */
-	static const char *const blocking[] = { "suspicious_speedup", "below_bandwidth_floor",
-	    "untimed_work", "stale_inputs", NULL };
 	const json_t *v;
 	size_t i, n = 0;
 
 	out[0] = '\0';
-	json_array_foreach(jsonx_path(d->result, "flags"), i, v)
-		for (const char *const *f = blocking; *f; f++)
-			if (json_is_string(v) && !strcmp(json_string_value(v), *f) && strlen(out) + strlen(*f) + 3 < len)
-				n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", *f) > 0;
+	json_array_foreach(jsonx_path(d->result, "flags"), i, v) {
+		const char *f = json_is_string(v) ? json_string_value(v) : "";
+
+		if ((eval_flag_use(f) & EVAL_FLAG_NO_HEADLINE) && strlen(out) + strlen(f) + 3 < len)
+			n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", f) > 0;
+	}
 	/* the search said so (side_stream), or said so without naming a flag */
 	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review")) {
 		json_array_foreach(jsonx_path(d->result, "flags"), i, v)
