@@ -141,7 +141,7 @@ lint: deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D_GNU_SOURCE -I. \
 		--include=/usr/include/jansson.h $(SRC_DIRS)
-	for f in $(wildcard scripts/*.sh tests/run.sh tests/e2e/*.sh tests/gpu/*.sh bench/*.sh); do \
+	for f in $(wildcard scripts/*.sh tests/*.sh tests/e2e/*.sh tests/gpu/*.sh tests/compiler/*.sh bench/*.sh); do \
 		sh -n "$$f" || exit 1; done
 	/usr/bin/python3 -m compileall -q gpu/harness pipeline/report >/dev/null
 	sh scripts/check-layers.sh

@@ -15,7 +15,7 @@ export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3}
 EVAL="--backend cpu --trials 2 --baselines none --rounds 1 --reps 1 --warmup 0"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
+. "${KB_ROOT:-.}/tests/lib.sh"
 names=${*:-$(ls tests/fixtures/ir | sed 's/\.json$//')}
 for n in $names; do
 	prob=tests/fixtures/compiler/problems/$n.py
@@ -23,18 +23,14 @@ for n in $names; do
 	if ! "$KB" compile "tests/fixtures/ir/$n.json" -o "$tmp/$n.c" 2>"$tmp/err" ||
 	    ! "$KB" compile "tests/fixtures/ir/$n.json" --schedule '{"cuts":"ffffffffffffffff"}' \
 		-o "$tmp/$n-cuts.c" 2>>"$tmp/err"; then
-		echo "FAIL $n: compile: $(cat "$tmp/err")"
-		fail=$((fail + 1))
+		fail "$n: compile" "$(cat "$tmp/err")"
 		continue
 	fi
 	# shellcheck disable=SC2086
 	if OMP_NUM_THREADS=2 "$KB" eval "$prob" "$tmp/$n.c" "$tmp/$n-cuts.c" $EVAL >"$tmp/out" 2>&1; then
-		echo "ok   $n (default and every cut)"
+		ok "$n (default and every cut)"
 	else
-		echo "FAIL $n:"
-		sed 's/^/     /' "$tmp/out" | head -20
-		fail=$((fail + 1))
+		fail "$n" "$(head -20 "$tmp/out")"
 	fi
 done
-echo "compiler-cpu: $fail failed"
-[ "$fail" -eq 0 ]
+t_summary compiler-cpu

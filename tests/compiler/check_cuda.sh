@@ -13,18 +13,15 @@ KB=${KERNELBOT:-build/default/kernelbot}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0 pass=0
+. "${KB_ROOT:-.}/tests/lib.sh"
 for n in ${*:-$(ls "$IRDIR" | sed 's/\.json$//')}; do
 	if ! "$KB" compile "$IRDIR/$n.json" --backend cuda ${SCHEDULE:+--schedule "$SCHEDULE"} \
 	    -o "$tmp/$n.cu" 2>"$tmp/err"; then
-		echo "FAIL $n: $(cat "$tmp/err")"
-		fail=$((fail + 1))
+		fail "$n" "$(cat "$tmp/err")"
 	elif ! "$NVCC" $NVFLAGS -arch=sm_90 -Xcompiler -fPIC -I/usr/include -o "$tmp/$n.o" "$tmp/$n.cu" >"$tmp/log" 2>&1; then
-		echo "FAIL $n: nvcc: $(head -c 1500 "$tmp/log")"
-		fail=$((fail + 1))
+		fail "$n: nvcc" "$(head -c 1500 "$tmp/log")"
 	else
-		pass=$((pass + 1))
+		ok "$n"
 	fi
 done
-echo "compiler-cuda: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+t_summary compiler-cuda

@@ -1,12 +1,13 @@
-# Helpers for the eval end-to-end tests (sourced; not a test itself).
-# Counts checks and prints "NAME: N passed, N failed" at the end, as
-# tests/run.sh expects.
+# Helpers for the eval end-to-end tests (sourced; not a test itself): a
+# temporary directory, the sandbox's presence, and a candidate's result
+# read by a Python expression. The checks and the summary line are
+# tests/lib.sh's (bad is its fail, done_tests its t_summary).
 PY=${KERNELBOT_PYTHON_TEST:-/usr/bin/python3}
 # The Debian interpreter, named: probing a pyenv shim for torch costs seconds per call.
 export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3}
 KERNELBOT=${KERNELBOT:-$PWD/build/default/kernelbot}
 ROOT=${KB_ROOT:-$PWD}
-pass=0 fail=0 skip=0
+. "$ROOT/tests/lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-e2e-eval.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -19,9 +20,8 @@ else
 	export KERNELBOT_EVAL_UNSANDBOXED=1
 fi
 
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-skipped() { skip=$((skip + 1)); echo "skip $*"; }
+bad() { fail "$@"; }
+skipped() { skip "$@"; }
 
 # field FILE CANDIDATE_BASENAME EXPR: evaluate a Python expression on the
 # result object `r` of the candidate whose path ends in the basename.
@@ -50,6 +50,5 @@ expect() {
 }
 
 done_tests() {
-	echo "$1: $pass passed, $fail failed ($skip skipped)"
-	[ "$fail" -eq 0 ]
+	t_summary "$1"
 }

@@ -1,10 +1,11 @@
 # Sourced by the gitops e2e tests (t40xx): a private temporary directory
-# removed on exit, git isolated from the user's configuration, and the
-# ok/no/check counters behind the "tNNNN: N passed, N failed" line.
+# removed on exit, git isolated from the user's configuration; the checks
+# and the "tNNNN: N passed, N failed" line are tests/lib.sh's (no is its
+# fail, check its check_sh, done_tests its t_summary).
 : "${KERNELBOT:?run from tests/run.sh}"
 T=$(mktemp -d)
 trap 'lib_cleanup' EXIT
-pass=0 fail=0
+. "${KB_ROOT:-$PWD}/tests/lib.sh"
 PY=/usr/bin/python3
 export HOME="$T" GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=dev \
 	GIT_AUTHOR_EMAIL=dev@example.com GIT_COMMITTER_NAME=dev \
@@ -17,16 +18,10 @@ lib_cleanup() {
 	rm -rf "$T"
 }
 
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-no() { fail=$((fail + 1)); echo "FAIL: $1"; }
-# check NAME SHELL-CONDITION
-check() { if eval "$2" >/dev/null; then ok "$1"; else no "$1"; return 1; fi; }
-
-# done_tests NAME: the summary line and the exit status.
-done_tests() {
-	echo "$1: $pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-}
+no() { fail "$@"; }
+# check NAME SHELL-CONDITION: the gitops tests' conditions are shell text.
+check() { check_sh "$@"; }
+done_tests() { t_summary "$1"; }
 
 # start_fake NAME SCRIPT-ARGS...: run tests/fakes/NAME.py on a free port;
 # sets PORT. The log is $T/NAME.log unless --log is given.

@@ -6,14 +6,16 @@
 #   ...
 #   t_done          # prints "t1234: N passed, N failed" and exits
 #
+# The checks themselves are tests/lib.sh's.
+#
 # t_init makes $TMP (removed on exit) and kills, on exit, every process
 # registered with t_bg and the judge servers of a KERNELBOT_CACHE under
 # $TMP. Every wait is bounded.
 
 : "${KERNELBOT:?KERNELBOT must name the kernelbot binary (tests/run.sh sets it)}"
 : "${KB_ROOT:=$(pwd)}"
-T_PASSED=0
-T_FAILED=0
+# ok, fail, skip, check, check_sh, check_eq, check_match, t_summary
+. "$KB_ROOT/tests/lib.sh"
 T_PIDS=""
 
 t_init() {
@@ -43,39 +45,8 @@ t_bg() {
 	T_PIDS="$T_PIDS $1"
 }
 
-ok() {
-	T_PASSED=$((T_PASSED + 1))
-	echo "ok - $1"
-}
-
-fail() {
-	T_FAILED=$((T_FAILED + 1))
-	echo "FAIL - $1"
-	shift
-	[ $# -gt 0 ] && printf '     %s\n' "$@"
-	return 0
-}
-
-# check DESC CMD [ARGS...]: passes when CMD exits 0.
-check() {
-	desc=$1
-	shift
-	if "$@"; then ok "$desc"; else fail "$desc" "command: $*"; fi
-}
-
-# check_eq DESC GOT WANT
-check_eq() {
-	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "got:  $2" "want: $3"; fi
-}
-
-# check_match DESC TEXT PATTERN (grep -E)
-check_match() {
-	if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else fail "$1" "text: $2" "want: /$3/"; fi
-}
-
 t_done() {
-	echo "$T_NAME: $T_PASSED passed, $T_FAILED failed"
-	[ "$T_FAILED" -eq 0 ] && [ "$T_PASSED" -gt 0 ]
+	t_summary "$T_NAME"
 	exit $?
 }
 

@@ -5,8 +5,7 @@
 set -u
 KERNELBOT=${KERNELBOT:-build/default/kernelbot}
 HELPERS=${KB_BUILD:-build/default}/tests/helpers
-passed=0
-failed=0
+. "${KB_ROOT:-.}/tests/lib.sh"
 dir=$(mktemp -d /tmp/kb-t2000-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/scratch" "$dir/inputs"
@@ -15,16 +14,9 @@ echo data >"$dir/inputs/x.txt"
 echo TOPSECRET >"$dir/secret"
 chmod 600 "$dir/secret"
 
-ok() {
-	passed=$((passed + 1))
-}
-fail() {
-	failed=$((failed + 1))
-	echo "FAIL $1"
-	[ -f "$dir/err" ] && sed 's/^/     /' "$dir/err"
-}
-expect() {	# NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok; else fail "$1: want '$2', got '$3'"; fi
+# expect NAME WANT GOT; on a failure, the launcher's stderr too
+expect() {
+	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "want: $2" "got:  $3" "$(cat "$dir/err" 2>/dev/null)"; fi
 }
 
 sx() {
@@ -47,19 +39,20 @@ sx -- /bin/sh -c 'kill -SEGV $$'
 expect "a death by signal gives 128+signal" 139 $?
 
 out=$(KB_TEST_SECRET=hunter2 sx -- /usr/bin/env)
-case $out in *KB_TEST_SECRET*) fail "the parent's secret reached the environment" ;; *) ok ;; esac
-case $out in *HOME="$dir/scratch"*) ok ;; *) fail "HOME is the scratch directory: $out" ;; esac
+case $out in *KB_TEST_SECRET*) fail "the parent's secret stays out of the environment" ;; *) ok "the parent's secret stays out of the environment" ;; esac
+case $out in *HOME="$dir/scratch"*) ok "HOME is the scratch directory" ;; *) fail "HOME is the scratch directory" "$out" ;; esac
 out=$(LD_LIBRARY_PATH=/opt/x sx -- /usr/bin/env)
-case $out in *LD_LIBRARY_PATH*) fail "LD_LIBRARY_PATH passed to another program" ;; *) ok ;; esac
+case $out in *LD_LIBRARY_PATH*) fail "LD_LIBRARY_PATH is not passed to another program" ;; *) ok "LD_LIBRARY_PATH is not passed to another program" ;; esac
 out=$(sx --env FOO=bar -- /usr/bin/env)
-case $out in *FOO=bar*) ok ;; *) fail "--env adds a variable" ;; esac
+case $out in *FOO=bar*) ok "--env adds a variable" ;; *) fail "--env adds a variable" ;; esac
 
 out=$(sx -- /bin/cat "$dir/inputs/x.txt")
 expect "an --ro file is readable" data "$out"
 sx -- /bin/cat "$dir/secret" >/dev/null
-[ $? -ne 0 ] && ok || fail "a file beside the scratch directory was readable"
+check "a file beside the scratch directory is not readable" test $? -ne 0
 sx -- /bin/sh -c "echo pwned > '$dir/inputs/new'"
-[ $? -ne 0 ] && [ ! -e "$dir/inputs/new" ] && ok || fail "an --ro directory was writable"
+st=$?
+check "an --ro directory is not writable (status $st)" sh -c "[ $st -ne 0 ] && [ ! -e '$dir/inputs/new' ]"
 sx -- /bin/sh -c "echo built > '$dir/scratch/out'"
 expect "scratch is writable" built "$(cat "$dir/scratch/out" 2>/dev/null)"
 
@@ -67,9 +60,9 @@ start=$(date +%s)
 sx --timeout 1 -- /bin/sh -c 'while :; do :; done'
 st=$?
 end=$(date +%s)
-[ "$st" -eq 143 ] || [ "$st" -eq 137 ] && ok || fail "the deadline kills: status $st"
-[ $((end - start)) -le 4 ] && ok || fail "the deadline is kept: $((end - start)) s"
-grep -q deadline "$dir/err" && ok || fail "the deadline is reported on stderr"
+check "the deadline kills (status $st)" sh -c "[ $st -eq 143 ] || [ $st -eq 137 ]"
+check "the deadline is kept ($((end - start)) s)" test $((end - start)) -le 4
+check "the deadline is reported on stderr" grep -q deadline "$dir/err"
 
 # A judge that kills its launcher kills the worker with it.
 "$KERNELBOT" sandbox-exec --scratch "$dir/scratch" -- \
@@ -79,11 +72,11 @@ sleep 0.3
 kill -9 "$launcher"
 wait "$launcher" 2>/dev/null
 sleep 1.2
-[ ! -e "$dir/scratch/marker" ] && ok || fail "the worker outlived its killed launcher"
+check "the worker dies with its killed launcher" test ! -e "$dir/scratch/marker"
 
 sx --report "$dir/report.json" -- /bin/true
 expect "a run with a report" 0 $?
-grep -q '"name": "seccomp"' "$dir/report.json" && ok || fail "the report lists the checks"
+check "the report lists the checks" grep -q '"name": "seccomp"' "$dir/report.json"
 
 sx --profile candidate -- "$HELPERS/sbx_exploit" lockdown >/dev/null
 expect "a candidate worker locks itself down" 0 $?
@@ -92,22 +85,20 @@ expect "a candidate worker locks itself down" 0 $?
 expect "an unusable scratch gives 125" 125 $?
 "$KERNELBOT" sandbox-exec --scratch "$dir/scratch" -- /no/such/program 2>"$dir/err"
 expect "a missing program gives 125" 125 $?
-grep -q "No such file" "$dir/err" && ok || fail "a missing program is named"
+check "a missing program is named" grep -q "No such file" "$dir/err"
 "$KERNELBOT" sandbox-exec --scratch "$dir/scratch" 2>"$dir/err"
 expect "no program is a usage error" 2 $?
 KERNELBOT_SANDBOX_PRETEND_MISSING=seccomp sx -- /bin/true
 expect "a missing feature refuses to run" 125 $?
-grep -q "MISSING seccomp" "$dir/err" && ok || fail "the missing feature is named"
+check "the missing feature is named" grep -q "MISSING seccomp" "$dir/err"
 KERNELBOT_SANDBOX_PRETEND_MISSING=seccomp sx --allow-degraded -- /bin/true
 expect "--allow-degraded runs anyway" 0 $?
-grep -q "MISSING seccomp" "$dir/err" && ok || fail "--allow-degraded still reports it"
+check "--allow-degraded still reports it" grep -q "MISSING seccomp" "$dir/err"
 
 # The self-test: everything holds inside, and (the control) not outside.
 sx --profile candidate -- "$KERNELBOT" __sandbox-check >"$dir/check.json"
 expect "__sandbox-check passes inside the sandbox" 0 $?
-grep -q '"passed": true' "$dir/check.json" && ok || fail "__sandbox-check reports JSON"
-"$KERNELBOT" __sandbox-check >/dev/null 2>&1
-[ $? -ne 0 ] && ok || fail "__sandbox-check outside the sandbox should fail"
+check "__sandbox-check reports JSON" grep -q '"passed": true' "$dir/check.json"
+check "__sandbox-check fails outside the sandbox" sh -c '! "$1" __sandbox-check >/dev/null 2>&1' sh "$KERNELBOT"
 
-echo "t2000-sandbox-exec: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+t_summary t2000-sandbox-exec

@@ -2,6 +2,10 @@
 # they set ROOT to the project's root: the kernelbot they run, and a clean
 # skip on a host without a GPU.
 #
+# The checks and the summary line are tests/lib.sh's (bad is its fail).
+. "$ROOT/tests/lib.sh"
+bad() { fail "$@"; }
+
 # KERNELBOT: the environment's, else the carried device-bundle/run (a GPU
 # host without the build dependencies), else this checkout's build.
 if [ -z "${KERNELBOT:-}" ]; then

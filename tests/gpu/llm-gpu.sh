@@ -20,10 +20,6 @@ P2="$ROOT/tests/fixtures/eval/scale_bias_gpu_fixed.py"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-llm-gpu.XXXXXX")
 fake_pid=
 trap '[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check_eq() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'"; fi; }
 json_get() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 prompts() { $PY -c 'import json,sys; p=[json.loads(l)["prompt"] for l in open(sys.argv[1])]; print(eval(sys.argv[2]))' "$1" "$2"; }
 
@@ -95,6 +91,5 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 check_eq "2: the rewrite prompt names the GPU ($gpu) and holds the compiler's kernel" \
 	"$($PY -c 'import json,sys; p=[json.loads(l)["prompt"] for l in open(sys.argv[1])][int(sys.argv[2])]; print("## The GPU" in p and sys.argv[3] in p and "graph compiler" in p)' "$tmp/llm.log" "$n0" "$gpu")" True
 
-[ "$fail" -eq 0 ] || for f in "$tmp"/o1.err "$tmp"/o2.err; do echo "--- $f:"; tail -n 15 "$f"; done
-echo "llm-gpu: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+[ "$T_FAILED" -eq 0 ] || for f in "$tmp"/o1.err "$tmp"/o2.err; do echo "--- $f:"; tail -n 15 "$f"; done
+t_summary llm-gpu

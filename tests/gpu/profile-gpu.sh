@@ -26,10 +26,6 @@ K="$ROOT/tests/fixtures/exploits/cuda/correct.cu"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-profile-gpu.XXXXXX")
 fake_pid=
 trap '[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check_eq() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'"; fi; }
 json_get() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 prompts() { $PY -c 'import json,sys; p=[json.loads(l)["prompt"] for l in open(sys.argv[1])]; print(eval(sys.argv[2]))' "$1" "$2"; }
 
@@ -127,5 +123,4 @@ else
 	echo "profile-gpu: SKIP 3: no profile in 1"
 fi
 
-echo "profile-gpu: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+t_summary profile-gpu

@@ -21,9 +21,6 @@ PY=${PYTHON:-python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kb-report-gpu.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export KERNELBOT_CACHE="$tmp/cache" KERNELBOT_PYTHON="$PY"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
 need_gpu report-gpu
 if ! "$PY" -c 'import pytest, torch; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -111,5 +108,4 @@ cc = "sm_%d%d" % torch.cuda.get_device_capability()
 print(m._pick("cuda", cc)["file"])' 2>&1)
 	[ "$picked" = "$arch.cu" ] && ok "the loader picks $picked on $arch" || bad "the loader picked $picked on $arch"
 fi
-echo "report-gpu: $fail failed"
-[ "$fail" -eq 0 ]
+t_summary report-gpu
