@@ -1,0 +1,99 @@
+/*
+ * worker_int: the candidate worker's state (gpu/worker.c) and the parsing
+ * of its manifest and of the judge's requests (gpu/worker_parse.c): what
+ * the two files share, not an interface for anything else.
+ */
+#ifndef KB_GPU_WORKER_INT_H
+#define KB_GPU_WORKER_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/wdev.h"
+#include "gpu/worker.h"
+
+struct wspec {
+	char name[64];
+	DLDataType dt;
+	int elsize;
+	int ndim;
+	int64_t shape[WORKER_MAX_DIMS];
+	size_t offset, nbytes;
+};
+
+struct wset {
+	char file[128];
+	int nin, nout;
+	struct wspec in[WORKER_MAX_TENSORS];
+	struct wspec out[WORKER_MAX_TENSORS];
+	size_t file_bytes;
+};
+
+struct wslot {
+	int set;		/* -1: empty */
+	void *in[WORKER_MAX_TENSORS], *out[WORKER_MAX_TENSORS];
+	size_t in_cap[WORKER_MAX_TENSORS], out_cap[WORKER_MAX_TENSORS];
+	DLTensor din[WORKER_MAX_TENSORS], dout[WORKER_MAX_TENSORS];
+	unsigned char *pristine;	/* the set's file: the inputs as given */
+	size_t pristine_cap;
+	/*
+	 * Timing slots: the outputs of the last timed run, copied right after
+	 * the call returned and the device synchronized, and the poison that
+	 * run got. A dump reads these, so work a candidate leaves running
+	 * after the call cannot finish the outputs before the judge's check.
+	 */
+	void *snap[WORKER_MAX_TENSORS];
+	size_t snap_cap[WORKER_MAX_TENSORS];
+	unsigned char pat[WORKER_MAX_TENSORS][8];
+	int snapped;
+	int prepared;		/* poisoned and flushed by "prepare", not yet timed */
+	/* Timing slots: the inputs as loaded, what a "refresh" permutes. */
+	void *orig[WORKER_MAX_TENSORS];
+	size_t orig_cap[WORKER_MAX_TENSORS];
+};
+
+struct worker {
+	const struct worker_opts *o;
+	struct wdev *d;
+	wdev_forward_fn fn;
+	struct wset *sets;
+	int nsets;
+	struct wslot main;		/* correctness runs: same buffers every trial */
+	struct wslot timing[WORKER_MAX_SLOTS];
+	int reply_fd;
+	int pass_fds;		/* reply_fd is a socket: snapshots go as sealed memfds */
+	unsigned char *host[2], *tmp;	/* output snapshots */
+	size_t host_cap;
+};
+
+struct refresh {
+	void *dst, *src;
+	size_t n;		/* elements */
+	int elsize;
+	uint64_t a, b;		/* element e gets the copy's element (a * e + b) mod n */
+};
+
+/*
+ * The manifest (manifest.json in the worker's --dir): every set's file,
+ * inputs and outputs into w->sets. 0 or -errno with err set.
+ */
+int worker_load_manifest(struct worker *w, char *err, size_t errlen);
+
+/*
+ * Run `run` of `runs`' poison for set s's outputs into pat (see
+ * gpu/worker_parse.c); absent, the fixed pattern dflt. 0 or -EINVAL.
+ */
+int worker_parse_poison(json_t *pj, size_t runs, size_t run, const struct wset *s, int dflt,
+    unsigned char pat[][8], char *err, size_t errlen);
+
+/* A time request's "perturb" and "refresh", resolved for the runs' slots. */
+int worker_parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n,
+    struct wdev_elem **out, size_t *first, char *err, size_t errlen);
+int worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t n,
+    struct refresh **out, size_t *first, char *err, size_t errlen);
+
+/* A dump's "sample": [a, b, m]; 0 with *m = 0 when absent, else -EINVAL. */
+int worker_parse_sample(json_t *v, uint64_t *a, uint64_t *b, uint64_t *m);
+
+#endif
