@@ -607,6 +607,13 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
 		if (!(key = malloc(32)))
 			return -ENOMEM;
 		snprintf(key, 32, "comment %lld", (long long)d->comment_id);
+	} else if (d->work == STORE_WORK_CLEANUP && d->repo) {
+		/* One close of one PR at one head: a replay cleans up nothing new. */
+		len = 64 + strlen(d->head_ref ? d->head_ref : "") + strlen(d->sha ? d->sha : "");
+		if (!(key = malloc(len)))
+			return -ENOMEM;
+		snprintf(key, len, "cleanup %lld %d %s %s", (long long)d->pr, d->merged,
+		    d->head_ref ? d->head_ref : "", d->sha ? d->sha : "");
 	} else {
 		return 0;
 	}

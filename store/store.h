@@ -96,7 +96,7 @@ struct store_delivery {
 	const char *repo;		/* "owner/name" or NULL */
 	const char *outcome;		/* recorded: "accepted", "ignored", ... */
 	enum store_work work;
-	/* job */
+	/* job (sha: also a cleanup's PR head, for its replay key) */
 	const char *clone_url, *before, *sha, *trigger, *payload;
 	const char *ref;		/* the pushed ref, "refs/heads/main" */
 	/* command and cleanup */

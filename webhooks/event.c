@@ -248,6 +248,7 @@ parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
 			return -EINVAL;
 		}
 		ev->head_ref = jsonx_str(pr, "head.ref", NULL);
+		ev->head_sha = jsonx_str(pr, "head.sha", NULL);
 		ev->merged = jsonx_bool(pr, "merged", 0);
 		ev->fork = pr_is_fork(pr);
 		if (strcmp(action, "closed"))
@@ -315,6 +316,7 @@ parse_gitlab(const char *event, struct wh_event *ev, char *err, size_t errlen)
 			return error;
 		action = jsonx_str(r, "object_attributes.action", "");
 		ev->head_ref = jsonx_str(r, "object_attributes.source_branch", NULL);
+		ev->head_sha = jsonx_str(r, "object_attributes.last_commit.id", NULL);
 		ev->merged = !strcmp(action, "merge");
 		ev->fork = src != dst;
 		if (strcmp(action, "close") && strcmp(action, "merge"))

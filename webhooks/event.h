@@ -53,6 +53,7 @@ struct wh_event {
 	const char *actor, *author_association;
 	int64_t comment_id;
 	const char *head_ref;
+	const char *head_sha;		/* cleanup: the PR's head commit, where given */
 	int merged;
 	int fork;			/* head repository differs from the base */
 	json_t *root;			/* the body; owned */

@@ -200,6 +200,7 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 		d.work = STORE_WORK_CLEANUP;
 		d.pr = ev->pr;
 		d.head_ref = ev->head_ref;
+		d.sha = ev->head_sha;	/* part of its replay key */
 		d.merged = ev->merged;
 		break;
 	default:

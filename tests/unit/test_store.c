@@ -90,6 +90,24 @@ comment(const char *id, int64_t comment_id)
 	return d;
 }
 
+static struct store_delivery
+cleanup(const char *id, int64_t pr, const char *head_sha)
+{
+	struct store_delivery d = { 0 };
+
+	d.provider = "github";
+	d.delivery_id = id;
+	d.event = "pull_request";
+	d.repo = "acme/model";
+	d.outcome = "accepted";
+	d.work = STORE_WORK_CLEANUP;
+	d.pr = pr;
+	d.head_ref = "kernelbot/opt-1";
+	d.sha = head_sha;
+	d.merged = 1;
+	return d;
+}
+
 /* Replays of one push from two connections at once. */
 struct replayer {
 	struct store *s;
@@ -170,6 +188,16 @@ replays(const char *dir)
 	CHECK("another ref, same commit: a job", d[1].work_id > 0 && !d[1].duplicate);
 	CHECK("another commit: a job", d[2].work_id > 0 && !d[2].duplicate);
 	CHECK("another comment: a command", d[3].work_id > 0 && !d[3].duplicate);
+	/* The third outside attack's F4: a captured PR close, replayed. */
+	d[0] = cleanup("c-1", 9, "4444444444444444444444444444444444444444");
+	d[1] = cleanup("c-2", 9, "4444444444444444444444444444444444444444");
+	d[2] = cleanup("c-3", 10, "4444444444444444444444444444444444444444");
+	d[3] = cleanup("c-4", 9, "5555555555555555555555555555555555555555");
+	CHECK_INT("cleanup batch", store_intake(s, d, 4), 0);
+	CHECK("a PR close makes a cleanup", d[0].work_id > 0 && !d[0].duplicate);
+	CHECK("the same close, another id: duplicate", d[1].duplicate && !d[1].work_id);
+	CHECK("another PR: a cleanup", d[2].work_id > 0 && !d[2].duplicate);
+	CHECK("the PR closed again at another head: a cleanup", d[3].work_id > 0 && !d[3].duplicate);
 	d[0] = push("r-9", "1111111111111111111111111111111111111111");
 	d[0].repo = "acme/other";
 	d[1] = push("r-10", "1111111111111111111111111111111111111111");
@@ -185,7 +213,7 @@ replays(const char *dir)
 	store_count(s, "commands", &cnt);
 	CHECK_INT("two commands", cnt, 2);
 	store_count(s, "deliveries", &cnt);
-	CHECK_INT("a row per delivery that is not a replay", cnt, 7);
+	CHECK_INT("a row per delivery that is not a replay", cnt, 10);
 	CHECK_INT("the replays are counted on the push they repeat",
 	    sql_int(db, "SELECT duplicates FROM deliveries WHERE delivery_id = 'r-1'"), 2);
 	CHECK_INT("and on the comment they repeat",
@@ -201,7 +229,7 @@ replays(const char *dir)
 	CHECK_INT("the same id twice", store_intake(s, d, 2), 0);
 	CHECK("the same id: duplicates", d[0].duplicate && d[1].duplicate);
 	store_count(s, "deliveries", &cnt);
-	CHECK_INT("the same id adds no row", cnt, 7);
+	CHECK_INT("the same id adds no row", cnt, 10);
 	CHECK_INT("the same id is counted on its row",
 	    sql_int(db, "SELECT duplicates FROM deliveries WHERE delivery_id = 'r-1'"), 4);
 
@@ -218,7 +246,7 @@ replays(const char *dir)
 		CHECK_INT("concurrent replays: the rest duplicates",
 		    r[0].duplicates + r[1].duplicates, 99);
 		store_count(s, "deliveries", &cnt);
-		CHECK_INT("concurrent replays: one row", cnt, 8);
+		CHECK_INT("concurrent replays: one row", cnt, 11);
 		CHECK_INT("concurrent replays: 99 counted on it", sql_int(db,
 		    "SELECT sum(duplicates) FROM deliveries WHERE delivery_id LIKE 't%'"), 99);
 		store_close(s2);
