@@ -19,6 +19,9 @@
 #               (declaring less after a quick 503, to fill a reserved budget)
 #   bodies100   100 such heads from 127.0.0.50-51
 #   bodiesspread  256 such bodies, one from each of 127.0.2.1-255 and 127.0.3.1
+#   halfbody    256 heads declaring 2-byte bodies and sending one byte, one from
+#               each of 127.0.2.1-255 and 127.0.3.1, reopened when the
+#               minimum-rate deadline ends them
 #   oncourse    258 bodies from 127.0.0.70-75 (43 an address) sent just fast
 #               enough to end within the 5 s a full server allows, again and again
 #   stall       4 bodies of which 20 MiB are sent at once, then nothing, 127.0.0.8
@@ -72,7 +75,7 @@ echo "bench: $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg), ${SEC
 printf '%-13s %9s %8s %8s %8s  %s\n' attack accepted p50_ms p99_ms max_ms "in store / other answers"
 status=0
 all="slowloris:127.0.0.2-6:260 crowd:127.0.0.10:70 idle:127.0.0.30-33:256 bodies:127.0.0.7:60 stall:127.0.0.8:4 replay:127.0.0.60:4"
-for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread oncourse stall replay all kill}; do
+for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread halfbody oncourse stall replay all kill}; do
 	case $attack in
 	none) specs="" ;;
 	slowloris) specs="slowloris:127.0.0.2-6:260" ;;
@@ -83,6 +86,7 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 	bodies) specs="bodies:127.0.0.7:60" ;;
 	bodies100) specs="bodies:127.0.0.50-51:100" ;;
 	bodiesspread) specs="bodies:127.0.2.1-255:255 bodies:127.0.3.1:1" ;;
+	halfbody) specs="halfbody:127.0.2.1-255:255 halfbody:127.0.3.1:1" ;;
 	oncourse) specs="oncourse:127.0.0.70-75:258" ;;
 	stall) specs="stall:127.0.0.8:4" ;;
 	replay) specs="replay:127.0.0.60:4" ;;

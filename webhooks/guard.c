@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define GUARD_BUCKETS	1024
@@ -45,9 +46,11 @@ struct wh_guard_conn {
 	struct timespec heard;	/* last bytes seen, while the door holds it */
 	int in_door;		/* the door reports progress: idle time counts */
 	int whole;		/* its whole head is in, not yet read by the server */
+	int head_waiting;	/* make_room() found its whole head unread in the socket */
 	int passing;		/* handed over, not yet adopted (state PASS, or DEAD) */
 	struct timespec passed;	/* when it was handed over */
 	size_t received;	/* body bytes of the request so far */
+	struct timespec last_rx;	/* the body's last bytes (its start before any) */
 	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
 	struct wh_guard_conn *prev, *next;
@@ -290,8 +293,12 @@ reaper(void *arg)
  * far, its time counted as at least WH_GUARD_FULL_FLOOR_MS (so a body
  * that has just begun is judged by what it sent in that much time)? A
  * body that has received nothing is never on course; one that trickles,
- * or stalls, falls off course as its time grows. A body of unknown
- * length: once past WH_GUARD_FULL_BODY_S. Under the lock.
+ * or stalls, falls off course as its time grows; one that has received
+ * nothing for WH_GUARD_FULL_STALL_MS short of its length is slow
+ * whatever its average (a body that sends most of a small length at once
+ * and then waits for its deadline stays on course by its average for its
+ * whole life; a whole body never is). A body of unknown length: once
+ * past WH_GUARD_FULL_BODY_S. Under the lock.
  */
 static int
 body_slow(const struct wh_guard_conn *c, const struct timespec *now)
@@ -300,6 +307,9 @@ body_slow(const struct wh_guard_conn *c, const struct timespec *now)
 
 	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
 		return 0;
+	if (c->expected && c->received < c->expected &&
+	    since_s(&c->last_rx, now) * 1000 >= WH_GUARD_FULL_STALL_MS)
+		return 1;
 	if (!c->expected)
 		return t > WH_GUARD_FULL_BODY_S;
 	if (t * 1000 < WH_GUARD_FULL_FLOOR_MS)
@@ -342,11 +352,21 @@ room_class(const struct wh_guard_conn *v, const struct timespec *now)
 {
 	if (!v->has_slot || !v->peer || v->proxied)
 		return 0;
+	/*
+	 * Not in its first WH_GUARD_HEAD_GRACE_MS: a delivery's head is on
+	 * its way behind its connect (the third outside attack's F2: a
+	 * newcomer every millisecond took genuine connections in that gap).
+	 * Short, so that a flood of connects turns its slots over slower than
+	 * that (256 slots: 51,200 connects a second) before it is a wall.
+	 */
+	if ((v->state == CONN_LINE || v->state == CONN_HEAD) &&
+	    since_s(&v->opened, now) * 1000 < WH_GUARD_HEAD_GRACE_MS)
+		return 0;
 	switch (v->state) {
 	case CONN_LINE:
-		return 3;
+		return v->head_waiting ? 1 : 3;
 	case CONN_HEAD:
-		return v->whole ? 1 : 2;
+		return v->whole || v->head_waiting ? 1 : 2;
 	case CONN_BODY:
 		return body_slow(v, now);
 	case CONN_WAIT:
@@ -405,16 +425,41 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
  * sending one delivery). Trusted proxies' connections are never ended
  * for room. 0, or -EUSERS when c was refused. Under the lock.
  */
+/*
+ * Is a whole head waiting unread in the socket of v, a connection the door
+ * holds (a delivery written at once, which the door has not yet had the
+ * time to read on a busy host)? A peek of at most WH_GUARD_PEEK bytes:
+ * nothing is consumed. Under the lock.
+ */
+static int
+head_in_socket(const struct wh_guard_conn *v)
+{
+	char buf[WH_GUARD_PEEK + 1];
+	ssize_t n;
+
+	if (!v->in_door || v->fd < 0)
+		return 0;
+	n = recv(v->fd, buf, WH_GUARD_PEEK, MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return memmem(buf, (size_t)n, "\r\n\r\n", 4) || memmem(buf, (size_t)n, "\n\n", 2);
+}
+
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
-	struct wh_guard_conn *victim = NULL, *last = NULL;
+	struct wh_guard_conn *victim, *last;
 	unsigned mine = c->has_slot ? c->peer->slots : 0;
 	struct timespec now;
-	int vclass = 0;
-	double last_left = 0;
+	int vclass;
+	double last_left;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
+again:
+	victim = last = NULL;
+	vclass = 0;
+	last_left = 0;
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
 		int k = room_class(v, &now);
 
@@ -444,6 +489,15 @@ make_room(struct wh_guard *g, struct wh_guard_conn *c)
 			victim = v;
 			vclass = k;
 		}
+	}
+	/*
+	 * A head picked for having too little: unless the door has it all and
+	 * not yet read (then it has earned its slot like a whole head, and the
+	 * pick is made again; each connection is peeked once).
+	 */
+	if (victim && vclass >= 2 && !victim->head_waiting && head_in_socket(victim)) {
+		victim->head_waiting = 1;
+		goto again;
 	}
 	if (!victim)
 		victim = last;
@@ -662,6 +716,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
 	c->whole = 0;
 	c->received = 0;
+	c->last_rx = c->since;
 	c->expected = expected;
 	pthread_mutex_unlock(&g->lock);
 	return error;
@@ -755,6 +810,8 @@ wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n, int keep)
 
 	pthread_mutex_lock(&g->lock);
 	c->received += n;
+	if (n)
+		clock_gettime(CLOCK_MONOTONIC, &c->last_rx);
 	if (keep && c->client) {
 		if (c->client->buffered + n > g->h->max_buffered_bytes_per_ip ||
 		    g->buffered + n > g->h->max_buffered_bytes) {

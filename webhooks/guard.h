@@ -22,7 +22,9 @@
  *     the door hands it to libmicrohttpd (it keeps its slot through the
  *     handover), and until libmicrohttpd has read it only as a slow body
  *     is (below), after those. Among heads, from the address holding the most
- *     connections, then the oldest. Only addresses holding at least as
+ *     connections, then the oldest; none in its first
+ *     WH_GUARD_HEAD_GRACE_MS, and none whose whole head waits unread in
+ *     its socket (a peek: it has earned its slot). Only addresses holding at least as
  *     many as the newcomer's own can lose one, and the newcomer is
  *     refused when the pick is from its own address; so neither idle
  *     connections nor slow heads from any number of addresses can keep a
@@ -31,7 +33,8 @@
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
  *     course to end within WH_GUARD_FULL_BODY_S of its head (one that has
- *     received nothing never is); the lowest rate first, then the oldest;
+ *     received nothing never is), or short of its length and without a
+ *     byte for WH_GUARD_FULL_STALL_MS; the lowest rate first, then the oldest;
  *     and only for a newcomer whose address holds fewer connections, or
  *     one alone from its address against an address holding one. Last,
  *     with nothing else to end, a body on course from an address holding
@@ -65,6 +68,9 @@
 #define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
 #define WH_GUARD_FULL_GRACE_MS	20	/* ... once it has been under way this long */
 #define WH_GUARD_FULL_FLOOR_MS	250	/* ... its time counted as at least this */
+#define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
+#define WH_GUARD_PEEK		8192	/* bytes of a socket peeked for an unread whole head */
+#define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 

@@ -22,6 +22,12 @@ whenever the server closes one:
              the server answers (every answer should be 200 duplicate)
   young      a whole head declaring a 1 MB body, no body bytes, reset after
              0.8 s and reopened at once (so no body ever gets a second old)
+  halfbody   a whole head declaring a 2-byte body and 1 byte of it, then
+             nothing (on course by its average until the minimum-rate
+             deadline ends it), reopened at once
+  knock      a whole bad-signature request (head and 2-byte body) in one
+             write, read its answer, reopened at once (a newcomer every few
+             milliseconds while the server is full)
   oncourse   a whole head declaring a 6000-byte body and its first 256 bytes,
              then the rest at 1300 B/s (on course to end 4.4 s after its
              head, inside the 5 s a full server allows), reopened at once
@@ -70,14 +76,16 @@ class Attack:
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
-        self.declare = {"young": 1000000, "oncourse": 6000}.get(kind, 25 * MIB - 1024)
+        self.declare = {"young": 1000000, "oncourse": 6000, "halfbody": 2,
+                        "knock": 2}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent]
         self.seq = 0
 
     def open_one(self, i):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind((self.addrs[i % len(self.addrs)], 0))
+        # A knocker comes from the next address each time, a newcomer.
+        s.bind((self.addrs[(self.seq if self.kind == "knock" else i) % len(self.addrs)], 0))
         s.settimeout(5)
         try:
             s.connect(("127.0.0.1", self.port))
@@ -93,6 +101,10 @@ class Attack:
                 s.send(b"P")
             elif self.kind == "oncourse":
                 s.send(self.HEAD % (self.seq, self.declare) + b" " * 256)
+            elif self.kind == "halfbody":
+                s.send(self.HEAD % (self.seq, self.declare) + b"{")
+            elif self.kind == "knock":
+                s.send(self.HEAD % (self.seq, self.declare) + b"{}")
             elif self.kind != "idle":
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
@@ -103,11 +115,12 @@ class Attack:
         self.sel.register(s, selectors.EVENT_READ, self)
 
     def fill(self):
-        # Reopened 5 times a second at most (young, oncourse: 50), so a refused socket is
+        # Reopened 5 times a second at most (young, oncourse, halfbody, knock: 50), so a refused socket is
         # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse") else 0.2)
+        self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse", "halfbody",
+                                                                   "knock") else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
             self.open_one(len(self.live))

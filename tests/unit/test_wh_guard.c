@@ -410,6 +410,50 @@ test_room_for_idle(void)
 }
 
 /*
+ * F2 of the third outside attack: a delivery written in one go, whose
+ * head waits unread in the socket while the door is busy, is not taken
+ * for a connection "without its request line": a newcomer ends the idle
+ * one instead, though the delivery's connection is older.
+ */
+static void
+test_room_head_in_socket(void)
+{
+	struct config *c = load("http:\n  max_connections: 2\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *conn[3];
+	const char *from[3] = { "127.0.8.1", "127.0.8.2", "127.0.8.3" };
+	const char head[] = "POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+	struct sockaddr_in sa[3];
+	int sp[3][2];
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 3; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+		sa[i] = v4(from[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
+		wh_guard_heard(g, conn[i]);
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	CHECK("the delivery is written", write(sp[0][1], head, sizeof(head) - 1) ==
+	    (ssize_t)sizeof(head) - 1);
+	CHECK_INT("a newcomer is taken",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]), 0);
+	CHECK("by ending the idle connection", !left_alone(sp[1][1], 300) && peer_sees_eof(sp[1][1]));
+	CHECK("not the older one whose head waits unread", left_alone(sp[0][1], 100));
+	for (int i = 0; i < 3; i++) {
+		if (i != 1)
+			wh_guard_close(g, conn[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * Two bodies from one address fill a server of two slots: the first has
  * received slow_got of slow_want (not on course), the second ok_got of
  * ok_want (on course). A newcomer from another address at once (within
@@ -486,12 +530,12 @@ test_room_for_young_bodies(void)
 
 /*
  * N2: a server of n slots full of bodies, body i from address host[i]
- * having received got[i] of want[i] bytes 30 ms ago; a newcomer from a
+ * having received got[i] of want[i] bytes wait_ms ago; a newcomer from a
  * fresh address: taken (ending the body `ends`) or refused (ends < 0).
  */
 static void
 room_among_bodies(const char *label, int n, const int *host, const size_t *want,
-    const size_t *got, int ends)
+    const size_t *got, int ends, long wait_ms)
 {
 	char yml[96], a[32];
 	struct config *c;
@@ -515,7 +559,7 @@ room_among_bodies(const char *label, int n, const int *host, const size_t *want,
 		wh_guard_head(g, conn[i], NULL, 1, want[i]);
 		wh_guard_body(g, conn[i], got[i], 1);
 	}
-	nanosleep(&(struct timespec){ 0, 30 * 1000000L }, NULL);
+	nanosleep(&(struct timespec){ wait_ms / 1000, wait_ms % 1000 * 1000000L }, NULL);
 	CHECK_INT(label, wh_guard_open(g, sp[n][0], (struct sockaddr *)&sa[n], sizeof(sa[n]),
 	    &conn[n]), ends < 0 ? -EUSERS : 0);
 	for (int i = 0; i < n; i++)
@@ -537,15 +581,27 @@ test_room_among_bodies(void)
 	/* One slow body from each of two addresses: a newcomer alone from a third ends the slower. */
 	room_among_bodies("one slow body an address: a lone newcomer is taken", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 1000000, 1000000 },
-	    (const size_t[]){ 10, 5 }, 1);
+	    (const size_t[]){ 10, 5 }, 1, 30);
 	/* Bodies on course from a crowded address: the one with the most left goes. */
 	room_among_bodies("bodies on course from a crowded address: one goes", 3,
 	    (const int[]){ 3, 3, 3 }, (const size_t[]){ 6000, 6000, 6000 },
-	    (const size_t[]){ 5000, 3000, 5500 }, 1);
+	    (const size_t[]){ 5000, 3000, 5500 }, 1, 30);
 	/* Bodies on course, one an address: none goes (a forge's own). */
 	room_among_bodies("bodies on course, one an address: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 6000, 6000 },
-	    (const size_t[]){ 5000, 5000 }, -1);
+	    (const size_t[]){ 5000, 5000 }, -1, 30);
+	/*
+	 * Half of a 2-byte body at once, then nothing until the minimum-rate
+	 * deadline, from each of two addresses (the third outside attack's
+	 * F1): on course by their averages, but stalled past
+	 * WH_GUARD_FULL_STALL_MS, so a lone newcomer ends the slower.
+	 */
+	room_among_bodies("stalled bodies, one an address: a lone newcomer is taken", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
+	    (const size_t[]){ 1, 3 }, 0, WH_GUARD_FULL_STALL_MS + 100);
+	room_among_bodies("the same before they stall: refused", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
+	    (const size_t[]){ 1, 3 }, -1, 100);
 }
 
 /*
@@ -620,6 +676,7 @@ main(void)
 	test_room_for_slow_bodies();
 	test_room_for_young_bodies();
 	test_room_among_bodies();
+	test_room_head_in_socket();
 	test_handover();
 	return t_done("test_wh_guard");
 }
