@@ -150,8 +150,10 @@ const char *wh_guard_client(const struct wh_guard_conn *c);
 
 /*
  * n body bytes arrived. keep: they are held in memory, charged to the
- * client and to the total. 0, or -ENOBUFS when a budget would pass
- * (nothing charged).
+ * client and to the total; when the total would pass, slow bodies of
+ * other clients holding the most are ended (408) and their bytes given
+ * back first. 0, or -ENOBUFS when a budget would still pass (nothing
+ * charged).
  */
 int wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n,
     int keep);

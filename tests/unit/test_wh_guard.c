@@ -409,6 +409,44 @@ test_room_for_idle(void)
 	config_free(c);
 }
 
+/* A test's connections: socket pairs, each from its own address. */
+struct pairs {
+	int n;
+	int sp[8][2];
+	struct sockaddr_in sa[8];
+	struct wh_guard_conn *conn[8];
+};
+
+static void
+pairs_init(struct pairs *p, int n, const char *const *from)
+{
+	p->n = n;
+	for (int i = 0; i < n; i++) {
+		socketpair(AF_UNIX, SOCK_STREAM, 0, p->sp[i]);
+		p->sa[i] = v4(from[i]);
+		p->conn[i] = NULL;
+	}
+}
+
+static int
+pairs_open(struct wh_guard *g, struct pairs *p, int i)
+{
+	return wh_guard_open(g, p->sp[i][0], (struct sockaddr *)&p->sa[i], sizeof(p->sa[i]),
+	    &p->conn[i]);
+}
+
+/* Close all; those in ended (a bit mask) the guard ended itself. */
+static void
+pairs_free(struct wh_guard *g, struct pairs *p, unsigned ended)
+{
+	for (int i = 0; i < p->n; i++) {
+		if (!(ended >> i & 1))
+			wh_guard_close(g, p->conn[i]);
+		close(p->sp[i][0]);
+		close(p->sp[i][1]);
+	}
+}
+
 /*
  * F2 of the third outside attack: a delivery written in one go, whose
  * head waits unread in the socket while the door is busy, is not taken
@@ -420,35 +458,25 @@ test_room_head_in_socket(void)
 {
 	struct config *c = load("http:\n  max_connections: 2\n");
 	struct wh_guard *g = NULL;
-	struct wh_guard_conn *conn[3];
-	const char *from[3] = { "127.0.8.1", "127.0.8.2", "127.0.8.3" };
+	const char *const from[3] = { "127.0.8.1", "127.0.8.2", "127.0.8.3" };
 	const char head[] = "POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
-	struct sockaddr_in sa[3];
-	int sp[3][2];
+	struct pairs p;
 
 	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
 		return;
-	for (int i = 0; i < 3; i++) {
-		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
-		sa[i] = v4(from[i]);
-	}
+	pairs_init(&p, 3, from);
 	for (int i = 0; i < 2; i++) {
-		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
-		wh_guard_heard(g, conn[i]);
+		pairs_open(g, &p, i);
+		wh_guard_heard(g, p.conn[i]);
 		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 	}
-	CHECK("the delivery is written", write(sp[0][1], head, sizeof(head) - 1) ==
+	CHECK("the delivery is written", write(p.sp[0][1], head, sizeof(head) - 1) ==
 	    (ssize_t)sizeof(head) - 1);
-	CHECK_INT("a newcomer is taken",
-	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&sa[2], sizeof(sa[2]), &conn[2]), 0);
-	CHECK("by ending the idle connection", !left_alone(sp[1][1], 300) && peer_sees_eof(sp[1][1]));
-	CHECK("not the older one whose head waits unread", left_alone(sp[0][1], 100));
-	for (int i = 0; i < 3; i++) {
-		if (i != 1)
-			wh_guard_close(g, conn[i]);
-		close(sp[i][0]);
-		close(sp[i][1]);
-	}
+	CHECK_INT("a newcomer is taken", pairs_open(g, &p, 2), 0);
+	CHECK("by ending the idle connection",
+	    !left_alone(p.sp[1][1], 300) && peer_sees_eof(p.sp[1][1]));
+	CHECK("not the older one whose head waits unread", left_alone(p.sp[0][1], 100));
+	pairs_free(g, &p, 1u << 1);
 	wh_guard_free(g);
 	config_free(c);
 }
@@ -605,6 +633,48 @@ test_room_among_bodies(void)
 }
 
 /*
+ * F3 of the third outside attack: the memory for bodies all taken by
+ * slow bodies from other addresses; a genuine body that would not fit
+ * ends the slow body holding the most (which gets 408) instead of
+ * getting 503. A body on course is never ended for it.
+ */
+static void
+test_budget_room(void)
+{
+	struct config *c = load("http:\n  max_body_bytes: 10000\n  max_buffered_bytes: 30000\n"
+	    "  min_body_bytes_per_s: 1\n");
+	struct wh_guard *g = NULL;
+	const char *const from[4] = { "127.0.9.1", "127.0.9.2", "127.0.9.3", "127.0.9.4" };
+	/* stalled (9000 of 10000), slow (10000 of 1000000), whole (10000) */
+	const size_t want[3] = { 10000, 1000000, 10000 }, got[3] = { 9000, 10000, 10000 };
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 4, from);
+	for (int i = 0; i < 4; i++) {
+		pairs_open(g, &p, i);
+		wh_guard_line_done(g, p.conn[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		wh_guard_head(g, p.conn[i], NULL, 1, want[i]);
+		CHECK("a body is held", wh_guard_body(g, p.conn[i], got[i], 1) == 0);
+	}
+	wh_guard_head(g, p.conn[3], NULL, 1, 5000);
+	CHECK_INT("at once, nothing slow yet: no room (503)", wh_guard_body(g, p.conn[3], 5000, 1),
+	    -ENOBUFS);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_STALL_MS + 100) * 1000000L }, NULL);
+	CHECK_INT("later, room is made", wh_guard_body(g, p.conn[3], 5000, 1), 0);
+	CHECK("by ending the slow body holding the most",
+	    !left_alone(p.sp[1][1], 300) && peer_sees_eof(p.sp[1][1]));
+	CHECK("the others are left alone", left_alone(p.sp[0][1], 50) && left_alone(p.sp[2][1], 50));
+	CHECK_INT("its bytes given back at once", wh_guard_buffered(g, NULL), 9000 + 10000 + 5000);
+	pairs_free(g, &p, 0);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * A whole head handed from the door to the server keeps its slot through
  * the handover and is not ended for room until the server has read it:
  * the newcomer is refused instead, whatever its address holds.
@@ -677,6 +747,7 @@ main(void)
 	test_room_for_young_bodies();
 	test_room_among_bodies();
 	test_room_head_in_socket();
+	test_budget_room();
 	test_handover();
 	return t_done("test_wh_guard");
 }
