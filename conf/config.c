@@ -301,20 +301,43 @@ parse_cidr(const char *s, struct config_cidr *out)
 /*
  * Whether a trusted proxy network is wider than any set of proxies: IPv4
  * shorter than /8, IPv6 shorter than /8 (fd00::/8 is all of the unique
- * local addresses), an IPv4-mapped IPv6 network (::ffff:0:0/96) judged by
- * its IPv4 part.
+ * local addresses), and an IPv6 network that holds IPv4 addresses judged
+ * by its IPv4 part: the IPv4-mapped (::ffff:0:0/96), IPv4-compatible
+ * (::/96), NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, whole
+ * (::/80 holds all of ::ffff:0:0/96) or with fewer than 8 bits of their
+ * IPv4 part fixed.
  */
 static int
 cidr_too_wide(const struct config_cidr *n)
 {
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0xff, 0xff };
+	static const struct {
+		unsigned char addr[16];
+		int bits;		/* the prefix's length */
+		int v4;			/* where its IPv4 part starts */
+	} embed[] = {
+		{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }, 96, 96 },
+		{ { 0 }, 96, 96 },
+		{ { 0, 0x64, 0xff, 0x9b }, 96, 96 },
+		{ { 0x20, 0x02 }, 16, 16 },
+	};
 
 	if (n->family == AF_INET)
 		return n->bits < CONFIG_MIN_PROXY_BITS4;
-	if (n->bits >= 96 && !memcmp(n->addr, mapped, sizeof(mapped)))
-		return n->bits - 96 < CONFIG_MIN_PROXY_BITS4;
-	return n->bits < CONFIG_MIN_PROXY_BITS6;
+	if (n->bits < CONFIG_MIN_PROXY_BITS6)
+		return 1;
+	for (size_t i = 0; i < sizeof(embed) / sizeof(embed[0]); i++) {
+		int bits = (int)n->bits, common = bits < embed[i].bits ? bits : embed[i].bits, b;
+
+		/* Do the first `common` bits of the network and the prefix agree? */
+		for (b = 0; b < common; b++)
+			if ((n->addr[b / 8] ^ embed[i].addr[b / 8]) & (0x80 >> (b % 8)))
+				break;
+		if (b < common)
+			continue;
+		if (bits - embed[i].v4 < CONFIG_MIN_PROXY_BITS4)
+			return 1;
+	}
+	return 0;
 }
 
 static int

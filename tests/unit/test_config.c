@@ -168,6 +168,26 @@ main(void)
 	    "http.trusted_proxies: '::ffff:0:0/96' is too wide");
 	bad("trusted_proxies 2000::/3", "http:\n  trusted_proxies: ['2000::/3']\n",
 	    "is too wide");
+	/* the third outside attack: networks that hold all of IPv4 */
+	bad("trusted_proxies ::/80", "http:\n  trusted_proxies: ['::/80']\n",
+	    "http.trusted_proxies: '::/80' is too wide");
+	bad("trusted_proxies ::/96", "http:\n  trusted_proxies: ['::/96']\n",
+	    "http.trusted_proxies: '::/96' is too wide");
+	bad("trusted_proxies NAT64", "http:\n  trusted_proxies: ['64:ff9b::/96']\n",
+	    "http.trusted_proxies: '64:ff9b::/96' is too wide");
+	bad("trusted_proxies 6to4", "http:\n  trusted_proxies: ['2002::/16']\n",
+	    "http.trusted_proxies: '2002::/16' is too wide");
+	bad("trusted_proxies 6to4 /20", "http:\n  trusted_proxies: ['2002::/20']\n",
+	    "is too wide");
+	{
+		struct config *nc = NULL;
+		char nerr[CONFIG_ERR_MAX];
+
+		CHECK_INT("narrow IPv6 proxies, IPv4 inside included, pass",
+		    parse("http:\n  trusted_proxies: ['::1', 'fd00::/8', '2001:db8::/32', "
+		    "'::ffff:10.0.0.0/104', '2002:a00::/24', '64:ff9b::a00:0/104']\n", 0, &nc, nerr), 0);
+		config_free(nc);
+	}
 	bad("per-ip connections over all", "http:\n  max_connections: 10\n"
 	    "  max_connections_per_ip: 11\n",
 	    "kb.yml:3: http.max_connections_per_ip: must be at most http.max_connections (10)");
