@@ -63,6 +63,7 @@ struct wh_guard {
 	pthread_t reaper;
 	int stopping;
 	unsigned live;		/* connections not shut down */
+	struct wh_guard_stats st;	/* counters for /metrics (open, buffered filled in on read) */
 	size_t buffered;
 	struct client *clients[GUARD_BUCKETS];
 	struct wh_guard_conn *conns;
@@ -270,8 +271,10 @@ reaper(void *arg)
 			 */
 			if (c->passing && since_s(&c->passed, &now) > WH_GUARD_PASS_S)
 				conn_drop(g, c);
-			else if (conn_late(g->h, c, &now))
+			else if (conn_late(g->h, c, &now)) {
 				kill_conn(g, c, 1);
+				g->st.ended_late++;
+			}
 		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += GUARD_TICK_MS * 1000000L;
@@ -503,8 +506,15 @@ again:
 		victim = last;
 	if (!victim || (c->has_slot && victim->peer == c->peer)) {
 		kill_conn(g, c, 0);
+		g->st.refused_full++;
 		return -EUSERS;
 	}
+	if (victim->state == CONN_LINE)
+		g->st.ended_room_line++;
+	else if (victim->state == CONN_BODY)
+		g->st.ended_room_body++;
+	else
+		g->st.ended_room_head++;
 	kill_conn(g, victim, 1);
 	return 0;
 }
@@ -594,6 +604,7 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 	if (c->peer && !c->proxied) {
 		if (c->peer->slots >= g->h->max_connections_per_ip) {
 			kill_conn(g, c, 0);
+			g->st.refused_addr++;
 			error = -EUSERS;
 		} else {
 			c->peer->slots++;
@@ -832,6 +843,7 @@ budget_room(struct wh_guard *g, struct wh_guard_conn *c, size_t n)
 		g->buffered -= victim->charged;
 		victim->charged = 0;
 		kill_conn(g, victim, 1);
+		g->st.ended_budget++;
 	}
 }
 
@@ -879,6 +891,16 @@ wh_guard_request_done(struct wh_guard *g, struct wh_guard_conn *c)
 	release_request(g, c);
 	if (c->state != CONN_DEAD)
 		set_state(c, CONN_HEAD);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_stats(struct wh_guard *g, struct wh_guard_stats *st)
+{
+	pthread_mutex_lock(&g->lock);
+	*st = g->st;
+	st->open = g->live;
+	st->buffered = g->buffered;
 	pthread_mutex_unlock(&g->lock);
 }
 

@@ -149,6 +149,24 @@ int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
 const char *wh_guard_client(const struct wh_guard_conn *c);
 
 /*
+ * What the guard has done, for /metrics (kernelbot_http_* in
+ * webhooks/metrics.c): counters since start, and two gauges.
+ */
+struct wh_guard_stats {
+	unsigned long long open;		/* connections not shut down, now */
+	unsigned long long buffered;		/* body bytes held, now */
+	unsigned long long ended_room_line;	/* ended for room: no request line */
+	unsigned long long ended_room_head;	/* ... a head not whole, or unread */
+	unsigned long long ended_room_body;	/* ... a slow body */
+	unsigned long long ended_budget;	/* slow bodies ended for the memory for bodies */
+	unsigned long long ended_late;		/* ended at a deadline (408) */
+	unsigned long long refused_full;	/* newcomers refused: nothing to end */
+	unsigned long long refused_addr;	/* newcomers refused: their address's share */
+};
+
+void wh_guard_stats(struct wh_guard *g, struct wh_guard_stats *st);
+
+/*
  * n body bytes arrived. keep: they are held in memory, charged to the
  * client and to the total; when the total would pass, slow bodies of
  * other clients holding the most are ended (408) and their bytes given

@@ -196,3 +196,35 @@ wh_metrics_render(struct wh_metrics *m, struct store *s, struct buf *out)
 	pthread_mutex_unlock(&m->lock);
 	return error ? -ENOBUFS : 0;
 }
+
+int
+wh_metrics_render_guard(const struct wh_guard_stats *st, struct buf *out)
+{
+	int error = 0;
+
+	error |= buf_printf(out,
+	    "# HELP kernelbot_http_connections Connections the server holds now.\n"
+	    "# TYPE kernelbot_http_connections gauge\n"
+	    "kernelbot_http_connections %llu\n"
+	    "# HELP kernelbot_http_buffered_bytes Request body bytes held in memory now.\n"
+	    "# TYPE kernelbot_http_buffered_bytes gauge\n"
+	    "kernelbot_http_buffered_bytes %llu\n", st->open, st->buffered);
+	error |= buf_printf(out,
+	    "# HELP kernelbot_http_connections_ended_total Connections the server ended before "
+	    "their request was answered, by reason.\n"
+	    "# TYPE kernelbot_http_connections_ended_total counter\n"
+	    "kernelbot_http_connections_ended_total{reason=\"room_no_request_line\"} %llu\n"
+	    "kernelbot_http_connections_ended_total{reason=\"room_head\"} %llu\n"
+	    "kernelbot_http_connections_ended_total{reason=\"room_slow_body\"} %llu\n"
+	    "kernelbot_http_connections_ended_total{reason=\"body_memory\"} %llu\n"
+	    "kernelbot_http_connections_ended_total{reason=\"deadline\"} %llu\n",
+	    st->ended_room_line, st->ended_room_head, st->ended_room_body, st->ended_budget,
+	    st->ended_late);
+	error |= buf_printf(out,
+	    "# HELP kernelbot_http_connections_refused_total New connections closed at once, by reason.\n"
+	    "# TYPE kernelbot_http_connections_refused_total counter\n"
+	    "kernelbot_http_connections_refused_total{reason=\"full\"} %llu\n"
+	    "kernelbot_http_connections_refused_total{reason=\"address_share\"} %llu\n",
+	    st->refused_full, st->refused_addr);
+	return error ? -ENOBUFS : 0;
+}

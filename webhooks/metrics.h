@@ -5,6 +5,9 @@
  *   kernelbot_webhook_deliveries_total{provider,event,outcome}  counter
  *   kernelbot_jobs{state}                                       gauge (from the store)
  *   kernelbot_http_request_duration_seconds{handler}            histogram
+ *   kernelbot_http_connections, kernelbot_http_buffered_bytes   gauges (the guard)
+ *   kernelbot_http_connections_ended_total{reason}              counter (the guard)
+ *   kernelbot_http_connections_refused_total{reason}            counter (the guard)
  *
  * Label values are bounded sets (events through wh_event_label()), so no
  * sender can grow the output. Thread-safe.
@@ -14,6 +17,7 @@
 
 #include "store/store.h"
 #include "common/buf.h"
+#include "webhooks/guard.h"
 
 #define WH_METRICS_MAX_SERIES 512	/* distinct (provider, event, outcome) */
 
@@ -48,5 +52,8 @@ unsigned long long wh_metrics_get(struct wh_metrics *m, const char *provider,
  * the store's error.
  */
 int wh_metrics_render(struct wh_metrics *m, struct store *s, struct buf *out);
+
+/* Append the guard's counters (wh_guard_stats()). 0 or -ENOBUFS. */
+int wh_metrics_render_guard(const struct wh_guard_stats *st, struct buf *out);
 
 #endif

@@ -167,9 +167,13 @@ static enum MHD_Result
 serve_metrics(struct wh_server *srv, struct MHD_Connection *c)
 {
 	struct buf b = BUF_INIT(WH_METRICS_MAX_BYTES);
+	struct wh_guard_stats st;
 	enum MHD_Result ret;
 
-	if (wh_metrics_render(srv->metrics, srv->store, &b) < 0)
+	if (srv->guard)
+		wh_guard_stats(srv->guard, &st);
+	if (wh_metrics_render(srv->metrics, srv->store, &b) < 0 ||
+	    (srv->guard && wh_metrics_render_guard(&st, &b) < 0))
 		ret = reply_json(c, 503, "{\"error\":\"metrics unavailable\"}\n", NULL, 0);
 	else
 		ret = reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",

@@ -25,6 +25,15 @@ attack_run 12 6 halfbody:127.0.10.1-255:255 halfbody:127.0.11.1:1
 check_genuine
 check "half bodies filled the server (250+ connections at once)" \
     test $(($(attack_field halfbody peak 1) + $(attack_field halfbody peak 2))) -ge 250
+# What the guard did, on /metrics: slow bodies ended for room, the rest at
+# their deadlines.
+http GET "http://127.0.0.1:$KB_PORT/metrics"
+check_eq "metrics: 200" "$HTTP_CODE" 200
+ended=$(printf '%s\n' "$HTTP_BODY" | sed -n 's/^kernelbot_http_connections_ended_total{reason="room_slow_body"} //p')
+check "metrics: slow bodies ended for room ($ended)" test "${ended:-0}" -ge 10
+late=$(printf '%s\n' "$HTTP_BODY" | sed -n 's/^kernelbot_http_connections_ended_total{reason="deadline"} //p')
+check "metrics: bodies ended at their deadline ($late)" test "${late:-0}" -ge 100
+check_match "metrics: the open connections gauge" "$HTTP_BODY" '^kernelbot_http_connections [0-9]+$'
 
 attack_run 12 6 crowd:127.0.12.1-255:255 crowd:127.0.13.1:1 knock:127.0.14.1-250:24
 check_genuine

@@ -49,6 +49,24 @@ main(void)
 	buf_reset(&b);
 	wh_metrics_render(m, NULL, &b);
 	CHECK("dropped series counted", strstr(buf_cstr(&b), "\nkernelbot_webhook_series_dropped_total 12\n"));
+
+	/* The guard's counters. */
+	{
+		struct wh_guard_stats st = { .open = 7, .buffered = 4096, .ended_room_body = 3,
+			.ended_late = 11, .refused_full = 2 };
+
+		buf_reset(&b);
+		CHECK_INT("guard render", wh_metrics_render_guard(&st, &b), 0);
+		t = buf_cstr(&b);
+		CHECK("open connections", strstr(t, "\nkernelbot_http_connections 7\n"));
+		CHECK("bytes held", strstr(t, "\nkernelbot_http_buffered_bytes 4096\n"));
+		CHECK("slow bodies ended",
+		    strstr(t, "kernelbot_http_connections_ended_total{reason=\"room_slow_body\"} 3\n"));
+		CHECK("deadlines", strstr(t, "kernelbot_http_connections_ended_total{reason=\"deadline\"} 11\n"));
+		CHECK("refused when full",
+		    strstr(t, "kernelbot_http_connections_refused_total{reason=\"full\"} 2\n"));
+		CHECK("typed", strstr(t, "# TYPE kernelbot_http_connections_ended_total counter\n"));
+	}
 	buf_free(&b);
 	buf_free(&small);
 	wh_metrics_free(m);
