@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test driver behind `make test`: runs every suite, prints each
-# failure's output, and ends with one line "tests: N passed, N failed".
+# failure's output, recaps the failed checks, and ends with one line
+# "tests: N passed, N failed".
 # Usage: tests/run.sh [unit] [harness] [fuzz] [e2e]   (default: all)
 set -u
 BUILD=${BUILD:-build/default}
@@ -12,11 +13,12 @@ suites=${*:-unit harness fuzz e2e}
 passed=0
 failed=0
 log=$(mktemp)
+fails=$(mktemp)
 # One cache for the whole run, never the user's: judge servers, baselines
 # and kernels of the tests live and end here.
 KERNELBOT_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/kb-tests-cache.XXXXXX") || exit 1
 export KERNELBOT_CACHE
-trap '"$KERNELBOT" judge stop >/dev/null 2>&1; rm -rf "$log" "$KERNELBOT_CACHE"' EXIT
+trap '"$KERNELBOT" judge stop >/dev/null 2>&1; rm -rf "$log" "$fails" "$KERNELBOT_CACHE"' EXIT
 
 # Count "NAME: N passed, N failed" from a suite's last such line.
 tally() {
@@ -33,6 +35,12 @@ tally() {
 	if [ "$f" -ne 0 ]; then
 		echo "--- $name failed:"
 		cat "$log"
+		# For the recap at the end: its failed checks and their details
+		# (a CI log may keep only its tail).
+		{
+			echo "$name:"
+			grep -E -A4 '^(FAIL|not ok)|FAILED|Error' "$log" | head -n 40 | sed 's/^/  /'
+		} >>"$fails"
 	else
 		printf '%-40s %s passed\n' "$name" "$p"
 	fi
@@ -81,5 +89,9 @@ for s in $suites; do
 	esac
 done
 
+if [ -s "$fails" ]; then
+	echo "--- the failures again:"
+	cat "$fails"
+fi
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
