@@ -50,10 +50,13 @@ check_eq "best/result.json is a correct verdict on best/kernel.c" \
 	"$(json_get "$OUT/best/result.json" '(d["correct"], d["status"], d["candidate"].endswith("best/kernel.c"))')" \
 	"(True, 'correct', True)"
 # A working set of under 1 MiB fits in any last-level cache: the bandwidth
-# floor does not apply, so no run here depends on a copy's timing.
+# floor does not apply, so no run here depends on a copy's timing. An
+# honest kernel gets no flag of the timing's integrity; suspicious_speedup
+# may stand (over 10x eager is honest where eager's per-op dispatch
+# dominates, as on a small CPU problem on a loaded host: a CI run saw it).
 check_eq "the bandwidth floor does not apply to a working set that fits in the cache" \
-	"$(json_get "$OUT/best/result.json" '[("does not apply" in c["detail"], c["passed"]) for c in d["checks"] if c["name"] == "bandwidth_floor"] + [d["needs_review"] and (d["flags"], [c["name"] + ": " + c["detail"] for c in d["checks"] if not c["passed"]])]')" \
-	"[(True, True), False]"
+	"$(json_get "$OUT/best/result.json" '[("does not apply" in c["detail"], c["passed"]) for c in d["checks"] if c["name"] == "bandwidth_floor"] + [[f for f in d["flags"] if f in ("below_bandwidth_floor", "side_stream", "untimed_work", "stale_inputs")] and (d["flags"], [c["name"] + ": " + c["detail"] for c in d["checks"] if not c["passed"]])]')" \
+	"[(True, True), []]"
 check_eq "the confirmation ran --confirm-trials (3 trials)" \
 	"$(json_get "$OUT/best/result.json" '"(3 trials x 1 shapes)" in str(d["checks"])')" True
 check "problem.py is the problem" cmp -s "$P" "$OUT/problem.py"
