@@ -138,6 +138,23 @@ wdev_alloc(struct wdev *d, size_t n, void **p)
 }
 
 int
+wdev_alloc_shared(struct wdev *d, size_t n, void **p, size_t *size, int *fd)
+{
+	if (!d->cuda) {
+		snprintf(d->err, sizeof(d->err), "the CPU has no shared device memory");
+		return -EOPNOTSUPP;
+	}
+	return wdev_cuda_alloc_shared(d->c, n, p, size, fd);
+}
+
+void
+wdev_free_shared(struct wdev *d, void *p, size_t size)
+{
+	if (d->cuda)
+		wdev_cuda_free_shared(d->c, p, size);
+}
+
+int
 wdev_host_alloc(struct wdev *d, size_t n, void **p)
 {
 	if (n == 0)

@@ -51,6 +51,19 @@ int wdev_alloc(struct wdev *d, size_t n, void **p);
 void wdev_free(struct wdev *d, void *p);
 
 /*
+ * Device memory another process can map: at least n bytes (rounded up to
+ * the driver's granularity, the size in *size) and a file descriptor for
+ * it in *fd, which the caller passes on (SCM_RIGHTS) and closes. The
+ * judge maps it to copy a timed run's snapshot into memory of its own
+ * (docs/evaluation.md, "The snapshot"). The memory lives until
+ * wdev_free_shared and, in the importer, until it unmaps it. 0, or
+ * -EOPNOTSUPP on the CPU or a driver without virtual memory management,
+ * or -EIO (see wdev_error).
+ */
+int wdev_alloc_shared(struct wdev *d, size_t n, void **p, size_t *size, int *fd);
+void wdev_free_shared(struct wdev *d, void *p, size_t size);
+
+/*
  * Host memory for transfers (n may be 0): page-locked on CUDA where the
  * driver grants it, so copies run at the bus's speed instead of through
  * the driver's bounce buffers; plain memory otherwise (and on the CPU).

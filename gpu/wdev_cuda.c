@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The driver API by its stable ABI; no CUDA headers needed to build. */
 typedef int CUresult;
@@ -22,6 +23,34 @@ typedef struct CUfunc_st *CUfunction;
 enum {
 	CU_STREAM_NON_BLOCKING = 1,
 	CU_ATTR_L2_CACHE_SIZE = 38,
+};
+
+/* Virtual memory management (CUDA 10.2 on): memory another process maps. */
+typedef unsigned long long CUmemGenericAllocationHandle;
+struct cu_mem_location {
+	int type;		/* 1: a device */
+	int id;
+};
+struct cu_mem_prop {
+	int type;		/* 1: pinned (device memory) */
+	int handle_types;	/* 1: a POSIX file descriptor */
+	struct cu_mem_location location;
+	void *win32_meta;
+	struct {
+		unsigned char compression, rdma;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} flags;
+};
+struct cu_mem_access {
+	struct cu_mem_location location;
+	int flags;		/* 3: read and write */
+};
+enum {
+	CU_MEM_TYPE_PINNED = 1,
+	CU_MEM_HANDLE_POSIX_FD = 1,
+	CU_MEM_LOCATION_DEVICE = 1,
+	CU_MEM_ACCESS_RW = 3,
 };
 
 struct cu {
@@ -60,6 +89,18 @@ struct cu {
 	/* Optional: page-locked host memory (NULL: plain memory is used). */
 	CUresult (*mem_alloc_host)(void **, size_t);
 	CUresult (*mem_free_host)(void *);
+	/* Optional: shared allocations (NULL: wdev_cuda_alloc_shared says no). */
+	CUresult (*vmm_granularity)(size_t *, const struct cu_mem_prop *, int);
+	CUresult (*vmm_create)(CUmemGenericAllocationHandle *, size_t, const struct cu_mem_prop *,
+	    unsigned long long);
+	CUresult (*vmm_release)(CUmemGenericAllocationHandle);
+	CUresult (*vmm_export)(void *, CUmemGenericAllocationHandle, int, unsigned long long);
+	CUresult (*vmm_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*vmm_free)(CUdeviceptr, size_t);
+	CUresult (*vmm_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+	    unsigned long long);
+	CUresult (*vmm_unmap)(CUdeviceptr, size_t);
+	CUresult (*vmm_access)(CUdeviceptr, size_t, const struct cu_mem_access *, size_t);
 };
 
 struct wdev_cuda {
@@ -258,6 +299,26 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 	cu->mem_free_host = (CUresult (*)(void *))sym(cu->lib, "cuMemFreeHost", NULL);
 	if (!cu->mem_alloc_host || !cu->mem_free_host)
 		cu->mem_alloc_host = NULL;
+	{
+		struct { void **slot; const char *name; } v[] = {
+			{ (void **)&cu->vmm_granularity, "cuMemGetAllocationGranularity" },
+			{ (void **)&cu->vmm_create, "cuMemCreate" },
+			{ (void **)&cu->vmm_release, "cuMemRelease" },
+			{ (void **)&cu->vmm_export, "cuMemExportToShareableHandle" },
+			{ (void **)&cu->vmm_reserve, "cuMemAddressReserve" },
+			{ (void **)&cu->vmm_free, "cuMemAddressFree" },
+			{ (void **)&cu->vmm_map, "cuMemMap" },
+			{ (void **)&cu->vmm_unmap, "cuMemUnmap" },
+			{ (void **)&cu->vmm_access, "cuMemSetAccess" },
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			if (!(*v[i].slot = dlsym(cu->lib, v[i].name)))
+				break;
+		if (i < sizeof(v) / sizeof(v[0]))
+			cu->vmm_create = NULL;
+	}
 	return 0;
 }
 
@@ -341,6 +402,69 @@ wdev_cuda_free(struct wdev_cuda *c, void *p)
 {
 	if (p)
 		c->cu.mem_free((CUdeviceptr)(uintptr_t)p);
+}
+
+/*
+ * Created with a POSIX file descriptor as its shareable handle, mapped
+ * read-write for this device, exported; the handle is released at once
+ * (the mapping and the exported descriptor keep the memory).
+ */
+int
+wdev_cuda_alloc_shared(struct wdev_cuda *c, size_t n, void **p, size_t *size, int *fd)
+{
+	struct cu_mem_prop prop = { CU_MEM_TYPE_PINNED, CU_MEM_HANDLE_POSIX_FD,
+	    { CU_MEM_LOCATION_DEVICE, (int)c->dev }, NULL, { 0, 0, 0, { 0 } } };
+	struct cu_mem_access acc = { { CU_MEM_LOCATION_DEVICE, (int)c->dev }, CU_MEM_ACCESS_RW };
+	CUmemGenericAllocationHandle h = 0;
+	CUdeviceptr dp = 0;
+	size_t g = 0;
+	int error, f = -1, mapped = 0;
+
+	if (!c->cu.vmm_create) {
+		snprintf(c->err, sizeof(c->err), "this driver has no cuMemCreate");
+		return -EOPNOTSUPP;
+	}
+	if ((error = cu_check(c, c->cu.vmm_granularity(&g, &prop, 0),
+	    "cuMemGetAllocationGranularity")) < 0)
+		return error;
+	if (g == 0)
+		g = 2u << 20;
+	n = n == 0 ? g : (n + g - 1) / g * g;
+	if ((error = cu_check(c, c->cu.vmm_create(&h, n, &prop, 0), "cuMemCreate")) < 0)
+		return error;
+	if ((error = cu_check(c, c->cu.vmm_export(&f, h, CU_MEM_HANDLE_POSIX_FD, 0),
+	    "cuMemExportToShareableHandle")) < 0 ||
+	    (error = cu_check(c, c->cu.vmm_reserve(&dp, n, g, 0, 0), "cuMemAddressReserve")) < 0)
+		goto fail;
+	if ((error = cu_check(c, c->cu.vmm_map(dp, n, 0, h, 0), "cuMemMap")) < 0)
+		goto fail;
+	mapped = 1;
+	if ((error = cu_check(c, c->cu.vmm_access(dp, n, &acc, 1), "cuMemSetAccess")) < 0)
+		goto fail;
+	c->cu.vmm_release(h);
+	*p = (void *)(uintptr_t)dp;
+	*size = n;
+	*fd = f;
+	return 0;
+fail:
+	if (mapped)
+		c->cu.vmm_unmap(dp, n);
+	if (dp)
+		c->cu.vmm_free(dp, n);
+	c->cu.vmm_release(h);
+	if (f >= 0)
+		close(f);
+	return error;
+}
+
+void
+wdev_cuda_free_shared(struct wdev_cuda *c, void *p, size_t size)
+{
+	if (!p)
+		return;
+	c->cu.ctx_sync();
+	c->cu.vmm_unmap((CUdeviceptr)(uintptr_t)p, size);
+	c->cu.vmm_free((CUdeviceptr)(uintptr_t)p, size);
 }
 
 int

@@ -18,6 +18,9 @@ int wdev_cuda_alloc(struct wdev_cuda *c, size_t n, void **p);
 int wdev_cuda_host_alloc(struct wdev_cuda *c, size_t n, void **p);
 void wdev_cuda_host_free(struct wdev_cuda *c, void *p);
 void wdev_cuda_free(struct wdev_cuda *c, void *p);
+/* Device memory another process can map: gpu/wdev.h, wdev_alloc_shared. */
+int wdev_cuda_alloc_shared(struct wdev_cuda *c, size_t n, void **p, size_t *size, int *fd);
+void wdev_cuda_free_shared(struct wdev_cuda *c, void *p, size_t size);
 int wdev_cuda_put(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 int wdev_cuda_put_elems(struct wdev_cuda *c, const struct wdev_elem *e, size_t n);
 /* Whether wdev_cuda_put_elems uses the scatter kernel (it loaded and passed its trial). */

@@ -594,6 +594,72 @@ out:
 }
 
 /*
+ * "export": set k's snapshot as shared device memory the judge maps
+ * (wdev_alloc_shared), one block holding each output at the offset the
+ * reply gives, the block's descriptor passed with the reply. From then
+ * on a timed run of set k seals no memfd: the judge copies the snapshot
+ * into memory of its own as soon as the reply arrives, inside its clock
+ * (docs/evaluation.md, "The snapshot"). Once per set. Where the device
+ * cannot (an old driver, a refusal) the reply says "exported": false and
+ * why, and the judge keeps the sealed memfds.
+ */
+static int
+cmd_export(struct worker *w, int k)
+{
+	struct wslot *sl;
+	struct wset *s;
+	json_t *offs = NULL;
+	char err[512] = "";
+	size_t off = 0, size = 0;
+	void *base = NULL;
+	int error = 0, fd = -1;
+
+	if (!w->pass_fds) {
+		snprintf(err, sizeof(err), "export: replies go through a pipe, not a socket");
+		goto out;
+	}
+	if (k < 0 || k >= w->nsets) {
+		snprintf(err, sizeof(err), "export: no set %d", k);
+		goto out;
+	}
+	if (!(sl = timing_slot(w, k, 1, err, sizeof(err), &error)))
+		goto out;
+	if (sl->shared) {
+		snprintf(err, sizeof(err), "export: set %d is exported already", k);
+		goto out;
+	}
+	s = &w->sets[k];
+	for (int j = 0; j < s->nout; j++)
+		off += (s->out[j].nbytes + 255) / 256 * 256;
+	if ((error = wdev_alloc_shared(w->d, off, &base, &size, &fd)) < 0) {
+		/* Not the candidate's fault: the judge keeps the sealed memfds. */
+		reply(w, json_pack("{s:b, s:b, s:s}", "ok", 1, "exported", 0, "why",
+		    wdev_error(w->d)));
+		return 0;
+	}
+	offs = json_array();
+	off = 0;
+	for (int j = 0; j < s->nout; j++) {
+		if (sl->snap[j])
+			wdev_free(w->d, sl->snap[j]);
+		sl->snap[j] = (unsigned char *)base + off;
+		sl->snap_cap[j] = s->out[j].nbytes;
+		json_array_append_new(offs, json_integer((json_int_t)off));
+		off += (s->out[j].nbytes + 255) / 256 * 256;
+	}
+	sl->shared = base;
+	sl->shared_size = size;
+	sl->snapped = 0;
+	reply_fds(w, json_pack("{s:b, s:b, s:I, s:o}", "ok", 1, "exported", 1, "bytes",
+	    (json_int_t)size, "offsets", offs), &fd, 1);
+	close(fd);
+	return 0;
+out:
+	reply_error(w, "export", err);
+	return 0;
+}
+
+/*
  * Timed runs. Before each, outside the timed region: the outputs
  * poisoned (with the judge's value for that run, or the fixed pattern),
  * the cache flushed (or, with prepared, both done by "prepare" for the
@@ -613,7 +679,7 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_
 	struct wslot *order[256];
 	size_t first[257], rfirst[257];
 	struct refresh *rf = NULL;
-	int fds[WORKER_MAX_FDS], nfd = 0;
+	int fds[WORKER_MAX_FDS], nfd = 0, nexp = 0;
 	struct wdev_elem *pt = NULL;
 	json_t *ev = json_array(), *host = json_array();
 	size_t n = json_array_size(sets), i;
@@ -646,7 +712,7 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_
 		if (!prepared && (error = worker_parse_poison(poison, n, i, &w->sets[k], 0, order[i]->pat,
 		    err, sizeof(err))) < 0)
 			goto out;
-		for (int j = 0; j < w->sets[k].nout; j++)
+		for (int j = 0; j < w->sets[k].nout && !order[i]->shared; j++)
 			if ((error = ensure(w, &order[i]->snap[j], &order[i]->snap_cap[j],
 			    w->sets[k].out[j].nbytes)) < 0) {
 				snprintf(err, sizeof(err), "snapshot of %s: %s", w->sets[k].out[j].name,
@@ -704,7 +770,9 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_
 			if ((error = wdev_copy(w->d, sl->snap[j], sl->out[j], s->out[j].nbytes)) < 0)
 				goto device;
 		sl->snapped = 1;
-		if (w->pass_fds && n <= WORKER_MAX_FDS) {
+		if (sl->shared) {
+			nexp++;	/* the judge copies it as the reply arrives */
+		} else if (w->pass_fds && n <= WORKER_MAX_FDS) {
 			if ((error = seal_snapshot(w, sl, s, &fds[nfd])) == -EOPNOTSUPP) {
 				/* The judge reads the dump instead ("sealed" < runs). */
 				w->pass_fds = 0;
@@ -721,8 +789,8 @@ cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh, json_
 		json_array_append_new(ev, json_real(e));
 		json_array_append_new(host, json_real(h));
 	}
-	reply_fds(w, json_pack("{s:b, s:i, s:O, s:O, s:f, s:i}", "ok", 1, "rc", krc, "ev_ms", ev,
-	    "host_ms", host, "overhead_ms", over, "sealed", nfd), fds, nfd);
+	reply_fds(w, json_pack("{s:b, s:i, s:O, s:O, s:f, s:i, s:i}", "ok", 1, "rc", krc, "ev_ms",
+	    ev, "host_ms", host, "overhead_ms", over, "sealed", nfd, "exported", nexp), fds, nfd);
 	goto out;
 device:
 	snprintf(err, sizeof(err), "%s", wdev_error(w->d));
@@ -943,6 +1011,8 @@ serve(struct worker *w)
 			status = cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
 			    json_object_get(c, "refresh"), json_object_get(c, "poison"),
 			    json_is_true(json_object_get(c, "prepared")));
+		} else if (!strcmp(cmd, "export")) {
+			status = cmd_export(w, k);
 		} else if (!strcmp(cmd, "prepare")) {
 			status = cmd_prepare(w, k, json_object_get(c, "poison"));
 		} else if (!strcmp(cmd, "dump")) {
@@ -967,11 +1037,12 @@ slot_free(struct worker *w, struct wslot *sl)
 			wdev_free(w->d, sl->in[i]);
 		if (sl->out[i])
 			wdev_free(w->d, sl->out[i]);
-		if (sl->snap[i])
+		if (sl->snap[i] && !sl->shared)
 			wdev_free(w->d, sl->snap[i]);
 		if (sl->orig[i])
 			wdev_free(w->d, sl->orig[i]);
 	}
+	wdev_free_shared(w->d, sl->shared, sl->shared_size);
 	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
 }
@@ -1041,10 +1112,12 @@ worker_main(const struct worker_opts *o)
 		goto out;
 	}
 	t_load = wdev_now_ms();
-	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:f, s:f}", "ok", 1, "hello", 1,
-	    "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
+	/* "share": snapshots may be exported ("export"), CUDA through a socket. */
+	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:b, s:f, s:f}", "ok", 1, "hello",
+	    1, "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
 	    (json_int_t)wdev_flush_bytes(w.d), "perturb_writes", wdev_put_elems_how(w.d),
 	    "refresh", wdev_can_permute(w.d),
+	    "share", w.pass_fds && wdev_dl(w.d).device_type == kDLCUDA,
 	    "init_ms", t_init - t0, "load_ms", t_load - t_init));
 	status = serve(&w);
 out:

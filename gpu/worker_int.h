@@ -46,6 +46,13 @@ struct wslot {
 	void *snap[WORKER_MAX_TENSORS];
 	size_t snap_cap[WORKER_MAX_TENSORS];
 	unsigned char pat[WORKER_MAX_TENSORS][8];
+	/*
+	 * Exported (the judge's "export"): the snapshot is one block of shared
+	 * device memory, snap[i] inside it, which the judge has mapped and
+	 * copies from as each timed run's reply arrives; no sealed memfd.
+	 */
+	void *shared;
+	size_t shared_size;
 	int snapped;
 	int prepared;		/* poisoned and flushed by "prepare", not yet timed */
 	/* Timing slots: the inputs as loaded, what a "refresh" permutes. */

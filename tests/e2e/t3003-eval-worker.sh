@@ -129,7 +129,8 @@ printf '%s\n' '{"cmd":"time","sets":[0],"prepared":true}' \
 	'{"cmd":"prepare","set":0,"poison":[["2222a57f"]]}' '{"cmd":"time","sets":[0],"prepared":true}' \
 	'{"cmd":"dump","set":0}' '{"cmd":"time","sets":[0],"prepared":true}' \
 	'{"cmd":"prepare","set":0,"poison":[["22"]]}' '{"cmd":"prepare","set":0}' \
-	'{"cmd":"time","sets":[0,0],"prepared":true}' '{"cmd":"quit"}' | UW >"$tmp/rp" 2>/dev/null
+	'{"cmd":"time","sets":[0,0],"prepared":true}' '{"cmd":"export","set":0}' '{"cmd":"quit"}' |
+	UW >"$tmp/rp" 2>/dev/null
 [ "$(py x 'r["ok"] is False and "not prepared" in r["error"]' "$(sed -n 2p "$tmp/rp")")" = True ] &&
 	ok "prepared time before its prepare: refused" || bad "unprepared: $(sed -n 2p "$tmp/rp")"
 [ "$(py x 'r["ok"] is True and r["overhead_ms"] >= 0' "$(sed -n 3p "$tmp/rp")")" = True ] &&
@@ -147,6 +148,8 @@ PYEOF
 [ "$(py x 'r["ok"] is False and "1 when prepared" in r["error"]' "$(sed -n 9p "$tmp/rp")")" = True ] &&
 	ok "prepare: bad poison refused, none given the fixed pattern; prepared takes one set" ||
 	bad "prepare errors: $(sed -n 7,9p "$tmp/rp")"
+[ "$(py x 'r["ok"] is False and "pipe" in r["error"]' "$(sed -n 10p "$tmp/rp")")" = True ] &&
+	ok "export: refused when replies go through a pipe" || bad "export on a pipe: $(sed -n 10p "$tmp/rp")"
 printf '%s\n' '{"cmd":"run","set":0,"poison":[["0700c07f"]]}' '{"cmd":"quit"}' | UW >"$tmp/rq" 2>/dev/null
 [ "$(py x 'r["ok"] is False and "poison" in r["error"]' "$(sed -n 2p "$tmp/rq")")" = True ] &&
 	ok "run: poison for one run of two refused" || bad "run poison: $(sed -n 2p "$tmp/rq")"
@@ -163,7 +166,12 @@ from kbh.judge_worker import Worker
 d = sys.argv[3]
 w = Worker([sys.argv[1], "__worker", "--backend", "cpu", "--dir", sys.argv[2], "--scratch", d,
             "--so", sys.argv[4]], dict(os.environ), d + "/err", time.monotonic() + 60, 30)
-good = w.read_reply("start")["ok"]
+hello = w.read_reply("start")
+# The CPU has no shared device memory: no "share", and an export says so
+# (the judge keeps the sealed memfds).
+good = hello["ok"] and hello["share"] is False
+r = w.request({"cmd": "export", "set": 0})
+good = good and r["exported"] is False and "CPU" in r["why"] and not w.take_fds()
 r = w.request({"cmd": "time", "sets": [0, 0]})
 fds = w.take_fds()
 good = good and r["sealed"] == 2 and len(fds) == 2

@@ -186,8 +186,8 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
-                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
-                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0,
+                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s, shared=False: 0.0,
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k, shared=False: 0.0,
                                 refresh_ref_ms=lambda sizes: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
@@ -230,8 +230,8 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
-                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s: 0.0,
-                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k: 0.0,
+                                backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s, shared=False: 0.0,
+                                echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k, shared=False: 0.0,
                                 refresh_ref_ms=lambda sizes: 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})

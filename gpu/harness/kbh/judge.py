@@ -250,14 +250,16 @@ class Context:
             ref[key] = sorted(got)[1]
         return ref[key]
 
-    def snapshot_ref_ms(self, k):
+    def snapshot_ref_ms(self, k, shared=False):
         """The judge's own measure of a timed run's snapshot of set k's
-        outputs (the copy and the sealed memfd), ms; once per set and batch."""
+        outputs, ms; once per set, kind and batch. shared: the copy on the
+        device and the judge's copy of it (judge_devsnap); else the copy
+        and the sealed memfd."""
         ref = self.__dict__.setdefault("_snapshot_ref", {})
-        if k not in ref:
-            ref[k] = self.timer.overhead_ms(sum(o["nbytes"] for o in self.sets[k]["specs"]),
-                                            flush=False)
-        return ref[k]
+        if (k, shared) not in ref:
+            ref[k, shared] = self.timer.overhead_ms(
+                sum(o["nbytes"] for o in self.sets[k]["specs"]), flush=False, shared=shared)
+        return ref[k, shared]
 
     def float32_only(self):
         ts = [t for _, t in self.state] + list(self.sets[0]["args"]) + list(self.sets[0]["expected"])
@@ -289,16 +291,18 @@ class Context:
             self.measure_baselines(args)
         self.breakdown["baseline_warmup"] = time.perf_counter() - t0
 
-    def overhead_ref_ms(self, sets):
+    def overhead_ref_ms(self, sets, shared=False):
         """The judge's own measure of what the worker does between timed
-        runs on set k (flush, poison of the outputs), per run, averaged
-        over sets: what explains a timing request's wall clock beside the
-        timed calls (untimed_work). Measured once per set and batch."""
+        runs on set k (flush, poison of the outputs, the snapshot), per
+        run, averaged over sets: what explains a timing request's wall
+        clock beside the timed calls (untimed_work). Measured once per
+        set, kind of snapshot (snapshot_ref_ms) and batch."""
         ref = self.__dict__.setdefault("_overhead_ref", {})
         for k in set(sets):
-            if k not in ref:
-                ref[k] = self.timer.overhead_ms(sum(o["nbytes"] for o in self.sets[k]["specs"]))
-        return sum(ref[k] for k in sets) / max(1, len(sets))
+            if (k, shared) not in ref:
+                ref[k, shared] = self.timer.overhead_ms(
+                    sum(o["nbytes"] for o in self.sets[k]["specs"]), shared=shared)
+        return sum(ref[k, shared] for k in sets) / max(1, len(sets))
 
     def cache_lookup(self, args):
         """Use a cache entry if one matches and eager has not drifted from

@@ -16,6 +16,7 @@ import torch
 
 from kbh import judge_checks as jchk
 from kbh import judge_compare as cmp
+from kbh import judge_devsnap as jds
 from kbh import judge_io as jio
 from kbh import judge_perturb as jpert
 from kbh import judge_profile
@@ -254,9 +255,13 @@ class CandidateRun:
         # evaluation seed (the worker reads it in the manifest).
         self.prng = random.SystemRandom()
         self.spot_n = {"full": 0, "sampled": 0, "sealed": 0}
-        # Per timing set: the sealed snapshot of its last timed run (an fd
-        # from the worker, or None) and that run's poison.
+        # Per timing set: the snapshot of its last timed run (a sealed
+        # memfd's fd from the worker, the judge's copy of an exported one,
+        # a jds.Shared, or None) and that run's poison.
         self.snap = {}
+        # Per timing set the worker exported (judge_devsnap): its mapping.
+        self.shared = {}
+        self.share = False
         self.last_poison = {}
         self.req_ref_ms = {}	# set -> the judge's parse and refresh reference (timed)
 
@@ -408,6 +413,7 @@ class CandidateRun:
             w = self.start()
             hello = w.read_reply("start", ctx_start_timeout(self))
             self.worker_refresh = hello.get("refresh") is True
+            self.share = hello.get("share") is True and self.ctx.backend == "cuda"
             bd["worker_start"] = time.perf_counter() - t0
             if "build_s" in hello:
                 self.res["build_s"] = hello["build_s"]
@@ -441,6 +447,9 @@ class CandidateRun:
                 w.close()
             for k in list(self.snap):
                 self.close_snap(k)
+            for sh in self.shared.values():
+                sh.close()
+            self.shared = {}
             self.sandbox_checks()
         if self.res["status"] == "correct" and self.ctx.sanitize:
             t3 = time.perf_counter()
@@ -909,6 +918,8 @@ class CandidateRun:
         (poison, flush) and then the "time" request with the perturbations,
         the call and the snapshot only, which the judge's clock bounds
         (clock_bound); several (the warm-up): one request."""
+        for k in sets:
+            self.export(w, k)
         poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
         prep_s, prep_over = 0.0, 0.0
         req = {"cmd": "time", "sets": sets, "reps": len(sets), "perturb": self.pert.request(sets)}
@@ -936,13 +947,29 @@ class CandidateRun:
                     [math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
                      for j, _, _ in (req.get("refresh") or [[]])[0]])
         r = w.request(req, timeout)
+        # Exported snapshots, copied at once: inside the judge's clock.
+        exported = [k for k in sets if k in self.shared]
+        copy_ms = 0.0
+        if exported:
+            if r.get("exported") != len(exported):
+                raise Failed("runtime_error", "a timed run's reply names %r exported snapshots, "
+                             "not %d" % (r.get("exported"), len(exported)))
+            t0 = time.perf_counter()
+            for k in exported:
+                try:
+                    self.shared[k].copy(sum(o["nbytes"] for o in self.ctx.sets[k]["specs"]))
+                except jds.ShareError as e:
+                    raise Failed("runtime_error", "copying a timed run's snapshot: %s" % e)
+            copy_ms = (time.perf_counter() - t0) * 1e3
         fds = w.take_fds() if hasattr(w, "take_fds") else []
-        sealed = len(fds) == len(sets) and r.get("sealed") == len(sets)
+        want = len(sets) - len(exported)
+        sealed = len(fds) == want and r.get("sealed", 0) == want
+        left = iter(fds if sealed else [])
         for i, k in enumerate(sets):
             self.close_snap(k)
             self.last_poison[k] = poison[i]
             # Runs in order: a set's last snapshot is the one that counts.
-            self.snap[k] = fds[i] if sealed else None
+            self.snap[k] = self.shared[k] if k in self.shared else next(left, None)
         if not sealed:
             for f in fds:
                 os.close(f)
@@ -963,7 +990,37 @@ class CandidateRun:
                 or not isinstance(over, (int, float))):
             raise Failed("runtime_error", "worker returned malformed timings")
         return (ev, host, prep_s + w.walls[-1] - self.rtt, float(over) + float(prep_over),
-                w.walls[-1] * 1e3)
+                w.walls[-1] * 1e3 + copy_ms)
+
+    def export(self, w, k):
+        """Set k's snapshot exported by the worker and mapped here
+        (judge_devsnap), once per set, where the worker offers it (its
+        hello's "share"); where its device cannot, the sealed memfds stay."""
+        if not self.share or k in self.shared:
+            return
+        r = w.request({"cmd": "export", "set": k})
+        fds = w.take_fds()
+        if r.get("exported") is not True:
+            for f in fds:
+                os.close(f)
+            self.share = False
+            sys.stderr.write("judge: the worker cannot export snapshots (%s); sealed memfds\n"
+                             % str(r.get("why"))[:300])
+            return
+        specs = self.ctx.sets[k]["specs"]
+        size, offs = r.get("bytes"), r.get("offsets")
+        if (len(fds) != 1 or not isinstance(size, int) or not isinstance(offs, list)
+                or len(offs) != len(specs)
+                or not all(isinstance(o, int) and o >= 0 and o % 8 == 0
+                           and o + sp["nbytes"] <= size for o, sp in zip(offs, specs))):
+            for f in fds:
+                os.close(f)
+            raise Failed("runtime_error", "a malformed snapshot export (%d descriptors, %r bytes, "
+                         "offsets %r)" % (len(fds), size, offs))
+        try:
+            self.shared[k] = jds.Shared(fds[0], size, offs, self.ctx.device)
+        except jds.ShareError as e:
+            raise Failed("runtime_error", "cannot map the worker's exported snapshot: %s" % e)
 
     def timed_round(self, w, rot, rnd, side_notes, untimed_notes, clock_runs=None):
         """One round of the candidate: a request per timed run, so the
@@ -1003,11 +1060,12 @@ class CandidateRun:
                          % (seen * 1e3, accounted * 1e3))
         if notes:
             side_notes.append("; ".join(notes))
-        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot), changes)
+        shared = bool(self.shared) and all(k in self.shared for k in rot)
+        why = untimed_work(seen * 1e3, host, ctx.overhead_ref_ms(rot, shared), changes)
         if why:
             untimed_notes.append(why)
         if clock_runs is not None:
-            clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k) + a
+            clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k, k in self.shared) + a
                                                       for k, a in zip(rot, allow)]))
         return ev
 
@@ -1112,8 +1170,27 @@ class CandidateRun:
 
     def close_snap(self, k):
         f = self.snap.pop(k, None)
-        if f is not None:
+        if isinstance(f, int):
             os.close(f)
+
+    def shared_outputs(self, k, idx):
+        """sealed_outputs from the judge's copy of an exported snapshot."""
+        sh, s = self.snap[k], self.ctx.sets[k]
+        outs, unwritten = [], []
+        for j, spec in enumerate(s["specs"]):
+            dt = jio.BY_NAME[spec["dtype"]]
+            es = torch.empty(0, dtype=dt).element_size()
+            view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[es]
+            a = sh.own[sh.offsets[j]:sh.offsets[j] + spec["nbytes"]].view(view)
+            pat = torch.frombuffer(bytearray.fromhex(self.last_poison[k][j])[:es], dtype=view)
+            unwritten.append(int(torch.count_nonzero(a == pat.to(a.device))))
+            got = a[idx[j].to(a.device)] if idx is not None and idx[j] is not None else a.clone()
+            t = got.view(torch.uint8 if dt == torch.bool else dt)
+            t = t.to(torch.bool) if dt == torch.bool else t
+            if idx is None or idx[j] is None:
+                t = t.reshape(spec["shape"])
+            outs.append(t.to(s["expected"][j].device))
+        return outs, unwritten
 
     def sealed_outputs(self, k, idx):
         """Set k's last timed run's outputs from the worker's sealed
@@ -1125,6 +1202,8 @@ class CandidateRun:
         fd = self.snap.get(k)
         if fd is None:
             return None
+        if isinstance(fd, jds.Shared):
+            return self.shared_outputs(k, idx)
         s = self.ctx.sets[k]
         size = sum(o["nbytes"] for o in s["specs"])
         try:
