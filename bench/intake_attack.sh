@@ -25,6 +25,12 @@
 #   oncourse    258 bodies from 127.0.0.70-75 (43 an address) sent just fast
 #               enough to end within the 5 s a full server allows, again and again
 #   stall       4 bodies of which 20 MiB are sent at once, then nothing, 127.0.0.8
+#   surge       12 heads declaring 24 MiB bodies, one from each of 127.0.4.1-12,
+#               7/8 of each sent at once, then 2 KiB a second, reopened when
+#               ended: young bodies on course holding the memory for bodies
+#               (the third outside attack's F3); and 120 heads declaring 64 KiB
+#               from the same addresses, sent the same way (on course until
+#               they end), filling what the large ones leave
 #   replay      4 clients from 127.0.0.60 sending one captured signed push
 #               again and again under fresh delivery ids
 #   all         slowloris, crowd, idle, bodies, stall and replay at once
@@ -89,6 +95,7 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 	halfbody) specs="halfbody:127.0.2.1-255:255 halfbody:127.0.3.1:1" ;;
 	oncourse) specs="oncourse:127.0.0.70-75:258" ;;
 	stall) specs="stall:127.0.0.8:4" ;;
+	surge) specs="surge:127.0.4.1-12:12 surge:127.0.4.1-12:120:65536" ;;
 	replay) specs="replay:127.0.0.60:4" ;;
 	all|kill) specs=$all ;;
 	*) echo "bench: no attack $attack"; exit 2 ;;

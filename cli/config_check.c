@@ -427,6 +427,7 @@ effective_tree(const struct config *c, const struct llm_config *lc,
 	error |= set(http, "min_body_bytes_per_s", json_integer((json_int_t)h->min_body_bytes_per_s));
 	error |= set(http, "max_buffered_bytes_per_ip",
 	    json_integer((json_int_t)h->max_buffered_bytes_per_ip));
+	error |= set(http, "small_body_bytes", json_integer((json_int_t)h->small_body_bytes));
 	/* as written: already parsed into addresses and prefixes */
 	v = json_object_get(json_object_get(tree, "http"), "trusted_proxies");
 	error |= set(http, "trusted_proxies", json_is_array(v) ? json_deep_copy(v) : json_array());

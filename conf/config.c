@@ -85,6 +85,8 @@ config_http_defaults(struct config_http *h)
 	h->head_timeout_s = 10;
 	h->min_body_bytes_per_s = 1024;
 	h->max_buffered_bytes_per_ip = 32u << 20;	/* max_buffered_bytes / 8; see load_http_clients() */
+	h->small_body_bytes = 256u << 10;	/* at most max_body_bytes; see load_http_clients() */
+	h->small_body_reserve = 64u << 20;	/* max_connections small bodies; ditto */
 }
 
 static struct config *
@@ -358,6 +360,23 @@ load_http_clients(struct config *c, const json_t *h, char *err, size_t errlen)
 		    "http.max_buffered_bytes (%zu)", hp->max_body_bytes,
 		    hp->max_buffered_bytes);
 	}
+	/*
+	 * Room for a small body on every connection at once, so that no
+	 * number of bodies under way can keep a small one out of memory
+	 * (the third outside attack's F3): larger bodies may not take it.
+	 * Capped so that one largest body still fits beside it.
+	 */
+	if (!hp->small_body_bytes) {
+		hp->small_body_bytes = 256u << 10;
+		if (hp->small_body_bytes > hp->max_body_bytes)
+			hp->small_body_bytes = hp->max_body_bytes;
+	} else if (hp->small_body_bytes > hp->max_body_bytes) {
+		return config_error(c, err, errlen, "http.small_body_bytes", NULL,
+		    "must be at most http.max_body_bytes (%zu)", hp->max_body_bytes);
+	}
+	hp->small_body_reserve = (size_t)hp->max_connections * hp->small_body_bytes;
+	if (hp->small_body_reserve > hp->max_buffered_bytes - hp->max_body_bytes)
+		hp->small_body_reserve = hp->max_buffered_bytes - hp->max_body_bytes;
 	if (!list || json_is_null(list))
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) > CONFIG_MAX_PROXIES)
@@ -392,11 +411,12 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 		"max_connections", "max_connections_per_ip",
 		"connection_timeout_s", "request_timeout_s", "threads",
 		"head_timeout_s", "min_body_bytes_per_s", "max_buffered_bytes_per_ip",
-		"trusted_proxies", NULL };
+		"small_body_bytes", "trusted_proxies", NULL };
 	unsigned long long v;
 	int error;
 
 	c->http.max_buffered_bytes_per_ip = 0;	/* unless given: derived */
+	c->http.small_body_bytes = 0;		/* likewise */
 	if (!h || json_is_null(h))
 		return load_http_clients(c, NULL, err, errlen);
 	if (!json_is_object(h))
@@ -421,6 +441,7 @@ load_http(struct config *c, const json_t *h, char *err, size_t errlen)
 	UINT("min_body_bytes_per_s", 1, 1u << 30, min_body_bytes_per_s);
 	UINT("max_buffered_bytes_per_ip", 1024, CONFIG_MAX_BUFFERED_LIMIT,
 	    max_buffered_bytes_per_ip);
+	UINT("small_body_bytes", 1024, CONFIG_MAX_BODY_LIMIT, small_body_bytes);
 #undef UINT
 	if (c->http.max_buffered_bytes < c->http.max_body_bytes)
 		return config_error(c, err, errlen, "http.max_buffered_bytes", NULL,

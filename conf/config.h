@@ -68,6 +68,8 @@ struct config_http {
 	unsigned head_timeout_s;	/* request line and headers must be in within; default 10 */
 	size_t min_body_bytes_per_s;	/* slowest body allowed, on average; default 1024 */
 	size_t max_buffered_bytes_per_ip; /* one client's share of max_buffered_bytes */
+	size_t small_body_bytes;	/* a body declaring at most this may use the reserve; default 256 KiB */
+	size_t small_body_reserve;	/* derived: max_buffered_bytes larger bodies leave to small ones */
 	struct config_cidr trusted_proxies[CONFIG_MAX_PROXIES]; /* whose X-Forwarded-For is believed */
 	size_t n_trusted_proxies;
 };

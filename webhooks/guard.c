@@ -53,6 +53,7 @@ struct wh_guard_conn {
 	struct timespec last_rx;	/* the body's last bytes (its start before any) */
 	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */
+	int large;		/* a body past small_body_bytes: charged outside the reserve */
 	struct wh_guard_conn *prev, *next;
 };
 
@@ -65,6 +66,7 @@ struct wh_guard {
 	unsigned live;		/* connections not shut down */
 	struct wh_guard_stats st;	/* counters for /metrics (open, buffered filled in on read) */
 	size_t buffered;
+	size_t buffered_large;	/* of them, held by large bodies */
 	struct client *clients[GUARD_BUCKETS];
 	struct wh_guard_conn *conns;
 };
@@ -187,6 +189,19 @@ set_state(struct wh_guard_conn *c, enum conn_state st)
 {
 	c->state = st;
 	clock_gettime(CLOCK_MONOTONIC, &c->since);
+}
+
+/* Give back the body bytes c holds. Under the lock. */
+static void
+uncharge(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	if (c->client) {
+		c->client->buffered -= c->charged;
+		g->buffered -= c->charged;
+		if (c->large)
+			g->buffered_large -= c->charged;
+	}
+	c->charged = 0;
 }
 
 /*
@@ -626,11 +641,8 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 static void
 release_request(struct wh_guard *g, struct wh_guard_conn *c)
 {
-	if (c->client) {
-		c->client->buffered -= c->charged;
-		g->buffered -= c->charged;
-	}
-	c->charged = 0;
+	uncharge(g, c);
+	c->large = 0;
 	c->received = 0;
 	if (c->proxied && c->has_slot) {
 		c->client->slots--;
@@ -729,6 +741,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	c->received = 0;
 	c->last_rx = c->since;
 	c->expected = expected;
+	c->large = 0;
 	pthread_mutex_unlock(&g->lock);
 	return error;
 }
@@ -815,13 +828,26 @@ wh_guard_client(const struct wh_guard_conn *c)
 }
 
 /*
+ * Would n more bytes of c fit: within max_buffered_bytes in all and, for
+ * a large body, within what the reserve for small bodies leaves
+ * (guard.h)? Under the lock.
+ */
+static int
+body_fits(const struct wh_guard *g, const struct wh_guard_conn *c, size_t n)
+{
+	return g->buffered + n <= g->h->max_buffered_bytes && (!c->large ||
+	    g->buffered_large + n <= g->h->max_buffered_bytes - g->h->small_body_reserve);
+}
+
+/*
  * With the memory for bodies all taken, end the slow bodies of other
  * clients that hold the most of it (body_slow(): not a forge's, which is
  * on course) until n more bytes fit, and give back what they held at
  * once (their memory goes when the server drops their requests, moments
- * later). The third outside attack's F3: 24 MiB sent at once from each of
- * 12 addresses, then 2 KB/s, had 231 of 250 deliveries answered 503.
- * Under the lock.
+ * later); for a large body short of room outside the reserve, large
+ * bodies only (a small one's bytes would not make that room). The third
+ * outside attack's F3: 24 MiB sent at once from each of 12 addresses,
+ * then 2 KB/s, had 231 of 250 deliveries answered 503. Under the lock.
  */
 static void
 budget_room(struct wh_guard *g, struct wh_guard_conn *c, size_t n)
@@ -829,22 +855,28 @@ budget_room(struct wh_guard *g, struct wh_guard_conn *c, size_t n)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	while (g->buffered + n > g->h->max_buffered_bytes) {
+	while (!body_fits(g, c, n)) {
 		struct wh_guard_conn *victim = NULL;
+		int only_large = g->buffered + n <= g->h->max_buffered_bytes;
 
 		for (struct wh_guard_conn *v = g->conns; v; v = v->next)
 			if (v != c && v->state == CONN_BODY && v->charged && v->client &&
-			    v->client != c->client && !v->proxied && body_slow(v, &now) &&
-			    (!victim || v->charged > victim->charged))
+			    v->client != c->client && !v->proxied && (v->large || !only_large) &&
+			    body_slow(v, &now) && (!victim || v->charged > victim->charged))
 				victim = v;
 		if (!victim)
 			return;
-		victim->client->buffered -= victim->charged;
-		g->buffered -= victim->charged;
-		victim->charged = 0;
+		uncharge(g, victim);
 		kill_conn(g, victim, 1);
 		g->st.ended_budget++;
 	}
+}
+
+/* Is c's body large: declared, or (no length declared) received, past small_body_bytes? */
+static int
+body_large(const struct wh_guard *g, const struct wh_guard_conn *c)
+{
+	return (c->expected ? c->expected : c->received) > g->h->small_body_bytes;
 }
 
 int
@@ -856,18 +888,35 @@ wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n, int keep)
 	c->received += n;
 	if (n)
 		clock_gettime(CLOCK_MONOTONIC, &c->last_rx);
+	/* A body without a length is small until it has passed the bound. */
+	if (!c->large && body_large(g, c)) {
+		c->large = 1;
+		if (c->client)
+			g->buffered_large += c->charged;
+	}
 	if (keep && c->client && c->client->buffered + n <= g->h->max_buffered_bytes_per_ip &&
-	    g->buffered + n > g->h->max_buffered_bytes)
+	    !body_fits(g, c, n))
 		budget_room(g, c, n);
 	if (keep && c->client) {
-		if (c->client->buffered + n > g->h->max_buffered_bytes_per_ip ||
-		    g->buffered + n > g->h->max_buffered_bytes) {
+		if (c->client->buffered + n > g->h->max_buffered_bytes_per_ip) {
+			g->st.refused_body_share++;
+			error = -ENOBUFS;
+		} else if (!body_fits(g, c, n)) {
+			if (g->buffered + n > g->h->max_buffered_bytes)
+				g->st.refused_body_memory++;
+			else
+				g->st.refused_body_reserve++;
 			error = -ENOBUFS;
 		} else {
 			c->client->buffered += n;
 			g->buffered += n;
+			if (c->large)
+				g->buffered_large += n;
 			c->charged += n;
 		}
+		/* Refused: the caller drops what the body held. */
+		if (error)
+			uncharge(g, c);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return error;

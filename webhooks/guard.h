@@ -15,6 +15,15 @@
  *   - per client, at most max_buffered_bytes_per_ip of body bytes held in
  *     memory, and max_buffered_bytes for all together. Bytes are charged
  *     as they arrive, never from a declared Content-Length;
+ *   - of max_buffered_bytes, small_body_reserve is for small bodies only:
+ *     a body declaring more than small_body_bytes (or, without a length,
+ *     once it has received more) is large, and large bodies together hold
+ *     at most the rest. The reserve has room for a small body on each of
+ *     max_connections (capped to leave one largest body beside it), so
+ *     however many bodies are under way, large ones on course or small
+ *     ones filling the rest, a small body (a forge's delivery, sent at
+ *     once) finds room in memory; what can keep it out is connection
+ *     slots, below;
  *   - with max_connections open, a new connection ends the one furthest
  *     from earning its slot: one without its request line before one
  *     without its whole head (a trickling head or an idle kept-alive
@@ -162,16 +171,22 @@ struct wh_guard_stats {
 	unsigned long long ended_late;		/* ended at a deadline (408) */
 	unsigned long long refused_full;	/* newcomers refused: nothing to end */
 	unsigned long long refused_addr;	/* newcomers refused: their address's share */
+	unsigned long long refused_body_share;	/* bodies refused (503): their client's share */
+	unsigned long long refused_body_memory;	/* ... max_buffered_bytes all taken */
+	unsigned long long refused_body_reserve; /* ... a large body: only the reserve left */
 };
 
 void wh_guard_stats(struct wh_guard *g, struct wh_guard_stats *st);
 
 /*
  * n body bytes arrived. keep: they are held in memory, charged to the
- * client and to the total; when the total would pass, slow bodies of
- * other clients holding the most are ended (408) and their bytes given
- * back first. 0, or -ENOBUFS when a budget would still pass (nothing
- * charged).
+ * client and to the total (and, for a large body, to what large bodies
+ * hold); when the total, or for a large body the total less the
+ * reserve, would pass, slow bodies of other clients holding the most
+ * (large ones, for room outside the reserve) are ended (408) and their
+ * bytes given back first. 0, or -ENOBUFS when a budget would still pass:
+ * nothing charged, and what the body held is given back (the caller
+ * drops it and keeps no more of it).
  */
 int wh_guard_body(struct wh_guard *g, struct wh_guard_conn *c, size_t n,
     int keep);

@@ -226,5 +226,13 @@ wh_metrics_render_guard(const struct wh_guard_stats *st, struct buf *out)
 	    "kernelbot_http_connections_refused_total{reason=\"full\"} %llu\n"
 	    "kernelbot_http_connections_refused_total{reason=\"address_share\"} %llu\n",
 	    st->refused_full, st->refused_addr);
+	error |= buf_printf(out,
+	    "# HELP kernelbot_http_bodies_refused_total Request bodies refused room in memory "
+	    "(drained, then 503), by reason.\n"
+	    "# TYPE kernelbot_http_bodies_refused_total counter\n"
+	    "kernelbot_http_bodies_refused_total{reason=\"address_share\"} %llu\n"
+	    "kernelbot_http_bodies_refused_total{reason=\"memory\"} %llu\n"
+	    "kernelbot_http_bodies_refused_total{reason=\"small_body_reserve\"} %llu\n",
+	    st->refused_body_share, st->refused_body_memory, st->refused_body_reserve);
 	return error ? -ENOBUFS : 0;
 }

@@ -5,9 +5,10 @@ Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
 signed GitHub push deliveries (BODY_FILE signed with SECRET_FILE's
 secret, a fresh X-GitHub-Delivery each), one at a time, from the second
-second on. Each ATTACK is KIND:ADDRS:N, ADDRS one address or a range of
-the last byte (127.0.0.2-5), N connections spread over them, reopened
-whenever the server closes one:
+second on. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
+range of the last byte (127.0.0.2-5), N connections spread over them,
+reopened whenever the server closes one, BYTES the length their heads
+declare where a kind declares one (its default below):
 
   slowloris  a request line, then one header line a second, never done
   crowd      connected, a request line, then nothing
@@ -32,6 +33,13 @@ whenever the server closes one:
              then the rest at 1300 B/s (on course to end 4.4 s after its
              head, inside the 5 s a full server allows), reopened at once
              when it ends
+  surge      a whole head declaring a 24 MiB body, 7/8 of it as fast as the
+             server takes it, then 2 KiB a second: on course to end within
+             the 5 s a full server allows for its first 4.3 s (the third
+             outside attack's F3, from 12 addresses); closed at its answer
+             and reopened at once, on the same address. With a BYTES of
+             10 KiB to 64 KiB, each is on course until it ends: small
+             bodies that fill what large ones leave of the memory
 
 Prints one line per attack and one for the deliveries:
 
@@ -71,15 +79,15 @@ class Attack:
             b"X-GitHub-Delivery: fake-%d\r\nX-Hub-Signature-256: sha256=00\r\n"
             b"Content-Length: %d\r\n\r\n")
 
-    def __init__(self, kind, addrs, n, port, sel):
+    def __init__(self, kind, addrs, n, port, sel, declare=None):
         self.kind, self.addrs, self.n, self.port, self.sel = kind, addrs, n, port, sel
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
-        self.declare = {"young": 1000000, "oncourse": 6000, "halfbody": 2,
-                        "knock": 2}.get(kind, 25 * MIB - 1024)
+        self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
+                                   "knock": 2, "surge": 24 * MIB}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
-        self.live = {}      # socket -> [opened at, last send, bytes sent]
+        self.live = {}      # socket -> [opened at, last send, bytes sent, slot]
         self.seq = 0
 
     def open_one(self, i):
@@ -110,7 +118,7 @@ class Attack:
         except OSError:
             pass
         now = time.monotonic()
-        self.live[s] = [now, now, {"line": 1, "oncourse": 256}.get(self.kind, 0)]
+        self.live[s] = [now, now, {"line": 1, "oncourse": 256}.get(self.kind, 0), i]
         self.opened += 1
         self.sel.register(s, selectors.EVENT_READ, self)
 
@@ -123,7 +131,9 @@ class Attack:
                                                                    "knock") else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
-            self.open_one(len(self.live))
+            # A surge reopens the connection it lost, on the same address.
+            used = {st[3] for st in self.live.values()} if self.kind == "surge" else ()
+            self.open_one(min(set(range(self.n)) - set(used)) if used else len(self.live))
             i += 1
         self.peak = max(self.peak, len(self.live))
 
@@ -141,7 +151,7 @@ class Attack:
             return
         except OSError:
             d = b""
-        if not d:
+        if not d or self.kind == "surge":
             self.gone(s)
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -167,6 +177,12 @@ class Attack:
                         st[2] += s.send(b" " * (want - st[2]))
                 elif self.kind == "stall" and st[2] < 20 * MIB:
                     st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
+                elif self.kind == "surge" and st[2] < self.declare * 7 // 8:
+                    st[2] += s.send(b" " * min(MIB, self.declare * 7 // 8 - st[2]))
+                    st[1] = now
+                elif self.kind == "surge" and st[2] < self.declare and now - st[1] >= 0.25:
+                    st[2] += s.send(b" " * 512)
+                    st[1] = now
                 elif self.kind == "young" and now - st[0] >= 0.8:
                     # Reset (RST, not FIN), as the attack did.
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
@@ -265,13 +281,14 @@ def main(argv):
     attacks, replayers = [], []
     start = time.monotonic()
     for spec in specs:
-        kind, addrs, n = spec.split(":")
+        kind, addrs, n = spec.split(":")[:3]
+        declare = int(spec.split(":")[3]) if spec.count(":") >= 3 else None
         if kind == "replay":
             ads = addrs_of(addrs)
             replayers += [Replayer(port, ads[i % len(ads)], secret, body, start + secs,
                                    "%d-%d" % (int(time.time()), i)) for i in range(int(n))]
         else:
-            attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel))
+            attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel, declare))
     for r in replayers:
         r.start()
     d = Deliverer(port, deliver_from, secret, body, start + secs)

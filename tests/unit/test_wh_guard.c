@@ -87,6 +87,8 @@ test_config(void)
 	CHECK_INT("min_body_bytes_per_s default", h->min_body_bytes_per_s, 1024);
 	CHECK_INT("per-ip share default: an eighth of 256 MiB", h->max_buffered_bytes_per_ip, 32u << 20);
 	CHECK_INT("no trusted proxies by default", h->n_trusted_proxies, 0);
+	CHECK_INT("small bodies: 256 KiB by default", h->small_body_bytes, 256u << 10);
+	CHECK_INT("their reserve: one on each of 256 connections", h->small_body_reserve, 64u << 20);
 	config_free(c);
 
 	c = load("http:\n  max_body_bytes: 100000000\n  max_buffered_bytes: 400000000\n");
@@ -95,8 +97,17 @@ test_config(void)
 		    config_http(c)->max_buffered_bytes_per_ip, 100000000);
 	config_free(c);
 
+	c = load("http:\n  max_body_bytes: 4096\n  max_buffered_bytes: 65536\n");
+	if (CHECK("a small body limit loads", c)) {
+		CHECK_INT("small bodies derived: at most the largest body",
+		    config_http(c)->small_body_bytes, 4096);
+		CHECK_INT("the reserve leaves room for one largest body",
+		    config_http(c)->small_body_reserve, 65536 - 4096);
+	}
+	config_free(c);
+
 	c = load("http:\n  head_timeout_s: 3\n  min_body_bytes_per_s: 10\n"
-	    "  max_buffered_bytes_per_ip: 30000000\n"
+	    "  max_buffered_bytes_per_ip: 30000000\n  small_body_bytes: 65536\n"
 	    "  trusted_proxies: [10.1.0.0/16, \"::1\", 192.168.7.7, \"fd00::/8\"]\n");
 	if (!CHECK("every new key loads", c))
 		return;
@@ -104,6 +115,8 @@ test_config(void)
 	CHECK_INT("head_timeout_s", h->head_timeout_s, 3);
 	CHECK_INT("min_body_bytes_per_s", h->min_body_bytes_per_s, 10);
 	CHECK_INT("max_buffered_bytes_per_ip", h->max_buffered_bytes_per_ip, 30000000);
+	CHECK_INT("small_body_bytes", h->small_body_bytes, 65536);
+	CHECK_INT("its reserve", h->small_body_reserve, 256 * 65536);
 	CHECK_INT("four proxies", h->n_trusted_proxies, 4);
 	CHECK("10.1.200.3 in 10.1.0.0/16", match(h, AF_INET, "10.1.200.3"));
 	CHECK("10.2.0.1 not in it", !match(h, AF_INET, "10.2.0.1"));
@@ -121,6 +134,11 @@ test_config(void)
 	    "http.max_buffered_bytes_per_ip: must be from http.max_body_bytes");
 	bad("share above the total", "http:\n  max_buffered_bytes_per_ip: 300000000\n",
 	    "must be from http.max_body_bytes (26214400) to http.max_buffered_bytes (268435456)");
+	bad("small bodies past the largest", "http:\n  max_body_bytes: 4096\n"
+	    "  small_body_bytes: 8192\n",
+	    "http.small_body_bytes: must be at most http.max_body_bytes (4096)");
+	bad("small bodies below 1024", "http:\n  small_body_bytes: 10\n",
+	    "kb.yml:2: http.small_body_bytes: must be an integer from 1024");
 	bad("proxy not an address", "http:\n  trusted_proxies: [proxy.local]\n",
 	    "kb.yml:2: http.trusted_proxies: 'proxy.local' is not an address or ADDR/BITS");
 	bad("prefix too long", "http:\n  trusted_proxies: [10.0.0.0/33]\n", "'10.0.0.0/33' is not");
@@ -133,7 +151,7 @@ static void
 test_clients(void)
 {
 	struct config *c = load("http:\n  max_connections_per_ip: 2\n"
-	    "  max_body_bytes: 1024\n  max_buffered_bytes: 4096\n"
+	    "  max_body_bytes: 2048\n  max_buffered_bytes: 4096\n"
 	    "  max_buffered_bytes_per_ip: 2048\n"
 	    "  trusted_proxies: [127.0.0.9, 10.9.0.0/16]\n");
 	struct wh_guard *g = NULL;
@@ -161,7 +179,8 @@ test_clients(void)
 	CHECK_INT("1500 bytes held", wh_guard_body(g, a, 1500, 1), 0);
 	CHECK_INT("bytes not kept are not charged", wh_guard_body(g, a, 5000, 0), 0);
 	CHECK_INT("past the per-ip share", wh_guard_body(g, a, 1000, 1), -ENOBUFS);
-	CHECK_INT("nothing charged by the refusal", wh_guard_buffered(g, a), 1500);
+	CHECK_INT("refused: what it held is given back (the server drops it)",
+	    wh_guard_buffered(g, a), 0);
 	wh_guard_request_done(g, a);
 	CHECK_INT("released with the request", wh_guard_buffered(g, NULL), 0);
 	wh_guard_close(g, b);
@@ -412,9 +431,9 @@ test_room_for_idle(void)
 /* A test's connections: socket pairs, each from its own address. */
 struct pairs {
 	int n;
-	int sp[8][2];
-	struct sockaddr_in sa[8];
-	struct wh_guard_conn *conn[8];
+	int sp[16][2];
+	struct sockaddr_in sa[16];
+	struct wh_guard_conn *conn[16];
 };
 
 static void
@@ -675,6 +694,79 @@ test_budget_room(void)
 }
 
 /*
+ * F3 again, as the attack went on: large bodies sent 7/8 at once, young
+ * enough to be on course (so not slow, never ended for room), from as
+ * many addresses as it takes, and small bodies on course filling what
+ * they leave. Large bodies hold at most max_buffered_bytes less the
+ * reserve, which has room for a small body on every connection, so the
+ * last connection's small body (a forge's delivery) fits without ending
+ * anyone. A body without a length is small until it passes the bound.
+ */
+static void
+test_small_reserve(void)
+{
+	struct config *c = load("http:\n  max_connections: 16\n  max_body_bytes: 100000\n"
+	    "  max_buffered_bytes: 1000000\n  small_body_bytes: 10000\n"
+	    "  min_body_bytes_per_s: 1\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_stats st;
+	const char *from[16];
+	char names[16][16];
+	struct pairs p;
+	int ok = 1;
+
+	if (!CHECK("config", c))
+		return;
+	CHECK_INT("the reserve: a small body for each of 16 connections",
+	    config_http(c)->small_body_reserve, 160000);
+	if (wh_guard_new(config_http(c), &g) < 0)
+		return;
+	for (int i = 0; i < 16; i++) {
+		snprintf(names[i], sizeof(names[i]), "127.0.12.%d", i + 1);
+		from[i] = names[i];
+	}
+	pairs_init(&p, 16, from);
+	for (int i = 0; i < 16; i++) {
+		pairs_open(g, &p, i);
+		wh_guard_line_done(g, p.conn[i]);
+	}
+	/* Eleven addresses, 90 KB of a 100 KB body each at once. */
+	for (int i = 0; i < 11; i++) {
+		wh_guard_head(g, p.conn[i], NULL, 1, 100000);
+		ok &= wh_guard_body(g, p.conn[i], 90000, 1) == (i < 9 ? 0 : -ENOBUFS);
+	}
+	CHECK("large bodies take all but the reserve, then get 503", ok);
+	CHECK_INT("they hold 810 KB of the 840 KB outside it", wh_guard_buffered(g, NULL), 810000);
+	/* The other connections but the last, a small body on course each. */
+	ok = 1;
+	for (int i = 11; i < 15; i++) {
+		wh_guard_head(g, p.conn[i], NULL, 1, 10000);
+		ok &= wh_guard_body(g, p.conn[i], 10000, 1) == 0;
+	}
+	CHECK("small bodies fill what the large ones leave", ok);
+	wh_guard_head(g, p.conn[15], NULL, 1, 1500);
+	CHECK_INT("a forge's delivery on the last connection still finds room",
+	    wh_guard_body(g, p.conn[15], 1500, 1), 0);
+	ok = 1;
+	for (int i = 0; i < 15; i++)
+		ok &= left_alone(p.sp[i][1], i ? 0 : 50);
+	CHECK("without ending anyone", ok);
+	/* A chunked body: small while it has received 9 KB, large past 10 KB. */
+	wh_guard_request_done(g, p.conn[9]);
+	wh_guard_head(g, p.conn[9], NULL, 1, 0);
+	CHECK_INT("a body without a length is small at first", wh_guard_body(g, p.conn[9], 9000, 1), 0);
+	CHECK_INT("and large past the bound: no room outside the reserve",
+	    wh_guard_body(g, p.conn[9], 29000, 1), -ENOBUFS);
+	CHECK_INT("its bytes given back", wh_guard_buffered(g, NULL), 810000 + 40000 + 1500);
+	wh_guard_stats(g, &st);
+	CHECK_INT("metrics: large bodies refused for the reserve", st.refused_body_reserve, 3);
+	CHECK_INT("metrics: none for the whole budget", st.refused_body_memory, 0);
+	pairs_free(g, &p, 0);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * A whole head handed from the door to the server keeps its slot through
  * the handover and is not ended for room until the server has read it:
  * the newcomer is refused instead, whatever its address holds.
@@ -748,6 +840,7 @@ main(void)
 	test_room_among_bodies();
 	test_room_head_in_socket();
 	test_budget_room();
+	test_small_reserve();
 	test_handover();
 	return t_done("test_wh_guard");
 }

@@ -53,7 +53,7 @@ main(void)
 	/* The guard's counters. */
 	{
 		struct wh_guard_stats st = { .open = 7, .buffered = 4096, .ended_room_body = 3,
-			.ended_late = 11, .refused_full = 2 };
+			.ended_late = 11, .refused_full = 2, .refused_body_reserve = 5 };
 
 		buf_reset(&b);
 		CHECK_INT("guard render", wh_metrics_render_guard(&st, &b), 0);
@@ -66,6 +66,8 @@ main(void)
 		CHECK("refused when full",
 		    strstr(t, "kernelbot_http_connections_refused_total{reason=\"full\"} 2\n"));
 		CHECK("typed", strstr(t, "# TYPE kernelbot_http_connections_ended_total counter\n"));
+		CHECK("large bodies refused for the reserve of small ones", strstr(t,
+		    "kernelbot_http_bodies_refused_total{reason=\"small_body_reserve\"} 5\n"));
 	}
 	buf_free(&b);
 	buf_free(&small);
