@@ -48,14 +48,15 @@ def _is_socket(f):
         return False
 
 
-def _seal(outs, to_bytes):
+def _seal(outs, host_bytes):
     """A memfd holding outs back to back, sealed against writes and
-    resizing (the native worker's sealed snapshot); its fd."""
+    resizing (the native worker's sealed snapshot); its fd. host_bytes(o):
+    o's bytes as a host buffer."""
     import fcntl
     fd = os.memfd_create("kb-snapshot", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         for o in outs:
-            mv = memoryview(to_bytes(o))
+            mv = memoryview(host_bytes(o)).cast("B")
             done = 0
             while done < len(mv):
                 done += os.write(fd, mv[done:])
@@ -231,25 +232,46 @@ class PyWorker:
         return {"ok": True, "rc": rc, "files": files, "unwritten": unw,
                 "changed_after_return": late, "inputs_modified": mod}
 
+    def host_bytes(self, o):
+        """o's bytes on the host: on CUDA through one page-locked buffer
+        kept between runs (what the native worker does), not a fresh
+        pageable copy of hundreds of MiB a run."""
+        torch = self.torch
+        if not o.is_cuda:
+            return self.jio.to_array(o)
+        flat = o.detach().contiguous().reshape(-1)
+        n = flat.numel() * flat.element_size()
+        if getattr(self, "_host", None) is None or self._host.numel() < n:
+            self._host = None
+            self._host = torch.empty(max(n, 1), dtype=torch.uint8, pin_memory=True)
+        h = self._host[:n]
+        if n:
+            h.copy_(flat.view(torch.uint8))
+        return h.numpy()
+
     def perturb(self, k, args, changes):
         """Write the judge's [input, element, hex] changes into set k's
         inputs (the native worker's "perturb", docs/evaluation.md)."""
         specs = self.sets[k]["inputs"]
         by_arg = {}
-        for j, e, hx in changes:
-            j, e = int(j), int(e)
-            if not 0 <= j < len(args) or not 0 <= e < args[j].numel():
-                raise ValueError("perturb: no element %d of input %d" % (e, j))
-            v = bytes.fromhex(hx)
-            if len(v) != args[j].element_size():
-                raise ValueError("perturb: the value is not %d bytes in hex" % args[j].element_size())
-            by_arg.setdefault(j, []).append((e, v))
+        for ch in changes:
+            j, e, hx = ch
+            by_arg.setdefault(int(j), ([], []))
+            by_arg[int(j)][0].append(int(e))
+            by_arg[int(j)][1].append(hx)
         # One indexed write per input: thousands of changes a run.
-        for j, ch in by_arg.items():
+        for j, (pos, hexes) in by_arg.items():
+            if not 0 <= j < len(args):
+                raise ValueError("perturb: no input %d" % j)
             flat = args[j].view(-1)
-            pos = self.torch.tensor([e for e, _ in ch], dtype=self.torch.int64, device=flat.device)
-            v = self.jio.from_bytes(b"".join(b for _, b in ch), specs[j]["dtype"], [len(ch)])
-            flat[pos] = v.to(flat.device)
+            es = args[j].element_size()
+            if any(len(h) != 2 * es for h in hexes):
+                raise ValueError("perturb: the value is not %d bytes in hex" % es)
+            p = self.torch.tensor(pos, dtype=self.torch.int64)
+            if len(pos) and (int(p.min()) < 0 or int(p.max()) >= flat.numel()):
+                raise ValueError("perturb: an element outside input %d" % j)
+            v = self.jio.from_bytes(bytes.fromhex("".join(hexes)), specs[j]["dtype"], [len(pos)])
+            flat[p.to(flat.device)] = v.to(flat.device)
 
     def poison_flush(self, k, pats):
         """A timed run's poison for set k's outputs, then the cache flushed."""
@@ -309,7 +331,7 @@ class PyWorker:
             if self.cuda:
                 torch.cuda.synchronize()
             if self.sealing and len(sets) <= 16:
-                self.fds.append(_seal(self.last[k][0], self.jio.to_bytes))
+                self.fds.append(_seal(self.last[k][0], self.host_bytes))
             over += time.perf_counter() - t2
             ev.append(e)
             host.append(h)
