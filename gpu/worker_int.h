@@ -1,7 +1,8 @@
 /*
- * worker_int: the candidate worker's state (gpu/worker.c) and the parsing
- * of its manifest and of the judge's requests (gpu/worker_parse.c): what
- * the two files share, not an interface for anything else.
+ * worker_int: the candidate worker's state (gpu/worker.c), the parsing of
+ * its manifest and of the judge's requests (gpu/worker_parse.c) and its
+ * timing commands (gpu/worker_time.c): what the three files share, not an
+ * interface for anything else.
  */
 #ifndef KB_GPU_WORKER_INT_H
 #define KB_GPU_WORKER_INT_H
@@ -102,5 +103,49 @@ int worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, siz
 
 /* A dump's "sample": [a, b, m]; 0 with *m = 0 when absent, else -EINVAL. */
 int worker_parse_sample(json_t *v, uint64_t *a, uint64_t *b, uint64_t *m);
+
+/* Where a request's time went in the worker, in ms (the judge reports it). */
+struct phases {
+	double load, device, d2h, check, write;
+};
+
+/* Fatal device errors end the worker: the context may be lost. */
+#define DEVICE_FAILED 1
+
+/*
+ * gpu/worker.c's pieces the timing commands share: buffers (grown, never
+ * shrunk: worker_ensure), a slot's set loaded from its file, the host
+ * room for output copies, tensors written into the scratch, and replies
+ * (worker_reply_fds passes descriptors as SCM_RIGHTS). 0 or -errno where
+ * they return int.
+ */
+int worker_ensure(struct worker *w, void **p, size_t *cap, size_t n);
+int worker_slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen);
+size_t worker_out_total(const struct wset *s);
+int worker_host_room(struct worker *w, size_t n);
+int worker_get_outputs(struct worker *w, const struct wset *s, void *const *src,
+    unsigned char *dst);
+int worker_write_tensors(struct worker *w, const struct wspec *specs, int n,
+    const unsigned char *buf, const size_t *sizes, const char *prefix, int run, char kind,
+    json_t *files);
+int worker_write_outputs(struct worker *w, const struct wset *s, const unsigned char *buf,
+    const size_t *sizes, const char *prefix, int run, json_t *files);
+int worker_write_all(int fd, const void *p, size_t n);
+json_t *worker_phases_json(const struct phases *p);
+void worker_reply_fds(struct worker *w, json_t *r, const int *fds, int nfd);
+void worker_reply(struct worker *w, json_t *r);
+void worker_reply_error(struct worker *w, const char *stage, const char *msg);
+
+/*
+ * The timing commands (gpu/worker_time.c): "prepare", "export", "time"
+ * and "dump" (docs/evaluation.md, the worker protocol). Each replies
+ * itself; 0, or DEVICE_FAILED when the device failed and the worker must
+ * end.
+ */
+int worker_cmd_prepare(struct worker *w, int k, json_t *poison);
+int worker_cmd_export(struct worker *w, int k);
+int worker_cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh,
+    json_t *poison, int prepared);
+int worker_cmd_dump(struct worker *w, int k, json_t *sample, long long n_in, int outputs);
 
 #endif
