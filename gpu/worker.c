@@ -1041,10 +1041,10 @@ worker_main(const struct worker_opts *o)
 		goto out;
 	}
 	t_load = wdev_now_ms();
-	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:f, s:f}", "ok", 1, "hello", 1,
+	reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:b, s:f, s:f}", "ok", 1, "hello", 1,
 	    "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
 	    (json_int_t)wdev_flush_bytes(w.d), "perturb_writes", wdev_put_elems_how(w.d),
-	    "refresh", wdev_can_permute(w.d),
+	    "refresh", wdev_can_permute(w.d), "state", 1,
 	    "init_ms", t_init - t0, "load_ms", t_load - t_init));
 	status = serve(&w);
 out:

@@ -92,6 +92,9 @@ class PyWorker:
             self.flush_buf = torch.empty(64 << 20, dtype=torch.uint8)
         self.flushes = 0
         self.prepared = {}	# set -> its prepared run's poison
+        self.params = []	# the model's state tensors, where the reference's reach it
+        self.loaded = -1	# the set whose perturbed state the model holds; -1: as built
+        self.dirty = set()	# the sets whose state the judge perturbed
 
     def build(self):
         torch, jp = self.torch, self.jp
@@ -110,14 +113,19 @@ class PyWorker:
         s0 = self.sets[0]
         state = {e["name"]: e for e in s0["inputs"][s0["n_args"]:]}
         own = dict(model.state_dict())
-        if state and all(k in own and list(own[k].shape) == state[k]["shape"] for k in state):
+        if state and all(k in own and list(own[k].shape) == state[k]["shape"]
+                         and self.jio.DTYPES.get(own[k].dtype) == state[k]["dtype"] for k in state):
             tensors = self.load_tensors(0)[s0["n_args"]:]
             with torch.no_grad():
                 for (name, _), t in zip(state.items(), tensors):
                     own[name].copy_(t)
             self.params_from_reference = True
+            # The tensors a set's state (the inputs past forward's
+            # arguments, which the judge perturbs) is copied into.
+            self.params = [own[name] for name in state]
         else:
             self.params_from_reference = False
+            self.params = []
         self.model = model
         return time.perf_counter() - t0
 
@@ -129,11 +137,27 @@ class PyWorker:
                                     e["shape"]).to(self.device) for e in s["inputs"]]
 
     def slot(self, k):
+        """Set k's inputs (forward's arguments, then the model's state
+        where it reaches the model) and their pristine copies."""
         if k not in self.slots:
             ts = self.load_tensors(k)
-            n = self.sets[k]["n_args"]
+            n = self.sets[k]["n_args"] + (len(self.params) if self.params else 0)
             self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
         return self.slots[k]
+
+    def forward_args(self, k):
+        """Set k's forward arguments, the model holding set k's state (a
+        copy, outside the timed call, when another set's or a perturbed
+        one was there)."""
+        ins, _ = self.slot(k)
+        n = self.sets[k]["n_args"]
+        want = k if k in self.dirty else -1	# every set's state is the same as built
+        if self.params and self.loaded != want:
+            with self.torch.no_grad():
+                for dst, src in zip(self.params, ins[n:]):
+                    dst.copy_(src)
+            self.loaded = want
+        return ins[:n]
 
     def patterns(self, k, poison, runs, run, dflt):
         """Run `run` of `runs`' poison for set k's outputs, as signed
@@ -211,8 +235,9 @@ class PyWorker:
         rc, files, unw, late, mod = [], [], [], [], []
         pats = [self.patterns(k, poison, 2, run, run) for run in (0, 1)]
         for run in (0, 1):
+            fargs = self.forward_args(k)
             self.poison_allocator(k, pats[run])
-            outs = self.call(args)
+            outs = self.call(fargs)
             bad = self.check_shapes(k, outs)
             if bad:
                 return {"ok": True, "shape_error": bad}
@@ -244,6 +269,10 @@ class PyWorker:
             if len(v) != args[j].element_size():
                 raise ValueError("perturb: the value is not %d bytes in hex" % args[j].element_size())
             by_arg.setdefault(j, []).append((e, v))
+            if j >= self.sets[k]["n_args"]:
+                self.dirty.add(k)
+                if self.loaded == k:
+                    self.loaded = None	# the state changed: copied in before the call
         # One indexed write per input: thousands of changes a run.
         for j, ch in by_arg.items():
             flat = args[j].view(-1)
@@ -287,6 +316,7 @@ class PyWorker:
                 self.poison_flush(k, pats[i])
             if perturb:
                 self.perturb(k, args, perturb[i])
+            fargs = self.forward_args(k)
             if self.cuda:
                 torch.cuda.synchronize()
             t1 = time.perf_counter()
@@ -294,13 +324,13 @@ class PyWorker:
             with torch.no_grad():
                 if self.cuda:
                     self.ev[0].record()
-                    out = self.model(*args)
+                    out = self.model(*fargs)
                     self.ev[1].record()
                     torch.cuda.synchronize()
                     h = (time.perf_counter() - t1) * 1e3
                     e = self.ev[0].elapsed_time(self.ev[1])
                 else:
-                    out = self.model(*args)
+                    out = self.model(*fargs)
                     h = e = (time.perf_counter() - t1) * 1e3
             # The snapshot a dump reads, at once: not what a thread the
             # model started writes into its outputs later.
@@ -367,7 +397,8 @@ def main(argv):
         _reply(out, {"ok": False, "stage": "load", "error": "%s: %s" % (type(e).__name__, str(e)[:3000])})
         return 3
     _reply(out, {"ok": True, "hello": 1, "lockdown": "compiler-profile", "build_s": build_s,
-                 "device": str(w.device), "params_from_reference": w.params_from_reference})
+                 "device": str(w.device), "params_from_reference": w.params_from_reference,
+                 "state": bool(w.params)})
     for line in sys.stdin:
         try:
             c = json.loads(line)
