@@ -8,11 +8,18 @@ state for its spot checks (docs/evaluation.md, *Fresh inputs in every
 timed run*).
 
 Choices, and why:
-- Which inputs: forward's floating-point arguments; when it has none, its
-  integer (and bool) arguments, with values taken from the same tensor
-  (so within their valid range: class targets, indices). Parameters and
-  buffers stay: they are the model's, the same for every set.
-- Positions, floating inputs: every run, for a tensor of shape
+- Which inputs: the worker's, forward's arguments and then the model's
+  state (named parameters, then buffers: input len(args) + p), floating,
+  integer and bool (of more than one element), with values taken from
+  the same tensor (so within their valid range: class targets, indices,
+  positions). A kernel that keeps a function of a weight or of integer
+  positions between calls would otherwise do it once (issue 22). The
+  state only where the worker passes those writes on (its hello's
+  "state"), and not the state the model computes rather than draws (the
+  same bit for bit under a second build with another seed: frequency
+  tables, masks, position ids; ctx.state_fixed): a kernel may compute
+  it itself.
+- Positions: every run, for a tensor of shape
   (d0, ..., dk), N = min(SPREAD, max di) elements, element j at index
   perm_i(j mod di) on axis i, with a permutation per axis (a sample of N
   distinct indices for an axis longer than N) drawn from the system's RNG
@@ -24,42 +31,54 @@ Choices, and why:
   (incremental recomputation) recomputes outputs that depend on a whole
   slice along one axis (matrix products, reductions, softmax and norms
   over an axis) in full.
-- Refresh, floating inputs of fewer than 2^31 elements, where the worker
-  can (its hello's "refresh"): before those changes, the whole input
+- Refresh, inputs of 4 to 2^31 elements without a structure (the
+  first REFRESH_TENSORS of a set), where the worker can (its hello's
+  "refresh"): before those changes, the whole input
   permuted from the set's loaded values, element e from (a*e + b) mod n,
   a (a unit other than 1 and n - 1) and b drawn per run. The spread alone
   leaves an update by linearity ((new - old) * w[p] per changed x[i][p])
   the work over the number of changes to gain; with every element
   changed it pays for them all. The values stay exactly the draw's.
-- Positions, integer inputs: one element per run from a pool of up to
-  POOL drawn once per batch, each candidate walking its own random order
-  of it (an index or a class target changed everywhere would mostly be a
-  different problem).
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), different from the element's
   current value; with no other value to draw, a one-element input's
   value x (1 + 2^-6) (2^-6 for zero), and an element of a larger input
-  stays (never a value get_inputs() does not give). Every timed run of a set differs from all
-  earlier states of that set.
-- Structure, floating inputs: a pattern (the elements holding a value
-  that is not finite or that at least 1/PATTERN_SHARE of them hold: the
-  zeros of a triangular, banded or sparse matrix, a mask's -inf) and
-  symmetry of the last two axes, found when the pools are built. An
-  honest kernel may exploit what get_inputs() promises (skip the zero
-  triangle, read one half), so such an input is not refreshed (a whole
-  permutation moves the pattern), its changes go only to free elements
-  (free_positions: still every index of every axis that holds one; then
-  random free ones up to twice the spread's budget), their values drawn
-  from those, and a symmetric input's go to (i, j) and (j, i) alike. An
-  input all pattern stays. Without a refresh only the changes hold
-  against updates by linearity there (docs/evaluation.md says what
-  stays open).
+  stays (never a value get_inputs() does not give). Every timed run of a
+  set differs from all earlier states of that set.
+- Structure: a pattern (the elements holding a value that is not
+  finite or that at least 1/PATTERN_SHARE of them hold: the zeros of a
+  triangular, banded or sparse matrix, a mask's -inf), symmetry of the
+  last two axes and sorted rows (monotone), found when the pools are
+  built. A pattern, and any integer input, placed at random
+  (exchangeable: 16 codes, class targets, a relu's zeros) is no
+  structure: a refresh keeps it in distribution. A pattern placed by a
+  rule (a one-hot, a triangle, padding) is one; integers placed by a
+  rule and no pattern (a permutation per row), and sorted rows, are
+  kept whole. An honest kernel may exploit what get_inputs() promises
+  (skip the zero triangle, read one half, gather a one-hot's row), so
+  such an input is not refreshed (a whole permutation moves the
+  pattern), its changes go only to free elements (free_positions: still
+  every index of every axis that holds one; then random free ones up to
+  twice the spread's budget), their values drawn from those, and a
+  symmetric input's go to (i, j) and (j, i) alike. An input all pattern
+  (placed by a rule) or kept stays. Without a refresh only the changes
+  hold against updates by linearity there.
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
   outputs of future runs are those of inputs that exist only once drawn,
   so computing them ahead costs a forward pass each, as running them
-  does (and work outside the timed calls shows as `untimed_work`)."""
+  does (and work outside the timed calls shows as `untimed_work`).
+- Open (docs/evaluation.md, residual risks): what never changes is
+  still worth computing once: state the model computes, sorted inputs,
+  inputs placed by a rule with nothing free to change, state the worker
+  does not take (a ModelNew whose state is not the reference's); and a
+  table of f at every value an integer input can hold survives its
+  permutation (it pays off only against the other inputs' changes).
+  Inputs past the first REFRESH_TENSORS refreshable ones of a set get
+  the spread alone. A property the structure tests do not see (rows
+  summing to 1, a relation between two inputs, each permuted on its own)
+  is broken by the refresh for an honest kernel that relies on it."""
 import math
 import random
 
@@ -68,7 +87,7 @@ import torch
 from kbh import judge_io as jio
 
 POOL = 4096
-# Changed elements per floating input and run: the longest axis up to this
+# Changed elements per input and run: the longest axis up to this
 # (4096 elements of 4 bytes: 16 KiB of values per input and run).
 SPREAD = 4096
 # What the worker takes: changes per run (WORKER_MAX_PERTURB) and bytes
