@@ -10,7 +10,9 @@
 # gain_memo's kept gain is stale and its timed runs mismatch. The
 # positions are permuted whole, with their own values, before every run:
 # phase_memo recomputes every time and gains nothing. The honest twins
-# stay correct.
+# stay correct. The Python worker (KernelBench's ModelNew) takes the
+# changed state too, copied into the ModelNew's weight before the call:
+# a ModelNew that keeps the gain per weight storage mismatches.
 . "$(dirname "$0")/eval-lib.sh"
 F="$ROOT/tests/fixtures/params"
 
@@ -26,7 +28,16 @@ for p in gain phase; do
 	[ "$st" -le 1 ] && [ -s "$tmp/$p.json" ] && ok "$p: exit $st, results" ||
 		bad "$p: exit $st: $(tail -5 "$tmp/$p.err")"
 done
+"$KERNELBOT" eval "$F/gain.py" "$F/kb_gain.py" "$F/kb_gain_memo.py" \
+	--backend cpu --json --rounds 2 --reps 10 --warmup 1 --timeout 30 \
+	>"$tmp/kb.json" 2>"$tmp/kb.err"
+st=$?
+[ "$st" -le 1 ] && [ -s "$tmp/kb.json" ] && ok "kb: exit $st, results" ||
+	bad "kb: exit $st: $(tail -5 "$tmp/kb.err")"
 cd "$ROOT"
+
+expect "$tmp/kb.json" kb_gain.py 'r["status"] == "correct" and any(c["name"] == "timing_inputs_fresh" and c["passed"] and "inputs 1 to 1 the model" in c["detail"] for c in r["checks"])' "the ModelNew: correct, its weight changed every run"
+expect "$tmp/kb.json" kb_gain_memo.py 'r["status"] == "mismatch" and "timed run" in str(r.get("errors"))' "the ModelNew's memo: a timed run's output mismatched"
 
 for p in gain phase; do
 	expect "$tmp/$p.json" $p.c 'r["status"] == "correct" and not r["needs_review"]' "$p.c (honest): correct"
