@@ -268,6 +268,11 @@ def test_the_models_state_is_perturbed_where_the_worker_takes_it():
         assert set(now[1].reshape(-1).tolist()) <= set(w.reshape(-1).tolist())
     # What the reference process gets: a change per state tensor too.
     assert sorted(ch[0] for ch in p.changes(0)) == [0, 1, 2]
+    # Every set holds the same state: read once, its pool shared.
+    ctx2 = ctx_of([x], [torch.randn(16, 32)])
+    ctx2.state = ctx.state
+    pools = jpert.pools(ctx2)
+    assert pools[0].inputs[1] is pools[1].inputs[1] and pools[0].inputs[0] is not pools[1].inputs[0]
 
 
 def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():

@@ -430,12 +430,18 @@ class Pool:
     original values (where the new values come from) and the structure
     the changes keep."""
 
-    def __init__(self, ins, rng, skip=()):
+    def __init__(self, ins, rng, skip=(), shared=None):
+        """ins: the set's inputs; skip: indices left out; shared: {id of
+        a tensor: its entry, None until read} for tensors every set holds."""
         self.inputs = {}
         for j in perturbed_args(ins):
             if j in skip:
                 continue
             t = ins[j]
+            if shared and shared.get(id(t)) is not None:
+                # The model's state, the same tensor in every set: read once.
+                self.inputs[j] = shared[id(t)]
+                continue
             flat = t.detach().reshape(-1)
             n = flat.numel()
             if n <= POOL:
@@ -469,6 +475,8 @@ class Pool:
                               "shape": list(t.shape), "floating": floating,
                               "free": free, "sym": sym, "kept": kept,
                               "axes": None if free is None or kept else free_axes(t.shape, free)}
+            if shared and id(t) in shared:
+                shared[id(t)] = self.inputs[j]
 
     def structured(self, j):
         """Whether input j keeps a structure: a pattern, symmetry or order."""
@@ -480,7 +488,9 @@ def pools(ctx):
     """The batch's pools, one per timing set, built on first use."""
     if getattr(ctx, "perturb_pools", None) is None:
         rng = random.SystemRandom()
-        ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k))
+        # The state's tensors, the same in every set: read for the first.
+        shared = {id(t): None for _, t in getattr(ctx, "state", None) or []}
+        ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared)
                              for k in ctx.timing_sets}
     return ctx.perturb_pools
 
