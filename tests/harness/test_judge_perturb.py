@@ -292,6 +292,13 @@ def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():
         assert not jpert.exchangeable(t, rng)
     assert jpert.monotone(arange) and jpert.monotone(edges)
     assert not jpert.monotone(targets) and not jpert.monotone(torch.randn(4, 16))
+    # Too few to tell (sizes or strides carried as a tensor): kept as given.
+    sizes = torch.tensor([2, 1, 1, 2, 4, 4])
+    assert not jpert.exchangeable(sizes, rng)
+    p = jpert.Perturber(ctx_of([torch.randn(8), sizes]), refresh=True)
+    for _ in range(5):
+        p.request([0])
+    assert p.pools[0].inputs[1]["kept"] and torch.equal(p.args(0)[1], sizes)
     ins = [codes, targets, relu, onehot, onehot_f, perm, tri, arange, edges]
     p = jpert.Perturber(ctx_of(ins), refresh=True)
     pool = p.pools[0]

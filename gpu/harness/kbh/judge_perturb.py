@@ -54,8 +54,8 @@ Choices, and why:
   (exchangeable: 16 codes, class targets, a relu's zeros) is no
   structure: a refresh keeps it in distribution. A pattern placed by a
   rule (a one-hot, a triangle, padding) is one; integers placed by a
-  rule and no pattern (a permutation per row), and sorted rows, are
-  kept whole. An honest kernel may exploit what get_inputs() promises
+  rule and no pattern (a permutation per row), integers too few to tell
+  (EXCH_MIN: sizes carried as a tensor) and sorted rows are kept whole. An honest kernel may exploit what get_inputs() promises
   (skip the zero triangle, read one half, gather a one-hot's row), so
   such an input is not refreshed (a whole permutation moves the
   pattern), its changes go only to free elements (free_positions: still
@@ -117,12 +117,14 @@ FREE_ROUNDS = 8
 SLICE_TRIES = 32
 # A row of the last axis this long, sorted in every row: kept (monotone).
 MONOTONE_MIN = 8
-# The exchangeability test (exchangeable): values counted exactly up to
+# The exchangeability test (exchangeable): none below EXCH_MIN elements
+# (not exchangeable); values counted exactly up to
 # EXCH_SAMPLE elements (else the commonest of a sample of that many), the
 # EXCH_VALUES commonest tested per axis; a count dispersion below EXCH_LOW
 # of a random placement's on EXCH_LOW_DOF degrees of freedom or more is a
 # structure (one per row).
 EXCH_SAMPLE = 1 << 16
+EXCH_MIN = 16
 EXCH_VALUES = 8
 EXCH_LOW = 0.25
 EXCH_LOW_DOF = 16
@@ -251,8 +253,8 @@ def exchangeable(t, rng):
     dims = [int(d) for d in x.shape] or [1]
     x = x.reshape(dims)
     n = x.numel()
-    if n < 4:
-        return False
+    if n < EXCH_MIN:
+        return False	# too few to tell: a shape, strides, a pair of sizes
     flat = x.reshape(-1)
     smp = flat if n <= EXCH_SAMPLE else flat[torch.tensor(
         rng.sample(range(n), EXCH_SAMPLE), dtype=torch.int64).to(flat.device)]
