@@ -93,8 +93,9 @@ class PyWorker:
         self.flushes = 0
         self.prepared = {}	# set -> its prepared run's poison
         self.params = []	# the model's state tensors, where the reference's reach it
-        self.loaded = -1	# the set whose perturbed state the model holds; -1: as built
-        self.dirty = set()	# the sets whose state the judge perturbed
+        self.pristine = None	# their values as built, kept once the judge changes one
+        self.states = {}	# set -> its state as the judge changed it
+        self.loaded = -1	# the set whose changed state the model holds; -1: as built
 
     def build(self):
         torch, jp = self.torch, self.jp
@@ -137,27 +138,36 @@ class PyWorker:
                                     e["shape"]).to(self.device) for e in s["inputs"]]
 
     def slot(self, k):
-        """Set k's inputs (forward's arguments, then the model's state
-        where it reaches the model) and their pristine copies."""
         if k not in self.slots:
             ts = self.load_tensors(k)
-            n = self.sets[k]["n_args"] + (len(self.params) if self.params else 0)
+            n = self.sets[k]["n_args"]
             self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
         return self.slots[k]
 
+    def inputs(self, k, change=False):
+        """Set k's inputs as the judge addresses them: forward's arguments,
+        then the model's state where it reaches the model (set k's own
+        copy once the judge changes it: made on the first change, so
+        sets never changed hold none)."""
+        args = self.slot(k)[0]
+        if not self.params:
+            return list(args)
+        if change and k not in self.states:
+            if self.pristine is None:
+                self.pristine = [t.detach().clone() for t in self.params]
+            self.states[k] = [t.clone() for t in self.pristine]
+        return list(args) + self.states.get(k, self.pristine or self.params)
+
     def forward_args(self, k):
         """Set k's forward arguments, the model holding set k's state (a
-        copy, outside the timed call, when another set's or a perturbed
-        one was there)."""
-        ins, _ = self.slot(k)
-        n = self.sets[k]["n_args"]
-        want = k if k in self.dirty else -1	# every set's state is the same as built
+        copy, outside the timed call, where another set's was there)."""
+        want = k if k in self.states else -1	# every set's state as built is the same
         if self.params and self.loaded != want:
             with self.torch.no_grad():
-                for dst, src in zip(self.params, ins[n:]):
+                for dst, src in zip(self.params, self.states.get(k, self.pristine)):
                     dst.copy_(src)
             self.loaded = want
-        return ins[:n]
+        return self.slot(k)[0]
 
     def patterns(self, k, poison, runs, run, dflt):
         """Run `run` of `runs`' poison for set k's outputs, as signed
@@ -256,10 +266,12 @@ class PyWorker:
         return {"ok": True, "rc": rc, "files": files, "unwritten": unw,
                 "changed_after_return": late, "inputs_modified": mod}
 
-    def perturb(self, k, args, changes):
+    def perturb(self, k, changes):
         """Write the judge's [input, element, hex] changes into set k's
         inputs (the native worker's "perturb", docs/evaluation.md)."""
         specs = self.sets[k]["inputs"]
+        n = self.sets[k]["n_args"]
+        args = self.inputs(k, change=any(int(j) >= n for j, _, _ in changes))
         by_arg = {}
         for j, e, hx in changes:
             j, e = int(j), int(e)
@@ -269,10 +281,8 @@ class PyWorker:
             if len(v) != args[j].element_size():
                 raise ValueError("perturb: the value is not %d bytes in hex" % args[j].element_size())
             by_arg.setdefault(j, []).append((e, v))
-            if j >= self.sets[k]["n_args"]:
-                self.dirty.add(k)
-                if self.loaded == k:
-                    self.loaded = None	# the state changed: copied in before the call
+            if j >= n and self.loaded == k:
+                self.loaded = None	# the state changed: copied in before the call
         # One indexed write per input: thousands of changes a run.
         for j, ch in by_arg.items():
             flat = args[j].view(-1)
@@ -310,12 +320,12 @@ class PyWorker:
         else:
             pats = [self.patterns(k, poison, len(sets), i, 0) for i, k in enumerate(sets)]
         for i, k in enumerate(sets):
-            args, _ = self.slot(k)
+            self.slot(k)
             t0 = time.perf_counter()
             if not prepared:
                 self.poison_flush(k, pats[i])
             if perturb:
-                self.perturb(k, args, perturb[i])
+                self.perturb(k, perturb[i])
             fargs = self.forward_args(k)
             if self.cuda:
                 torch.cuda.synchronize()
@@ -354,7 +364,7 @@ class PyWorker:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
         outs, pats = self.last[k]
         unw = self.unwritten(outs, pats)
-        ins = self.slot(k)[0][:int(n_in)]
+        ins = self.inputs(k)[:int(n_in)]
         if sample is not None:
             a, b, m = (int(x) for x in sample)
             outs, ins = self.sample(outs, a, b, m), self.sample(ins, a, b, m)
