@@ -222,14 +222,99 @@ def test_changes_are_what_the_reference_process_applies():
     assert not torch.equal(got[0], x)
 
 
-def test_integer_inputs_only_without_floating_ones_and_within_range():
+def test_integer_inputs_change_beside_floating_ones_and_within_range():
+    # Positions beside an activation (a positional encoding): refreshed
+    # and changed every run, the values always the input's own.
+    x, pos = torch.randn(8, 64), torch.randint(0, 4096, (8, 64))
+    p = jpert.Perturber(ctx_of([x, pos]), refresh=True)
+    assert set(p.perturbed(0)) == {0, 1} and not p.pools[0].structured(1)
+    have = set(pos.reshape(-1).tolist())
+    for _ in range(20):
+        (run,) = p.request([0])
+        assert sorted(j for j, _, _ in p.last_refresh[0]) == [0, 1]
+        cur = p.args(0)[1]
+        assert set(cur.reshape(-1).tolist()) <= have
+        assert int((cur != pos).sum()) > 0.9 * pos.numel()
+    # Without a refresh (the Python worker): the spread, every run.
     t = torch.randint(0, 10, (500,))
     p = jpert.Perturber(ctx_of([t]))
-    for _ in range(50):
+    for _ in range(20):
         (run,) = p.request([0])
-        j, e, hx = run[0]
-        v = int(jio.from_bytes(bytes.fromhex(hx), "int64", [1])[0])
-        assert 0 <= v < 10 and v != int(t[e])
+        assert len(run) > 100
+        for j, e, hx in run:
+            assert 0 <= int(jio.from_bytes(bytes.fromhex(hx), "int64", [1])[0]) < 10
+
+
+def test_the_models_state_is_perturbed_where_the_worker_takes_it():
+    # A weight and a buffer after forward's one argument: inputs 1 and 2.
+    x, w, b = torch.randn(16, 32), torch.randn(32, 32), torch.rand(32)
+    ctx = ctx_of([x])
+    ctx.state = [("w", w), ("b", b)]
+    off = jpert.Perturber(ctx, refresh=True)
+    off.request([0])
+    assert [j for j, _, _ in off.last_refresh[0]] == [0] and len(off.inputs(0)) == 1
+    p = jpert.Perturber(ctx, refresh=True, state=True)
+    loaded = [x.clone(), w.clone(), b.clone()]
+    worker = [t.clone() for t in loaded]
+    for _ in range(5):
+        (run,) = p.request([0])
+        assert sorted(j for j, _, _ in p.last_refresh[0]) == [0, 1, 2]
+        for j, a, bb in p.last_refresh[0]:
+            worker[j].view(-1)[:] = loaded[j].view(-1)[jpert.refresh_index(loaded[j].numel(), a, bb)]
+        apply(run, 0, worker)
+        now = p.args(0)
+        assert all(torch.equal(u, v) for u, v in zip(worker, now))
+        assert not torch.equal(now[1], w) and not torch.equal(now[2], b)
+        assert set(now[1].reshape(-1).tolist()) <= set(w.reshape(-1).tolist())
+    # What the reference process gets: a change per state tensor too.
+    assert sorted(ch[0] for ch in p.changes(0)) == [0, 1, 2]
+    # Every set holds the same state: read once, its pool shared.
+    ctx2 = ctx_of([x], [torch.randn(16, 32)])
+    ctx2.state = ctx.state
+    pools = jpert.pools(ctx2)
+    assert pools[0].inputs[1] is pools[1].inputs[1] and pools[0].inputs[0] is not pools[1].inputs[0]
+
+
+def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():
+    rng = random.Random(5)
+    codes = torch.randint(-8, 8, (64, 128)).float()		# 16 values at random
+    targets = torch.randint(0, 10, (300,))			# class targets
+    relu = torch.relu(torch.randn(80, 90))			# zeros at random
+    onehot = torch.nn.functional.one_hot(torch.randint(0, 100, (64,)), 100)
+    onehot_f = onehot.float()
+    perm = torch.stack([torch.randperm(200) for _ in range(20)])	# a permutation per row
+    tri = torch.tril(torch.ones(40, 40))			# a mask, all pattern
+    arange = torch.arange(256).repeat(4, 1)			# positions, sorted
+    edges = torch.linspace(-3, 3, 33)				# bin edges, sorted
+    for t in (codes, targets, relu):
+        assert jpert.exchangeable(t, rng)
+    for t in (onehot, onehot_f, perm, tri):
+        assert not jpert.exchangeable(t, rng)
+    assert jpert.monotone(arange) and jpert.monotone(edges)
+    assert not jpert.monotone(targets) and not jpert.monotone(torch.randn(4, 16))
+    # Too few to tell (sizes or strides carried as a tensor): kept as given.
+    sizes = torch.tensor([2, 1, 1, 2, 4, 4])
+    assert not jpert.exchangeable(sizes, rng)
+    p = jpert.Perturber(ctx_of([torch.randn(8), sizes]), refresh=True)
+    for _ in range(5):
+        p.request([0])
+    assert p.pools[0].inputs[1]["kept"] and torch.equal(p.args(0)[1], sizes)
+    ins = [codes, targets, relu, onehot, onehot_f, perm, tri, arange, edges]
+    p = jpert.Perturber(ctx_of(ins), refresh=True)
+    pool = p.pools[0]
+    assert [pool.structured(j) for j in range(len(ins))] == [False] * 3 + [True] * 6
+    assert all(pool.inputs[j]["kept"] for j in (5, 7, 8))
+    for _ in range(30):
+        p.request([0])
+    now = p.args(0)
+    for j in (0, 1, 2):
+        assert not torch.equal(now[j], ins[j])
+        assert set(now[j].reshape(-1).tolist()) <= set(ins[j].reshape(-1).tolist())
+    # The one-hots stay one-hot (their only free value is 1), the rest as given.
+    for j in (3, 4):
+        assert torch.equal(now[j].sum(1), torch.ones(64, dtype=now[j].dtype))
+    for j in (5, 6, 7, 8):
+        assert torch.equal(now[j], ins[j])
 
 
 def test_a_one_element_float_input_still_changes():
@@ -381,8 +466,8 @@ def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
         assert float((worker[j] != ins[j])[free].float().mean()) > 0.9, j
     assert (worker[5] != ins[5]).float().mean() > 0.95
     assert ("inputs 0, 1, 2, 3, 4 kept the structure get_inputs() gave them (not refreshed; "
-            "changed only outside its pattern, mirrored where symmetric; all pattern, never "
-            "changed: 3); every element of each other floating input" in p.summary())
+            "changed only outside its pattern, mirrored where symmetric; sorted rows kept; all "
+            "pattern or sorted, never changed: 3); every element of each other input" in p.summary())
 
 
 def test_free_positions_cover_every_axis_within_the_cap():
@@ -413,3 +498,84 @@ def test_fill_positions_adds_distinct_free_elements_up_to_the_cap():
     # Fewer free elements than the cap: all of them.
     allf = jpert.fill_positions(pos, free.numel(), free, rng, 10000)
     assert allf.numel() == int(free.sum()) and bool(free[allf].all())
+
+
+def test_the_reference_process_computes_the_perturbed_state_and_keeps_the_model():
+    # refproc's reference request with a change of the model's weight
+    # (input 1, after forward's one argument): its outputs are those of
+    # the changed weight, and the model itself is left as built.
+    import tempfile
+    from kbh import judge_problem as jp
+    from kbh import refproc
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(6))
+            self.register_buffer("b", torch.randn(6))
+
+        def forward(self, x):
+            return x * self.w + self.b
+
+    with tempfile.TemporaryDirectory() as d:
+        ref = refproc.Ref(d, "cpu")
+        ref.model = Scale()
+        ref.state = jp.state_tensors(ref.model)
+        x = torch.randn(3, 6)
+        ref.sets[0] = [x]
+        w0 = ref.model.w.detach().clone()
+        pos = torch.tensor([1, 4], dtype=torch.int64)
+        vals = torch.tensor([2.5, -1.0])
+        ch = [[1, jio.to_bytes(pos).hex(), jio.to_bytes(vals).hex()],
+              [2, 5, 1, jio.to_bytes(pos[:0]).hex(), jio.to_bytes(vals[:0]).hex()]]
+        rep = ref.cmd_reference({"set": 0, "changes": ch})
+        spec = rep["outputs"][0]
+        with open(os.path.join(d, "ref.bin"), "rb") as f:
+            got = jio.from_bytes(f.read(spec["nbytes"]), spec["dtype"], spec["shape"])
+        w = w0.clone()
+        w[pos] = vals
+        b = ref.model.b.detach()[jpert.refresh_index(6, 5, 1)]
+        assert torch.allclose(got, x * w + b)
+        assert torch.equal(ref.model.w.detach(), w0)
+        # No state change: the model as built.
+        ref.cmd_reference({"set": 0, "changes": []})
+        with open(os.path.join(d, "ref.bin"), "rb") as f:
+            got = jio.from_bytes(f.read(spec["nbytes"]), spec["dtype"], spec["shape"])
+        assert torch.allclose(got, x * w0 + ref.model.b.detach())
+
+
+def test_state_the_model_computes_is_not_perturbed():
+    # A drawn weight changes; a frequency table the model computes (the
+    # same under any seed: a kernel may compute it itself) does not.
+    import tempfile
+    from kbh import judge_problem as jp
+    from kbh import refproc
+
+    class Rope(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(8, 8))
+            self.register_buffer("freq", torch.exp(-torch.arange(0, 8, 2).float() / 8))
+
+    class Problem:
+        def build(self, seed, device):
+            torch.manual_seed(seed)
+            return Rope().to(device)
+
+    with tempfile.TemporaryDirectory() as d:
+        ref = refproc.Ref(d, "cpu")
+        ref.problem = Problem()
+        model = ref.problem.build(1, "cpu")
+        fixed = ref.fixed_state(1, jp.state_tensors(model))
+    assert fixed == [False, True]
+    x = torch.randn(4, 8)
+    ctx = ctx_of([x])
+    ctx.state = jp.state_tensors(model)
+    ctx.state_fixed = fixed
+    p = jpert.Perturber(ctx, refresh=True, state=True)
+    assert sorted(p.perturbed(0)) == [0, 1]
+    for _ in range(3):
+        p.request([0])
+    now = p.args(0)
+    assert not torch.equal(now[1], model.w.detach()) and torch.equal(now[2], model.freq)
+    assert "never changed: 2" in p.summary()

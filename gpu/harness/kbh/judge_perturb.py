@@ -8,11 +8,18 @@ state for its spot checks (docs/evaluation.md, *Fresh inputs in every
 timed run*).
 
 Choices, and why:
-- Which inputs: forward's floating-point arguments; when it has none, its
-  integer (and bool) arguments, with values taken from the same tensor
-  (so within their valid range: class targets, indices). Parameters and
-  buffers stay: they are the model's, the same for every set.
-- Positions, floating inputs: every run, for a tensor of shape
+- Which inputs: the worker's, forward's arguments and then the model's
+  state (named parameters, then buffers: input len(args) + p), floating,
+  integer and bool (of more than one element), with values taken from
+  the same tensor (so within their valid range: class targets, indices,
+  positions). A kernel that keeps a function of a weight or of integer
+  positions between calls would otherwise do it once (issue 22). The
+  state only where the worker passes those writes on (its hello's
+  "state"), and not the state the model computes rather than draws (the
+  same bit for bit under a second build with another seed: frequency
+  tables, masks, position ids; ctx.state_fixed): a kernel may compute
+  it itself.
+- Positions: every run, for a tensor of shape
   (d0, ..., dk), N = min(SPREAD, max di) elements, element j at index
   perm_i(j mod di) on axis i, with a permutation per axis (a sample of N
   distinct indices for an axis longer than N) drawn from the system's RNG
@@ -24,42 +31,54 @@ Choices, and why:
   (incremental recomputation) recomputes outputs that depend on a whole
   slice along one axis (matrix products, reductions, softmax and norms
   over an axis) in full.
-- Refresh, floating inputs of fewer than 2^31 elements, where the worker
-  can (its hello's "refresh"): before those changes, the whole input
+- Refresh, inputs of 4 to 2^31 elements without a structure (the
+  first REFRESH_TENSORS of a set), where the worker can (its hello's
+  "refresh"): before those changes, the whole input
   permuted from the set's loaded values, element e from (a*e + b) mod n,
   a (a unit other than 1 and n - 1) and b drawn per run. The spread alone
   leaves an update by linearity ((new - old) * w[p] per changed x[i][p])
   the work over the number of changes to gain; with every element
   changed it pays for them all. The values stay exactly the draw's.
-- Positions, integer inputs: one element per run from a pool of up to
-  POOL drawn once per batch, each candidate walking its own random order
-  of it (an index or a class target changed everywhere would mostly be a
-  different problem).
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), different from the element's
   current value; with no other value to draw, a one-element input's
   value x (1 + 2^-6) (2^-6 for zero), and an element of a larger input
-  stays (never a value get_inputs() does not give). Every timed run of a set differs from all
-  earlier states of that set.
-- Structure, floating inputs: a pattern (the elements holding a value
-  that is not finite or that at least 1/PATTERN_SHARE of them hold: the
-  zeros of a triangular, banded or sparse matrix, a mask's -inf) and
-  symmetry of the last two axes, found when the pools are built. An
-  honest kernel may exploit what get_inputs() promises (skip the zero
-  triangle, read one half), so such an input is not refreshed (a whole
-  permutation moves the pattern), its changes go only to free elements
-  (free_positions: still every index of every axis that holds one; then
-  random free ones up to twice the spread's budget), their values drawn
-  from those, and a symmetric input's go to (i, j) and (j, i) alike. An
-  input all pattern stays. Without a refresh only the changes hold
-  against updates by linearity there (docs/evaluation.md says what
-  stays open).
+  stays (never a value get_inputs() does not give). Every timed run of a
+  set differs from all earlier states of that set.
+- Structure: a pattern (the elements holding a value that is not
+  finite or that at least 1/PATTERN_SHARE of them hold: the zeros of a
+  triangular, banded or sparse matrix, a mask's -inf), symmetry of the
+  last two axes and sorted rows (monotone), found when the pools are
+  built. A pattern, and any integer input, placed at random
+  (exchangeable: 16 codes, class targets, a relu's zeros) is no
+  structure: a refresh keeps it in distribution. A pattern placed by a
+  rule (a one-hot, a triangle, padding) is one; integers placed by a
+  rule and no pattern (a permutation per row), integers too few to tell
+  (EXCH_MIN: sizes carried as a tensor) and sorted rows are kept whole. An honest kernel may exploit what get_inputs() promises
+  (skip the zero triangle, read one half, gather a one-hot's row), so
+  such an input is not refreshed (a whole permutation moves the
+  pattern), its changes go only to free elements (free_positions: still
+  every index of every axis that holds one; then random free ones up to
+  twice the spread's budget), their values drawn from those, and a
+  symmetric input's go to (i, j) and (j, i) alike. An input all pattern
+  (placed by a rule) or kept stays. Without a refresh only the changes
+  hold against updates by linearity there.
 - Chained: the refresh and changes are drawn and sent only in the
   request that runs them (without a refresh the changes accumulate); the
   outputs of future runs are those of inputs that exist only once drawn,
   so computing them ahead costs a forward pass each, as running them
-  does (and work outside the timed calls shows as `untimed_work`)."""
+  does (and work outside the timed calls shows as `untimed_work`).
+- Open (docs/evaluation.md, residual risks): what never changes is
+  still worth computing once: state the model computes, sorted inputs,
+  inputs placed by a rule with nothing free to change, state the worker
+  does not take (a ModelNew whose state is not the reference's); and a
+  table of f at every value an integer input can hold survives its
+  permutation (it pays off only against the other inputs' changes).
+  Inputs past the first REFRESH_TENSORS refreshable ones of a set get
+  the spread alone. A property the structure tests do not see (rows
+  summing to 1, a relation between two inputs, each permuted on its own)
+  is broken by the refresh for an honest kernel that relies on it."""
 import math
 import random
 
@@ -68,7 +87,7 @@ import torch
 from kbh import judge_io as jio
 
 POOL = 4096
-# Changed elements per floating input and run: the longest axis up to this
+# Changed elements per input and run: the longest axis up to this
 # (4096 elements of 4 bytes: 16 KiB of values per input and run).
 SPREAD = 4096
 # What the worker takes: changes per run (WORKER_MAX_PERTURB) and bytes
@@ -96,23 +115,45 @@ PATTERN_CANDIDATES = 16
 # the slice, then a scan of it).
 FREE_ROUNDS = 8
 SLICE_TRIES = 32
+# A row of the last axis this long, sorted in every row: kept (monotone).
+MONOTONE_MIN = 8
+# The exchangeability test (exchangeable): none below EXCH_MIN elements
+# (not exchangeable); values counted exactly up to
+# EXCH_SAMPLE elements (else the commonest of a sample of that many), the
+# EXCH_VALUES commonest tested per axis; a count dispersion below EXCH_LOW
+# of a random placement's on EXCH_LOW_DOF degrees of freedom or more is a
+# structure (one per row).
+EXCH_SAMPLE = 1 << 16
+EXCH_MIN = 16
+EXCH_VALUES = 8
+EXCH_LOW = 0.25
+EXCH_LOW_DOF = 16
+# Refreshes a run: the worker takes WORKER_MAX_TENSORS (gpu/worker.h).
+REFRESH_TENSORS = 64
 
 
-def perturbed_args(args):
-    """Indices of forward's arguments that are perturbed: the floating ones,
-    or without any, the integer and bool ones."""
-    fl = [j for j, t in enumerate(args) if t.is_floating_point() and t.numel() > 0]
-    if fl:
-        return fl
-    return [j for j, t in enumerate(args) if not t.is_floating_point() and not t.is_complex()
-            and t.numel() > 1]
+def perturbed_args(ins):
+    """Indices of the inputs that are perturbed (forward's arguments, then
+    the model's state: the worker's inputs): the floating ones and the
+    integer and bool ones of more than one element."""
+    return [j for j, t in enumerate(ins) if not t.is_complex()
+            and t.numel() > (0 if t.is_floating_point() else 1)]
 
 
-def _elem_bytes(t):
-    """Each element of a 1-D tensor as bytes (little-endian)."""
-    es = t.element_size()
-    b = jio.to_bytes(t)
-    return [b[i * es:(i + 1) * es] for i in range(t.numel())]
+def set_inputs(ctx, k):
+    """Set k's inputs as the worker holds them: forward's arguments, then
+    the model's state (named parameters, then buffers)."""
+    return list(ctx.sets[k]["args"]) + [t for _, t in getattr(ctx, "state", None) or []]
+
+
+def fixed_state(ctx, k):
+    """The input indices of set k's state tensors that the model computes
+    rather than draws (the same under another seed: frequencies, masks,
+    position ids; ctx.state_fixed, from the reference's build): never
+    perturbed, a kernel may compute them itself."""
+    n = len(ctx.sets[k]["args"])
+    fixed = getattr(ctx, "state_fixed", None) or []
+    return {n + i for i, f in enumerate(fixed) if f}
 
 
 def _bits(t):
@@ -175,6 +216,89 @@ def structure(t, rng):
         b = _bits(x)
         sym = bool((b == b.transpose(-1, -2)).all())
     return (mask.cpu() if bool(mask.any()) else None), sym
+
+
+def monotone(t):
+    """Whether every row of the last axis (MONOTONE_MIN long or more) is
+    sorted, one way for all, and not constant: positions, bin edges,
+    offsets. A change of an element or a permutation would break it."""
+    if t.dim() == 0 or t.shape[-1] < MONOTONE_MIN or t.dtype == torch.bool:
+        return False
+    x = t.detach()
+    lo, hi = x[..., 1:], x[..., :-1]
+    if bool((lo == hi).all()):
+        return False
+    return bool((lo >= hi).all()) or bool((lo <= hi).all())
+
+
+def _spread_ok(r, dof):
+    """A dispersion ratio r (observed over expected) on dof degrees of
+    freedom that a random placement explains."""
+    if r > 1 + max(1.0, 6 * math.sqrt(2 / dof)):
+        return False
+    return not (dof >= EXCH_LOW_DOF and r < EXCH_LOW)
+
+
+def exchangeable(t, rng):
+    """Whether an input's values look placed at random (what a refresh,
+    a permutation of the whole input, keeps in distribution): for each
+    axis, the elements along it equal to their neighbour as often as a
+    random order gives, and for each of the commonest values, its count
+    per slice across the axis as dispersed as a random placement gives
+    (a one-hot's one per row, a permutation's value once per row, a
+    triangle's counts growing row by row are not). Few values, or a
+    pattern (16 codes, a relu's zeros, class targets) placed at random
+    are exchangeable; where the tests cannot tell, the input is not."""
+    x = _bits(t.detach()) if t.dtype != torch.bool else t.detach().to(torch.uint8)
+    dims = [int(d) for d in x.shape] or [1]
+    x = x.reshape(dims)
+    n = x.numel()
+    if n < EXCH_MIN:
+        return False	# too few to tell: a shape, strides, a pair of sizes
+    flat = x.reshape(-1)
+    smp = flat if n <= EXCH_SAMPLE else flat[torch.tensor(
+        rng.sample(range(n), EXCH_SAMPLE), dtype=torch.int64).to(flat.device)]
+    vals, counts = torch.unique(smp, return_counts=True)
+    m = smp.numel()
+    sc = counts.to(torch.float64).cpu()
+    # Two random elements equal: exact where all are counted, else the
+    # sample's estimate.
+    q = float((sc * (sc - 1)).sum()) / (m * (m - 1))
+    top = torch.argsort(sc, descending=True)[:EXCH_VALUES]
+    ndist = vals.numel()
+    vals = vals[top.to(vals.device)]
+    if m < n:
+        sc = torch.tensor([float((flat == v).sum()) for v in vals], dtype=torch.float64)
+    else:
+        sc = sc[top]
+    counts = sc
+    for a, d in enumerate(dims):
+        if d < 2:
+            continue
+        pairs = n // d * (d - 1)
+        same = int((x.narrow(a, 1, d - 1) == x.narrow(a, 0, d - 1)).sum())
+        mu = pairs * q
+        if abs(same - mu) > 6 * math.sqrt(mu * (1 - q)) + 0.02 * mu + 2:
+            return False
+        s = n // d
+        if s < 2:
+            continue
+        obs = exp = 0.0
+        dof = 0
+        for i in range(vals.numel()):
+            c = float(counts[i])
+            if c < 2 or c > n - 2:
+                continue
+            per = (x == vals[i]).movedim(a, 0).reshape(d, -1).sum(1).to(torch.float64).cpu()
+            obs += float(((per - c / d) ** 2).sum())
+            exp += d * s * (c / n) * (1 - c / n) * (n - s) / (n - 1)
+            dof += d - 1
+        # The counts of all the values of a slice sum to its size: one
+        # value fewer is free.
+        dof = min(dof, (d - 1) * (ndist - 1))
+        if exp > 0 and not _spread_ok(obs / exp, dof):
+            return False
+    return True
 
 
 def _unravel(flat, dims):
@@ -303,21 +427,42 @@ def refresh_index(n, a, b):
 
 
 class Pool:
-    """Per timing set and perturbed input, shared by the batch's
-    candidates: a sample of its original values (where the new values
-    come from) and, for integer inputs, the positions one changes."""
+    """Per timing set and perturbed input (forward's arguments, then the
+    model's state), shared by the batch's candidates: a sample of its
+    original values (where the new values come from) and the structure
+    the changes keep."""
 
-    def __init__(self, args, rng):
+    def __init__(self, ins, rng, skip=(), shared=None):
+        """ins: the set's inputs; skip: indices left out; shared: {id of
+        a tensor: its entry, None until read} for tensors every set holds."""
         self.inputs = {}
-        for j in perturbed_args(args):
-            flat = args[j].detach().reshape(-1)
+        for j in perturbed_args(ins):
+            if j in skip:
+                continue
+            t = ins[j]
+            if shared and shared.get(id(t)) is not None:
+                # The model's state, the same tensor in every set: read once.
+                self.inputs[j] = shared[id(t)]
+                continue
+            flat = t.detach().reshape(-1)
             n = flat.numel()
             if n <= POOL:
                 pos = torch.arange(n, dtype=torch.int64)
             else:
                 pos = torch.tensor(sorted(rng.sample(range(n), POOL)), dtype=torch.int64)
-            floating = args[j].is_floating_point()
-            mask, sym = structure(args[j], rng) if floating else (None, False)
+            floating = t.is_floating_point()
+            mask, sym = structure(t, rng)
+            # Sorted rows: no change keeps them (positions, offsets, edges).
+            kept = monotone(t)
+            if not kept and not sym and (mask is not None or not floating):
+                if exchangeable(t, rng):
+                    # A pattern placed at random (codes, class targets, a
+                    # relu's zeros): a refresh keeps it in distribution.
+                    mask = None
+                elif mask is None:
+                    # Integers placed by a rule the pattern does not name
+                    # (a permutation per row): nothing known to keep it.
+                    kept = True
             free = None if mask is None else ~mask
             if free is not None:
                 # New values come from the elements outside the pattern.
@@ -326,23 +471,29 @@ class Pool:
                     pos = pos[torch.tensor(sorted(rng.sample(range(pos.numel()), POOL)),
                                            dtype=torch.int64)]
             vals = flat[pos.to(flat.device)].cpu()
-            self.inputs[j] = {"pos": pos.tolist(), "orig": None if floating else _elem_bytes(vals),
-                              "vals": vals, "dtype": jio.dtype_name(args[j]),
-                              "shape": list(args[j].shape), "floating": floating,
-                              "free": free, "sym": sym,
-                              "axes": None if free is None else free_axes(args[j].shape, free)}
+            if kept:
+                vals = vals[:0]
+            self.inputs[j] = {"vals": vals, "dtype": jio.dtype_name(t),
+                              "shape": list(t.shape), "floating": floating,
+                              "free": free, "sym": sym, "kept": kept,
+                              "axes": None if free is None or kept else free_axes(t.shape, free)}
+            if shared and id(t) in shared:
+                shared[id(t)] = self.inputs[j]
 
     def structured(self, j):
-        """Whether input j keeps a structure: a pattern or symmetry."""
+        """Whether input j keeps a structure: a pattern, symmetry or order."""
         p = self.inputs[j]
-        return p["free"] is not None or p["sym"]
+        return p["free"] is not None or p["sym"] or p["kept"]
 
 
 def pools(ctx):
     """The batch's pools, one per timing set, built on first use."""
     if getattr(ctx, "perturb_pools", None) is None:
         rng = random.SystemRandom()
-        ctx.perturb_pools = {k: Pool(ctx.sets[k]["args"], rng) for k in ctx.timing_sets}
+        # The state's tensors, the same in every set: read for the first.
+        shared = {id(t): None for _, t in getattr(ctx, "state", None) or []}
+        ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared)
+                             for k in ctx.timing_sets}
     return ctx.perturb_pools
 
 
@@ -350,21 +501,24 @@ class Perturber:
     """One candidate's perturbations: what to send before each timed run,
     and the state each set is in."""
 
-    def __init__(self, ctx, refresh=False):
+    def __init__(self, ctx, refresh=False, state=False):
         self.ctx = ctx
         self.pools = pools(ctx)
+        # The worker passes writes to the inputs past forward's arguments
+        # on to the kernel (its hello's "state"): the model's state is
+        # perturbed as the arguments are.
+        self.state = bool(state)
         # The worker permutes whole inputs before a run (its hello's
         # "refresh"): every element of each floating input changes.
         self.refresh = bool(refresh) and getattr(ctx, "perturb", True)
         self.rparams = {}	# k -> {j: (a, b) of the last refresh}
+        self.rset = {}		# k -> the inputs refreshed before every run
         self.rlog = {}		# k -> {j: (positions, values) changed after it}
         self.refreshed = 0	# elements refreshed, all runs
         self.last_refreshed = 0	# ... in the last request
         self.last_refresh = []	# the last request's "refresh"
         self.rng = random.SystemRandom()
-        self.order = {}		# (k, j) -> pool indices, shuffled (integer inputs)
-        self.next = {}		# (k, j) -> how far along order
-        self.state = {}		# k -> {j: the input's current values, flat, on the CPU}
+        self.now = {}		# k -> {j: the input's current values, flat, on the CPU}
         self.touched = {}	# k -> {j: bool mask of the elements ever changed}
         self.chpos = {}		# k -> {j: [position tensors of the changes, in order]}
         self.runs = 0		# timed runs with at least one change
@@ -376,13 +530,19 @@ class Perturber:
         self.spots = 0		# spot checks on changed inputs
         self.moved = 0		# ... where the changes moved the expected outputs
 
+    def inputs(self, k):
+        """Set k's inputs this candidate's perturbations address: forward's
+        arguments, then the model's state where the worker takes it."""
+        ins = list(self.ctx.sets[k]["args"])
+        return set_inputs(self.ctx, k) if self.state else ins
+
     def _orig(self, k, j):
-        return self.ctx.sets[k]["args"][j].detach().reshape(-1).cpu()
+        return self.inputs(k)[j].detach().reshape(-1).cpu()
 
     def _flat(self, k, j):
         """Input j of set k as it is now, flat, on the CPU (built from the
         last refresh and the changes after it when a refresh made it stale)."""
-        st = self.state.setdefault(k, {})
+        st = self.now.setdefault(k, {})
         if j not in st:
             orig = self._orig(k, j)
             r = self.rparams.get(k, {}).get(j)
@@ -397,10 +557,20 @@ class Perturber:
         return st[j], self.touched[k][j]
 
     def _refreshable(self, k, j):
-        p = self.pools[k].inputs[j]
-        n = math.prod(p["shape"]) if p["shape"] else 1
-        return (self.refresh and p["floating"] and 4 <= n < REFRESH_MAX
-                and not self.pools[k].structured(j))
+        """Whether input j of set k is refreshed before every run: one
+        without structure, of 4 to REFRESH_MAX elements, among the first
+        REFRESH_TENSORS such inputs of the set (what the worker refreshes
+        in a run; the same ones every run)."""
+        if not self.refresh:
+            return False
+        if k not in self.rset:
+            ok = []
+            for i, p in self.perturbed(k).items():
+                n = math.prod(p["shape"]) if p["shape"] else 1
+                if 4 <= n < REFRESH_MAX and not self.pools[k].structured(i):
+                    ok.append(i)
+            self.rset[k] = set(ok[:REFRESH_TENSORS])
+        return j in self.rset[k]
 
     def _refresh(self, k, j):
         """Draw a run's refresh of input j of set k: [j, a, b], a a unit
@@ -413,7 +583,7 @@ class Perturber:
                 break
         b = self.rng.randrange(n)
         self.rparams.setdefault(k, {})[j] = (a, b)
-        self.state.get(k, {}).pop(j, None)
+        self.now.get(k, {}).pop(j, None)
         self.refreshed += n
         self.last_refreshed += n
         return [j, a, b]
@@ -435,7 +605,7 @@ class Perturber:
         after its refresh where there is one."""
         p = self.pools[k].inputs[j]
         if p["vals"].numel() == 0:
-            return [], False	# all of it pattern: nothing to change
+            return [], False	# all of it pattern, or kept: nothing to change
         if p["sym"]:
             cap = max(1, cap // 2)	# an element and its mirror
         if p["free"] is not None:
@@ -453,7 +623,7 @@ class Perturber:
         if r is not None:
             # Gathered where the set lives: a copy of the whole input to
             # the host every run would cost more than the run itself.
-            orig = self.ctx.sets[k]["args"][j].detach().reshape(-1)
+            orig = self.inputs(k)[j].detach().reshape(-1)
             now = orig[((r[0] * pos + r[1]) % orig.numel()).to(orig.device)].cpu()
         else:
             flat, _ = self._flat(k, j)
@@ -468,7 +638,7 @@ class Perturber:
             idx = same.nonzero().reshape(-1)
             new[idx] = vals[torch.randint(vals.numel(), (idx.numel(),), generator=g)]
             same = _bits(new) == _bits(now)
-        if same.any() and math.prod(p["shape"] or [1]) > 1:
+        if same.any() and (math.prod(p["shape"] or [1]) > 1 or not p["floating"]):
             # No other value of the draw (a one-hot's ones, the only free
             # value of a pattern): left as they are. A value get_inputs()
             # never gives would fail an honest kernel that relies on what
@@ -495,28 +665,6 @@ class Perturber:
             pos, new = torch.cat([pos, m[off]]), torch.cat([new, new[off]])
         return self._apply(k, j, pos, new)
 
-    def _pick(self, k, j):
-        """An integer input's change for one run: one pool element."""
-        p = self.pools[k].inputs[j]
-        key = (k, j)
-        if key not in self.order:
-            o = list(range(len(p["pos"])))
-            self.rng.shuffle(o)
-            self.order[key], self.next[key] = o, 0
-        o = self.order[key]
-        i = o[self.next[key] % len(o)]
-        self.next[key] += 1
-        pos = p["pos"][i]
-        flat, _ = self._flat(k, j)
-        now = jio.to_bytes(flat[pos:pos + 1])
-        seen = {now, p["orig"][i]}
-        for _ in range(REDRAWS):
-            v = p["orig"][self.rng.randrange(len(p["orig"]))]
-            if v not in seen:
-                new = jio.from_bytes(v, p["dtype"], [1])
-                return self._apply(k, j, torch.tensor([pos], dtype=torch.int64), new)
-        return [], False
-
     def request(self, sets):
         """The "perturb" field of a time request over sets: one list per run."""
         out = []
@@ -527,7 +675,7 @@ class Perturber:
             return [[] for _ in sets]
         for i, k in enumerate(sets):
             run, fresh = [], False
-            ins = self.pools[k].inputs
+            ins = self.perturbed(k)
             room = max(1, min(RUN_MAX // max(1, len(ins)),
                               LINE_BUDGET // (ENTRY_BYTES * len(sets) * max(1, len(ins)))))
             for j, p in ins.items():
@@ -536,7 +684,7 @@ class Perturber:
                 # A structured input is not refreshed: twice the changes
                 # where the worker takes them.
                 cap = min((2 if self.pools[k].structured(j) else 1) * SPREAD, room)
-                e, f = self._spread(k, j, cap) if p["floating"] else self._pick(k, j)
+                e, f = self._spread(k, j, cap)
                 run += e
                 fresh = fresh or f
             out.append(run)
@@ -549,6 +697,11 @@ class Perturber:
             else:
                 self.plain += 1
         return out
+
+    def perturbed(self, k):
+        """{input index: pool} of set k's inputs this candidate perturbs."""
+        n = len(self.ctx.sets[k]["args"])
+        return {j: p for j, p in self.pools[k].inputs.items() if self.state or j < n}
 
     def changed(self, k):
         return bool(self.rparams.get(k)) or any(self.chpos.get(k, {}).values())
@@ -579,13 +732,13 @@ class Perturber:
                 continue
             pos = self._positions(k, j)
             if pos.numel():
-                out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.state[k][j][pos]).hex()])
+                out.append([j, jio.to_bytes(pos).hex(), jio.to_bytes(self.now[k][j][pos]).hex()])
         return out
 
     def args(self, k):
         """Set k's forward arguments in their current, perturbed state (the
         unperturbed tensors themselves for inputs never changed)."""
-        args = list(self.ctx.sets[k]["args"])
+        args = self.inputs(k)
         for j in set(self.chpos.get(k, {})) | set(self.rparams.get(k, {})):
             flat, _ = self._flat(k, j)
             args[j] = flat.reshape(args[j].shape).to(args[j].device)
@@ -598,7 +751,7 @@ class Perturber:
         one, not built whole (a check of 65536 elements of an input of
         millions)."""
         out = []
-        for j, t in enumerate(self.ctx.sets[k]["args"]):
+        for j, t in enumerate(self.inputs(k)):
             ix = idx[j] if j < len(idx) else None
             r = self.rparams.get(k, {}).get(j)
             if r is None or ix is None:
@@ -627,19 +780,30 @@ class Perturber:
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "
                     "set and replayed would pass the spot checks" % self.plain)
-        kept = {j for pool in self.pools.values() for j in pool.inputs if pool.structured(j)}
-        how = ("every element of each %sfloating input permuted from the set's values before "
+        ins = {j: (k, p) for k in self.pools for j, p in self.perturbed(k).items()}
+        kept = {j for j, (k, _) in ins.items() if self.pools[k].structured(j)}
+        how = ("every element of each %sinput permuted from the set's values before "
                "every run (%d elements in all), then " % ("other " if kept else "", self.refreshed)
                if self.refreshed else "")
         if kept:
-            whole = {j for pool in self.pools.values() for j, p in pool.inputs.items()
-                     if p["vals"].numel() == 0}
+            whole = {j for j, (_, p) in ins.items() if p["vals"].numel() == 0}
             how = ("input%s %s kept the structure get_inputs() gave %s (not refreshed; changed "
-                   "only outside its pattern, mirrored where symmetric%s); "
+                   "only outside its pattern, mirrored where symmetric; sorted rows kept%s); "
                    % ("s" if len(kept) > 1 else "", ", ".join(map(str, sorted(kept))),
                       "them" if len(kept) > 1 else "it",
-                      "; all pattern, never changed: %s" % ", ".join(map(str, sorted(whole)))
+                      "; all pattern or sorted, never changed: %s" % ", ".join(map(str, sorted(whole)))
                       if whole else "")) + how
+        nargs = min((len(self.ctx.sets[k]["args"]) for k in self.pools), default=0)
+        nstate = len(getattr(self.ctx, "state", None) or [])
+        if nstate and self.state:
+            fixed = sorted(fixed_state(self.ctx, next(iter(self.pools)))) if self.pools else []
+            how += ("inputs %d to %d the model's state (parameters, buffers), changed as the "
+                    "arguments are%s; " % (nargs, nargs + nstate - 1,
+                                           " but for those the model computes (the same under "
+                                           "another seed), never changed: %s"
+                                           % ", ".join(map(str, fixed)) if fixed else ""))
+        elif nstate:
+            how += "the model's state never changed (this worker does not take it); "
         return ("%d timed runs on inputs changed by the judge before the run (%d at a position "
                 "never changed before; %s%d elements changed, at most %d in a run, spread over "
                 "every index of each input's axes up to %d), %d with nothing to change; the "

@@ -254,6 +254,11 @@ class RefProc:
         tensors = self.read("state.bin", st)
         ctx.state = [(_name(s.get("name"), "state%d" % i), x)
                      for i, (s, x) in enumerate(zip(st, tensors))]
+        fixed = b.get("state_fixed")
+        # What the model computes (the same under another seed) is not
+        # perturbed: a kernel may compute it too. Unknown: all of it.
+        ctx.state_fixed = ([f is True for f in fixed] if isinstance(fixed, list)
+                           and len(fixed) == len(ctx.state) else [True] * len(ctx.state))
         names = b.get("arg_names") if isinstance(b.get("arg_names"), list) else []
         ctx.forward_names = [_name(v, None) for v in names[:64]]
         init = b.get("init_args")

@@ -414,6 +414,9 @@ class CandidateRun:
             hello = w.read_reply("start", ctx_start_timeout(self))
             self.worker_refresh = hello.get("refresh") is True
             self.share = hello.get("share") is True and self.ctx.backend == "cuda"
+            # Writes to the inputs past forward's arguments reach the
+            # kernel: the model's state is perturbed too.
+            self.worker_state = hello.get("state") is True
             bd["worker_start"] = time.perf_counter() - t0
             if "build_s" in hello:
                 self.res["build_s"] = hello["build_s"]
@@ -603,7 +606,8 @@ class CandidateRun:
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
-        self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False))
+        self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False),
+                                    state=getattr(self, "worker_state", False))
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
@@ -1081,9 +1085,10 @@ class CandidateRun:
         req = {"cmd": "dump", "set": k}
         specs, idx, idx_done = s["specs"], None, False
         changed = self.pert.changed(k)
-        # The set's tensors for shapes and sizes; the perturbed values only
-        # where compared (a sample, unless the check is full).
-        args = s["args"]
+        # The set's tensors for shapes and sizes (forward's arguments, and
+        # the model's state where it is perturbed); the perturbed values
+        # only where compared (a sample, unless the check is full).
+        args = self.pert.inputs(k)
         in_specs = s["in_specs"][:len(args)]
         if changed:
             req["inputs"] = len(in_specs)

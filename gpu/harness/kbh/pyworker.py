@@ -93,6 +93,10 @@ class PyWorker:
             self.flush_buf = torch.empty(64 << 20, dtype=torch.uint8)
         self.flushes = 0
         self.prepared = {}	# set -> its prepared run's poison
+        self.params = []	# the model's state tensors, where the reference's reach it
+        self.pristine = None	# their values as built, kept once the judge changes one
+        self.states = {}	# set -> its state as the judge changed it
+        self.loaded = -1	# the set whose changed state the model holds; -1: as built
 
     def build(self):
         torch, jp = self.torch, self.jp
@@ -111,14 +115,19 @@ class PyWorker:
         s0 = self.sets[0]
         state = {e["name"]: e for e in s0["inputs"][s0["n_args"]:]}
         own = dict(model.state_dict())
-        if state and all(k in own and list(own[k].shape) == state[k]["shape"] for k in state):
+        if state and all(k in own and list(own[k].shape) == state[k]["shape"]
+                         and self.jio.DTYPES.get(own[k].dtype) == state[k]["dtype"] for k in state):
             tensors = self.load_tensors(0)[s0["n_args"]:]
             with torch.no_grad():
                 for (name, _), t in zip(state.items(), tensors):
                     own[name].copy_(t)
             self.params_from_reference = True
+            # The tensors a set's state (the inputs past forward's
+            # arguments, which the judge perturbs) is copied into.
+            self.params = [own[name] for name in state]
         else:
             self.params_from_reference = False
+            self.params = []
         self.model = model
         return time.perf_counter() - t0
 
@@ -135,6 +144,31 @@ class PyWorker:
             n = self.sets[k]["n_args"]
             self.slots[k] = (ts[:n], [t.clone() for t in ts[:n]])
         return self.slots[k]
+
+    def inputs(self, k, change=False):
+        """Set k's inputs as the judge addresses them: forward's arguments,
+        then the model's state where it reaches the model (set k's own
+        copy once the judge changes it: made on the first change, so
+        sets never changed hold none)."""
+        args = self.slot(k)[0]
+        if not self.params:
+            return list(args)
+        if change and k not in self.states:
+            if self.pristine is None:
+                self.pristine = [t.detach().clone() for t in self.params]
+            self.states[k] = [t.clone() for t in self.pristine]
+        return list(args) + self.states.get(k, self.pristine or self.params)
+
+    def forward_args(self, k):
+        """Set k's forward arguments, the model holding set k's state (a
+        copy, outside the timed call, where another set's was there)."""
+        want = k if k in self.states else -1	# every set's state as built is the same
+        if self.params and self.loaded != want:
+            with self.torch.no_grad():
+                for dst, src in zip(self.params, self.states.get(k, self.pristine)):
+                    dst.copy_(src)
+            self.loaded = want
+        return self.slot(k)[0]
 
     def patterns(self, k, poison, runs, run, dflt):
         """Run `run` of `runs`' poison for set k's outputs, as signed
@@ -212,8 +246,9 @@ class PyWorker:
         rc, files, unw, late, mod = [], [], [], [], []
         pats = [self.patterns(k, poison, 2, run, run) for run in (0, 1)]
         for run in (0, 1):
+            fargs = self.forward_args(k)
             self.poison_allocator(k, pats[run])
-            outs = self.call(args)
+            outs = self.call(fargs)
             bad = self.check_shapes(k, outs)
             if bad:
                 return {"ok": True, "shape_error": bad}
@@ -249,16 +284,20 @@ class PyWorker:
             h.copy_(flat.view(torch.uint8))
         return h.numpy()
 
-    def perturb(self, k, args, changes):
+    def perturb(self, k, changes):
         """Write the judge's [input, element, hex] changes into set k's
         inputs (the native worker's "perturb", docs/evaluation.md)."""
         specs = self.sets[k]["inputs"]
+        n = self.sets[k]["n_args"]
+        args = self.inputs(k, change=any(int(j) >= n for j, _, _ in changes))
         by_arg = {}
-        for ch in changes:
-            j, e, hx = ch
-            by_arg.setdefault(int(j), ([], []))
-            by_arg[int(j)][0].append(int(e))
-            by_arg[int(j)][1].append(hx)
+        for j, e, hx in changes:
+            j = int(j)
+            by_arg.setdefault(j, ([], []))
+            by_arg[j][0].append(int(e))
+            by_arg[j][1].append(hx)
+            if j >= n and self.loaded == k:
+                self.loaded = None	# the state changed: copied in before the call
         # One indexed write per input: thousands of changes a run.
         for j, (pos, hexes) in by_arg.items():
             if not 0 <= j < len(args):
@@ -303,12 +342,13 @@ class PyWorker:
         else:
             pats = [self.patterns(k, poison, len(sets), i, 0) for i, k in enumerate(sets)]
         for i, k in enumerate(sets):
-            args, _ = self.slot(k)
+            self.slot(k)
             t0 = time.perf_counter()
             if not prepared:
                 self.poison_flush(k, pats[i])
             if perturb:
-                self.perturb(k, args, perturb[i])
+                self.perturb(k, perturb[i])
+            fargs = self.forward_args(k)
             if self.cuda:
                 torch.cuda.synchronize()
             t1 = time.perf_counter()
@@ -316,13 +356,13 @@ class PyWorker:
             with torch.no_grad():
                 if self.cuda:
                     self.ev[0].record()
-                    out = self.model(*args)
+                    out = self.model(*fargs)
                     self.ev[1].record()
                     torch.cuda.synchronize()
                     h = (time.perf_counter() - t1) * 1e3
                     e = self.ev[0].elapsed_time(self.ev[1])
                 else:
-                    out = self.model(*args)
+                    out = self.model(*fargs)
                     h = e = (time.perf_counter() - t1) * 1e3
             # The snapshot a dump reads, at once: not what a thread the
             # model started writes into its outputs later.
@@ -346,7 +386,7 @@ class PyWorker:
             return {"ok": False, "stage": "dump", "error": "set %d was never timed" % k}
         outs, pats = self.last[k]
         unw = self.unwritten(outs, pats)
-        ins = self.slot(k)[0][:int(n_in)]
+        ins = self.inputs(k)[:int(n_in)]
         if sample is not None:
             a, b, m = (int(x) for x in sample)
             outs, ins = self.sample(outs, a, b, m), self.sample(ins, a, b, m)
@@ -389,7 +429,8 @@ def main(argv):
         _reply(out, {"ok": False, "stage": "load", "error": "%s: %s" % (type(e).__name__, str(e)[:3000])})
         return 3
     _reply(out, {"ok": True, "hello": 1, "lockdown": "compiler-profile", "build_s": build_s,
-                 "device": str(w.device), "params_from_reference": w.params_from_reference})
+                 "device": str(w.device), "params_from_reference": w.params_from_reference,
+                 "state": bool(w.params)})
     for line in sys.stdin:
         try:
             c = json.loads(line)

@@ -17,7 +17,10 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
 - import {path, class, init_fn, inputs_fn, variants_fn}: import the module.
 - build {seed}: the model under the seed; writes state.bin (named
   parameters then buffers); replies their specs, forward's argument
-  names and the init args (when plain JSON).
+  names, the init args (when plain JSON) and "state_fixed": per state
+  tensor, whether a second build under another seed gave it bit for bit
+  (computed by the model, not drawn: frequencies, masks, position ids;
+  null when that build failed).
 - draw {trial, seed, first}: the main inputs and every variant under the
   seed, the reference forward on each; writes in<i>.bin (forward's
   arguments) and exp<i>.bin (outputs), i = first, first+1, ...; replies
@@ -29,9 +32,12 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
 - time {fn: eager|compile, sets}: one flushed, timed run per set (the
   judge's baseline timer, kbh/judge_timing.py); {ev_ms, host_ms}.
 - reference {set, changes, sample}: forward on set k after the element
-  changes [[arg, hex int64 positions, hex values], ...] (little-endian;
-  kbh/judge_perturb.py), an entry [arg, a, b, positions, values] with a
-  refresh of the argument first (element e from (a*e + b) mod n);
+  changes [[input, hex int64 positions, hex values], ...] (little-endian;
+  kbh/judge_perturb.py), an entry [input, a, b, positions, values] with a
+  refresh of the input first (element e from (a*e + b) mod n); inputs
+  are forward's arguments, then the model's state (state.bin's order): a
+  changed state tensor goes in as the model's for this forward only
+  (functional_call), the model itself stays as built;
   outputs in ref.bin, whole or (sample [a, b, m]) the m elements at
   (a + j*b) mod n of each output of n > m elements.
 - quit.
@@ -42,6 +48,7 @@ import sys
 import time
 
 KEEP_TRIALS = 3		# the judge's MAX_TIMING_SETS
+FIXED_SEED_XOR = 0x5DEECE66D	# the second build's seed (fixed_state)
 
 
 _out = None	# the protocol's stream: the real stdout, kept apart
@@ -79,6 +86,7 @@ class Ref:
             self.device_name = "cpu"
         self.staging = jio.Staging(self.device) if backend == "cuda" else None
         self.problem = self.model = self.timer = self.compiled = None
+        self.state = []
         self.sets = {}
 
     def write(self, name, named):
@@ -94,21 +102,48 @@ class Ref:
         from kbh import judge_problem as jp
         self.model = self.problem.build(int(r["seed"]), self.device)
         state = jp.state_tensors(self.model)
+        self.state = state
         self.write("state.bin", state)
+        fixed = self.fixed_state(int(r["seed"]), state)
         init = self.problem.init_args()
         try:
             json.dumps(init, allow_nan=False)
         except (TypeError, ValueError):
             init = None
         return {"state": [_spec(n, t, self.jio) for n, t in state], "init_args": init,
-                "arg_names": jp.arg_names(self.model, 64)}
+                "arg_names": jp.arg_names(self.model, 64), "state_fixed": fixed}
 
-    def forward(self, args, what):
+    def fixed_state(self, seed, state):
+        """Per state tensor, whether the model computes it rather than
+        draws it: the same, bit for bit, in a build under another seed.
+        None when there is no state or that build fails."""
+        from kbh import judge_problem as jp
+        if not state:
+            return []
+        try:
+            other = dict(jp.state_tensors(self.problem.build(seed ^ FIXED_SEED_XOR, self.device)))
+        except Exception:
+            return None
+        out = []
+        for n, t in state:
+            o = other.get(n)
+            out.append(o is not None and o.dtype == t.dtype and o.shape == t.shape
+                       and bool(self.torch.equal(o.reshape(-1).view(self.torch.uint8),
+                                                 t.reshape(-1).view(self.torch.uint8))))
+        del other
+        return out
+
+    def forward(self, args, what, state=None):
+        """The model on args; with state {name: tensor}, those of its
+        parameters and buffers replaced for this call only."""
         from kbh import judge_problem as jp
         torch = self.torch
         with torch.no_grad():
             try:
-                outs = jp.as_outputs(self.model(*args))
+                if state:
+                    outs = jp.as_outputs(_functional_call(torch)(self.model, state, tuple(args)))
+                else:
+                    outs = jp.as_outputs(self.model(*args))
             except jp.ProblemError:
                 raise
             except Exception as e:
@@ -178,8 +213,12 @@ class Ref:
         torch = self.torch
         k = int(r["set"])
         args = list(self._args(k))
+        nargs = len(args)
+        args += [t for _, t in self.state]
         for ch in r.get("changes") or []:
             j, hexpos, hexval = int(ch[0]), ch[-2], ch[-1]
+            if not 0 <= j < len(args):
+                raise ValueError("reference: no input %d" % j)
             t = args[j].detach().clone()
             flat = t.reshape(-1)
             if len(ch) == 5:
@@ -197,7 +236,8 @@ class Ref:
                                        [n]).to(flat.device)
             flat[pos] = vals
             args[j] = t
-        outs = self.forward(args, "the perturbed input set %d" % k)
+        state = {n: t for (n, t0), t in zip(self.state, args[nargs:]) if t is not t0}
+        outs = self.forward(args[:nargs], "the perturbed input set %d" % k, state)
         if r.get("sample"):
             a, b, m = (int(x) for x in r["sample"])
             for j, o in enumerate(outs):
@@ -207,6 +247,15 @@ class Ref:
                     outs[j] = o.reshape(-1)[idx]
         self.write("ref.bin", [("out%d" % j, o) for j, o in enumerate(outs)])
         return {"outputs": [_spec("out%d" % j, o, self.jio) for j, o in enumerate(outs)]}
+
+
+def _functional_call(torch):
+    """torch.func.functional_call (torch 2), or its torch 1 name."""
+    fn = getattr(getattr(torch, "func", None), "functional_call", None)
+    if fn is None:
+        from torch.nn.utils import stateless
+        fn = stateless.functional_call
+    return fn
 
 
 def main(argv):
