@@ -21,6 +21,7 @@ struct client {
 	char text[WH_GUARD_CLIENT_MAX];
 	unsigned refs;		/* connections naming it as peer or client */
 	unsigned slots;		/* connections (direct) or requests (proxied) */
+	unsigned held;		/* connections charged to it for room (make_room()) */
 	size_t buffered;	/* body bytes held */
 	struct client *next;
 };
@@ -40,6 +41,8 @@ struct wh_guard_conn {
 	struct client *client;	/* who the request is charged to */
 	int proxied;		/* peer is a trusted proxy */
 	int has_slot;		/* client->slots counts this connection or request */
+	struct client *owner;	/* whom it is charged to for room: its peer, or for a
+				   proxied one with its head in, its client; NULL: none */
 	enum conn_state state;
 	struct timespec since;	/* start of the state */
 	struct timespec opened;	/* accepted (by the door, for a handed-over one) */
@@ -184,6 +187,16 @@ client_put(struct wh_guard *g, struct client *cl)
 		}
 }
 
+/* Charge c to cl for room (NULL: to nobody). Under the lock. */
+static void
+set_owner(struct wh_guard_conn *c, struct client *cl)
+{
+	if (c->owner)
+		c->owner->held--;
+	if ((c->owner = cl))
+		cl->held++;
+}
+
 static void
 set_state(struct wh_guard_conn *c, enum conn_state st)
 {
@@ -259,6 +272,7 @@ conn_drop(struct wh_guard *g, struct wh_guard_conn *c)
 		g->live--;
 	if (c->has_slot && c->peer)
 		c->peer->slots--;
+	set_owner(c, NULL);
 	client_put(g, c->peer);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -347,7 +361,7 @@ body_left_s(const struct wh_guard_conn *c, const struct timespec *now)
 {
 	double t;
 
-	if (c->state != CONN_BODY || !c->has_slot || !c->peer || c->proxied ||
+	if (c->state != CONN_BODY || !c->owner ||
 	    !c->expected || !c->received || c->received >= c->expected)
 		return 0;
 	t = since_s(&c->since, now);
@@ -368,7 +382,7 @@ body_left_s(const struct wh_guard_conn *c, const struct timespec *now)
 static int
 room_class(const struct wh_guard_conn *v, const struct timespec *now)
 {
-	if (!v->has_slot || !v->peer || v->proxied)
+	if (!v->owner)
 		return 0;
 	/*
 	 * Not in its first WH_GUARD_HEAD_GRACE_MS: a delivery's head is on
@@ -421,29 +435,6 @@ slower(const struct wh_guard_conn *a, const struct wh_guard_conn *b,
 }
 
 /*
- * Full: make room for newcomer c. Connections slots are scarce, and a
- * genuine delivery earns its slot within milliseconds, so the one ended
- * is the one furthest from earning it: first those still without a
- * request line, then those without their whole head, then slow bodies
- * and whole heads the server has yet to read (never one being handed over)
- * (body_slow()); among heads, from the address holding the most
- * connections, then the oldest; among bodies, the slowest. Only an
- * address holding at least as many as c's own can lose a head to c, and
- * only one holding more a body (so addresses at an equal share cannot
- * churn each other's bodies), except when c is alone from its address:
- * then a slow body from an address holding one goes too (one slow body
- * from each of hundreds of addresses must not keep a forge out). With
- * none of those, the last resort is a body on course from an address
- * holding more than c's own and more than one: the one with the most
- * time left at its rate (bodies that stay on course, sent again and
- * again from a few addresses, are the attacker's, a forge's are done
- * in milliseconds). When the pick is c's own address, c is
- * refused instead: an address at its share cannot churn its own
- * connections, nor take a slot from an address holding fewer (a forge
- * sending one delivery). Trusted proxies' connections are never ended
- * for room. 0, or -EUSERS when c was refused. Under the lock.
- */
-/*
  * Is a whole head waiting unread in the socket of v, a connection the door
  * holds (a delivery written at once, which the door has not yet had the
  * time to read on a busy host)? A peek of at most WH_GUARD_PEEK bytes:
@@ -464,16 +455,74 @@ head_in_socket(const struct wh_guard_conn *v)
 	return memmem(buf, (size_t)n, "\r\n\r\n", 4) || memmem(buf, (size_t)n, "\n\n", 2);
 }
 
+/*
+ * Has v earned its slot, as far as its own address's newcomers go
+ * (make_room())? A body on course, a request being answered or handed
+ * over, a head in its first WH_GUARD_HEAD_GRACE_MS, a whole head not yet
+ * read (in the door, or waiting in its socket: peeked, once): yes; no
+ * request line, a head not whole, or a slow body: no. Under the lock.
+ */
+static int
+earned(struct wh_guard_conn *v, const struct timespec *now)
+{
+	int k = room_class(v, now);
+
+	if (k >= 2 && !v->head_waiting && head_in_socket(v)) {
+		v->head_waiting = 1;
+		k = room_class(v, now);
+	}
+	return !k || (k == 1 && (v->whole || v->head_waiting));
+}
+
+/*
+ * Full: make room for newcomer c. Connections slots are scarce, and a
+ * genuine delivery earns its slot within milliseconds, so the one ended
+ * is the one furthest from earning it: first those still without a
+ * request line, then those without their whole head, then slow bodies
+ * and whole heads the server has yet to read (never one being handed over)
+ * (body_slow()); among heads, from the owner holding the most
+ * connections, then the oldest; among bodies, the slowest. A connection's
+ * owner is its peer, or behind a trusted proxy, once its head is in, the
+ * client its X-Forwarded-For names (so a proxy's slow bodies are judged
+ * per client, as direct ones are). Only an owner holding at least as
+ * many as c's own can lose a head to c, and only one holding more a
+ * body (so owners at an equal share cannot churn each other's bodies),
+ * except:
+ *   - when c is alone from its address: then a slow body from an owner
+ *     holding one goes too (one slow body from each of hundreds of
+ *     addresses must not keep a forge out);
+ *   - when every other connection of c's address has earned its slot
+ *     (earned()): then a head without its request line, or not whole,
+ *     goes from any owner (one partial request line from each of
+ *     hundreds of addresses must not keep out a forge's second
+ *     delivery in flight; the fourth outside attack's F2). What goes is
+ *     never a genuine delivery's, which has earned its slot, and an
+ *     address with a head of its own not earned has no such right.
+ * With none of those, the last resort is a body on course from an owner
+ * holding more than c's own and more than one: the one with the most
+ * time left at its rate (bodies that stay on course, sent again and
+ * again from a few addresses, are the attacker's, a forge's are done
+ * in milliseconds). When the pick is c's own address, c is refused
+ * instead: an address at its share cannot churn its own connections,
+ * nor take a slot from an address holding fewer (a forge sending one
+ * delivery); a trusted proxy's newcomer may end the proxy's own
+ * connections (idle between requests; its clients' are not its own).
+ * 0, or -EUSERS when c was refused. Under the lock.
+ */
 static int
 make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim, *last;
-	unsigned mine = c->has_slot ? c->peer->slots : 0;
+	unsigned mine = c->owner ? c->owner->held : 0;
 	struct timespec now;
-	int vclass;
+	int vclass, deserving = !!c->owner;
 	double last_left;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* c is not in the list yet: its address's others, all earned? */
+	for (struct wh_guard_conn *v = g->conns; v && deserving; v = v->next)
+		if (v->owner == c->owner && v->state != CONN_DEAD && !earned(v, &now))
+			deserving = 0;
 again:
 	victim = last = NULL;
 	vclass = 0;
@@ -482,10 +531,10 @@ again:
 		int k = room_class(v, &now);
 
 		if (!k) {
-			/* The last resort: a body on course from a heavier address. */
+			/* The last resort: a body on course from a heavier owner. */
 			double left = body_left_s(v, &now);
 
-			if (left > 0 && v->peer->slots > (mine > 1 ? mine : 1) &&
+			if (left > 0 && v->owner->held > (mine > 1 ? mine : 1) &&
 			    (!last || left > last_left)) {
 				last = v;
 				last_left = left;
@@ -493,16 +542,18 @@ again:
 			continue;
 		}
 		/*
-		 * A body off course may go to an address at an equal share only
+		 * A body off course may go to an owner at an equal share only
 		 * when that share is the newcomer alone (a forge's one delivery
-		 * against one slow body from each of many addresses).
+		 * against one slow body from each of many addresses); a head
+		 * not whole to any owner for a newcomer deserving it.
 		 */
-		if (v->peer->slots < mine || (k == 1 && v->peer->slots == mine &&
-		    (v->whole || v->state != CONN_BODY || mine > 1)))
+		if (!(k >= 2 && deserving) && (v->owner->held < mine ||
+		    (k == 1 && v->owner->held == mine &&
+		    (v->whole || v->state != CONN_BODY || mine > 1))))
 			continue;
 		if (!victim || k > vclass || (k == vclass && (k == 1 ?
-		    slower(v, victim, &now) : v->peer->slots > victim->peer->slots ||
-		    (v->peer->slots == victim->peer->slots &&
+		    slower(v, victim, &now) : v->owner->held > victim->owner->held ||
+		    (v->owner->held == victim->owner->held &&
 		    older(&v->opened, &victim->opened))))) {
 			victim = v;
 			vclass = k;
@@ -519,7 +570,7 @@ again:
 	}
 	if (!victim)
 		victim = last;
-	if (!victim || (c->has_slot && victim->peer == c->peer)) {
+	if (!victim || (c->owner && victim->owner == c->owner && !c->proxied)) {
 		kill_conn(g, c, 0);
 		g->st.refused_full++;
 		return -EUSERS;
@@ -624,7 +675,10 @@ wh_guard_open(struct wh_guard *g, int fd, const struct sockaddr *peer,
 		} else {
 			c->peer->slots++;
 			c->has_slot = 1;
+			set_owner(c, c->peer);
 		}
+	} else if (c->peer) {
+		set_owner(c, c->peer);	/* the proxy's until its head is in */
 	}
 	if (c->state != CONN_DEAD && g->live > g->h->max_connections)
 		error = make_room(g, c);
@@ -648,6 +702,9 @@ release_request(struct wh_guard *g, struct wh_guard_conn *c)
 		c->client->slots--;
 		c->has_slot = 0;
 	}
+	/* Behind a proxy, between requests: the proxy's again. */
+	if (c->proxied && c->owner)
+		set_owner(c, c->peer);
 	if (c->client != c->peer)
 		client_put(g, c->client);
 	c->client = c->peer;
@@ -728,6 +785,9 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 		if (cl == c->peer)
 			client_put(g, cl);	/* the peer's own reference covers it */
 		c->client = cl ? cl : c->peer;
+		/* For room, charged to its client from now on (guard.h). */
+		if (c->owner)
+			set_owner(c, c->client);
 		if (c->client->slots >= g->h->max_connections_per_ip) {
 			error = -EUSERS;
 		} else {
@@ -738,6 +798,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 	if (c->state != CONN_DEAD)
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
 	c->whole = 0;
+	c->head_waiting = 0;
 	c->received = 0;
 	c->last_rx = c->since;
 	c->expected = expected;
@@ -861,7 +922,7 @@ budget_room(struct wh_guard *g, struct wh_guard_conn *c, size_t n)
 
 		for (struct wh_guard_conn *v = g->conns; v; v = v->next)
 			if (v != c && v->state == CONN_BODY && v->charged && v->client &&
-			    v->client != c->client && !v->proxied && (v->large || !only_large) &&
+			    v->client != c->client && (v->large || !only_large) &&
 			    body_slow(v, &now) && (!victim || v->charged > victim->charged))
 				victim = v;
 		if (!victim)

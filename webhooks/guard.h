@@ -30,33 +30,49 @@
  *     connection). A whole head has earned its slot: never ended while
  *     the door hands it to libmicrohttpd (it keeps its slot through the
  *     handover), and until libmicrohttpd has read it only as a slow body
- *     is (below), after those. Among heads, from the address holding the most
- *     connections, then the oldest; none in its first
- *     WH_GUARD_HEAD_GRACE_MS, and none whose whole head waits unread in
- *     its socket (a peek: it has earned its slot). Only addresses holding at least as
- *     many as the newcomer's own can lose one, and the newcomer is
- *     refused when the pick is from its own address; so neither idle
- *     connections nor slow heads from any number of addresses can keep a
- *     new address out, and an address at its share cannot churn its own.
+ *     is (below), after those. Connections are counted by owner: a
+ *     connection's owner is its address, except that one from a trusted
+ *     proxy is the proxy's until its head is in and, from then until its
+ *     request is done, its client's (below), so a proxy's connections
+ *     are ended for room as direct ones are, per client. Among heads,
+ *     from the owner holding the most connections, then the oldest; none
+ *     in its first WH_GUARD_HEAD_GRACE_MS, and none whose whole head
+ *     waits unread in its socket (a peek: it has earned its slot). A
+ *     head can go to a newcomer from an owner holding at least as many
+ *     as the newcomer's own, or from any owner when every other
+ *     connection of the newcomer's owner has earned its slot (a whole
+ *     head, a body on course, a request being answered, or one in its
+ *     grace); the newcomer is refused when the pick is its own owner's
+ *     (except a proxy's newcomer, which may end the proxy's own idle
+ *     connections). So neither idle connections nor slow heads from any
+ *     number of addresses can keep out a new address, nor a forge with
+ *     deliveries in flight; an owner at its share cannot churn its own,
+ *     and one with a slow head of its own may not end lighter owners'
+ *     heads; what any newcomer ends is never a connection that has
+ *     earned its slot.
  *     After heads, a body under way is ended for room when it is slow:
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
  *     course to end within WH_GUARD_FULL_BODY_S of its head (one that has
  *     received nothing never is), or short of its length and without a
  *     byte for WH_GUARD_FULL_STALL_MS; the lowest rate first, then the oldest;
- *     and only for a newcomer whose address holds fewer connections, or
- *     one alone from its address against an address holding one. Last,
- *     with nothing else to end, a body on course from an address holding
+ *     and only for a newcomer whose owner holds fewer connections, or
+ *     one alone from its owner against an owner holding one. Last,
+ *     with nothing else to end, a body on course from an owner holding
  *     more than the newcomer's and more than one: the most time left at
  *     its rate first. A genuine sender's body follows its head at once
  *     and is on course within milliseconds; a head whose body never
- *     comes, trickles, or stalls behind is not, however young.
+ *     comes, trickles, or stalls behind is not, however young. The same
+ *     rules make room for /healthz and /metrics: a request from a new
+ *     address ends the slowest body, or a head not whole, of those
+ *     holding the slots.
  *
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
  * first trusted proxy saw); without such an address it is the proxy. A
  * connection from anywhere else is its own client, whatever its headers
- * say.
+ * say. A proxied request is charged to its client for the per-client
+ * share, memory, and room (its owner, above) from its head on.
  *
  * A reaper thread checks the deadlines a few times a second; a late
  * connection gets a 408 and has its socket shut down, which the server's

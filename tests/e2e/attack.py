@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """attack.py PORT SECONDS SECRET_FILE BODY_FILE ATTACK... [--deliver ADDR]
+    [--deliver-xff CLIENT] [--deliver-conc N]
 
 Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
 signed GitHub push deliveries (BODY_FILE signed with SECRET_FILE's
-secret, a fresh X-GitHub-Delivery each), one at a time, from the second
-second on. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
+secret, a fresh X-GitHub-Delivery each), one at a time (N at a time
+with --deliver-conc, as a forge with N in flight), from the second
+second on; with --deliver-xff, with X-Forwarded-For: CLIENT, as a
+reverse proxy at ADDR would send them. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
 range of the last byte (127.0.0.2-5), N connections spread over them,
 reopened whenever the server closes one, BYTES the length their heads
 declare where a kind declares one (its default below):
@@ -33,6 +36,9 @@ declare where a kind declares one (its default below):
              then the rest at 1300 B/s (on course to end 4.4 s after its
              head, inside the 5 s a full server allows), reopened at once
              when it ends
+  proxied    as bodies, with X-Forwarded-For naming one of 4 clients
+             (10.9.0.1-4, in turn), as a reverse proxy at ADDRS that streams
+             bodies would send them; BYTES default 200000
   surge      a whole head declaring a 24 MiB body, 7/8 of it as fast as the
              server takes it, then 2 KiB a second: on course to end within
              the 5 s a full server allows for its first 4.3 s (the third
@@ -85,7 +91,8 @@ class Attack:
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
         self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
-                                   "knock": 2, "surge": 24 * MIB}.get(kind, 25 * MIB - 1024)
+                                   "knock": 2, "surge": 24 * MIB,
+                                   "proxied": 200000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent, slot]
         self.seq = 0
@@ -113,6 +120,9 @@ class Attack:
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
+            elif self.kind == "proxied":
+                s.send((self.HEAD % (self.seq, self.declare)).replace(
+                    b"Host: x\r\n", b"Host: x\r\nX-Forwarded-For: 10.9.0.%d\r\n" % (1 + i % 4)))
             elif self.kind != "idle":
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
@@ -168,7 +178,7 @@ class Attack:
                 elif self.kind == "slowloris" and now - st[1] >= 1:
                     s.send(b"X-Slow-%d: y\r\n" % int(now * 1000))
                     st[1] = now
-                elif self.kind == "bodies" and now - st[1] >= 0.25:
+                elif self.kind in ("bodies", "proxied") and now - st[1] >= 0.25:
                     s.send(b" " * 512)
                     st[1] = now
                 elif self.kind == "oncourse" and st[2] < self.declare:
@@ -194,14 +204,17 @@ class Attack:
                 self.gone(s)
 
 
-def push(port, addr, body, did, sig):
-    """POST a GitHub push delivery from addr: the status as text, or the
-    name of the error that ended it."""
+def push(port, addr, body, did, sig, xff=None):
+    """POST a GitHub push delivery from addr (for client xff, through a
+    proxy at addr): the status as text, or the name of the error that
+    ended it."""
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
+               "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig}
+    if xff:
+        headers["X-Forwarded-For"] = xff
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=15, source_address=(addr, 0))
-        c.request("POST", "/webhooks/github", body, {
-            "Content-Type": "application/json", "X-GitHub-Event": "push",
-            "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig})
+        c.request("POST", "/webhooks/github", body, headers)
         r = c.getresponse()
         r.read()
         c.close()
@@ -211,9 +224,10 @@ def push(port, addr, body, did, sig):
 
 
 class Deliverer(threading.Thread):
-    def __init__(self, port, addr, secret, body, until):
+    def __init__(self, port, addr, secret, body, until, xff=None, tag=""):
         super().__init__(daemon=True)
         self.port, self.addr, self.secret, self.body, self.until = port, addr, secret, body, until
+        self.xff, self.tag = xff, tag
         self.lat, self.codes, self.ids = [], {}, []
 
     def run(self):
@@ -223,11 +237,11 @@ class Deliverer(threading.Thread):
         n = 0
         while time.monotonic() < self.until:
             n += 1
-            did = "real-%d-%d" % (int(time.time()), n)
+            did = "real-%s%d-%d" % (self.tag, int(time.time()), n)
             body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
             sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
-            code = push(self.port, self.addr, body, did, sig)
+            code = push(self.port, self.addr, body, did, sig, self.xff)
             self.lat.append(time.monotonic() - t0)
             self.codes[code] = self.codes.get(code, 0) + 1
             if code == "202":
@@ -269,12 +283,16 @@ def main(argv):
     port, secs = int(argv[1]), float(argv[2])
     secret = open(argv[3], "rb").read().rstrip()
     body = open(argv[4], "rb").read()
-    deliver_from, specs = "127.0.0.1", []
+    deliver_from, deliver_xff, deliver_conc, specs = "127.0.0.1", None, 1, []
     rest = argv[5:]
     while rest:
         a = rest.pop(0)
         if a == "--deliver":
             deliver_from = rest.pop(0)
+        elif a == "--deliver-xff":
+            deliver_xff = rest.pop(0)
+        elif a == "--deliver-conc":
+            deliver_conc = int(rest.pop(0))
         else:
             specs.append(a)
     sel = selectors.DefaultSelector()
@@ -291,7 +309,8 @@ def main(argv):
             attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel, declare))
     for r in replayers:
         r.start()
-    d = Deliverer(port, deliver_from, secret, body, start + secs)
+    ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i)
+          for i in range(deliver_conc)]
     started = False
     while time.monotonic() - start < secs:
         for a in attacks:
@@ -305,9 +324,17 @@ def main(argv):
                 a.alive_at_2s = len(a.live)
                 a.held_at_2s = sum(1 for st in a.live.values() if now - st[0] >= 1)
         if not started and time.monotonic() - start >= 1:
-            d.start()
+            for d in ds:
+                d.start()
             started = True
-    d.join(20)
+    for d in ds:
+        d.join(20)
+    d = ds[0]
+    for o in ds[1:]:
+        d.lat += o.lat
+        d.ids += o.ids
+        for k, v in o.codes.items():
+            d.codes[k] = d.codes.get(k, 0) + v
     now = time.monotonic()
     for a in attacks:
         for st in a.live.values():  # still open: as old as they are now

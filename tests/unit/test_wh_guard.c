@@ -652,6 +652,116 @@ test_room_among_bodies(void)
 }
 
 /*
+ * F1 of the fourth outside attack: behind a trusted proxy that streams
+ * bodies, slow bodies from a few clients (by X-Forwarded-For) held every
+ * slot, and the proxy's connections were never ended for room. Now a
+ * proxied connection whose head is in is its client's: a newcomer through
+ * the proxy, or from anywhere, ends the slowest body of the client
+ * holding the most. Before its head, a proxied connection is the proxy's.
+ */
+static void
+test_room_behind_proxy(void)
+{
+	struct config *c = load("http:\n  max_connections: 4\n  max_connections_per_ip: 2\n"
+	    "  min_body_bytes_per_s: 1\n  trusted_proxies: [127.0.10.1]\n");
+	struct wh_guard *g = NULL;
+	/* four slow bodies via the proxy (two clients), a delivery via it, two direct */
+	const char *const from[8] = { "127.0.10.1", "127.0.10.1", "127.0.10.1", "127.0.10.1",
+		"127.0.10.1", "127.0.10.2", "127.0.10.3", "127.0.10.4" };
+	const char *const xff[4] = { "10.9.0.1", "10.9.0.1", "10.9.0.2", "10.9.0.2" };
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 8, from);
+	for (int i = 0; i < 4; i++) {
+		pairs_open(g, &p, i);
+		wh_guard_line_done(g, p.conn[i]);
+		CHECK_INT("a slow body through the proxy is let in",
+		    wh_guard_head(g, p.conn[i], xff[i], 1, 1000000), 0);
+		wh_guard_body(g, p.conn[i], 10 + i, 1);
+	}
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_GRACE_MS + 20) * 1000000L }, NULL);
+	CHECK_INT("a delivery through the proxy from another client is taken",
+	    pairs_open(g, &p, 4), 0);
+	CHECK("by ending the slowest body of a client holding the most",
+	    !left_alone(p.sp[0][1], 300) && peer_sees_eof(p.sp[0][1]));
+	wh_guard_line_done(g, p.conn[4]);
+	CHECK_INT("its head is its client's", wh_guard_head(g, p.conn[4], "10.9.0.3", 0, 0), 0);
+	CHECK_INT("a direct newcomer (/healthz) is taken too", pairs_open(g, &p, 5), 0);
+	CHECK("by ending the slowest body left",
+	    !left_alone(p.sp[1][1], 300) && peer_sees_eof(p.sp[1][1]));
+	CHECK("the others are left alone", left_alone(p.sp[2][1], 50) &&
+	    left_alone(p.sp[3][1], 50) && left_alone(p.sp[4][1], 50));
+	wh_guard_line_done(g, p.conn[5]);
+	wh_guard_head(g, p.conn[5], NULL, 0, 0);
+	/* The delivery answered: its connection is the proxy's again, idle. */
+	wh_guard_request_done(g, p.conn[4]);
+	nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	CHECK_INT("a third direct newcomer is taken", pairs_open(g, &p, 6), 0);
+	CHECK("by ending the proxy's idle connection before any body",
+	    !left_alone(p.sp[4][1], 300) && peer_sees_eof(p.sp[4][1]));
+	CHECK("the slow bodies left, one a client, are left alone",
+	    left_alone(p.sp[2][1], 50) && left_alone(p.sp[3][1], 50));
+	pairs_free(g, &p, 0);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
+ * F2 of the fourth outside attack: one partial request line from each of
+ * many addresses kept out a forge's deliveries whenever it had two in
+ * flight, as only an address holding at least as many as the newcomer's
+ * could lose one. An address whose other connections have all earned
+ * their slots may end a head not whole from any address; one with a
+ * head of its own not whole may not, and a body on course is never ended
+ * for it.
+ */
+static void
+test_room_tie_rule(void)
+{
+	struct config *c = load("http:\n  max_connections: 4\n  min_body_bytes_per_s: 1\n");
+	struct wh_guard *g = NULL;
+	/* forge: two being answered; A: a body on course; B: a partial line; forge x2; X x2 */
+	const char *const from[8] = { "127.0.11.1", "127.0.11.1", "127.0.11.2", "127.0.11.3",
+		"127.0.11.1", "127.0.11.1", "127.0.11.4", "127.0.11.4" };
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 8, from);
+	for (int i = 0; i < 4; i++)
+		pairs_open(g, &p, i);
+	for (int i = 0; i < 3; i++)
+		wh_guard_line_done(g, p.conn[i]);
+	wh_guard_head(g, p.conn[0], NULL, 0, 0);
+	wh_guard_head(g, p.conn[1], NULL, 0, 0);
+	wh_guard_head(g, p.conn[2], NULL, 1, 1000);
+	wh_guard_body(g, p.conn[2], 1000, 1);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_GRACE_MS + 20) * 1000000L }, NULL);
+	CHECK_INT("a forge with two deliveries in flight gets a third in", pairs_open(g, &p, 4), 0);
+	CHECK("by ending the partial request line of an address holding fewer",
+	    !left_alone(p.sp[3][1], 300) && peer_sees_eof(p.sp[3][1]));
+	CHECK_INT("its fourth, nothing but deliveries left, is refused", pairs_open(g, &p, 5),
+	    -EUSERS);
+	CHECK("the body on course is left alone", left_alone(p.sp[2][1], 50));
+	/* One answer done, the third's head in; X opens a partial line, then another. */
+	wh_guard_close(g, p.conn[0]);
+	p.conn[0] = NULL;
+	wh_guard_line_done(g, p.conn[4]);
+	wh_guard_head(g, p.conn[4], NULL, 0, 0);
+	CHECK_INT("room for X", pairs_open(g, &p, 6), 0);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_HEAD_GRACE_MS + 15) * 1000000L }, NULL);
+	CHECK_INT("X, with a partial line of its own, is refused", pairs_open(g, &p, 7), -EUSERS);
+	CHECK("its own line is not churned, nor anyone's delivery",
+	    left_alone(p.sp[6][1], 50) && left_alone(p.sp[1][1], 50) &&
+	    left_alone(p.sp[2][1], 50) && left_alone(p.sp[4][1], 50));
+	pairs_free(g, &p, 0);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * F3 of the third outside attack: the memory for bodies all taken by
  * slow bodies from other addresses; a genuine body that would not fit
  * ends the slow body holding the most (which gets 408) instead of
@@ -842,5 +952,7 @@ main(void)
 	test_budget_room();
 	test_small_reserve();
 	test_handover();
+	test_room_behind_proxy();
+	test_room_tie_rule();
 	return t_done("test_wh_guard");
 }
