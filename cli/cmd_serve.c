@@ -136,6 +136,20 @@ cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	if ((rc = config_load_cli("serve", config_path, 0, &cfg)) != 0)
 		return rc;
+	/*
+	 * The command line's listen and data_dir first, so the check sees the
+	 * directory serve will use (--listen may name port 0, for tests: the
+	 * port taken is logged).
+	 */
+	rc = EXIT_USAGE;
+	if (listen && config_set_listen(cfg, listen) < 0) {
+		cli_usage_error("serve", "--listen '%s' is not ADDR:PORT", listen);
+		goto out;
+	}
+	if (data_dir && config_set_data_dir(cfg, data_dir) < 0) {
+		cli_usage_error("serve", "--data-dir must not be empty");
+		goto out;
+	}
 	/* Every section, before anything listens: a job must not find the mistake. */
 	if ((error = config_check(cfg, 0, NULL, err, sizeof(err))) < 0) {
 		fprintf(stderr, "kernelbot serve: %s\n", err);
@@ -149,23 +163,16 @@ cmd_serve(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	rc = EXIT_USAGE;
-	if (listen && config_set_listen(cfg, listen) < 0) {
-		cli_usage_error("serve", "--listen '%s' is not ADDR:PORT", listen);
-		goto out;
-	}
-	if (data_dir && config_set_data_dir(cfg, data_dir) < 0) {
-		cli_usage_error("serve", "--data-dir must not be empty");
-		goto out;
-	}
 	rc = 1;
 	/* Only an explicit --log-level or KERNELBOT_LOG_LEVEL beats the file's. */
 	if (!getenv("KERNELBOT_LOG_LEVEL") && log_get_level() == LOG_INFO &&
 	    log_level_parse(config_log_level(cfg), &lvl) == 0)
 		log_set_level(lvl);
 	if (config_log_file(cfg) && (error = log_open(config_log_file(cfg))) < 0) {
+		/* checked above; here only when it changed since */
 		fprintf(stderr, "kernelbot serve: log_file %s: %s\n",
-		    config_log_file(cfg), strerror(-error));
+		    config_log_file(cfg), error == -EINVAL ? "not a regular file" :
+		    strerror(-error));
 		goto out;
 	}
 	if (crypto_init() < 0) {

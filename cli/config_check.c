@@ -1,9 +1,13 @@
 #include "cli/config_check.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "coord/coord.h"
 #include "pipeline/optimize/optimize_llm.h"
@@ -59,6 +63,134 @@ check_unread(const struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* --- the files serve opens (the fourth outside attack's F4, F6) --- */
+
+static const char *
+file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" :
+	    S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" :
+	    S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* path's directory part into dir ("." for a bare name). */
+static void
+dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == path)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+/*
+ * log_file: a regular file serve may append to, or a name not yet taken
+ * in a directory it may create it in. Anything else would have serve
+ * block in open() (a FIFO with no reader), write its log nowhere
+ * (/dev/full, a terminal) or fail after the check passed (a missing
+ * directory). Symbolic links are followed, as open() follows them.
+ */
+static int
+check_log_file(const struct config *c, char *err, size_t errlen)
+{
+	const char *path = config_log_file(c);
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!path)
+		return 0;
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return config_error(c, err, errlen, "log_file", NULL,
+			    "'%s' is %s: the log must be a regular file (or a name "
+			    "not yet taken in an existing directory)", path,
+			    file_kind(st.st_mode));
+		if (access(path, W_OK) < 0)
+			return config_error(c, err, errlen, "log_file", NULL,
+			    "cannot write '%s': %s", path, strerror(errno));
+		return 0;
+	}
+	if (errno != ENOENT && errno != ENOTDIR)
+		return config_error(c, err, errlen, "log_file", NULL,
+		    "'%s': %s", path, strerror(errno));
+	if (path[strlen(path) - 1] == '/')
+		return config_error(c, err, errlen, "log_file", NULL,
+		    "'%s' names a directory: the log must be a file", path);
+	dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &st) < 0)
+		return config_error(c, err, errlen, "log_file", NULL,
+		    "the directory of '%s': %s (serve creates the file, not "
+		    "its directory)", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return config_error(c, err, errlen, "log_file", NULL,
+		    "the directory of '%s', '%s', is %s", path, dir,
+		    S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+	if (access(dir, W_OK | X_OK) < 0)
+		return config_error(c, err, errlen, "log_file", NULL,
+		    "cannot create '%s' in '%s': %s", path, dir, strerror(errno));
+	return 0;
+}
+
+/*
+ * data_dir: a directory, or a path serve can create it at (with its
+ * parents): the nearest part of it that exists must be a directory.
+ * Named as --data-dir when serve's command line gave it.
+ */
+static int
+check_data_dir(const struct config *c, char *err, size_t errlen)
+{
+	const char *path = config_data_dir(c);
+	char up[PATH_MAX], why[PATH_MAX + 200];
+	struct stat st;
+
+	why[0] = '\0';
+	if (snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
+		snprintf(why, sizeof(why), "'%.100s...' is longer than %d bytes",
+		    path, PATH_MAX - 1);
+	while (!why[0]) {
+		char *slash;
+
+		if (stat(up, &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				return 0;
+			if (!strcmp(up, path))
+				snprintf(why, sizeof(why), "'%s' is %s, not a directory",
+				    path, S_ISREG(st.st_mode) ? "a file" :
+				    file_kind(st.st_mode));
+			else
+				snprintf(why, sizeof(why), "'%s' cannot be created: "
+				    "'%s' is %s, not a directory", path, up,
+				    S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+			break;
+		}
+		if (errno != ENOENT && errno != ENOTDIR) {
+			snprintf(why, sizeof(why), "'%s': %s", up, strerror(errno));
+			break;
+		}
+		/* one level up: drop trailing slashes, then the last part */
+		while ((slash = strrchr(up, '/')) && slash[1] == '\0' && slash != up)
+			*slash = '\0';
+		if (!(slash = strrchr(up, '/')))
+			return 0;	/* relative: the working directory exists */
+		if (slash == up) {
+			if (!up[1])
+				return 0;
+			up[1] = '\0';
+		} else {
+			*slash = '\0';
+		}
+	}
+	if (config_data_dir_cli(c)) {
+		snprintf(err, errlen, "--data-dir: %s", why);
+		return -EINVAL;
+	}
+	return config_error(c, err, errlen, "data_dir", NULL, "%s", why);
+}
+
 /* One model's key, read and forgotten; the error names where it comes from. */
 static int
 check_key(const struct config *c, const struct llm_model *m,
@@ -75,6 +207,33 @@ check_key(const struct config *c, const struct llm_model *m,
 	    strchr(why, ' ') ? strchr(why, ' ') + 1 : why);
 }
 
+/*
+ * llm.prompts_dir, with models to ask: a directory holding the templates
+ * (translate.md, which the installed directory is found by, a regular
+ * file), not a path the first proposal would fail or block on.
+ */
+static int
+check_prompts_dir(const struct config *c, const char *dir, char *err,
+    size_t errlen)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return config_error(c, err, errlen, "llm.prompts_dir", NULL,
+		    "'%s': %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return config_error(c, err, errlen, "llm.prompts_dir", NULL,
+		    "'%s' is %s, not a directory of prompt templates", dir,
+		    S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+	snprintf(path, sizeof(path), "%s/translate.md", dir);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || access(path, R_OK) < 0)
+		return config_error(c, err, errlen, "llm.prompts_dir", NULL,
+		    "'%s' holds no readable translate.md: not a directory of "
+		    "prompt templates (pipeline/prompts/ has them all)", dir);
+	return 0;
+}
+
 static int
 check_llm(const struct config *c, int flags, struct llm_config *lc, char *err,
     size_t errlen)
@@ -84,6 +243,9 @@ check_llm(const struct config *c, int flags, struct llm_config *lc, char *err,
 	int error;
 
 	if ((error = llm_config_load(c, lc, err, errlen)) < 0)
+		return error;
+	if (lc->prompts_dir && lc->n_models &&
+	    (error = check_prompts_dir(c, lc->prompts_dir, err, errlen)) < 0)
 		return error;
 	if (flags & CONFIG_NO_SECRETS)
 		return 0;
@@ -458,6 +620,11 @@ config_check(const struct config *c, int flags, json_t **effective,
 	struct coord_opts o;
 	int on, force, error, have_lc = 0, have_opts = 0;
 
+	/* the files serve opens; `optimize --config` (no secrets) opens neither */
+	if (!(flags & CONFIG_NO_SECRETS) &&
+	    ((error = check_log_file(c, err, errlen)) < 0 ||
+	    (error = check_data_dir(c, err, errlen)) < 0))
+		goto out;
 	if ((error = check_unread(c, err, errlen)) < 0 ||
 	    (error = check_secrets_distinct(c, err, errlen)) < 0 ||
 	    (error = check_fd_limit(c, err, errlen)) < 0 ||

@@ -18,6 +18,11 @@
  *   python
  *   forges.*.webhook_*  each forge's webhook secret its own, compared by
  *                       content (with secrets read)
+ *   log_file, data_dir  with secrets read (serve, config check): the log a
+ *                       regular file or a new name in a writable directory,
+ *                       the data directory a directory or a path it can be
+ *                       made at (--data-dir named as such)
+ *   llm.prompts_dir     with models: a directory holding the templates
  *
  * `serve`, `optimize --config` and `config check` all use it. Every error
  * is "FILE:LINE: KEY: message" (config_error), the first one found.

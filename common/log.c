@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +43,33 @@ log_level_parse(const char *name, enum log_level *out)
 	return -EINVAL;
 }
 
+/*
+ * The log: a regular file, appended to, created if missing. Opened
+ * without blocking, so a FIFO with no reader fails (ENXIO) instead of
+ * hanging serve, and refused unless regular (a FIFO with a reader, a
+ * device such as /dev/full), errno EINVAL: -1 as open(2).
+ */
 static int
 open_log_file(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NONBLOCK | O_NOCTTY, 0640);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EINVAL;
+	else if (fcntl(fd, F_SETFL, O_APPEND) < 0)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 int

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct config {
 	json_t *empty;			/* the tree when there is no document */
 	char *listen;
 	char *data_dir;
+	int data_dir_cli;		/* set by config_set_data_dir (--data-dir) */
 	char *log_file;
 	char *log_level;
 	struct config_http http;
@@ -491,6 +493,37 @@ allow_glob_error(const char *p)
 }
 
 /*
+ * Why a pattern's segments (after any "!") cannot be those of a
+ * repository, or NULL: no name has an empty segment, a segment '.' or
+ * '..', or one ending in '.' or ".git" (webhooks/event.c refuses those
+ * with 400), so such a pattern matches nothing (the fourth outside
+ * attack's F5). Looked at first: '/acme/x' is an empty owner, not every
+ * owner.
+ */
+static const char *
+allow_segment_error(const char *p)
+{
+	for (const char *seg = p, *end;; seg = end + 1) {
+		size_t n;
+
+		end = strchr(seg, '/');
+		n = end ? (size_t)(end - seg) : strlen(seg);
+		if (n == 0)
+			return "has an empty segment ('//', or '/' at either end): "
+			    "no repository name has one, so it never matches";
+		if ((n == 1 && *seg == '.') || (n == 2 && !strncmp(seg, "..", 2)))
+			return "has a segment '.' or '..': no repository name has "
+			    "one, so it never matches";
+		if (seg[n - 1] == '.' || (n >= 4 && !strncasecmp(seg + n - 4, ".git", 4)))
+			return "has a segment ending in '.' or '.git': no repository "
+			    "name ends so (a push naming one is refused), so it never "
+			    "matches";
+		if (!end)
+			return NULL;
+	}
+}
+
+/*
  * Whether a pattern's owner (its first segment) is nothing but globs, so
  * it takes every owner's repositories: '*', '*' '/' '*', '**' '/' '*'.
  */
@@ -535,6 +568,9 @@ load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
 		    strchr(s, ' '))
 			return config_error(c, err, errlen, "allow_repos", v,
 			    "each entry must be a glob like 'owner/*' or '!owner/name'");
+		if ((why = allow_segment_error(body)))
+			return config_error(c, err, errlen, "allow_repos", v,
+			    "'%.200s' %s", s, why);
 		if (*s != '!' && allow_any_owner(body))
 			return config_error(c, err, errlen, "allow_repos", v,
 			    "'%.200s' matches every owner's repositories: anyone "
@@ -727,6 +763,12 @@ config_validate(struct config *c, int flags, char *err, size_t errlen)
 		return config_error(c, err, errlen, "listen", NULL,
 		    "'%s' is not ADDR:PORT (e.g. 127.0.0.1:8080, [::1]:8080, *:8080)",
 		    c->listen);
+	if ((ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
+	    ((struct sockaddr_in6 *)&ss)->sin6_port) == 0)
+		return config_error(c, err, errlen, "listen", NULL,
+		    "'%s': port 0 listens on whatever port the kernel picks, "
+		    "which no forge's webhook can be pointed at; name the port",
+		    c->listen);
 	if (log_level_parse(c->log_level, &lvl) < 0)
 		return config_error(c, err, errlen, "log_level", NULL,
 		    "'%s' is not one of debug, info, warn, error", c->log_level);
@@ -764,8 +806,13 @@ config_load(const char *path, int flags, struct config **out, char *err,
 
 	if (!(c = config_new(path)))
 		return -ENOMEM;
-	if ((error = yamldoc_load(path, &c->doc, err, errlen)) < 0 ||
-	    (error = config_validate(c, flags, err, errlen)) < 0) {
+	if ((error = yamldoc_load(path, &c->doc, err, errlen)) == -EISDIR) {
+		/* a mistake in the command line, as a FIFO's is (exit 2) */
+		snprintf(err, errlen, "%s: a directory, not a configuration file",
+		    path);
+		error = -EINVAL;
+	}
+	if (error < 0 || (error = config_validate(c, flags, err, errlen)) < 0) {
 		config_free(c);
 		return error;
 	}
@@ -806,7 +853,14 @@ config_set_data_dir(struct config *c, const char *dir)
 {
 	if (!*dir)
 		return -EINVAL;
+	c->data_dir_cli = 1;
 	return set_str(&c->data_dir, dir);
+}
+
+int
+config_data_dir_cli(const struct config *c)
+{
+	return c->data_dir_cli;
 }
 
 const char *

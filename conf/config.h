@@ -125,6 +125,8 @@ const struct config_http *config_http(const struct config *c);
 /* Command-line overrides; the string is copied. 0, -EINVAL (bad address), -ENOMEM. */
 int config_set_listen(struct config *c, const char *listen);
 int config_set_data_dir(struct config *c, const char *dir);
+/* Whether data_dir is config_set_data_dir()'s (serve --data-dir), not the file's. */
+int config_data_dir_cli(const struct config *c);
 
 /*
  * The webhook secret (GitHub, Gitea) or token (GitLab) of a forge, and its

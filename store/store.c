@@ -4,6 +4,7 @@
  */
 #include "store/store_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -587,22 +588,41 @@ intake_work(struct store *s, struct store_delivery *d, int64_t delivery,
  * is a duplicate, its row is rolled back and the holder's count bumped
  * instead. 0 when d now holds it or has no key.
  */
+/* ASCII lowercase in place, from `from` on: the normal form of a key. */
+static char *
+fold(char *s, size_t from)
+{
+	for (char *p = s + from; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return s;
+}
+
 static int
 intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
     int64_t now)
 {
 	sqlite3_stmt *st;
-	char *key = NULL;
+	char *key = NULL, *repo = NULL;
 	size_t len;
-	int error;
+	int n, error;
 
+	/*
+	 * The key is what the forge means, not how the delivery spells it
+	 * (the fourth outside attack's F3): a repository's name is the same
+	 * repository in any case (GitHub, Gitea and GitLab look names up
+	 * case-insensitively, as allow_repos matches them), and a commit id
+	 * the same commit in upper or lower hex. The rows keep the spelling
+	 * the forge sent.
+	 */
 	if (d->work == STORE_WORK_JOB) {
 		if (!d->repo || !d->ref || !d->sha)
 			return -EINVAL;
 		len = strlen(d->ref) + strlen(d->sha) + 7;
 		if (!(key = malloc(len)))
 			return -ENOMEM;
-		snprintf(key, len, "push %s %s", d->ref, d->sha);
+		n = snprintf(key, len, "push %s ", d->ref);
+		snprintf(key + n, len - (size_t)n, "%s", d->sha);
+		fold(key, (size_t)n);
 	} else if (d->work == STORE_WORK_COMMAND && d->comment_id != 0 && d->repo) {
 		if (!(key = malloc(32)))
 			return -ENOMEM;
@@ -612,15 +632,22 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
 		len = 64 + strlen(d->head_ref ? d->head_ref : "") + strlen(d->sha ? d->sha : "");
 		if (!(key = malloc(len)))
 			return -ENOMEM;
-		snprintf(key, len, "cleanup %lld %d %s %s", (long long)d->pr, d->merged,
-		    d->head_ref ? d->head_ref : "", d->sha ? d->sha : "");
+		n = snprintf(key, len, "cleanup %lld %d %s ", (long long)d->pr, d->merged,
+		    d->head_ref ? d->head_ref : "");
+		snprintf(key + n, len - (size_t)n, "%s", d->sha ? d->sha : "");
+		fold(key, (size_t)n);
 	} else {
 		return 0;
 	}
+	if (!(repo = strdup(d->repo))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	fold(repo, 0);
 	if ((error = store_stmt(s, SQL_INTAKE_KEY, &st)) < 0)
 		goto out;
 	bind_text(st, 1, d->provider);
-	bind_text(st, 2, d->repo);
+	bind_text(st, 2, repo);
 	bind_text(st, 3, key);
 	sqlite3_bind_int64(st, 4, delivery);
 	if ((error = step_done(s, st)) < 0 || sqlite3_changes(s->db) == 1)
@@ -630,12 +657,13 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
 	    (error = store_stmt(s, SQL_KEY_SEEN, &st)) < 0)
 		goto out;
 	bind_text(st, 1, d->provider);
-	bind_text(st, 2, d->repo);
+	bind_text(st, 2, repo);
 	bind_text(st, 3, key);
 	sqlite3_bind_int64(st, 4, now);
 	if ((error = step_done(s, st)) == 0)
 		error = 1;
 out:
+	free(repo);
 	free(key);
 	return error;
 }

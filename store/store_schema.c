@@ -260,6 +260,22 @@ static const char *const migrations[] = {
 	 */
 	"ALTER TABLE deliveries ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE deliveries ADD COLUMN last_duplicate INTEGER;",
+	/*
+	 * 9: the intake keys in their normal form (the fourth outside attack's
+	 * F3): the repository in lower case, as the forges look names up, and
+	 * a push's commit id in lower hex, so a delivery that spells either
+	 * otherwise is the duplicate it is. Of two keys that fold together the
+	 * older stays.
+	 */
+	"UPDATE OR IGNORE intake_keys SET repo = lower(repo),"
+	"  key = CASE WHEN key NOT LIKE 'push %' THEN key"
+	"    WHEN substr(key, -41, 1) = ' '"
+	"    THEN substr(key, 1, length(key) - 40) || lower(substr(key, -40))"
+	"    WHEN substr(key, -65, 1) = ' '"
+	"    THEN substr(key, 1, length(key) - 64) || lower(substr(key, -64))"
+	"    ELSE key END"
+	"  WHERE repo <> lower(repo) OR (key LIKE 'push %' AND key <> lower(key));"
+	"DELETE FROM intake_keys WHERE repo <> lower(repo);",
 };
 
 int

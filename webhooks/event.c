@@ -374,6 +374,9 @@ out:
  * '.', '_', '-', none "." or ".." and none starting with '-' (no path
  * that climbs out of DATA_DIR/mirrors/OWNER/NAME.git, no option-like
  * argument). A leading '.' is a name forges allow: GitHub's org/.github.
+ * None ends in '.' or ".git" either: the forges drop or refuse those
+ * endings, so "acme/model." and "acme/model.git" would be other spellings
+ * of acme/model (the fourth outside attack's F3).
  */
 static int
 repo_ok(enum config_forge forge, const char *repo)
@@ -385,7 +388,8 @@ repo_ok(enum config_forge forge, const char *repo)
 		return 0;
 	for (;; p++) {
 		if (*p == '/' || !*p) {
-			if (len == 0 || (len <= 2 && !strncmp(p - len, "..", len)))
+			if (len == 0 || (len <= 2 && !strncmp(p - len, "..", len)) ||
+			    p[-1] == '.' || (len >= 4 && !strncasecmp(p - 4, ".git", 4)))
 				return 0;
 			if (!*p)
 				break;
@@ -400,6 +404,37 @@ repo_ok(enum config_forge forge, const char *repo)
 	}
 	return forge == CONFIG_GITLAB ? segs >= 2 && segs <= WH_MAX_REPO_DEPTH :
 	    segs == 2;
+}
+
+/*
+ * Whether ref is a full ref name git takes (git-check-ref-format(1)):
+ * "refs/..." of non-empty components, none starting with '.' or ending in
+ * ".lock", no "..", "@{", control characters, space or ~^:?*[\, not
+ * ending in '/' or '.'. A forge sends nothing else, and a spelling git
+ * would refuse ("refs/heads/main/") must not pass for the branch.
+ */
+static int
+ref_ok(const char *ref)
+{
+	size_t len = 0, n = strlen(ref);
+
+	if (strncmp(ref, "refs/", 5) || n > 1024 || ref[n - 1] == '.' ||
+	    strstr(ref, "..") || strstr(ref, "@{"))
+		return 0;
+	for (const char *p = ref;; p++) {
+		if (*p == '/' || !*p) {
+			if (len == 0 || p[-len] == '.' ||
+			    (len >= 5 && !strncmp(p - 5, ".lock", 5)))
+				return 0;
+			if (!*p)
+				return 1;
+			len = 0;
+			continue;
+		}
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || strchr("~^:?*[\\", *p))
+			return 0;
+		len++;
+	}
 }
 
 /*
@@ -430,12 +465,27 @@ wh_event_check(const struct wh_event *ev, enum config_forge forge,
     int local_clone, char *err, size_t errlen)
 {
 	int lab = forge == CONFIG_GITLAB;
+	char branch[1024 + 12];
 
 	if (ev->repo && !repo_ok(forge, ev->repo)) {
 		snprintf(err, errlen, "%s: '%.100s' is not %s of letters, digits, "
-		    "'.', '_' and '-' (none '.', '..' or starting with '-')",
+		    "'.', '_' and '-' (none '.', '..', starting with '-' or "
+		    "ending in '.' or '.git')",
 		    lab ? "project.path_with_namespace" : "repository.full_name",
 		    ev->repo, lab ? "GROUP/NAME" : "OWNER/NAME");
+		return -EINVAL;
+	}
+	if (ev->ref && !ref_ok(ev->ref)) {
+		snprintf(err, errlen, "ref: '%.100s' is not a ref name git allows",
+		    ev->ref);
+		return -EINVAL;
+	}
+	if (ev->default_branch && (strlen(ev->default_branch) > 1000 ||
+	    !ref_ok((snprintf(branch, sizeof(branch), "refs/heads/%s",
+	    ev->default_branch), branch)))) {
+		snprintf(err, errlen, "%s: '%.100s' is not a branch name git allows",
+		    lab ? "project.default_branch" : "repository.default_branch",
+		    ev->default_branch);
 		return -EINVAL;
 	}
 	if (ev->kind == WH_PUSH && !clone_url_ok(ev->clone_url, local_clone)) {

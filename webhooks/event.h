@@ -76,8 +76,10 @@ void wh_event_free(struct wh_event *ev);
 /*
  * Whether a parsed delivery names what a forge would send (attack F7): a
  * repository OWNER/NAME (GitLab GROUP/.../NAME) of letters, digits, '.',
- * '_', '-', no segment '.', '..' or starting with '-' (no control
- * characters); a push that makes a job (WH_PUSH) a clone URL https://,
+ * '_', '-', no segment '.', '..', starting with '-' or ending in '.' or
+ * ".git" (no control characters); a ref and default branch git allows
+ * (git-check-ref-format: not "refs/heads/main/"); a push that makes a
+ * job (WH_PUSH) a clone URL https://,
  * http://, ssh:// or git:// and a host, or, with local_clone
  * (config_forge_local_clone), also file:// or an absolute path. 0, or -EINVAL with the reason in err (answer 400).
  */

@@ -70,6 +70,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 : >"$TMP/notadir"
 timeout 10 "$KERNELBOT" serve --config "$TMP/kb.yml" --data-dir "$TMP/notadir" >"$TMP/out" 2>&1
-check_eq "data dir that is a file: exit 1" "$?" 1
-check_match "and names the store" "$(cat "$TMP/out")" "cannot open the store in $TMP/notadir"
+check_eq "data dir that is a file: exit 2, refused at start" "$?" 2
+check_match "and says so" "$(cat "$TMP/out")" \
+    "^kernelbot serve: --data-dir: '$TMP/notadir' is a file, not a directory$"
 t_done

@@ -1,14 +1,15 @@
 #!/bin/sh
 # kernelbot config check [FILE]: serve's check before it listens, as a
-# command. The README's example config (its /etc paths moved to $TMP)
+# command. The README's example config (its /etc and /var/log paths moved to $TMP)
 # passes and is printed with its defaults filled in and no secret's
 # value; the printed configuration checks again to itself. A bad file
 # gets serve's FILE:LINE: KEY: message and exit 2.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1031
 
-mkdir -p "$TMP/etc"
-sed "s|/etc/kernelbot/|$TMP/etc/|g" "$KB_ROOT/kernelbot.example.yml" >"$TMP/example.yml"
+mkdir -p "$TMP/etc" "$TMP/log"
+sed -e "s|/etc/kernelbot/|$TMP/etc/|g" -e "s|/var/log/kernelbot/|$TMP/log/|g" \
+    "$KB_ROOT/kernelbot.example.yml" >"$TMP/example.yml"
 n=0
 for f in github-webhook.secret gitlab-webhook.token github.token gitlab.token gitea.token; do
 	n=$((n + 1))
@@ -71,6 +72,58 @@ check_eq "two files: usage, exit 2" "$?" 2
 "$KERNELBOT" config >"$TMP/out" 2>"$TMP/err"
 check_eq "no subcommand: usage, exit 2" "$?" 2
 check_match "and says how" "$(cat "$TMP/err")" "usage: kernelbot config check"
+
+# The fourth outside attack's F4, F5, F6: what passed the check and then
+# hung serve (a FIFO log_file), lost its log (/dev/full) or failed it
+# (a log in a missing directory, a data_dir that is a file), a port the
+# kernel picks, patterns and a prompts directory that can work for
+# nothing. Each is refused by both, FILE:LINE: KEY: why, exit 2, and
+# serve never listens.
+mkfifo "$TMP/fifo"
+mkdir -p "$TMP/sdir"
+echo x >"$TMP/afile"
+printf 'githubsecret-0123456789abcdef\n' >"$TMP/gh.secret"
+port=$(free_port)
+refused() {	# NAME YAML WANT: config check and serve both exit 2 with WANT
+	printf '%b' "$2" >"$TMP/r.yml"
+	timeout 10 "$KERNELBOT" config check "$TMP/r.yml" >/dev/null 2>"$TMP/r.err"
+	check_eq "$1: config check exits 2" "$?" 2
+	check_match "$1: config check says why" "$(cat "$TMP/r.err")" "$3"
+	timeout 10 "$KERNELBOT" serve --config "$TMP/r.yml" >"$TMP/r.out" 2>&1
+	check_eq "$1: serve exits 2 at once" "$?" 2
+	check_match "$1: serve says why" "$(cat "$TMP/r.out")" "$3"
+	check "$1: serve never listened" sh -c "! grep -q listening '$TMP/r.out'"
+}
+base="listen: 127.0.0.1:$port\ndata_dir: $TMP/d\n"
+refused "a FIFO log_file" "${base}log_file: $TMP/fifo\n" \
+    "r.yml:3: log_file: '$TMP/fifo' is a FIFO: the log must be a regular file"
+refused "/dev/full as log_file" "${base}log_file: /dev/full\n" \
+    "r.yml:3: log_file: '/dev/full' is a character device"
+refused "a log_file in a missing directory" "${base}log_file: $TMP/nodir/k.log\n" \
+    "r.yml:3: log_file: the directory of '$TMP/nodir/k.log': No such file or directory"
+refused "a data_dir that is a file" "listen: 127.0.0.1:$port\ndata_dir: $TMP/afile\n" \
+    "r.yml:2: data_dir: '$TMP/afile' is a file, not a directory"
+refused "listen on port 0" "listen: 127.0.0.1:0\ndata_dir: $TMP/d\n" \
+    "r.yml:1: listen: '127.0.0.1:0': port 0 listens on whatever port the kernel picks"
+fbase="${base}runners: {local: none, coordinator: false}\nforges:\n  github: {webhook_secret_file: $TMP/gh.secret}\n"
+for p in 'acme/../*' 'acme/./x' 'acme/*/' 'acme//x' '/acme/x'; do
+	refused "allow_repos '$p'" "${fbase}allow_repos: ['$p']\n" \
+	    "r.yml:6: allow_repos: '.+' has (an empty segment|a segment '\\.' or '\\.\\.')"
+done
+refused "a missing llm.prompts_dir" \
+    "${fbase}llm: {prompts_dir: $TMP/nop, models: [{provider: openai, model: x, api_key_file: $TMP/gh.secret}]}\n" \
+    "r.yml:6: llm.prompts_dir: '$TMP/nop': No such file or directory"
+refused "a FIFO llm.prompts_dir" \
+    "${fbase}llm: {prompts_dir: $TMP/fifo, models: [{provider: openai, model: x, api_key_file: $TMP/gh.secret}]}\n" \
+    "r.yml:6: llm.prompts_dir: '$TMP/fifo' is a FIFO, not a directory of prompt templates"
+timeout 10 "$KERNELBOT" config check "$TMP/sdir" >/dev/null 2>"$TMP/r.err"
+check_eq "a directory as the file: exit 2, as a FIFO" "$?" 2
+check_match "and says so" "$(cat "$TMP/r.err")" "$TMP/sdir: a directory, not a configuration file"
+timeout 10 "$KERNELBOT" config check "$TMP/fifo" >/dev/null 2>"$TMP/r.err"
+check_eq "a FIFO as the file: exit 2" "$?" 2
+printf "${base}log_file: $TMP/sdir/new.log\n" >"$TMP/ok.yml"
+"$KERNELBOT" config check "$TMP/ok.yml" >/dev/null 2>"$TMP/r.err"
+check_eq "a new log file in a directory passes" "$?" 0
 
 # An empty file is all defaults.
 : >"$TMP/empty.yml"

@@ -6,7 +6,9 @@
 # 400 with the field and the reason in JSON, nothing stored, no job.
 # allow_repos' '*' does not cross '/': acme/* takes acme/x, not a GitLab
 # subgroup's acme/ml/model (acme/** does). A forge with local_clone_urls
-# takes file:// clone URLs.
+# takes file:// clone URLs. A name ending in '.' or '.git', a ref git
+# refuses: 400; the same push under ACME/Model or an upper-case commit id:
+# a duplicate.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1052
 PY=/usr/bin/python3
@@ -68,6 +70,14 @@ refused control 'acme/x\nlevel=error msg=forged' https://github.com/acme/x.git \
 refused dash 'acme/-x' https://github.com/acme/x.git 'is not OWNER/NAME'
 refused dot 'acme/.' https://github.com/acme/x.git 'is not OWNER/NAME'
 refused deep 'acme/ml/model' https://github.com/acme/x.git 'is not OWNER/NAME'
+# the fourth outside attack's F3: other spellings of acme/model, and a ref git refuses
+refused trailingdot 'acme/model.' https://github.com/acme/model.git 'is not OWNER/NAME'
+refused dotgit 'acme/model.git' https://github.com/acme/model.git 'is not OWNER/NAME'
+sed -e 's|"ref": "refs/heads/main"|"ref": "refs/heads/main/"|' \
+    -e 's|"default_branch": "main"|"default_branch": "main/"|' "$FX/github-push.json" >"$TMP/slash.json"
+gh push "$TMP/slash.json"
+check_eq "refs/heads/main/: 400" "$HTTP_CODE $HTTP_BODY" \
+    "400 {\"error\":\"ref: 'refs/heads/main/' is not a ref name git allows\"}"
 refused file 'acme/model' 'file:///etc/' \
     '^\{"error":"repository.clone_url: .file:///etc/. is not an https, http, ssh or git URL of a host"\}$'
 refused ext 'acme/model' 'ext::sh -c touch% /tmp/pwned' 'repository.clone_url: .* is not an https'
@@ -116,7 +126,20 @@ print(json.dumps(d))
 PYEOF
 gt push "$TMP/gt-file.json"
 check_eq "gitea with local_clone_urls: file:// accepted" "$HTTP_CODE" 202
-check_eq "three jobs in all" "$(db 'SELECT count(*) FROM jobs')" 3
+# F3: one commit is one job however a delivery spells the repository's
+# name (the forges, and allow_repos, take it in any case) or the commit id
+gh push "$FX/github-push.json"
+check_eq "acme/model's push: 202" "$HTTP_CODE" 202
+push "$TMP/case.json" 'ACME/Model' 'https://github.com/ACME/Model.git'
+gh push "$TMP/case.json"
+check_eq "acme/model's commit as ACME/Model: a duplicate" "$HTTP_CODE $HTTP_BODY" \
+    '200 {"status":"duplicate"}'
+sed 's|"after": "76ae82c7b1a177c8d03f9e96e0adf2466113728f"|"after": "76AE82C7B1A177C8D03F9E96E0ADF2466113728F"|' \
+    "$FX/github-push.json" >"$TMP/upper.json"
+gh push "$TMP/upper.json"
+check_eq "its commit id in upper hex: a duplicate" "$HTTP_CODE $HTTP_BODY" \
+    '200 {"status":"duplicate"}'
+check_eq "four jobs in all" "$(db 'SELECT count(*) FROM jobs')" 4
 kb_serve_stop TERM
 check_eq "serve stops cleanly" "$KB_STATUS" 0
 t_done

@@ -233,6 +233,31 @@ main(void)
 	}
 	config_free(c);
 	c = NULL;
+	/* the fourth outside attack's F5: patterns no repository name can match */
+	bad("allow_repos '..' segment", "allow_repos:\n  - 'acme/../*'\n",
+	    "kb.yml:2: allow_repos: 'acme/../*' has a segment '.' or '..'");
+	bad("allow_repos '.' segment", "allow_repos:\n  - acme/*\n  - '!acme/./x'\n",
+	    "kb.yml:3: allow_repos: '!acme/./x' has a segment '.' or '..'");
+	bad("allow_repos trailing '/'", "allow_repos:\n  - 'acme/*/'\n",
+	    "kb.yml:2: allow_repos: 'acme/*/' has an empty segment");
+	bad("allow_repos '//'", "allow_repos:\n  - 'acme//x'\n",
+	    "kb.yml:2: allow_repos: 'acme//x' has an empty segment");
+	bad("allow_repos leading '/': an empty owner, not every owner",
+	    "allow_repos:\n  - '/acme/x'\n",
+	    "kb.yml:2: allow_repos: '/acme/x' has an empty segment");
+	bad("allow_repos a name ending in .git", "allow_repos:\n  - 'acme/model.git'\n",
+	    "kb.yml:2: allow_repos: 'acme/model.git' has a segment ending in '.' or '.git'");
+	bad("allow_repos a name ending in '.'", "allow_repos:\n  - 'acme./*'\n",
+	    "kb.yml:2: allow_repos: 'acme./*' has a segment ending in '.' or '.git'");
+	CHECK_INT("allow_repos names with dots", parse("allow_repos: [acme/.github, "
+	    "'acme/*.gitx', acme/a.b, 'acme/x.*']\n", 0, &c, err), 0);
+	config_free(c);
+	c = NULL;
+	/* F6: a port no forge can be told */
+	bad("listen port 0", "listen: 127.0.0.1:0\n",
+	    "kb.yml:1: listen: '127.0.0.1:0': port 0 listens on whatever port");
+	bad("listen port 0, IPv6", "\nlisten: '[::1]:0'\n", "kb.yml:2: listen: '[::1]:0': port 0");
+	bad("listen port 0, any", "listen: '*:00'\n", "kb.yml:1: listen: '*:00': port 0");
 	bad("allow_repos open class", "allow_repos:\n  - 'acme/[ab'\n",
 	    "kb.yml:2: allow_repos: 'acme/[ab' has a '[' without its ']'");
 	bad("allow_repos odd character", "allow_repos:\n  - '!acme/x;y'\n",
@@ -259,6 +284,9 @@ main(void)
 	bad("top level not a mapping", "- a\n- b\n", "the configuration must be a mapping");
 	bad("yaml syntax", "listen: [\n", "kb.yml:");
 	CHECK_INT("missing file", config_load("/nonexistent/kb.yml", 0, &c, err, sizeof(err)) < 0, 1);
+	/* F6: a directory is a mistake in the command line (exit 2), as a FIFO is */
+	CHECK_INT("a directory as the file", config_load("/tmp", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK_STR("says so", err, "/tmp: a directory, not a configuration file");
 
 	/* the shipped example must stay valid */
 	{

@@ -168,6 +168,92 @@ main(void)
 		unsetenv("KB_TEST_SHARED");
 	}
 
+	/*
+	 * The fourth outside attack's F4 and F6: the files serve opens. A FIFO
+	 * log had serve block in open() forever, /dev/full took the log, a
+	 * missing directory or a data_dir that is a file passed here and
+	 * failed serve later; llm.prompts_dir likewise, with models to ask.
+	 */
+	{
+		char sub[300], file[300], mdl[600];
+
+		snprintf(sub, sizeof(sub), "%s/sub", dir);
+		snprintf(file, sizeof(file), "%s/afile", dir);
+		mkdir(sub, 0700);
+		write_file(file, "x\n");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s\n", dir, fifo);
+		bad("a FIFO log_file", 0, text, "kb.yml:2: log_file: '");
+		{
+			char e2[CONFIG_ERR_MAX];
+			check(text, 0, NULL, e2);
+			CHECK("names the FIFO", strstr(e2, "is a FIFO: the log must be a "
+			    "regular file") != NULL);
+		}
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: /dev/full\n", dir);
+		bad("/dev/full as log_file", 0, text,
+		    "kb.yml:2: log_file: '/dev/full' is a character device");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s\n", dir, sub);
+		bad("a directory as log_file", 0, text, "is a directory: the log must be");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s/nodir/k.log\n", dir, dir);
+		bad("a log_file in a missing directory", 0, text,
+		    "kb.yml:2: log_file: the directory of '");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s/k.log\n", dir, file);
+		bad("a log_file under a file", 0, text, "kb.yml:2: log_file: the directory of '");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s/k.log\n", dir, sub);
+		good("a new log_file in a directory", 0, text);
+		snprintf(text, sizeof(text), "data_dir: %s/d\nlog_file: %s\n", dir, file);
+		good("an existing log_file", 0, text);
+		snprintf(text, sizeof(text), "log_file: %s\ndata_dir: %s\n", file, file);
+		bad("a file as data_dir", 0, text, "kb.yml:2: data_dir: '");
+		{
+			char e2[CONFIG_ERR_MAX];
+			check(text, 0, NULL, e2);
+			CHECK("says it is a file", strstr(e2, "afile' is a file, not a directory") != NULL);
+		}
+		{
+			struct config *c = NULL;
+			char e2[CONFIG_ERR_MAX], want[400];
+
+			if (config_parse("kb.yml", "data_dir: /tmp\n", 15, 0, &c, e2,
+			    sizeof(e2)) == 0 && config_set_data_dir(c, file) == 0) {
+				CHECK_INT("serve --data-dir a file", config_check(c, 0, NULL,
+				    e2, sizeof(e2)), -EINVAL);
+				snprintf(want, sizeof(want), "--data-dir: '%s' is a file, "
+				    "not a directory", file);
+				CHECK_STR("named as the flag, not the file's line", e2, want);
+			} else {
+				CHECK("parse for --data-dir", 0);
+			}
+			config_free(c);
+		}
+		snprintf(text, sizeof(text), "data_dir: %s/x/y\n", file);
+		bad("a data_dir under a file", 0, text, "' cannot be created: '");
+		snprintf(text, sizeof(text), "data_dir: %s/new/deeper/\n", sub);
+		good("a data_dir to create, with its parents", 0, text);
+		snprintf(text, sizeof(text), "data_dir: %s\n", fifo);
+		good("serve's files are not looked at without secrets (optimize)",
+		    CONFIG_NO_SECRETS, text);
+		snprintf(mdl, sizeof(mdl), "    - provider: openai\n      model: m\n"
+		    "      api_key_file: %s\n", token);
+		snprintf(text, sizeof(text), "data_dir: %s/d\nllm:\n  prompts_dir: "
+		    "/nonexistent/p\n  models:\n%s", dir, mdl);
+		bad("a missing prompts_dir", 0, text,
+		    "kb.yml:3: llm.prompts_dir: '/nonexistent/p': No such file");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nllm:\n  prompts_dir: "
+		    "%s\n  models:\n%s", dir, fifo, mdl);
+		bad("a FIFO prompts_dir", 0, text, "is a FIFO, not a directory of prompt templates");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nllm:\n  prompts_dir: "
+		    "%s\n  models:\n%s", dir, sub, mdl);
+		bad("a prompts_dir without templates", CONFIG_NO_SECRETS, text,
+		    "holds no readable translate.md");
+		snprintf(text, sizeof(text), "data_dir: %s/d\nllm:\n  prompts_dir: "
+		    "pipeline/prompts\n  models:\n%s", dir, mdl);
+		good("the source tree's prompts", 0, text);
+		snprintf(text, sizeof(text), "llm:\n  prompts_dir: /nonexistent/p\n");
+		good("a prompts_dir without models is not used", CONFIG_NO_SECRETS, text);
+		unlink(file);
+	}
+
 	CHECK_INT("config_check_secret_key: token_file", config_check_secret_key("token_file"), 1);
 	CHECK_INT("config_check_secret_key: api_url", config_check_secret_key("api_url"), 0);
 	unlink(token);

@@ -1,7 +1,9 @@
 #include <fcntl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -59,6 +61,26 @@ main(void)
 	CHECK_STR("empty values are quoted", log_quote(q, sizeof(q), ""), "\"\"");
 	log_quote(q, 12, "a very long value with spaces");
 	CHECK("long values are cut with ...", strlen(q) < 12 && strstr(q, "...") != NULL);
+
+	/*
+	 * The fourth outside attack's F4: a FIFO without a reader held serve
+	 * in open() for good, /dev/full took the log. Refused at once, and
+	 * the log stays where it was.
+	 */
+	{
+		char fifo[160];
+
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		if (mkfifo(fifo, 0600) == 0) {
+			CHECK_INT("a FIFO without a reader: refused, not waited on",
+			    log_open(fifo), -ENXIO);
+			unlink(fifo);
+		}
+		CHECK_INT("a device: refused", log_open("/dev/full"), -EINVAL);
+		CHECK_INT("a directory: refused", log_open(dir), -EISDIR);
+		log_warn("still here", NULL);
+		CHECK("the log stays where it was", strstr(slurp(path), "still here") != NULL);
+	}
 
 	log_open(NULL);
 	unlink(path);

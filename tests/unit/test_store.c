@@ -294,6 +294,74 @@ replays(const char *dir)
 	store_close(s);
 }
 
+/*
+ * The fourth outside attack's F3: a push is the same push whatever the
+ * case of its repository's name or of its commit id's hex; a ref's case
+ * is not folded (git's refs are case-sensitive). The rows keep the
+ * spelling the forge sent; a store from before the normal form has its
+ * keys folded by the migration.
+ */
+static void
+spellings(const char *dir)
+{
+	static const char sha[] = "abcdef0123456789abcdef0123456789abcdef01";
+	static const char upper[] = "ABCDEF0123456789ABCDEF0123456789ABCDEF01";
+	struct store *s = NULL;
+	struct store_delivery d[4];
+	char sub[300], db[400], cmd[1200];
+
+	snprintf(sub, sizeof(sub), "%s/spellings", dir);
+	snprintf(db, sizeof(db), "%s/kernelbot.db", sub);
+	if (store_open(sub, 0, &s) < 0)
+		return;
+	d[0] = push("s-1", sha);
+	d[1] = push("s-2", sha);
+	d[1].repo = "ACME/Model";
+	d[2] = push("s-3", upper);
+	d[3] = push("s-4", sha);
+	d[3].ref = "refs/heads/Main";
+	CHECK_INT("spellings: batch commits", store_intake(s, d, 4), 0);
+	CHECK("spellings: the push makes a job", d[0].work_id > 0 && !d[0].duplicate);
+	CHECK("the repository in another case: duplicate", d[1].duplicate && !d[1].work_id);
+	CHECK("the commit id in upper hex: duplicate", d[2].duplicate && !d[2].work_id);
+	CHECK("another ref's case: another ref, a job", d[3].work_id > 0);
+	d[0] = cleanup("s-5", 3, sha);
+	d[1] = cleanup("s-6", 3, upper);
+	d[1].repo = "Acme/MODEL";
+	d[2] = push("s-7", upper);
+	d[2].repo = "Acme/Other";
+	CHECK_INT("spellings: second batch", store_intake(s, d, 3), 0);
+	CHECK("a close at the same head in upper hex: duplicate", d[1].duplicate);
+	CHECK("a job keeps the name as sent", sql_int(db,
+	    "SELECT count(*) FROM jobs WHERE repo = 'Acme/Other' AND sha = '" "ABCDEF0123456789ABCDEF0123456789ABCDEF01" "'") == 1);
+	store_close(s);
+
+	/* keys written before the normal form: the migration folds them */
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"DELETE FROM schema_version WHERE "
+	    "version >= 9; INSERT INTO intake_keys SELECT provider, 'Acme/Third', "
+	    "'push refs/heads/Main %s', delivery FROM intake_keys LIMIT 1; "
+	    "INSERT INTO intake_keys SELECT provider, 'ACME/MODEL', key, delivery "
+	    "FROM intake_keys WHERE repo = 'acme/model' LIMIT 1\"", db, upper);
+	if (system(cmd) != 0) {
+		CHECK("spellings: rewound to schema 8", 0);
+		return;
+	}
+	CHECK_INT("spellings: migrated", store_open(sub, STORE_OPEN_EXISTING, &s), 0);
+	if (!s)
+		return;
+	CHECK_INT("no key left in another case", sql_int(db,
+	    "SELECT count(*) FROM intake_keys WHERE repo <> lower(repo)"), 0);
+	d[0] = push("s-8", sha);
+	d[0].repo = "ACME/third";
+	d[0].ref = "refs/heads/Main";
+	d[1] = push("s-9", sha);
+	d[1].repo = "acme/third";
+	CHECK_INT("spellings: after the migration", store_intake(s, d, 2), 0);
+	CHECK("an old key, folded: duplicate", d[0].duplicate);
+	CHECK("its ref kept its case: refs/heads/main is a job", d[1].work_id > 0);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -509,6 +577,7 @@ main(void)
 		CHECK("unwritable dir fails", store_open(p, 0, &s) < 0);
 	}
 	replays(dir);
+	spellings(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;

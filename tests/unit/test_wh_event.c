@@ -206,7 +206,16 @@ main(void)
 			{ CONFIG_GITHUB, "acme/.github", 1 },
 			{ CONFIG_GITHUB, "acme/.", 0 },
 			{ CONFIG_GITHUB, "./x", 0 },
-			{ CONFIG_GITHUB, "acme/...", 1 },
+			{ CONFIG_GITHUB, "acme/...", 0 },
+			{ CONFIG_GITHUB, "acme/.x.", 0 },
+			/* the fourth outside attack's F3: other spellings of acme/model */
+			{ CONFIG_GITHUB, "acme/model.", 0 },
+			{ CONFIG_GITHUB, "acme/model.git", 0 },
+			{ CONFIG_GITEA, "acme/model.GIT", 0 },
+			{ CONFIG_GITLAB, "acme.git/ml/model", 0 },
+			{ CONFIG_GITHUB, "acme/model.gitx", 1 },
+			{ CONFIG_GITHUB, "acme./model", 0 },
+			{ CONFIG_GITHUB, "ACME/Model", 1 },
 			{ CONFIG_GITHUB, "-acme/x", 0 },
 			{ CONFIG_GITHUB, "acme/-x", 0 },
 			{ CONFIG_GITHUB, "acme/x\nlevel=error", 0 },
@@ -255,6 +264,49 @@ main(void)
 			CHECK(urls[i].url, (wh_event_check(&e, CONFIG_GITHUB, urls[i].local,
 			    err, sizeof(err)) == 0) == urls[i].ok);
 		}
+		{
+			static const struct { const char *ref, *branch; int ok; } refs[] = {
+				{ "refs/heads/main", "main", 1 },
+				{ "refs/heads/feature/x-1.2", "feature/x-1.2", 1 },
+				{ "refs/heads/main/", "main/", 0 },
+				{ "refs/heads/main", "main/", 0 },
+				{ "refs/heads//main", "main", 0 },
+				{ "refs/heads/main.", "main", 0 },
+				{ "refs/heads/.main", "main", 0 },
+				{ "refs/heads/main.lock", "main", 0 },
+				{ "refs/heads/a..b", "main", 0 },
+				{ "refs/heads/a@{1}", "main", 0 },
+				{ "refs/heads/a b", "main", 0 },
+				{ "refs/heads/a~1", "main", 0 },
+				{ "refs/heads/a:b", "main", 0 },
+				{ "refs/heads/a\\b", "main", 0 },
+				{ "heads/main", "main", 0 },
+				{ "refs/heads/main", "a*", 0 },
+			};
+			for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+				memset(&e, 0, sizeof(e));
+				e.kind = WH_IGNORED;
+				e.repo = "acme/model";
+				e.ref = refs[i].ref;
+				e.default_branch = refs[i].branch;
+				if (!CHECK(refs[i].ref, (wh_event_check(&e, CONFIG_GITHUB, 0,
+				    err, sizeof(err)) == 0) == refs[i].ok))
+					printf("     branch=%s err=\"%s\"\n", refs[i].branch, err);
+			}
+			memset(&e, 0, sizeof(e));
+			e.repo = "acme/model";
+			e.ref = "refs/heads/main/";
+			wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err));
+			CHECK_STR("a bad ref: 400's reason", err,
+			    "ref: 'refs/heads/main/' is not a ref name git allows");
+			e.ref = "refs/heads/main";
+			e.default_branch = "main/";
+			wh_event_check(&e, CONFIG_GITLAB, 0, err, sizeof(err));
+			CHECK_STR("a bad default branch: 400's reason", err,
+			    "project.default_branch: 'main/' is not a branch name git allows");
+			e.default_branch = NULL;
+			e.clone_url = "ext::sh";
+		}
 		e.kind = WH_IGNORED;
 		CHECK("an ignored push's URL is not looked at",
 		    wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err)) == 0);
@@ -262,7 +314,8 @@ main(void)
 		wh_event_check(&e, CONFIG_GITHUB, 0, err, sizeof(err));
 		CHECK_STR("the reason names the field", err, "repository.full_name: "
 		    "'acme/../../etc' is not OWNER/NAME of letters, digits, '.', '_' "
-		    "and '-' (none '.', '..' or starting with '-')");
+		    "and '-' (none '.', '..', starting with '-' or ending in '.' or "
+		    "'.git')");
 		e.repo = "acme/x";
 		e.kind = WH_PUSH;
 		e.clone_url = "file:///etc/";
