@@ -125,7 +125,4 @@ size_t eval_default_mem(int runners);
  */
 int eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen);
 
-/* 1 when every candidate in the array is correct. */
-int eval_all_correct(const json_t *results);
-
 #endif

@@ -34,61 +34,65 @@ member(const json_t *o, const char *key)
 	return json_is_null(v) ? NULL : v;
 }
 
+/*
+ * The member key of o, checked to be of kind 's' (a string), 'n' (a
+ * number), 'b' (true or false) or 'o' (an object): 0 and *v (NULL when
+ * absent or null), or -EINVAL naming path.
+ */
+static int
+get(const json_t *o, const char *key, const char *path, char kind, const json_t **v, char *err,
+    size_t errlen)
+{
+	int ok;
+
+	if (!(*v = member(o, key)))
+		return 0;
+	ok = kind == 's' ? json_is_string(*v) : kind == 'n' ? json_is_number(*v) :
+	    kind == 'b' ? json_is_boolean(*v) : json_is_object(*v);
+	if (!ok)
+		return bad(err, errlen, "%s: not %s", path, kind == 's' ? "a string" :
+		    kind == 'n' ? "a number" : kind == 'b' ? "true or false" : "an object");
+	return 0;
+}
+
 static int
 get_str(const json_t *o, const char *key, const char *path, const char **out, char *err,
     size_t errlen)
 {
-	const json_t *v = member(o, key);
+	const json_t *v;
+	int error = get(o, key, path, 's', &v, err, errlen);
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v))
-		return bad(err, errlen, "%s: not a string", path);
-	*out = json_string_value(v);
-	return 0;
+	*out = v && !error ? json_string_value(v) : NULL;
+	return error;
 }
 
 static int
 get_num(const json_t *o, const char *key, const char *path, double *out, char *err,
     size_t errlen)
 {
-	const json_t *v = member(o, key);
+	const json_t *v;
+	int error = get(o, key, path, 'n', &v, err, errlen);
 
-	*out = NAN;
-	if (!v)
-		return 0;
-	if (!json_is_number(v))
-		return bad(err, errlen, "%s: not a number", path);
-	*out = json_number_value(v);
-	return 0;
+	*out = v && !error ? json_number_value(v) : NAN;
+	return error;
 }
 
 static int
 get_bool(const json_t *o, const char *key, const char *path, int *out, char *err,
     size_t errlen)
 {
-	const json_t *v = member(o, key);
+	const json_t *v;
+	int error = get(o, key, path, 'b', &v, err, errlen);
 
-	*out = 0;
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return bad(err, errlen, "%s: not true or false", path);
-	*out = json_is_true(v);
-	return 0;
+	*out = v && !error && json_is_true(v);
+	return error;
 }
 
 static int
 get_object(const json_t *o, const char *key, const char *path, const json_t **out, char *err,
     size_t errlen)
 {
-	const json_t *v = member(o, key);
-
-	*out = v;
-	if (v && !json_is_object(v))
-		return bad(err, errlen, "%s: not an object", path);
-	return 0;
+	return get(o, key, path, 'o', out, err, errlen);
 }
 
 static int
@@ -214,10 +218,10 @@ empty(struct eval_cand *c)
 static int
 parse(const json_t *obj, struct eval_cand *c, char *err, size_t errlen)
 {
-	const json_t *rows, *sp, *fl, *er, *ck, *seed;
-	const char **fv, **ev;
+	const json_t *rows, *sp, *fl, *er, *ck, *seed, *ea = NULL;
+	const char **fv, **ev, **av;
 	struct eval_check *cv;
-	size_t nf, ne, nk;
+	size_t nf, ne, nk, na;
 	int error;
 
 	if (!json_is_object(obj))
@@ -246,6 +250,7 @@ parse(const json_t *obj, struct eval_cand *c, char *err, size_t errlen)
 	    (error = speedup(sp, "eager", &c->vs_eager, err, errlen)) < 0 ||
 	    (error = speedup(sp, "compile", &c->vs_compile, err, errlen)) < 0)
 		return error;
+	c->timed = rows != NULL;
 	c->speedup_json = sp;
 	if ((seed = member(obj, "seed"))) {
 		if (!json_is_integer(seed))
@@ -258,20 +263,27 @@ parse(const json_t *obj, struct eval_cand *c, char *err, size_t errlen)
 	    (error = array_or_none(obj, "errors", &er, err, errlen)) < 0 ||
 	    (error = array_or_none(obj, "checks", &ck, err, errlen)) < 0)
 		return error;
+	if (c->environment && (ea = member(c->environment, "eval_args")) && !json_is_array(ea))
+		return bad(err, errlen, "environment.eval_args: not an array");
 	c->flags_json = fl;
 	nf = json_array_size(fl);
 	ne = json_array_size(er);
 	nk = json_array_size(ck);
+	na = json_array_size(ea);
 	/* one allocation: the check structs first (the strictest alignment) */
-	if (!(c->mem_ = calloc(1, nk * sizeof(*cv) + (nf + ne + 1) * sizeof(char *))))
+	if (!(c->mem_ = calloc(1, nk * sizeof(*cv) + (nf + ne + na + 1) * sizeof(char *))))
 		return -ENOMEM;
 	cv = c->mem_;
 	fv = (const char **)(void *)(cv + nk);
 	ev = fv + nf;
+	av = ev + ne;
 	if ((error = strings(fl, "flags", fv, err, errlen)) < 0 ||
 	    (error = strings(er, "errors", ev, err, errlen)) < 0 ||
+	    (error = strings(ea, "environment.eval_args", av, err, errlen)) < 0 ||
 	    (error = checks(ck, cv, err, errlen)) < 0)
 		return error;
+	c->eval_args = ea ? av : NULL;
+	c->n_eval_args = na;
 	c->flags = fv;
 	c->n_flags = nf;
 	c->errors = ev;
@@ -357,6 +369,14 @@ eval_cand_flag(const struct eval_cand *c, unsigned use)
 		if (eval_flag_use(c->flags[i]) & use)
 			return c->flags[i];
 	return NULL;
+}
+
+const char *
+eval_cand_thread(const struct eval_cand *c, const char *var)
+{
+	const json_t *v = json_object_get(json_object_get(c->environment, "threads"), var);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 int

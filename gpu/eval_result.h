@@ -53,6 +53,7 @@ struct eval_cand {
 	const char *backend, *device, *arch;	/* NULL where absent */
 	const char *device_name;	/* device_info.name, NULL where absent */
 	const char *torch;		/* device_info.torch, NULL where absent */
+	int timed;			/* "timings_ms" is there */
 	struct eval_timing t_candidate, t_eager, t_compile;
 	struct eval_speedup vs_eager, vs_compile;
 	const char *const *flags;	/* n_flags strings, in the judge's order */
@@ -61,6 +62,10 @@ struct eval_cand {
 	size_t n_errors;
 	const struct eval_check *checks;
 	size_t n_checks;
+	const char *const *eval_args;	/* environment.eval_args: the `kernelbot eval`
+					 * flags that repeat the measurement
+					 * (gpu/evalenv.h); NULL where not recorded */
+	size_t n_eval_args;
 	double max_rel_error;		/* NAN where absent */
 	int has_seed;
 	long long seed;			/* the evaluation's seed, below 2^63 */
@@ -101,6 +106,13 @@ int eval_result_all_correct(const struct eval_result *r);
 
 /* The first of c's flags with any of the uses in use (gpu/flags.h), or NULL. */
 const char *eval_cand_flag(const struct eval_cand *c, unsigned use);
+
+/*
+ * The value of thread variable var (one of evalenv_thread_vars) as the
+ * measurement ran with it (environment.threads), NULL where it was unset
+ * or not recorded.
+ */
+const char *eval_cand_thread(const struct eval_cand *c, const char *var);
 
 /* 1 when c carries flag name. */
 int eval_cand_has_flag(const struct eval_cand *c, const char *name);

@@ -22,7 +22,8 @@ static const char judged[] =
     " \"flags\": [\"precision_downgrade\", \"suspicious_speedup\"],"
     " \"errors\": [], \"max_rel_error\": 3.1e-08, \"seed\": 9007199254740993,"
     " \"device_info\": {\"name\": \"NVIDIA H200\", \"torch\": \"2.5.1\"},"
-    " \"environment\": {\"seed_given\": false}, \"needs_review\": true}";
+    " \"environment\": {\"seed_given\": false, \"threads\": {\"OMP_NUM_THREADS\": \"4\", \"OMP_PLACES\": null},"
+    "   \"eval_args\": [\"--backend\", \"cuda\", \"--seed\", \"9007199254740993\"]}, \"needs_review\": true}";
 
 static int
 parse_text(const char *text, struct eval_cand *c, char *err, size_t errlen)
@@ -64,7 +65,7 @@ main(void)
 	CHECK_STR("arch", c.arch, "sm_90");
 	CHECK_STR("device_info.name", c.device_name, "NVIDIA H200");
 	CHECK_STR("device_info.torch", c.torch, "2.5.1");
-	CHECK("the kernel's timing row", c.t_candidate.present && c.t_candidate.median == 0.5 &&
+	CHECK("the kernel's timing row", c.timed && c.t_candidate.present && c.t_candidate.median == 0.5 &&
 	    c.t_candidate.p10 == 0.45 && c.t_candidate.p90 == 0.55 && c.t_candidate.runs == 120);
 	CHECK("eager's median", c.t_eager.present && c.t_eager.median == 1.25);
 	CHECK("compile null: absent", !c.t_compile.present && isnan(c.t_compile.median) &&
@@ -89,14 +90,20 @@ main(void)
 	CHECK("max_rel_error", c.max_rel_error == 3.1e-08);
 	CHECK("provenance passed through", json_is_object(c.environment) &&
 	    json_is_object(c.device_info) && json_is_object(c.speedup_json));
+	CHECK_INT("the flags that repeat it", c.n_eval_args, 4);
+	CHECK_STR("... in order", c.eval_args[3], "9007199254740993");
+	CHECK_STR("a thread setting", eval_cand_thread(&c, "OMP_NUM_THREADS"), "4");
+	CHECK("an unset one", eval_cand_thread(&c, "OMP_PLACES") == NULL &&
+	    eval_cand_thread(&c, "MKL_NUM_THREADS") == NULL);
 	CHECK("the object kept", json_is_object(c.json) && c.json->refcount == 1);
 	eval_cand_clear(&c);
 	CHECK("cleared", c.json == NULL && c.flags == NULL && isnan(c.vs_eager.x));
 
 	CHECK_INT("a bare mismatch parses", parse_text("{\"status\": \"mismatch\", \"correct\": false,"
 	    " \"errors\": [\"out0: 3 of 16 elements differ\"]}", &c, err, sizeof(err)), 0);
-	CHECK("absent: NAN, NULL, 0", !c.correct && !c.t_candidate.present &&
+	CHECK("absent: NAN, NULL, 0", !c.correct && !c.timed && !c.t_candidate.present &&
 	    isnan(c.vs_eager.x) && isnan(c.max_rel_error) && !c.has_seed && c.device_name == NULL);
+	CHECK("no eval_args recorded", c.eval_args == NULL && c.n_eval_args == 0);
 	CHECK_STR("its error", c.n_errors == 1 ? c.errors[0] : NULL, "out0: 3 of 16 elements differ");
 	CHECK("no flag", eval_cand_flag(&c, ~0u) == NULL);
 	eval_cand_clear(&c);
@@ -111,6 +118,8 @@ main(void)
 	    "speedup.eager_ci95: not [lo, hi]");
 	malformed("a flag not a string", "{\"flags\": [\"side_stream\", 3]}", "flags[1]: not a string");
 	malformed("a check not an object", "{\"checks\": [\"x\"]}", "checks[0]: not an object");
+	malformed("eval_args not strings", "{\"environment\": {\"eval_args\": [\"--seed\", 1]}}",
+	    "environment.eval_args[1]: not a string");
 	malformed("a seed not an integer", "{\"seed\": 1.5}", "seed: not an integer");
 
 	arr = json_pack("[o, {s:b}]", json_loads(judged, 0, NULL), "correct", 0);
