@@ -212,7 +212,7 @@ empty(struct eval_cand *c)
 	}
 	c->vs_eager.x = c->vs_eager.lo = c->vs_eager.hi = NAN;
 	c->vs_compile = c->vs_eager;
-	c->max_rel_error = NAN;
+	c->max_rel_error = c->eval_s = NAN;
 }
 
 static int
@@ -234,6 +234,7 @@ parse(const json_t *obj, struct eval_cand *c, char *err, size_t errlen)
 	    (error = get_str(obj, "device", "device", &c->device, err, errlen)) < 0 ||
 	    (error = get_str(obj, "arch", "arch", &c->arch, err, errlen)) < 0 ||
 	    (error = get_num(obj, "max_rel_error", "max_rel_error", &c->max_rel_error, err, errlen)) < 0 ||
+	    (error = get_num(obj, "eval_s", "eval_s", &c->eval_s, err, errlen)) < 0 ||
 	    (error = get_object(obj, "device_info", "device_info", &c->device_info, err, errlen)) < 0 ||
 	    (error = get_object(obj, "environment", "environment", &c->environment, err, errlen)) < 0)
 		return error;

@@ -67,6 +67,7 @@ struct eval_cand {
 					 * (gpu/evalenv.h); NULL where not recorded */
 	size_t n_eval_args;
 	double max_rel_error;		/* NAN where absent */
+	double eval_s;			/* the judge's seconds on it; NAN where absent */
 	int has_seed;
 	long long seed;			/* the evaluation's seed, below 2^63 */
 	/*

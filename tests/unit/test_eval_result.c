@@ -20,7 +20,7 @@ static const char judged[] =
     " \"checks\": [{\"name\": \"trials\", \"passed\": true, \"detail\": \"5 of 5\"},"
     "   {\"name\": \"sanitize\", \"passed\": false}, {\"name\": \"odd\"}],"
     " \"flags\": [\"precision_downgrade\", \"suspicious_speedup\"],"
-    " \"errors\": [], \"max_rel_error\": 3.1e-08, \"seed\": 9007199254740993,"
+    " \"errors\": [], \"max_rel_error\": 3.1e-08, \"eval_s\": 1.5, \"seed\": 9007199254740993,"
     " \"device_info\": {\"name\": \"NVIDIA H200\", \"torch\": \"2.5.1\"},"
     " \"environment\": {\"seed_given\": false, \"threads\": {\"OMP_NUM_THREADS\": \"4\", \"OMP_PLACES\": null},"
     "   \"eval_args\": [\"--backend\", \"cuda\", \"--seed\", \"9007199254740993\"]}, \"needs_review\": true}";
@@ -87,7 +87,7 @@ main(void)
 	    !eval_cand_has_flag(&c, "side_stream"));
 	CHECK_INT("no errors", c.n_errors, 0);
 	CHECK("a seed past 2^53 exact", c.has_seed && c.seed == 9007199254740993LL);
-	CHECK("max_rel_error", c.max_rel_error == 3.1e-08);
+	CHECK("max_rel_error, eval_s", c.max_rel_error == 3.1e-08 && c.eval_s == 1.5);
 	CHECK("provenance passed through", json_is_object(c.environment) &&
 	    json_is_object(c.device_info) && json_is_object(c.speedup_json));
 	CHECK_INT("the flags that repeat it", c.n_eval_args, 4);
