@@ -231,12 +231,17 @@ parse(const json_t *obj, struct eval_cand *c, char *err, size_t errlen)
 	    (error = get_bool(obj, "correct", "correct", &c->correct, err, errlen)) < 0 ||
 	    (error = get_bool(obj, "needs_review", "needs_review", &c->needs_review, err, errlen)) < 0 ||
 	    (error = get_str(obj, "backend", "backend", &c->backend, err, errlen)) < 0 ||
-	    (error = get_str(obj, "device", "device", &c->device, err, errlen)) < 0 ||
 	    (error = get_str(obj, "arch", "arch", &c->arch, err, errlen)) < 0 ||
 	    (error = get_num(obj, "max_rel_error", "max_rel_error", &c->max_rel_error, err, errlen)) < 0 ||
 	    (error = get_num(obj, "eval_s", "eval_s", &c->eval_s, err, errlen)) < 0 ||
 	    (error = get_object(obj, "device_info", "device_info", &c->device_info, err, errlen)) < 0 ||
 	    (error = get_object(obj, "environment", "environment", &c->environment, err, errlen)) < 0)
+		return error;
+	if (json_is_object(member(obj, "device")))	/* {"name": ...} */
+		error = get_str(member(obj, "device"), "name", "device.name", &c->device, err, errlen);
+	else
+		error = get_str(obj, "device", "device", &c->device, err, errlen);
+	if (error < 0)
 		return error;
 	if (c->device_info &&
 	    ((error = get_str(c->device_info, "name", "device_info.name", &c->device_name, err, errlen)) < 0 ||

@@ -50,7 +50,10 @@ struct eval_cand {
 					 * NULL: not given */
 	int correct;			/* "correct" is true */
 	int needs_review;		/* "needs_review" is true (gpu/flags.h) */
-	const char *backend, *device, *arch;	/* NULL where absent */
+	const char *backend, *arch;	/* NULL where absent */
+	const char *device;		/* the device's name: "device" as a string,
+					 * or its "name" where an object; NULL where
+					 * absent */
 	const char *device_name;	/* device_info.name, NULL where absent */
 	const char *torch;		/* device_info.torch, NULL where absent */
 	int timed;			/* "timings_ms" is there */

@@ -107,6 +107,10 @@ main(void)
 	CHECK_STR("its error", c.n_errors == 1 ? c.errors[0] : NULL, "out0: 3 of 16 elements differ");
 	CHECK("no flag", eval_cand_flag(&c, ~0u) == NULL);
 	eval_cand_clear(&c);
+	CHECK_INT("a device as an object", parse_text("{\"device\": {\"name\": \"cpu\"}}", &c, err,
+	    sizeof(err)), 0);
+	CHECK_STR("... its name", c.device, "cpu");
+	eval_cand_clear(&c);
 
 	malformed("not an object", "[1]", "not a JSON object");
 	malformed("correct as a string", "{\"correct\": \"yes\"}", "correct: not true or false");
@@ -120,6 +124,7 @@ main(void)
 	malformed("a check not an object", "{\"checks\": [\"x\"]}", "checks[0]: not an object");
 	malformed("eval_args not strings", "{\"environment\": {\"eval_args\": [\"--seed\", 1]}}",
 	    "environment.eval_args[1]: not a string");
+	malformed("a device as a number", "{\"device\": 0}", "device: not a string");
 	malformed("a seed not an integer", "{\"seed\": 1.5}", "seed: not an integer");
 
 	arr = json_pack("[o, {s:b}]", json_loads(judged, 0, NULL), "correct", 0);
