@@ -1,6 +1,6 @@
 /*
- * eval_result: the one reader of an evaluation result's JSON
- * (gpu/eval_result.h).
+ * eval_result: an evaluation result's JSON read once, for every caller
+ * above gpu/ (gpu/eval_result.h).
  */
 #include <errno.h>
 #include <math.h>

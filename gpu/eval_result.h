@@ -2,8 +2,9 @@
  * eval_result: the evaluator's result as C. One candidate's verdict is a
  * JSON object at the process boundary (`kernelbot eval --json`, a runner's
  * reply, best/result.json, the store's saved verdict: docs/evaluation.md,
- * "Output"); everything above gpu/ reads it through struct eval_cand,
- * parsed here once, and never by key path.
+ * "Output"); code above gpu/ reads it through struct eval_cand, parsed
+ * here once, not by key path (docs/design.md names the few places that
+ * still read a key of it).
  *
  * Ownership: a parsed eval_cand holds a reference to the object it was
  * parsed from, and its strings, arrays and pass-through parts point into
