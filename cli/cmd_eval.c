@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/jsonx.h"
 #include "gpu/eval.h"
 
 static const char eval_usage[] =
@@ -82,42 +81,35 @@ parse_seed(const char *s, unsigned long long *out)
 }
 
 static void
-print_summary(const json_t *results)
+print_summary(const struct eval_result *res)
 {
-	size_t i, j;
-	json_t *r, *v;
+	for (size_t i = 0; i < res->n; i++) {
+		const struct eval_cand *r = &res->cand[i];
 
-	json_array_foreach(results, i, r) {
-		const char *status = jsonx_str(r, "status", "?");
-		json_t *t = json_object_get(r, "timings_ms");
-
-		printf("%s: %s", jsonx_str(r, "candidate", "?"), status);
-		if (jsonx_bool(r, "correct", 0) && t) {
-			printf("  %.4g ms", jsonx_num(t, "candidate.median", 0));
-			if (json_is_object(json_object_get(t, "eager")))
+		printf("%s: %s", r->candidate ? r->candidate : "?", r->status ? r->status : "?");
+		if (r->correct && r->timed) {
+			printf("  %.4g ms", eval_num_or(r->t_candidate.median, 0));
+			if (r->t_eager.present)
 				printf("  eager %.4g ms (%.2fx [%.2f, %.2f])",
-				    jsonx_num(t, "eager.median", 0), jsonx_num(r, "speedup.eager", 0),
-				    json_real_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 0)),
-				    json_real_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 1)));
-			if (json_is_object(json_object_get(t, "compile")))
-				printf("  compile %.4g ms (%.2fx)", jsonx_num(t, "compile.median", 0),
-				    jsonx_num(r, "speedup.compile", 0));
+				    eval_num_or(r->t_eager.median, 0), eval_num_or(r->vs_eager.x, 0),
+				    eval_num_or(r->vs_eager.lo, 0), eval_num_or(r->vs_eager.hi, 0));
+			if (r->t_compile.present)
+				printf("  compile %.4g ms (%.2fx)", eval_num_or(r->t_compile.median, 0),
+				    eval_num_or(r->vs_compile.x, 0));
 		}
 		printf("\n");
-		if (json_array_size(json_object_get(r, "flags"))) {
+		if (r->n_flags) {
 			printf("  flags:");
-			json_array_foreach(json_object_get(r, "flags"), j, v)
-				printf(" %s", json_string_value(v));
+			for (size_t j = 0; j < r->n_flags; j++)
+				printf(" %s", r->flags[j]);
 			printf("\n");
 		}
-		json_array_foreach(json_object_get(r, "errors"), j, v) {
-			const char *e = json_string_value(v);
-			printf("  error: %.*s%s\n", 400, e, strlen(e) > 400 ? "..." : "");
-		}
-		json_array_foreach(json_object_get(r, "checks"), j, v)
-			if (!jsonx_bool(v, "passed", 1))
-				printf("  failed check %s: %.300s\n", jsonx_str(v, "name", "?"),
-				    jsonx_str(v, "detail", ""));
+		for (size_t j = 0; j < r->n_errors; j++)
+			printf("  error: %.*s%s\n", 400, r->errors[j], strlen(r->errors[j]) > 400 ? "..." : "");
+		for (size_t j = 0; j < r->n_checks; j++)
+			if (r->checks[j].passed == 0)
+				printf("  failed check %s: %.300s\n", r->checks[j].name ? r->checks[j].name : "?",
+				    r->checks[j].detail ? r->checks[j].detail : "");
 	}
 }
 
@@ -151,6 +143,7 @@ cmd_eval(int argc, char **argv)
 	};
 	struct eval_opts o = EVAL_OPTS_INIT;
 	json_t *results = NULL;
+	struct eval_result res;
 	char err[4096];
 	int json = 0, c, error;
 
@@ -251,6 +244,11 @@ cmd_eval(int argc, char **argv)
 		fprintf(stderr, "kernelbot eval: %s\n", err);
 		return error == -EINVAL ? EXIT_USAGE : 1;
 	}
+	if ((error = eval_result_parse(results, &res, err, sizeof(err))) < 0) {
+		fprintf(stderr, "kernelbot eval: the evaluator's result: %s\n", err);
+		json_decref(results);
+		return 1;
+	}
 	if (json) {
 		json_t *show = o.n_candidates == 1 ? json_array_get(results, 0) : results;
 		char *s = json_dumps(show, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -258,9 +256,10 @@ cmd_eval(int argc, char **argv)
 			printf("%s\n", s);
 		free(s);
 	} else {
-		print_summary(results);
+		print_summary(&res);
 	}
-	error = eval_all_correct(results) ? 0 : 1;
+	error = eval_result_all_correct(&res) ? 0 : 1;
+	eval_result_free(&res);
 	json_decref(results);
 	return error;
 }

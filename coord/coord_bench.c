@@ -16,44 +16,32 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "gitops/modules.h"
+#include "gpu/eval_result.h"
 #include "pipeline/report/report.h"
 
 #define BENCH_MARKER "<!-- kernelbot:benchmark:%lld:%s:%s -->"
 
 /* A time in ms, or n/a. */
 static void
-ms_cell(struct buf *b, const json_t *r, const char *which)
+ms_cell(struct buf *b, const struct eval_timing *t)
 {
-	char path[64];
-	const json_t *v;
-
-	snprintf(path, sizeof(path), "timings_ms.%s.median", which);
-	v = jsonx_path(r, path);
-	if (json_is_number(v))
-		buf_printf(b, " %.4g |", json_number_value(v));
+	if (t->median == t->median)
+		buf_printf(b, " %.4g |", t->median);
 	else
 		buf_addstr(b, " n/a |");
 }
 
 /* "**2.00x** [1.90, 2.10]", or n/a. */
 static void
-speedup_cell(struct buf *b, const json_t *r, const char *vs)
+speedup_cell(struct buf *b, const struct eval_speedup *s)
 {
-	char path[64];
-	const json_t *v, *ci;
-
-	snprintf(path, sizeof(path), "speedup.%s", vs);
-	v = jsonx_path(r, path);
-	snprintf(path, sizeof(path), "speedup.%s_ci95", vs);
-	ci = jsonx_path(r, path);
-	if (!json_is_number(v)) {
+	if (s->x != s->x) {
 		buf_addstr(b, " n/a |");
 		return;
 	}
-	buf_printf(b, " **%.2fx**", json_number_value(v));
-	if (json_array_size(ci) == 2)
-		buf_printf(b, " [%.2f, %.2f]", json_number_value(json_array_get(ci, 0)),
-		    json_number_value(json_array_get(ci, 1)));
+	buf_printf(b, " **%.2fx**", s->x);
+	if (s->lo == s->lo)
+		buf_printf(b, " [%.2f, %.2f]", s->lo, s->hi);
 	buf_addstr(b, " |");
 }
 
@@ -65,7 +53,7 @@ speedup_cell(struct buf *b, const json_t *r, const char *vs)
  */
 static void
 reproduce_line(struct buf *b, const struct store_task *t, const char *kernel,
-    const json_t *r, const char *backend)
+    const struct eval_cand *r, const char *backend)
 {
 	struct buf cmd = BUF_INIT(1u << 16);
 
@@ -78,14 +66,16 @@ reproduce_line(struct buf *b, const struct store_task *t, const char *kernel,
 	buf_free(&cmd);
 }
 
-/* The comment for a finished benchmark task (summary: bench_summary()'s object). */
+/*
+ * The comment for a finished benchmark task (summary: bench_summary()'s
+ * object; r: its "result", parsed).
+ */
 static void
 bench_body(struct buf *b, const struct store_job *j, const struct store_task *t,
-    const json_t *s)
+    const json_t *s, const struct eval_cand *r)
 {
-	const json_t *r = json_object_get(s, "result"), *v;
 	const char *kernel = jsonx_str(s, "kernel", "?");
-	size_t i, passed = 0, failed = 0;
+	size_t passed = 0, failed = 0;
 
 	buf_printf(b, "### kernelbot benchmark: `%s`\n\n", t->module);
 	buf_printf(b, "Fresh timings of the kernel in this pull request, `%s`, "
@@ -96,40 +86,39 @@ bench_body(struct buf *b, const struct store_job *j, const struct store_task *t,
 	    "ms | kernel ms | speedup vs eager [95% CI] | speedup vs torch.compile "
 	    "[95% CI] |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
 	buf_printf(b, "| %s, %s (%s) | the module's `get_inputs()` |",
-	    jsonx_str(r, "backend", jsonx_str(s, "backend", "?")),
-	    jsonx_str(r, "device_info.name", jsonx_str(r, "device", "?")),
-	    jsonx_str(r, "arch", jsonx_str(s, "arch", "?")));
-	ms_cell(b, r, "eager");
-	ms_cell(b, r, "compile");
-	ms_cell(b, r, "candidate");
-	speedup_cell(b, r, "eager");
-	speedup_cell(b, r, "compile");
+	    r->backend ? r->backend : jsonx_str(s, "backend", "?"),
+	    r->device_name ? r->device_name : r->device ? r->device : "?",
+	    r->arch ? r->arch : jsonx_str(s, "arch", "?"));
+	ms_cell(b, &r->t_eager);
+	ms_cell(b, &r->t_compile);
+	ms_cell(b, &r->t_candidate);
+	speedup_cell(b, &r->vs_eager);
+	speedup_cell(b, &r->vs_compile);
 	buf_addstr(b, "\n\nTimes are medians; the intervals are a paired bootstrap "
 	    "over the timing rounds. n/a: torch.compile is not available with this "
 	    "PyTorch, or disagreed with eager.\n\n");
-	json_array_foreach(json_object_get(r, "checks"), i, v) {
-		if (json_is_true(json_object_get(v, "passed")))
+	for (size_t i = 0; i < r->n_checks; i++) {
+		if (r->checks[i].passed == 1)
 			passed++;
 		else
 			failed++;
 	}
 	buf_printf(b, "**Verification**: %s (%zu checks passed, %zu failed; max "
-	    "relative error %.3g).", jsonx_str(r, "status", "?"), passed, failed,
-	    jsonx_num(r, "max_rel_error", 0));
-	if (!json_is_true(json_object_get(r, "correct")))
+	    "relative error %.3g).", r->status ? r->status : "?", passed, failed,
+	    eval_num_or(r->max_rel_error, 0));
+	if (!r->correct)
 		buf_addstr(b, " **The kernel does not pass verification at this "
 		    "commit: do not merge it as it is.**");
-	if (json_array_size(json_object_get(r, "flags"))) {
+	if (r->n_flags) {
 		buf_addstr(b, " Flagged for review:");
-		json_array_foreach(json_object_get(r, "flags"), i, v)
-			buf_printf(b, "%s `%s`", i ? "," : "", json_string_value(v) ?
-			    json_string_value(v) : "?");
+		for (size_t i = 0; i < r->n_flags; i++)
+			buf_printf(b, "%s `%s`", i ? "," : "", r->flags[i]);
 		buf_addch(b, '.');
 	}
-	buf_printf(b, "\n\n**Device**: %s, %s", jsonx_str(r, "device_info.name",
-	    jsonx_str(r, "device", "?")), jsonx_str(r, "arch", "?"));
-	if (jsonx_str(r, "device_info.torch", NULL))
-		buf_printf(b, ", PyTorch %s", jsonx_str(r, "device_info.torch", ""));
+	buf_printf(b, "\n\n**Device**: %s, %s", r->device_name ? r->device_name :
+	    r->device ? r->device : "?", r->arch ? r->arch : "?");
+	if (r->torch)
+		buf_printf(b, ", PyTorch %s", r->torch);
 	buf_addstr(b, ".\n\n**Reproduce**: ");
 	reproduce_line(b, t, kernel, r, jsonx_str(s, "backend", "cpu"));
 }
@@ -140,6 +129,7 @@ coord_bench_publish(struct coord *c, const struct store_job *j,
 {
 	struct buf body = BUF_INIT(BUF_MAX_SMALL);
 	struct forge_comment cm;
+	struct eval_cand r;
 	json_t *s = NULL;
 	char marker[MODULES_MAX_SLUG + 128], err[1024] = "", perr[128];
 	long long pr = (long long)jsonx_int(payload, "pr", 0);
@@ -157,9 +147,14 @@ coord_bench_publish(struct coord *c, const struct store_job *j,
 	    arch);
 	if (!strcmp(t->state, STORE_TASK_DONE) && t->summary &&
 	    jsonx_parse(t->summary, strlen(t->summary), &s, perr, sizeof(perr)) == 0 &&
-	    json_is_object(json_object_get(s, "result")))
-		bench_body(&body, j, t, s);
-	else
+	    json_is_object(json_object_get(s, "result"))) {
+		if (eval_cand_parse(json_object_get(s, "result"), &r, perr, sizeof(perr)) == 0)
+			bench_body(&body, j, t, s, &r);
+		else
+			buf_printf(&body, "### kernelbot benchmark: `%s`\n\nThe benchmark on "
+			    "%s failed: its result: %s\n", t->module, arch, perr);
+		eval_cand_clear(&r);
+	} else
 		buf_printf(&body, "### kernelbot benchmark: `%s`\n\nThe benchmark on "
 		    "%s %s: %s\n", t->module, arch, !strcmp(t->state,
 		    STORE_TASK_CANCELLED) ? "was stopped" : "failed", t->error ?

@@ -900,15 +900,3 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	batch_free(&b);
 	return error;
 }
-
-int
-eval_all_correct(const json_t *results)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(results, i, v)
-		if (!jsonx_bool(v, "correct", 0))
-			return 0;
-	return json_array_size(results) > 0;
-}

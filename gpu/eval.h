@@ -17,6 +17,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "gpu/eval_result.h"	/* the result as C: parse eval_run()'s array there */
+
 #define EVAL_MAX_CANDIDATES 1024
 #define EVAL_DEFAULT_TRIALS 5
 #define EVAL_DEFAULT_TIMEOUT_S 60	/* per candidate, after its build */
@@ -116,13 +118,11 @@ size_t eval_default_mem(int runners);
  * Evaluate. Each result carries "seed" and "environment" (gpu/evalenv.h:
  * what the measurement depended on, and the `kernelbot eval` flags that
  * repeat it). 0 and *out (a JSON array, one object per candidate, in order;
- * the caller's reference). -EINVAL: the problem or the options are bad
+ * the caller's reference): the serialization, which a caller reads through
+ * eval_result_parse() (gpu/eval_result.h), never by key. -EINVAL: the problem or the options are bad
  * (err says how; exit status 2). Other -errno: the evaluator itself could
  * not run (no harness, no sandbox, a crashed judge; exit status 1).
  */
 int eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen);
-
-/* 1 when every candidate in the array is correct. */
-int eval_all_correct(const json_t *results);
 
 #endif

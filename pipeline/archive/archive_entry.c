@@ -150,53 +150,38 @@ entry_check(const struct store_archive_entry *e, char *err, size_t errlen)
 
 /* ---- archive_add ---- */
 
-static double
-num_at(const json_t *o, const char *path)
-{
-	json_t *v = jsonx_path(o, path);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static double
-ci_at(const json_t *o, const char *path, size_t i)
-{
-	json_t *v = json_array_get(jsonx_path(o, path), i);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* The evaluator's verdict: correct, and no flag that voids its timings. */
+/*
+ * The evaluator's verdict, parsed into *r (eval_cand_clear() it): correct,
+ * and no flag that voids its timings.
+ */
 static int
-result_verified(const json_t *r, char *err, size_t errlen)
+result_verified(const json_t *obj, struct eval_cand *r, char *err, size_t errlen)
 {
 	const char *flag;
+	char why[256];
+	int error;
 
-	if (!json_is_object(r)) {
+	if (!json_is_object(obj)) {
 		snprintf(err, errlen, "no evaluator result");
 		return -EINVAL;
 	}
-	if (!json_is_true(json_object_get(r, "correct")) ||
-	    strcmp(jsonx_str(r, "status", ""), "correct")) {
+	if ((error = eval_cand_parse(obj, r, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "the evaluator's result: %s", error == -EINVAL ? why :
+		    strerror(-error));
+		return error;
+	}
+	if (!r->correct || !r->status || strcmp(r->status, "correct")) {
 		snprintf(err, errlen, "not a verified kernel: the evaluator's status is "
-		    "\"%s\", correct %s", jsonx_str(r, "status", "(none)"),
-		    json_is_true(json_object_get(r, "correct")) ? "true" : "not true");
+		    "\"%s\", correct %s", r->status ? r->status : "(none)",
+		    r->correct ? "true" : "not true");
 		return -EINVAL;
 	}
-	if ((flag = eval_flag_first(r, EVAL_FLAG_DISTRUSTED))) {
+	if ((flag = eval_cand_flag(r, EVAL_FLAG_DISTRUSTED))) {
 		snprintf(err, errlen, "the evaluator flagged the kernel %s: "
 		    "its times are not archived", flag);
 		return -EINVAL;
 	}
 	return 0;
-}
-
-static const char *
-device_name(const json_t *d)
-{
-	if (json_is_string(d))
-		return json_string_value(d);
-	return jsonx_str(d, "name", NULL);
 }
 
 void
@@ -206,6 +191,7 @@ archive_built_free(struct archive_built *b)
 	free(b->shape);
 	free(b->ir);
 	free(b->parents);
+	eval_cand_clear(&b->result);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -214,39 +200,42 @@ archive_build(const struct archive_kernel *k, struct archive_built *b,
     char *err, size_t errlen)
 {
 	struct store_archive_entry *e = &b->e;
-	const json_t *r = k->result;
+	struct eval_cand *r = &b->result;
 	int error;
 
 	memset(b, 0, sizeof(*b));
-	if ((error = result_verified(r, err, errlen)) < 0)
-		return error;
-	if (k->parents && !json_is_array(k->parents)) {
-		snprintf(err, errlen, "parents: a JSON array");
-		return -EINVAL;
+	if ((error = result_verified(k->result, r, err, errlen)) < 0 ||
+	    (k->parents && !json_is_array(k->parents))) {
+		if (!error)
+			snprintf(err, errlen, "parents: a JSON array");
+		archive_built_free(b);
+		return error ? error : -EINVAL;
 	}
-	e->backend = (char *)jsonx_str(r, "backend", NULL);
+	e->backend = (char *)r->backend;
 	e->arch = (char *)(k->arch ? k->arch : e->backend && !strcmp(e->backend, "cpu") ?
 	    "cpu" : NULL);
 	e->problem = (char *)k->problem;
 	e->problem_source = (char *)k->problem_source;
 	e->kernel = (char *)k->kernel;
-	e->device = (char *)(k->device ? k->device : device_name(json_object_get(r, "device")));
-	e->ms = num_at(r, "timings_ms.candidate.median");
-	e->eager_ms = num_at(r, "timings_ms.eager.median");
-	e->compile_ms = num_at(r, "timings_ms.compile.median");
-	e->speedup_eager = num_at(r, "speedup.eager");
-	e->speedup_eager_lo = ci_at(r, "speedup.eager_ci95", 0);
-	e->speedup_eager_hi = ci_at(r, "speedup.eager_ci95", 1);
-	e->speedup_compile = num_at(r, "speedup.compile");
-	e->speedup_compile_lo = ci_at(r, "speedup.compile_ci95", 0);
-	e->speedup_compile_hi = ci_at(r, "speedup.compile_ci95", 1);
+	e->device = (char *)(k->device ? k->device : r->device);
+	e->ms = r->t_candidate.median;
+	e->eager_ms = r->t_eager.median;
+	e->compile_ms = r->t_compile.median;
+	e->speedup_eager = r->vs_eager.x;
+	e->speedup_eager_lo = r->vs_eager.lo;
+	e->speedup_eager_hi = r->vs_eager.hi;
+	e->speedup_compile = r->vs_compile.x;
+	e->speedup_compile_lo = r->vs_compile.lo;
+	e->speedup_compile_hi = r->vs_compile.hi;
 	e->proposer = (char *)k->proposer;
 	e->model = (char *)k->model;
 	e->job = k->job;
 	e->repo = (char *)k->repo;
 	e->module = (char *)k->module;
-	if ((error = entry_check(e, err, errlen)) < 0)
+	if ((error = entry_check(e, err, errlen)) < 0) {
+		archive_built_free(b);
 		return error;
+	}
 	crypto_sha256_hex(e->problem_source, strlen(e->problem_source), b->psha);
 	crypto_sha256_hex(e->kernel, strlen(e->kernel), b->ksha);
 	e->problem_sha = b->psha;

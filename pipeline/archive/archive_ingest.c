@@ -175,6 +175,7 @@ struct one {
 	char *source;			/* problem.py */
 	const char *name;
 	json_t *summary, *result, *history, *ir;
+	struct eval_cand best;		/* result parsed */
 	const char *backend, *arch, *device;
 	char archbuf[16];
 	/* up to per_problem kernels */
@@ -206,6 +207,7 @@ one_free(struct one *o, size_t cap)
 	free(o->source);
 	json_decref(o->summary);
 	json_decref(o->result);
+	eval_cand_clear(&o->best);
 	json_decref(o->history);
 	json_decref(o->ir);
 }
@@ -309,10 +311,15 @@ ingest_one(struct store *s, const char *dir, const char *slug,
 			o.ir = inner;
 		}
 	}
-	o.backend = jsonx_str(o.summary, "backend", jsonx_str(o.result, "backend", "?"));
+	if ((error = eval_cand_parse(o.result, &o.best, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "%s/best/result.json: %s", dir, error == -EINVAL ? why :
+		    strerror(-error));
+		goto out;
+	}
+	o.backend = jsonx_str(o.summary, "backend", o.best.backend ? o.best.backend : "?");
 	o.device = jsonx_str(o.history, "device.name", NULL);
 	if (!o.device)
-		o.device = json_string_value(json_object_get(o.result, "device"));
+		o.device = o.best.device;
 	o.arch = prov->arch ? prov->arch : !strcmp(o.backend, "cpu") ? "cpu" :
 	    device_arch(json_object_get(o.history, "device"), o.archbuf, sizeof(o.archbuf));
 	if (!o.arch) {

@@ -8,17 +8,20 @@
 
 #include "store/store.h"
 #include "common/crypto.h"
+#include "gpu/eval_result.h"
 #include "pipeline/archive/archive.h"
 
 struct archive_built {
 	struct store_archive_entry e;	/* points into k's strings and below */
 	char psha[CRYPTO_SHA256_HEX], ksha[CRYPTO_SHA256_HEX];
 	char *ops, *shape, *ir, *parents;	/* owned */
+	struct eval_cand result;	/* k->result parsed; e's backend and device
+					 * point into it */
 };
 
 /*
  * Check k as archive_add() does and build its entry (not stored). 0, or
- * -EINVAL / -ENOMEM with the reason in err. b must not move afterwards
+ * -EINVAL / -ENOMEM with the reason in err (b then empty). b must not move afterwards
  * (e points into it) and is freed with archive_built_free(); k's strings
  * must outlive it.
  */

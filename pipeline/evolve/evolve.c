@@ -130,10 +130,12 @@ rebuild_population(struct evo_run *r)
 
 static int
 run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, const char *baselines,
-    int sanitize, json_t **results)
+    int sanitize, struct eval_result *results)
 {
 	struct eval_opts eo = EVAL_OPTS_INIT;
 	evolve_eval_fn fn = r->o->eval ? r->o->eval : eval_run;
+	json_t *arr = NULL;
+	char why[256];
 	int error;
 
 	eo.problem = r->o->problem;
@@ -157,17 +159,25 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.runners = r->o->runners;
 	eo.build_timeout_s = r->o->build_timeout_s;
 	eo.env = r->o->eval_env;
-	if ((error = fn(&eo, results, r->error, sizeof(r->error))) < 0)
+	results->cand = NULL;
+	results->n = 0;
+	if ((error = fn(&eo, &arr, r->error, sizeof(r->error))) < 0)
 		return error;
-	if (!json_is_array(*results) || json_array_size(*results) != n) {
+	if (!json_is_array(arr) || json_array_size(arr) != n) {
 		snprintf(r->error, sizeof(r->error), "the evaluator returned %zu results for %zu candidates",
-		    json_is_array(*results) ? json_array_size(*results) : 0, n);
-		json_decref(*results);
-		*results = NULL;
+		    json_is_array(arr) ? json_array_size(arr) : 0, n);
+		json_decref(arr);
 		return -EPROTO;
 	}
+	error = eval_result_parse(arr, results, why, sizeof(why));
+	json_decref(arr);
+	if (error < 0) {
+		snprintf(r->error, sizeof(r->error), "the evaluator's result: %s",
+		    error == -EINVAL ? why : strerror(-error));
+		return error == -EINVAL ? -EPROTO : error;
+	}
 	for (size_t i = 0; i < n; i++)
-		r->spent.gpu_s += jsonx_num(json_array_get(*results, i), "eval_s", 0);
+		r->spent.gpu_s += eval_num_or(results->cand[i].eval_s, 0);
 	return 0;
 }
 
@@ -287,7 +297,8 @@ generation(struct evo_run *r, int want)
 	char **paths = NULL, rel[64];
 	int *who = NULL, n, offered = 0, error = 0, correct = 0;
 	int gen = r->spent.generations;
-	json_t *results = NULL, *g;
+	struct eval_result results = { 0 };
+	json_t *g;
 	size_t base;
 
 	cands = calloc((size_t)want, sizeof(*cands));
@@ -332,9 +343,10 @@ generation(struct evo_run *r, int want)
 	}
 	for (int i = 0; i < n; i++) {
 		struct evolve_entry *e = &r->hist[base + i];
-		json_t *res = json_array_get(results, (size_t)i);
 
 		memset(e, 0, sizeof(*e));
+		e->result = results.cand[i];	/* the entry's now */
+		memset(&results.cand[i], 0, sizeof(results.cand[i]));
 		e->id = (int)(base + i);
 		e->generation = gen;
 		e->proposer = r->o->proposers[who[i]]->name;
@@ -342,12 +354,11 @@ generation(struct evo_run *r, int want)
 		e->source = cands[i].source;
 		e->origin = cands[i].origin;
 		e->source_sha = strdup(shas[i]);
-		e->result = json_incref(res);
-		e->correct = jsonx_bool(res, "correct", 0);
-		e->ms = e->correct ? jsonx_num(res, "timings_ms.candidate.median", -1) : -1;
+		e->correct = e->result.correct;
+		e->ms = e->correct ? eval_num_or(e->result.t_candidate.median, -1) : -1;
 		if (e->correct && e->ms < 0)
 			e->correct = 0;	/* correct but untimed: nothing to rank it by */
-		if (e->correct && evo_barring_flag(res)) {
+		if (e->correct && evo_barring_flag(&e->result)) {
 			e->correct = 0;
 			e->flagged = 1;
 		}
@@ -362,8 +373,8 @@ generation(struct evo_run *r, int want)
 			goto out;
 		}
 		correct += e->correct;
-		if (!r->device && json_object_get(res, "device_info"))
-			r->device = json_incref(json_object_get(res, "device_info"));
+		if (!r->device && e->result.device_info)
+			r->device = json_incref((json_t *)e->result.device_info);
 	}
 	r->ctx.device = r->device;
 	r->spent.candidates += n;
@@ -394,7 +405,7 @@ out:
 	free(shas);
 	free(who);
 	free(paths);
-	json_decref(results);
+	eval_result_free(&results);
 	return error;
 }
 
@@ -407,19 +418,18 @@ out:
  * wrong (a flaky kernel must not ship). 1 and *result when one confirmed
  * unflagged, 0 when none did. A confirmation that is correct but flagged
  * (evo_barring_flag) is not a failure of the kernel: the first such is
- * kept in *review and *review_id (when *review is NULL) for a run that
- * confirms nothing else.
+ * kept in *review and *review_id (when review->json is NULL) for a run
+ * that confirms nothing else. Both are the caller's to eval_cand_clear().
  */
 static int
-confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n, json_t **result,
-    int *which, json_t **review, int *review_id)
+confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n,
+    struct eval_cand *result, int *which, struct eval_cand *review, int *review_id)
 {
 	char dir[PATH_MAX], file[PATH_MAX], name[32];
 	const char *paths[1] = { file };
 	/* never fewer trials than a generation had */
 	int error, trials = r->o->confirm_trials > r->o->trials ? r->o->confirm_trials : r->o->trials;
 
-	*result = NULL;
 	if ((error = evo_out_path(r, dir, sizeof(dir), "best")) < 0 || (error = fsx_mkdir_p(dir, 0755)) < 0)
 		return error;
 	snprintf(name, sizeof(name), "kernel%s", r->ext);
@@ -428,7 +438,9 @@ confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n, jso
 	for (size_t i = 0; i < n && i < EVO_CONFIRM_TRIES; i++) {
 		const struct evolve_entry *e = list[i];
 		const char *why, *flag;
-		json_t *res = NULL, *r0;
+		struct eval_result res;
+		struct eval_cand c0;
+		int kept;
 
 		if ((error = fsx_write_file(file, e->source, strlen(e->source))) < 0)
 			return error;
@@ -438,36 +450,36 @@ confirm(struct evo_run *r, const struct evolve_entry *const *list, size_t n, jso
 		if ((error = run_eval(r, paths, 1, trials,
 		    r->o->confirm_baselines ? r->o->confirm_baselines : "eager,compile", 2, &res)) < 0)
 			return error;
-		r0 = json_array_get(res, 0);
-		flag = evo_barring_flag(r0);
-		if (jsonx_bool(r0, "correct", 0) && !flag) {
-			*result = json_incref(r0);
+		c0 = res.cand[0];	/* this loop's now */
+		memset(&res.cand[0], 0, sizeof(res.cand[0]));
+		eval_result_free(&res);
+		flag = evo_barring_flag(&c0);
+		if (c0.correct && !flag) {
+			*result = c0;
 			*which = e->id;
-			json_decref(res);
 			return 1;
 		}
-		if (jsonx_bool(r0, "correct", 0) && flag && !*review) {
-			*review = json_incref(r0);
+		kept = c0.correct && flag && !review->json;
+		if (kept) {
+			*review = c0;	/* its strings stay good below */
 			*review_id = e->id;
 		}
 		/* with the evaluator's first error (a sanitizer's report, a
 		 * trial's mismatch): the log is where a user looks for why */
-		why = json_string_value(json_array_get(json_object_get(r0, "errors"), 0));
+		why = c0.n_errors ? c0.errors[0] : NULL;
 		progress(r, "candidate %d failed its confirmation (%s)%s%.300s", e->id,
-		    flag ? flag : jsonx_str(r0, "status", "?"), why ? ": " : "", why ? why : "");
-		json_decref(res);
+		    flag ? flag : c0.status ? c0.status : "?", why ? ": " : "", why ? why : "");
+		if (!kept)
+			eval_cand_clear(&c0);
 	}
 	unlink(file);
 	return 0;
 }
 
 static int
-improved(const json_t *best)
+improved(const struct eval_cand *best)
 {
-	json_t *ci = jsonx_path(best, "speedup.eager_ci95");
-
-	return jsonx_num(best, "speedup.eager", 0) > 1 &&
-	    json_real_value(json_array_get(ci, 0)) > 1;
+	return eval_num_or(best->vs_eager.x, 0) > 1 && eval_num_or(best->vs_eager.lo, 0) > 1;
 }
 
 /* The flagged entries (correct, kept out of the population), fastest first. */
@@ -491,7 +503,8 @@ flagged_entries(const struct evo_run *r, const struct evolve_entry **out, size_t
  * correct, flagged confirmation, written to best/) or nothing; -errno.
  */
 static int
-confirm_all(struct evo_run *r, json_t **best, int *best_id, json_t **review, int *review_id)
+confirm_all(struct evo_run *r, struct eval_cand *best, int *best_id, struct eval_cand *review,
+    int *review_id)
 {
 	const struct evolve_entry **fl;
 	char file[PATH_MAX], name[32];
@@ -503,10 +516,10 @@ confirm_all(struct evo_run *r, json_t **best, int *best_id, json_t **review, int
 	if (!(fl = calloc(r->n_hist + 1, sizeof(*fl))))
 		return -ENOMEM;
 	n = flagged_entries(r, fl, EVO_CONFIRM_TRIES);
-	if (n && !*review)
+	if (n && !review->json)
 		got = confirm(r, fl, n, best, best_id, review, review_id);
 	free(fl);
-	if (got || !*review)
+	if (got || !review->json)
 		return got;
 	/* the reviewed kernel is the one best/ holds */
 	snprintf(name, sizeof(name), "best/kernel%s", r->ext);
@@ -520,7 +533,8 @@ confirm_all(struct evo_run *r, json_t **best, int *best_id, json_t **review, int
 static int
 finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 {
-	json_t *best = NULL, *s = NULL, *h = NULL, *review = NULL;
+	struct eval_cand best = { 0 }, review = { 0 };	/* none: json NULL */
+	json_t *s = NULL, *h = NULL;
 	const char *status;
 	char path[PATH_MAX];
 	int best_id = -1, review_id = -1, error = 0, got = 0;
@@ -536,27 +550,27 @@ finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 				    r->error[0] ? r->error : strerror(-got));
 			r->stop_reason = "error";
 			got = 0;
-			json_decref(review);
-			review = NULL;
+			eval_cand_clear(&review);
 		}
 		memcpy(r->error, keep, sizeof(keep));
 	}
 	r->spent.wall_s = clock_mono_s() - r->t0;
 	if (got)
-		status = improved(best) ? "improved" : "not_faster";
-	else if (review) {
+		status = improved(&best) ? "improved" : "not_faster";
+	else if (review.json) {
 		/* correct but flagged: kept and reported, never "no correct kernel" */
 		status = "needs_review";
 		best = review;
 		best_id = review_id;
-		review = NULL;
+		memset(&review, 0, sizeof(review));
 	} else if (!r->n_hist && r->unsupported[0] && !r->error[0])
 		status = "unsupported";
 	else if (r->error[0])
 		status = "error";
 	else
 		status = "no_correct";
-	if (!(s = evo_summary_json(r, status, best, best_id)) || !(h = evo_history_json(r))) {
+	if (!(s = evo_summary_json(r, status, best.json ? &best : NULL, best_id)) ||
+	    !(h = evo_history_json(r))) {
 		error = -ENOMEM;
 		goto out;
 	}
@@ -564,11 +578,11 @@ finish(struct evo_run *r, json_t **summary, char *err, size_t errlen)
 	    (error = evo_out_path(r, path, sizeof(path), "summary.json")) < 0 ||
 	    (error = evo_write_json(path, s)) < 0)
 		goto werr;
-	if (best && ((error = evo_out_path(r, path, sizeof(path), "best/result.json")) < 0 ||
-	    (error = evo_write_json(path, best)) < 0))
+	if (best.json && ((error = evo_out_path(r, path, sizeof(path), "best/result.json")) < 0 ||
+	    (error = evo_write_json(path, best.json)) < 0))
 		goto werr;
 	if ((error = evo_out_path(r, path, sizeof(path), "REPORT.md")) < 0 ||
-	    (error = evolve_write_report(path, s, h, best)) < 0)
+	    (error = evolve_write_report(path, s, h, best.json ? &best : NULL)) < 0)
 		goto werr;
 	progress(r, "%s after %d candidates in %d generations (%s); %s", status,
 	    r->spent.candidates, r->spent.generations, r->stop_reason, r->o->out_dir);
@@ -580,8 +594,8 @@ werr:
 out:
 	json_decref(s);
 	json_decref(h);
-	json_decref(best);
-	json_decref(review);
+	eval_cand_clear(&best);
+	eval_cand_clear(&review);
 	return error;
 }
 
@@ -693,7 +707,7 @@ teardown(struct evo_run *r)
 		free((char *)r->hist[i].source);
 		free((char *)r->hist[i].source_sha);
 		json_decref((json_t *)r->hist[i].origin);
-		json_decref((json_t *)r->hist[i].result);
+		eval_cand_clear(&r->hist[i].result);
 	}
 	free(r->hist);
 	free(r->pop);

@@ -43,7 +43,7 @@ struct evolve_entry {
 	const char *source;
 	const char *source_sha;	/* hex SHA-256 of source */
 	const json_t *origin;
-	const json_t *result;	/* the evaluator's object for it (gpu/eval.h) */
+	struct eval_cand result;	/* the evaluator's verdict on it (gpu/eval_result.h) */
 	int correct;		/* correct, timed and not flagged: in the population */
 	/*
 	 * Correct and timed, but a plausibility flag (evo_barring_flag) keeps
@@ -223,6 +223,6 @@ void prop_compiler_set_archive(struct proposer *p, evolve_retrieve_fn fn, void *
 
 /* REPORT.md for a finished run (pipeline/evolve/report.c): 0 or -errno. */
 int evolve_write_report(const char *path, const json_t *summary, const json_t *history,
-    const json_t *best_result);
+    const struct eval_cand *best_result);
 
 #endif

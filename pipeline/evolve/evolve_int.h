@@ -73,9 +73,10 @@ int evo_write_history(const struct evo_run *r);
  * It is not dropped either: when no unflagged kernel confirms, the
  * flagged ones are confirmed and the run ends "needs_review".
  */
-const char *evo_barring_flag(const json_t *result);
+const char *evo_barring_flag(const struct eval_cand *result);
 
 /* summary.json's object; best is the confirmation's verdict or NULL. */
-json_t *evo_summary_json(const struct evo_run *r, const char *status, const json_t *best, int best_id);
+json_t *evo_summary_json(const struct evo_run *r, const char *status, const struct eval_cand *best,
+    int best_id);
 
 #endif

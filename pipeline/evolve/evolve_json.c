@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,8 +57,8 @@ static json_t *
 evo_candidate_json(const struct evo_run *r, const struct evolve_entry *e)
 {
 	char file[64];
-	json_t *parents = json_array(), *errs = json_object_get(e->result, "errors");
-	const char *first = json_string_value(json_array_get(errs, 0));
+	json_t *parents = json_array();
+	const char *first = e->result.n_errors ? e->result.errors[0] : NULL;
 	json_t *c;
 
 	evo_cand_file(r, e->id, file, sizeof(file));
@@ -67,18 +68,19 @@ evo_candidate_json(const struct evo_run *r, const struct evolve_entry *e)
 	c = json_pack("{s:i, s:i, s:s, s:s, s:o, s:s, s:s, s:s, s:b, s:o, s:O}",
 	    "id", e->id, "generation", e->generation, "proposer", e->proposer, "op", e->op,
 	    "parents", parents, "source_sha", e->source_sha, "file", file,
-	    "status", jsonx_str(e->result, "status", "?"), "correct", e->correct,
+	    "status", e->result.status ? e->result.status : "?", "correct", e->correct,
 	    "ms", e->correct ? json_real(e->ms) : json_null(),
 	    "origin", e->origin ? e->origin : json_null());
 	if (c && e->correct)
-		json_object_set(c, "speedup_eager", jsonx_path(e->result, "speedup.eager") ?
-		    jsonx_path(e->result, "speedup.eager") : json_null());
-	if (c && evo_barring_flag(e->result))
-		json_object_set_new(c, "excluded", json_string(evo_barring_flag(e->result)));
-	if (c && json_is_object(json_object_get(e->result, "profile_feedback"))) {
-		/* what the LLM proposer's prompts said about it (pipeline/llm) */
-		json_object_set(c, "profile", jsonx_path(e->result, "profile_feedback.text"));
-		json_object_set(c, "profile_source", jsonx_path(e->result, "profile_feedback.source"));
+		json_object_set_new(c, "speedup_eager", isnan(e->result.vs_eager.x) ? json_null() :
+		    json_real(e->result.vs_eager.x));
+	if (c && evo_barring_flag(&e->result))
+		json_object_set_new(c, "excluded", json_string(evo_barring_flag(&e->result)));
+	if (c && json_is_object(json_object_get(e->result.json, "profile_feedback"))) {
+		/* what the LLM proposer's prompts said about it (pipeline/llm
+		 * notes it on the result: not the evaluator's) */
+		json_object_set(c, "profile", jsonx_path(e->result.json, "profile_feedback.text"));
+		json_object_set(c, "profile_source", jsonx_path(e->result.json, "profile_feedback.source"));
 	}
 	if (c && first)
 		json_object_set_new(c, "error", json_stringn(first,
@@ -117,40 +119,42 @@ evo_write_history(const struct evo_run *r)
 }
 
 static json_t *
-evo_speedup_or_null(const json_t *res, const char *key)
+num_or_null(double v)
 {
-	json_t *v = jsonx_path(res, key);
+	return isnan(v) ? json_null() : json_real(v);
+}
 
-	return json_is_number(v) ? json_real(json_number_value(v)) : json_null();
+static json_t *
+ci_or_null(const struct eval_speedup *s)
+{
+	return isnan(s->lo) ? json_null() : json_pack("[f, f]", s->lo, s->hi);
 }
 
 json_t *
-evo_summary_json(const struct evo_run *r, const char *status, const json_t *best, int best_id)
+evo_summary_json(const struct evo_run *r, const char *status, const struct eval_cand *best,
+    int best_id)
 {
 	json_t *s, *b = json_null();
 	char name[32];
 
 	if (best) {
 		snprintf(name, sizeof(name), "best/kernel%s", r->ext);
-		b = json_pack("{s:s, s:i, s:f, s:{s:o, s:o, s:O, s:O}}", "path", name,
-		    "candidate", best_id, "ms", jsonx_num(best, "timings_ms.candidate.median", 0),
-		    "speedup", "eager", evo_speedup_or_null(best, "speedup.eager"),
-		    "compile", evo_speedup_or_null(best, "speedup.compile"),
-		    "eager_ci95", jsonx_path(best, "speedup.eager_ci95") ?
-		    jsonx_path(best, "speedup.eager_ci95") : json_null(),
-		    "compile_ci95", jsonx_path(best, "speedup.compile_ci95") ?
-		    jsonx_path(best, "speedup.compile_ci95") : json_null());
+		b = json_pack("{s:s, s:i, s:f, s:{s:o, s:o, s:o, s:o}}", "path", name,
+		    "candidate", best_id, "ms", eval_num_or(best->t_candidate.median, 0),
+		    "speedup", "eager", num_or_null(best->vs_eager.x),
+		    "compile", num_or_null(best->vs_compile.x),
+		    "eager_ci95", ci_or_null(&best->vs_eager),
+		    "compile_ci95", ci_or_null(&best->vs_compile));
 		/* The confirmation's seed and environment: what reproduces the
 		 * headline (the coordinator keeps this summary as the task's). */
-		if (b && json_object_get(best, "seed"))
-			json_object_set(b, "seed", json_object_get(best, "seed"));
-		if (b && json_is_object(json_object_get(best, "environment")))
-			json_object_set_new(b, "environment",
-			    json_deep_copy(json_object_get(best, "environment")));
+		if (b && best->seed_json)
+			json_object_set(b, "seed", (json_t *)best->seed_json);
+		if (b && best->environment)
+			json_object_set_new(b, "environment", json_deep_copy(best->environment));
 	}
 	/* the confirmation's flags: a needs_review best names what to review */
-	if (b && json_is_array(json_object_get(best, "flags")))
-		json_object_set(b, "flags", json_object_get(best, "flags"));
+	if (best && b && best->flags_json)
+		json_object_set(b, "flags", (json_t *)best->flags_json);
 	s = json_pack("{s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o}", "problem", r->o->problem,
 	    "status", status, "best", b, "candidates_evaluated", r->spent.candidates,
 	    "generations", r->spent.generations, "stop_reason", r->stop_reason,
@@ -163,7 +167,7 @@ evo_summary_json(const struct evo_run *r, const char *status, const json_t *best
 }
 
 const char *
-evo_barring_flag(const json_t *result)
+evo_barring_flag(const struct eval_cand *result)
 {
-	return eval_flag_first(result, EVAL_FLAG_BARS_BEST);
+	return eval_cand_flag(result, EVAL_FLAG_BARS_BEST);
 }

@@ -4,6 +4,7 @@
  * so the report cannot say more than the files show.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,40 +20,33 @@
 #define REPORT_ORIGIN_CHARS 160		/* of each one's origin */
 
 static void
-ms_cell(struct buf *b, const json_t *t)
+ms_cell(struct buf *b, const struct eval_timing *t)
 {
-	if (!json_is_object(t)) {
+	if (!t->present) {
 		buf_addstr(b, " n/a | n/a |");
 		return;
 	}
-	buf_printf(b, " %.4g | %.4g to %.4g |", jsonx_num(t, "median", 0), jsonx_num(t, "p10", 0),
-	    jsonx_num(t, "p90", 0));
+	buf_printf(b, " %.4g | %.4g to %.4g |", eval_num_or(t->median, 0), eval_num_or(t->p10, 0),
+	    eval_num_or(t->p90, 0));
 }
 
 static void
-speedup_cell(struct buf *b, const json_t *res, const char *key)
+speedup_cell(struct buf *b, const struct eval_speedup *s)
 {
-	char ci[64];
-	json_t *v = jsonx_path(res, key), *iv;
-
-	snprintf(ci, sizeof(ci), "%s_ci95", key);
-	iv = jsonx_path(res, ci);
-	if (!json_is_number(v)) {
+	if (isnan(s->x)) {
 		buf_addstr(b, " n/a | n/a |");
 		return;
 	}
-	buf_printf(b, " %.2fx |", json_number_value(v));
-	if (json_array_size(iv) == 2)
-		buf_printf(b, " [%.2f, %.2f] |", json_number_value(json_array_get(iv, 0)),
-		    json_number_value(json_array_get(iv, 1)));
+	buf_printf(b, " %.2fx |", s->x);
+	if (!isnan(s->lo))
+		buf_printf(b, " [%.2f, %.2f] |", s->lo, s->hi);
 	else
 		buf_addstr(b, " n/a |");
 }
 
 static void
-speedup_table(struct buf *b, const json_t *best, int best_id)
+speedup_table(struct buf *b, const struct eval_cand *best, int best_id)
 {
-	const json_t *t = json_object_get(best, "timings_ms");
 
 	buf_addstr(b, "## Speedup\n\n"
 	    "Medians of the confirmation run (best/result.json); the intervals are "
@@ -61,13 +55,13 @@ speedup_table(struct buf *b, const json_t *best, int best_id)
 	    "vs torch.compile | 95% interval |\n"
 	    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 	buf_printf(b, "| best (candidate %d) |", best_id);
-	ms_cell(b, json_object_get(t, "candidate"));
-	speedup_cell(b, best, "speedup.eager");
-	speedup_cell(b, best, "speedup.compile");
+	ms_cell(b, &best->t_candidate);
+	speedup_cell(b, &best->vs_eager);
+	speedup_cell(b, &best->vs_compile);
 	buf_addstr(b, "\n| eager PyTorch |");
-	ms_cell(b, json_object_get(t, "eager"));
+	ms_cell(b, &best->t_eager);
 	buf_addstr(b, " 1.00x | | | |\n| torch.compile |");
-	ms_cell(b, json_object_get(t, "compile"));
+	ms_cell(b, &best->t_compile);
 	buf_addstr(b, " | | 1.00x | |\n\n");
 }
 
@@ -179,7 +173,7 @@ fastest(struct buf *b, const json_t *history)
 
 int
 evolve_write_report(const char *path, const json_t *summary, const json_t *history,
-    const json_t *best)
+    const struct eval_cand *best)
 {
 	struct buf b = BUF_INIT(REPORT_MAX);
 	const json_t *dev = json_object_get(history, "device");
@@ -212,14 +206,11 @@ evolve_write_report(const char *path, const json_t *summary, const json_t *histo
 		buf_addstr(&b, any ? "\n\n" : " none\n\n");
 	}
 	if (best && !strcmp(jsonx_str(summary, "status", ""), "needs_review")) {
-		const json_t *f;
-		size_t i;
-
 		/* correct, but its timing is implausible: no speedup is claimed */
 		buf_printf(&b, "## Needs review\n\nCandidate %lld is correct, but the evaluator flagged "
 		    "its timing:", jsonx_int(summary, "best.candidate", -1));
-		json_array_foreach(json_object_get(best, "flags"), i, f)
-			buf_printf(&b, "%s `%s`", i ? "," : "", json_string_value(f) ? json_string_value(f) : "?");
+		for (size_t i = 0; i < best->n_flags; i++)
+			buf_printf(&b, "%s `%s`", i ? "," : "", best->flags[i]);
 		buf_addstr(&b, ". No correct kernel was free of such a flag; its figures below are "
 		    "for review, not a verified speedup.\n\n");
 		speedup_table(&b, best, (int)jsonx_int(summary, "best.candidate", -1));

@@ -89,6 +89,6 @@ int llm_proposer_from_config(const struct config *c,
  * The evaluator's result for a failed candidate as feedback for a model:
  * its status, failed checks and errors, at most maxlen bytes. malloc'd.
  */
-char *llm_error_summary(const json_t *result, size_t maxlen);
+char *llm_error_summary(const struct eval_cand *result, size_t maxlen);
 
 #endif

@@ -90,30 +90,31 @@ pick_model(const struct llm_config *cfg, uint64_t *rng)
 }
 
 char *
-llm_error_summary(const json_t *result, size_t maxlen)
+llm_error_summary(const struct eval_cand *result, size_t maxlen)
 {
 	struct buf b = BUF_INIT(maxlen);
-	const json_t *c, *e;
 	size_t i, n = 0;
 
-	buf_printf(&b, "status: %s\n", jsonx_str(result, "status", "unknown"));
-	json_array_foreach(json_object_get(result, "checks"), i, c) {
-		if (json_is_true(json_object_get(c, "passed")) || n >= 4)
+	buf_printf(&b, "status: %s\n", result->status ? result->status : "unknown");
+	for (i = 0; i < result->n_checks; i++) {
+		const struct eval_check *c = &result->checks[i];
+
+		if (c->passed == 1 || n >= 4)
 			continue;
 		n++;
-		buf_printf(&b, "failed check %s: %s\n", jsonx_str(c, "name", "?"),
-		    jsonx_str(c, "detail", ""));
+		buf_printf(&b, "failed check %s: %s\n", c->name ? c->name : "?",
+		    c->detail ? c->detail : "");
 	}
-	n = json_array_size(json_object_get(result, "errors"));
-	json_array_foreach(json_object_get(result, "errors"), i, e) {
-		const char *s = json_string_value(e);
+	n = result->n_errors;
+	for (i = 0; i < n; i++) {
+		const char *s = result->errors[i];
 		size_t room = b.max > b.len ? (b.max - b.len) / (n - i) : 0;
 
-		if (!s || room < 16)
+		if (room < 16)
 			break;
 		if (strlen(s) + 8 > room) {
 			/* compile logs end with what matters; messages start with it */
-			int tail = !strcmp(jsonx_str(result, "status", ""), "compile_error");
+			int tail = result->status && !strcmp(result->status, "compile_error");
 			size_t keep = room - 8;
 			buf_printf(&b, "%s%.*s%s\n", tail ? "..." : "", (int)keep,
 			    tail ? s + strlen(s) - keep : s, tail ? "" : "...");
@@ -169,7 +170,7 @@ bytes_moved(const json_t *ir)
 static void
 note_profile(const struct evolve_entry *e, const char *source, const char *text)
 {
-	json_t *r = (json_t *)e->result;
+	json_t *r = e->result.json;	/* gains a key: gpu/eval_result.h allows it */
 
 	if (json_is_object(r))
 		json_object_set_new(r, "profile_feedback", json_pack("{s:s, s:s}",
@@ -185,8 +186,7 @@ profile_of(struct state *st, const struct evolve_ctx *ctx,
 	struct buf b = BUF_INIT(4096);
 	double bw = jsonx_num(ctx->device, "bandwidth_gbs", 0);
 	double bytes = ctx->ir ? bytes_moved(ctx->ir) : 0;
-	const json_t *f;
-	size_t i;
+	const struct eval_cand *res = &e->result;
 
 	if (st->o.profile) {
 		char *p = st->o.profile(st->o.profile_arg, ctx, e);
@@ -196,13 +196,11 @@ profile_of(struct state *st, const struct evolve_ctx *ctx,
 		}
 	}
 	buf_printf(&b, "median %.4g ms", e->ms);
-	if (jsonx_num(e->result, "timings_ms.eager.median", 0) > 0)
-		buf_printf(&b, "; eager PyTorch %.4g ms (speedup %.3gx)",
-		    jsonx_num(e->result, "timings_ms.eager.median", 0),
-		    jsonx_num(e->result, "speedup.eager", 0));
-	if (jsonx_num(e->result, "timings_ms.compile.median", 0) > 0)
-		buf_printf(&b, "; torch.compile %.4g ms",
-		    jsonx_num(e->result, "timings_ms.compile.median", 0));
+	if (eval_num_or(res->t_eager.median, 0) > 0)
+		buf_printf(&b, "; eager PyTorch %.4g ms (speedup %.3gx)", res->t_eager.median,
+		    eval_num_or(res->vs_eager.x, 0));
+	if (eval_num_or(res->t_compile.median, 0) > 0)
+		buf_printf(&b, "; torch.compile %.4g ms", res->t_compile.median);
 	if (bytes > 0 && e->ms > 0) {
 		buf_printf(&b, "; it moves at least %.4g MB, %.4g GB/s achieved",
 		    bytes / 1e6, bytes / (e->ms * 1e6));
@@ -211,8 +209,8 @@ profile_of(struct state *st, const struct evolve_ctx *ctx,
 			    "floor is %.4g ms", bw, 100 * bytes / (e->ms * 1e6) / bw,
 			    bytes / (bw * 1e6));
 	}
-	json_array_foreach(json_object_get(e->result, "flags"), i, f)
-		buf_printf(&b, "%sflag %s", i ? ", " : "; ", json_string_value(f));
+	for (size_t i = 0; i < res->n_flags; i++)
+		buf_printf(&b, "%sflag %s", i ? ", " : "; ", res->flags[i]);
 	buf_addstr(&b, ".");
 	{
 		char *text = buf_detach(&b, NULL);
@@ -472,7 +470,7 @@ summarize_errors(struct state *st, const struct evolve_ctx *ctx,
 	for (size_t i = 0; i < n; i++) {
 		if (pl[i].op != OP_FIX)
 			continue;
-		if (!(pl[i].error = llm_error_summary(pl[i].a->result, ERROR_SUMMARY_MAX)))
+		if (!(pl[i].error = llm_error_summary(&pl[i].a->result, ERROR_SUMMARY_MAX)))
 			return -ENOMEM;
 		if (st->o.cfg->summarize_over > 0 && k < 64 &&
 		    strlen(pl[i].error) > (size_t)st->o.cfg->summarize_over)

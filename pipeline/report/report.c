@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,8 @@ read_dir(struct report_dir *d, char *err, size_t errlen)
 {
 	const char *status, *best_path;
 	const json_t *dev;
-	char path[4096];
+	json_t *res;
+	char path[4096], why[256];
 	struct buf b = BUF_INIT(PUBLISH_MAX_FILE_BYTES);
 	int error;
 
@@ -143,16 +145,22 @@ read_dir(struct report_dir *d, char *err, size_t errlen)
 	d->source = buf_detach(&b, &d->source_len);
 	d->source_len--;
 	crypto_sha256_hex(d->source, d->source_len, d->sha256);
-	if ((error = load_json(d->path, "best/result.json", 1, &d->result, err, errlen)) < 0)
+	if ((error = load_json(d->path, "best/result.json", 1, &res, err, errlen)) < 0)
 		return error;
-	if (!jsonx_bool(d->result, "correct", 0))
+	error = eval_cand_parse(res, &d->res, why, sizeof(why));
+	json_decref(res);
+	if (error < 0)
+		return fail(error, err, errlen, "%s/best/result.json: %s", d->path,
+		    error == -EINVAL ? why : strerror(-error));
+	d->result = &d->res;
+	if (!d->result->correct)
 		return fail(-EINVAL, err, errlen,
 		    "%s/best/result.json: the confirmation evaluation is not correct (status %s)",
-		    d->path, jsonx_str(d->result, "status", "?"));
-	if (!json_is_number(jsonx_path(d->result, "speedup.eager")))
+		    d->path, d->result->status ? d->result->status : "?");
+	if (isnan(d->result->vs_eager.x))
 		return fail(-EINVAL, err, errlen, "%s/best/result.json: speedup.eager: missing", d->path);
 	if (!d->device[0] || !strcmp(d->device, "cpu"))
-		snprintf(d->device, sizeof(d->device), "%s", jsonx_str(d->result, "device", "cpu"));
+		snprintf(d->device, sizeof(d->device), "%s", d->result->device ? d->result->device : "cpu");
 	d->improved = 1;
 	return 0;
 }
@@ -164,12 +172,12 @@ report_best(const struct report_ctx *c, int improved_only)
 
 	for (size_t i = 0; i < c->n; i++) {
 		const struct report_dir *d = &c->d[i];
-		double s = d->result ? jsonx_num(d->result, "speedup.eager", 0) :
+		double s = d->result ? eval_num_or(d->result->vs_eager.x, 0) :
 		    jsonx_num(d->summary, "best.speedup.eager", 0);
 
 		if (improved_only && !d->improved)
 			continue;
-		if (!best || s > (best->result ? jsonx_num(best->result, "speedup.eager", 0) :
+		if (!best || s > (best->result ? eval_num_or(best->result->vs_eager.x, 0) :
 		    jsonx_num(best->summary, "best.speedup.eager", 0)))
 			best = d;
 	}
@@ -203,8 +211,8 @@ name_files(struct report_ctx *c)
 			struct report_dir *o = &c->d[j];
 
 			if (!strcmp(o->file, d->file)) {
-				if (jsonx_num(o->result, "speedup.eager", 0) >=
-				    jsonx_num(d->result, "speedup.eager", 0)) {
+				if (eval_num_or(o->result->vs_eager.x, 0) >=
+				    eval_num_or(d->result->vs_eager.x, 0)) {
 					d->file[0] = '\0';
 					break;
 				}
@@ -328,13 +336,15 @@ or_null(const json_t *v)
 static json_t *
 manifest_kernel(const struct report_ctx *c, const struct report_dir *d)
 {
+	static const struct eval_cand none;	/* a result not loaded: all absent */
+	const struct eval_cand *r = d->result ? d->result : &none;
 	const json_t *cand = best_candidate(d);
 	json_t *k = json_pack("{s:s,s:s,s:s,s:s,s:s}", "file", d->file, "backend", d->backend,
 	    "sha256", d->sha256, "device", d->device, "optimize_status",
 	    jsonx_str(d->summary, "status", "?"));
 	const json_t *tc = jsonx_path(d->history, "toolchain");
 	const struct { const char *key; const json_t *v; } copy[] = {
-		{ "speedup", jsonx_path(d->result, "speedup") },
+		{ "speedup", r->speedup_json },
 		{ "device_info", jsonx_path(d->history, "device") },
 		{ "toolchain", tc ? tc : jsonx_path(d->summary, "toolchain") },
 		{ "op", cand ? json_object_get(cand, "op") : NULL },
@@ -343,10 +353,10 @@ manifest_kernel(const struct report_ctx *c, const struct report_dir *d)
 		{ "stop_reason", json_object_get(d->summary, "stop_reason") },
 		{ "budget", jsonx_path(d->history, "budget") },
 		{ "spent", json_object_get(d->summary, "spent") },
-		{ "seed", jsonx_path(d->result, "seed") },
-		{ "flags", jsonx_path(d->result, "flags") },
+		{ "seed", r->seed_json },
+		{ "flags", r->flags_json },
 		/* what the confirmation's measurement depended on (gpu/evalenv.h) */
-		{ "environment", jsonx_path(d->result, "environment") },
+		{ "environment", r->environment },
 	};
 	json_t *times = json_object();
 	struct buf cmd = BUF_INIT(1u << 16);
@@ -354,9 +364,9 @@ manifest_kernel(const struct report_ctx *c, const struct report_dir *d)
 	json_object_set_new(k, "arch", d->arch[0] ? json_string(d->arch) : json_null());
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
 		json_object_set_new(k, copy[i].key, or_null(copy[i].v));
-	json_object_set_new(times, "kernel", or_null(jsonx_path(d->result, "timings_ms.candidate")));
-	json_object_set_new(times, "eager", or_null(jsonx_path(d->result, "timings_ms.eager")));
-	json_object_set_new(times, "compile", or_null(jsonx_path(d->result, "timings_ms.compile")));
+	json_object_set_new(times, "kernel", or_null(r->t_candidate.json));
+	json_object_set_new(times, "eager", or_null(r->t_eager.json));
+	json_object_set_new(times, "compile", or_null(r->t_compile.json));
 	json_object_set_new(k, "timings_ms", times);
 	json_object_set_new(k, "proposer", json_string(jsonx_str(cand, "proposer", "unknown")));
 	json_object_set_new(k, "proposers", distinct(d->history, "proposer"));
@@ -504,7 +514,7 @@ build_text(const struct report_ctx *c, struct report_pr *p)
 		if ((p->needs_review = report_flagged(best, flagged, sizeof(flagged))))
 			snprintf(speed, sizeof(speed), "verified, flagged for review (%s):", flagged);
 		else
-			snprintf(speed, sizeof(speed), "%.2fx faster", jsonx_num(best->result, "speedup.eager", 0));
+			snprintf(speed, sizeof(speed), "%.2fx faster", eval_num_or(best->result->vs_eager.x, 0));
 		if ((error = buf_printf(&b, "kernelbot: %s %s for %s%s%s%s%s%s", speed,
 		    !strcmp(best->backend, "cuda") ? "CUDA kernel" : "CPU kernel", m->module_path,
 		    strcmp(c->cls, "Model") ? ":" : "", strcmp(c->cls, "Model") ? c->cls : "",
@@ -615,7 +625,7 @@ out:
 	for (size_t i = 0; i < c.n; i++) {
 		json_decref(dirs[i].summary);
 		json_decref(dirs[i].history);
-		json_decref(dirs[i].result);
+		eval_cand_clear(&dirs[i].res);
 		json_decref(dirs[i].ir);
 		free(dirs[i].source);
 	}

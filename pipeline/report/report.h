@@ -27,6 +27,7 @@
 
 #include "common/buf.h"
 #include "gitops/publish.h"	/* struct gitops_file */
+#include "gpu/eval_result.h"
 
 struct report_module {
 	const char *repo;		/* "owner/name" */
@@ -79,7 +80,7 @@ int report_pr_build(const struct report_module *m, struct report_pr *out,
  * recorded value cannot be written on one shell line (a control
  * character); -ENOMEM.
  */
-int report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+int report_reproduce_cmd(const struct eval_cand *result, const char *module_path, const char *kernel_path,
     const char *backend, const char *cls, struct buf *b);
 
 /* Frees what report_pr_build() allocated; NULL-safe; zeroes p. */

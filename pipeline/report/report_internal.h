@@ -20,7 +20,8 @@ struct report_dir {
 	const char *path;
 	json_t *summary;		/* summary.json (always) */
 	json_t *history;		/* history.json, or NULL */
-	json_t *result;			/* best/result.json, or NULL */
+	const struct eval_cand *result;	/* best/result.json, or NULL: res */
+	struct eval_cand res;		/* (gpu/eval_result.h) */
 	json_t *ir;			/* ir.json (graph IR), or NULL */
 	char *source;			/* the best kernel's text, or NULL */
 	size_t source_len;

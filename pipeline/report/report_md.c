@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,32 +40,25 @@ cell(struct buf *b, const char *s, size_t max)
 }
 
 static int
-ms(struct buf *b, const json_t *v)
+ms(struct buf *b, double v)
 {
-	if (!json_is_number(v))
+	if (isnan(v))
 		return buf_addstr(b, "n/a");
-	return buf_printf(b, "%.4g", json_number_value(v));
+	return buf_printf(b, "%.4g", v);
 }
 
 /* "2.31x [2.20, 2.43]" or "n/a" */
 static int
-speedup(struct buf *b, const json_t *res, const char *which)
+speedup(struct buf *b, const struct eval_speedup *s)
 {
-	char key[32];
-	const json_t *s, *ci;
 	int error;
 
-	snprintf(key, sizeof(key), "speedup.%s", which);
-	s = jsonx_path(res, key);
-	snprintf(key, sizeof(key), "speedup.%s_ci95", which);
-	ci = jsonx_path(res, key);
-	if (!json_is_number(s))
+	if (isnan(s->x))
 		return buf_addstr(b, "n/a");
-	if ((error = buf_printf(b, "**%.2fx**", json_number_value(s))) < 0)
+	if ((error = buf_printf(b, "**%.2fx**", s->x)) < 0)
 		return error;
-	if (json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)))
-		error = buf_printf(b, " [%.2f, %.2f]", json_number_value(json_array_get(ci, 0)),
-		    json_number_value(json_array_get(ci, 1)));
+	if (!isnan(s->lo))
+		error = buf_printf(b, " [%.2f, %.2f]", s->lo, s->hi);
 	return error;
 }
 
@@ -75,20 +69,19 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 	 * The flags that take the headline (gpu/flags.c); side_stream is not
 	 * one: a search whose best needs review for it names it below.
 	 */
-	const json_t *v;
-	size_t i, n = 0;
+	size_t n = 0, nf = d->result ? d->result->n_flags : 0;
 
 	out[0] = '\0';
-	json_array_foreach(jsonx_path(d->result, "flags"), i, v) {
-		const char *f = json_is_string(v) ? json_string_value(v) : "";
+	for (size_t i = 0; i < nf; i++) {
+		const char *f = d->result->flags[i];
 
 		if ((eval_flag_use(f) & EVAL_FLAG_NO_HEADLINE) && strlen(out) + strlen(f) + 3 < len)
 			n += (size_t)snprintf(out + strlen(out), len - strlen(out), "%s%s", n ? ", " : "", f) > 0;
 	}
 	/* the search said so (side_stream), or said so without naming a flag */
 	if (!n && !strcmp(jsonx_str(d->summary, "status", ""), "needs_review")) {
-		json_array_foreach(jsonx_path(d->result, "flags"), i, v)
-			if (json_is_string(v) && !strcmp(json_string_value(v), "side_stream"))
+		for (size_t i = 0; i < nf; i++)
+			if (!strcmp(d->result->flags[i], "side_stream"))
 				n += (size_t)snprintf(out, len, "side_stream") > 0;
 		if (!n)
 			n += (size_t)snprintf(out, len, "needs_review") > 0;
@@ -99,21 +92,19 @@ report_flagged(const struct report_dir *d, char *out, size_t len)
 int
 report_md_headline(const struct report_dir *d, struct buf *b)
 {
-	const json_t *r = d->result;
+	const struct eval_cand *r = d->result;
 	char flagged[128];
 	int error;
 
 	if (report_flagged(d, flagged, sizeof(flagged)))
 		return buf_printf(b, "verified kernel on %s, flagged for review: %s", d->device, flagged);
-	if ((error = buf_printf(b, "%.2fx vs eager", jsonx_num(r, "speedup.eager", 0))) < 0)
+	if ((error = buf_printf(b, "%.2fx vs eager", eval_num_or(r->vs_eager.x, 0))) < 0)
 		return error;
-	if (json_array_size(jsonx_path(r, "speedup.eager_ci95")) == 2 &&
-	    (error = buf_printf(b, " [%.2f, %.2f]",
-	    json_number_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 0)),
-	    json_number_value(json_array_get(jsonx_path(r, "speedup.eager_ci95"), 1)))) < 0)
+	if (!isnan(r->vs_eager.lo) && (error = buf_printf(b, " [%.2f, %.2f]", r->vs_eager.lo,
+	    r->vs_eager.hi)) < 0)
 		return error;
-	if (json_is_number(jsonx_path(r, "speedup.compile")) &&
-	    (error = buf_printf(b, ", %.2fx vs torch.compile", jsonx_num(r, "speedup.compile", 0))) < 0)
+	if (!isnan(r->vs_compile.x) &&
+	    (error = buf_printf(b, ", %.2fx vs torch.compile", r->vs_compile.x)) < 0)
 		return error;
 	return buf_printf(b, " on %s", d->device);
 }
@@ -153,7 +144,7 @@ table(struct buf *b, const struct report_ctx *c)
 		return error;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct report_dir *d = &c->d[i];
-		const json_t *r = d->result;
+		const struct eval_cand *r = d->result;
 
 		if (!r)
 			continue;
@@ -162,13 +153,13 @@ table(struct buf *b, const struct report_ctx *c)
 		    (d->arch[0] && (error = buf_printf(b, " (%s)", d->arch)) < 0) ||
 		    (error = buf_addstr(b, " | ")) < 0 || (error = shapes(b, d)) < 0 ||
 		    (error = buf_addstr(b, " | ")) < 0 ||
-		    (error = ms(b, jsonx_path(r, "timings_ms.eager.median"))) < 0 ||
+		    (error = ms(b, r->t_eager.median)) < 0 ||
 		    (error = buf_addstr(b, " | ")) < 0 ||
-		    (error = ms(b, jsonx_path(r, "timings_ms.compile.median"))) < 0 ||
+		    (error = ms(b, r->t_compile.median)) < 0 ||
 		    (error = buf_addstr(b, " | ")) < 0 ||
-		    (error = ms(b, jsonx_path(r, "timings_ms.candidate.median"))) < 0 ||
-		    (error = buf_addstr(b, " | ")) < 0 || (error = speedup(b, r, "eager")) < 0 ||
-		    (error = buf_addstr(b, " | ")) < 0 || (error = speedup(b, r, "compile")) < 0 ||
+		    (error = ms(b, r->t_candidate.median)) < 0 ||
+		    (error = buf_addstr(b, " | ")) < 0 || (error = speedup(b, &r->vs_eager)) < 0 ||
+		    (error = buf_addstr(b, " | ")) < 0 || (error = speedup(b, &r->vs_compile)) < 0 ||
 		    (error = buf_printf(b, " |%s\n", d->file[0] ? "" : " (not shipped: a faster result has this name)")) < 0)
 			return error;
 	}
@@ -239,30 +230,29 @@ search(struct buf *b, const struct report_dir *d)
 static int
 checks(struct buf *b, const struct report_dir *d, int full)
 {
-	const json_t *v;
-	size_t i, total = 0, passed = 0;
+	const struct eval_cand *r = d->result;
+	size_t total = r->n_checks, passed = 0;
 	int error;
 
-	json_array_foreach(jsonx_path(d->result, "checks"), i, v) {
-		total++;
-		passed += jsonx_bool(v, "passed", 0);
-	}
+	for (size_t i = 0; i < total; i++)
+		passed += r->checks[i].passed == 1;
 	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
 	    (error = buf_printf(b, "**: %zu of %zu checks passed; largest relative error %.3g; seed %lld "
 	    "(`--seed` of the command under Reproduce draws the same inputs).\n\n", passed, total,
-	    jsonx_num(d->result, "max_rel_error", 0), jsonx_int(d->result, "seed", 0))) < 0 ||
+	    eval_num_or(r->max_rel_error, 0), r->has_seed ? r->seed : 0)) < 0 ||
 	    (error = buf_addstr(b, "| check | result | detail |\n| --- | --- | --- |\n")) < 0)
 		return error;
-	json_array_foreach(jsonx_path(d->result, "checks"), i, v) {
-		const char *name = jsonx_str(v, "name", "?");
+	for (size_t i = 0; i < total; i++) {
+		const struct eval_check *v = &r->checks[i];
+		const char *name = v->name ? v->name : "?";
 
 		/* the body keeps to correctness; REPORT.md has all */
 		if (!full && (!strncmp(name, "static:", 7) || !strncmp(name, "sandbox:", 8)) &&
-		    jsonx_bool(v, "passed", 0))
+		    v->passed == 1)
 			continue;
 		if ((error = buf_addstr(b, "| ")) < 0 || (error = cell(b, name, 80)) < 0 ||
-		    (error = buf_printf(b, " | %s | ", jsonx_bool(v, "passed", 0) ? "passed" : "**failed**")) < 0 ||
-		    (error = cell(b, jsonx_str(v, "detail", ""), full ? 2000 : CHECK_DETAIL_MAX)) < 0 ||
+		    (error = buf_printf(b, " | %s | ", v->passed == 1 ? "passed" : "**failed**")) < 0 ||
+		    (error = cell(b, v->detail ? v->detail : "", full ? 2000 : CHECK_DETAIL_MAX)) < 0 ||
 		    (error = buf_addstr(b, " |\n")) < 0)
 			return error;
 	}
@@ -272,22 +262,23 @@ checks(struct buf *b, const struct report_dir *d, int full)
 static int
 findings(struct buf *b, const struct report_dir *d)
 {
-	const json_t *v;
+	const struct eval_cand *r = d->result;
 	size_t i, n = 0;
 	int error, sanitized = 0;
 
 	if ((error = buf_printf(b, "\n**%s, ", d->backend)) < 0 || (error = cell(b, d->device, 80)) < 0 ||
 	    (error = buf_addstr(b, "**: ")) < 0)
 		return error;
-	json_array_foreach(jsonx_path(d->result, "checks"), i, v) {
-		const char *name = jsonx_str(v, "name", "");
+	for (i = 0; i < r->n_checks; i++) {
+		const struct eval_check *v = &r->checks[i];
+		const char *name = v->name ? v->name : "";
 
 		sanitized |= !strncmp(name, "sanitize:", 9);
-		if (strncmp(name, "static:", 7) != 0 || jsonx_bool(v, "passed", 0))
+		if (strncmp(name, "static:", 7) != 0 || v->passed == 1)
 			continue;
 		if ((error = buf_addstr(b, n++ ? "; " : "")) < 0 || (error = cell(b, name, 80)) < 0 ||
 		    (error = buf_addstr(b, " (")) < 0 ||
-		    (error = cell(b, jsonx_str(v, "detail", ""), CHECK_DETAIL_MAX)) < 0 ||
+		    (error = cell(b, v->detail ? v->detail : "", CHECK_DETAIL_MAX)) < 0 ||
 		    (error = buf_addch(b, ')')) < 0)
 			return error;
 	}
@@ -296,9 +287,9 @@ findings(struct buf *b, const struct report_dir *d)
 	if ((error = buf_addstr(b, ". Flags: ")) < 0)
 		return error;
 	n = 0;
-	json_array_foreach(jsonx_path(d->result, "flags"), i, v)
+	for (i = 0; i < r->n_flags; i++)
 		if ((error = buf_addstr(b, n++ ? ", `" : "`")) < 0 ||
-		    (error = cell(b, json_string_value(v), 60)) < 0 || (error = buf_addch(b, '`')) < 0)
+		    (error = cell(b, r->flags[i], 60)) < 0 || (error = buf_addch(b, '`')) < 0)
 			return error;
 	if (n == 0 && (error = buf_addstr(b, "none")) < 0)
 		return error;
@@ -328,16 +319,16 @@ env_item(struct buf *b, const json_t *o, const char *key, const char *label, siz
 static int
 environment(struct buf *b, const struct report_dir *d)
 {
-	const json_t *env = jsonx_path(d->result, "environment"), *threads;
+	/* provenance (gpu/evalenv.h), shown as recorded, never interpreted */
+	const json_t *env = d->result ? d->result->environment : NULL;
 	int error;
 
 	if (!json_is_object(env))
 		return 0;
-	threads = json_object_get(env, "threads");
 	if ((error = buf_printf(b, "- %s measured with", d->backend)) < 0)
 		return error;
 	for (size_t i = 0; evalenv_thread_vars[i]; i++) {
-		const char *v = jsonx_str(threads, evalenv_thread_vars[i], NULL);
+		const char *v = eval_cand_thread(d->result, evalenv_thread_vars[i]);
 
 		if ((error = buf_printf(b, "%s %s", i ? "," : "", evalenv_thread_vars[i])) < 0 ||
 		    (error = v ? buf_addch(b, '=') : buf_addstr(b, " unset")) < 0 ||
@@ -433,29 +424,24 @@ report_sh_word(struct buf *b, const char *s)
 
 /* 1 when the array of strings holds flag. */
 static int
-has_arg(const json_t *args, const char *flag)
+has_arg(const struct eval_cand *r, const char *flag)
 {
-	const json_t *v;
-	size_t i;
-
-	json_array_foreach(args, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), flag))
+	for (size_t i = 0; i < r->n_eval_args; i++)
+		if (!strcmp(r->eval_args[i], flag))
 			return 1;
 	return 0;
 }
 
 int
-report_reproduce_cmd(const json_t *result, const char *module_path, const char *kernel_path,
+report_reproduce_cmd(const struct eval_cand *result, const char *module_path, const char *kernel_path,
     const char *backend, const char *cls, struct buf *b)
 {
-	const json_t *env = jsonx_path(result, "environment");
-	const json_t *args = json_object_get(env, "eval_args"), *v;
 	size_t i, n0 = b->len;
 	int error = 0;
 
 	/* The thread settings in effect, as assignments (an unset one stays unset). */
 	for (i = 0; evalenv_thread_vars[i]; i++) {
-		const char *val = jsonx_str(json_object_get(env, "threads"), evalenv_thread_vars[i], NULL);
+		const char *val = eval_cand_thread(result, evalenv_thread_vars[i]);
 
 		if (val && ((error = buf_printf(b, "%s=", evalenv_thread_vars[i])) < 0 ||
 		    (error = report_sh_word(b, val)) < 0 || (error = buf_addch(b, ' ')) < 0))
@@ -465,26 +451,20 @@ report_reproduce_cmd(const json_t *result, const char *module_path, const char *
 	    (error = report_sh_word(b, module_path)) < 0 || (error = buf_addch(b, ' ')) < 0 ||
 	    (error = report_sh_word(b, kernel_path)) < 0)
 		goto out;
-	if (json_is_array(args) && json_array_size(args)) {
+	if (result->n_eval_args) {
 		/* the flags the measurement ran with (gpu/evalenv.h) */
-		json_array_foreach(args, i, v) {
-			if (!json_is_string(v)) {
-				error = -EINVAL;
-				goto out;
-			}
+		for (i = 0; i < result->n_eval_args; i++)
 			if ((error = buf_addch(b, ' ')) < 0 ||
-			    (error = report_sh_word(b, json_string_value(v))) < 0)
+			    (error = report_sh_word(b, result->eval_args[i])) < 0)
 				goto out;
-		}
 	} else {
 		/* a result from before the environment was recorded */
 		if ((error = buf_addstr(b, " --backend ")) < 0 || (error = report_sh_word(b, backend)) < 0 ||
-		    (json_is_integer(jsonx_path(result, "seed")) &&
-		    (error = buf_printf(b, " --seed %lld", jsonx_int(result, "seed", 0))) < 0) ||
+		    (result->has_seed && (error = buf_printf(b, " --seed %lld", result->seed)) < 0) ||
 		    (!strcmp(backend, "cuda") && (error = buf_addstr(b, " --sanitize")) < 0))
 			goto out;
 	}
-	if (cls && strcmp(cls, "Model") && !has_arg(args, "--class") &&
+	if (cls && strcmp(cls, "Model") && !has_arg(result, "--class") &&
 	    ((error = buf_addstr(b, " --class ")) < 0 || (error = report_sh_word(b, cls)) < 0))
 		goto out;
 out:
@@ -541,7 +521,7 @@ generations(struct buf *b, const struct report_dir *d)
 	json_array_foreach(jsonx_path(d->history, "generations"), i, g) {
 		if ((error = buf_printf(b, "| %lld | %lld | %lld | ", jsonx_int(g, "generation", (long long)i),
 		    jsonx_int(g, "evaluated", 0), jsonx_int(g, "correct", 0))) < 0 ||
-		    (error = ms(b, json_object_get(g, "best_ms"))) < 0 || (error = buf_addstr(b, " |\n")) < 0)
+		    (error = ms(b, jsonx_num(g, "best_ms", NAN))) < 0 || (error = buf_addstr(b, " |\n")) < 0)
 			return error;
 	}
 	return 0;

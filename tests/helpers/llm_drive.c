@@ -244,12 +244,15 @@ evolve(const struct llm_config *lc, struct store *s, const char *problem,
 			e->source = out[i].source;
 			e->source_sha = sha;
 			e->origin = out[i].origin;
-			e->result = json_incref(one);
-			e->correct = json_is_true(json_object_get(one, "correct"));
-			e->ms = e->correct ? jsonx_num(one, "timings_ms.candidate.median", -1) : -1;
+			if (eval_cand_parse(one, &e->result, err, sizeof(err)) < 0) {
+				fprintf(stderr, "llm_drive: the evaluator's result: %s\n", err);
+				return 1;
+			}
+			e->correct = e->result.correct;
+			e->ms = e->correct ? eval_num_or(e->result.t_candidate.median, -1) : -1;
 			e->parents[0] = out[i].parents[0];
 			e->parents[1] = out[i].parents[1];
-			spent.gpu_s += jsonx_num(one, "eval_s", 0);
+			spent.gpu_s += eval_num_or(e->result.eval_s, 0);
 			correct += e->correct;
 			if (e->correct && (best < 0 || e->ms < best))
 				best = e->ms;
@@ -257,13 +260,13 @@ evolve(const struct llm_config *lc, struct store *s, const char *problem,
 			    "id", e->id, "generation", gen, "proposer", "llm", "op", e->op,
 			    "parents", e->parents[0], e->parents[1], "source_sha", sha,
 			    "file", pbuf[i] + strlen(outdir) + 1,
-			    "status", jsonx_str(one, "status", "?"), "correct", e->correct,
+			    "status", e->result.status ? e->result.status : "?", "correct", e->correct,
 			    "ms", e->ms, "origin", e->origin));
 			r.n++;
 		}
-		if (!device && json_array_size(res))
-			device = json_pack("{s:s}", "name",
-			    jsonx_str(json_array_get(res, 0), "device", "cpu"));
+		if (!device && n > 0)
+			device = json_pack("{s:s}", "name", r.h[r.n - (size_t)n].result.device ?
+			    r.h[r.n - (size_t)n].result.device : "cpu");
 		json_decref(res);
 		spent.candidates += n;
 		json_array_append_new(gens, json_pack("{s:i,s:i,s:i,s:f}", "generation", gen,
@@ -295,7 +298,7 @@ evolve(const struct llm_config *lc, struct store *s, const char *problem,
 		free((char *)r.h[i].source_sha);
 		free((char *)r.h[i].source);
 		json_decref((json_t *)r.h[i].origin);
-		json_decref((json_t *)r.h[i].result);
+		eval_cand_clear(&r.h[i].result);
 	}
 	free(r.h);
 	free(r.pop);

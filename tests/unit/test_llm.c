@@ -362,22 +362,29 @@ test_summary(void)
 	    "checks", "name", "outputs_match", "passed", 0, "detail", "out0 max error 3.5 at [2, 7]",
 	    "name", "compile", "passed", 1, "detail", "ok",
 	    "errors", "trial 1, input variant 2: out0: 12 of 4096 elements differ", "second");
-	char *s = llm_error_summary(r, 3000), big[6000];
+	struct eval_cand c;
+	char *s, big[6000];
+
+	eval_cand_parse(r, &c, big, sizeof(big));
+	s = llm_error_summary(&c, 3000);
 
 	CHECK("the status", s && strstr(s, "status: mismatch\n"));
 	CHECK("failed checks only", s && strstr(s, "outputs_match: out0 max error 3.5 at [2, 7]") &&
 	    !strstr(s, "check compile"));
 	CHECK("the errors", s && strstr(s, "input variant 2: out0: 12 of 4096") && strstr(s, "second\n"));
 	free(s);
+	eval_cand_clear(&c);
 	json_decref(r);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big + sizeof(big) - 20, "error: the end", 14);
 	r = json_pack("{s:s,s:[s]}", "status", "compile_error", "errors", big);
-	s = llm_error_summary(r, 1000);
+	eval_cand_parse(r, &c, NULL, 0);
+	s = llm_error_summary(&c, 1000);
 	CHECK("capped", s && strlen(s) <= 1000);
 	CHECK("a compile log keeps its tail", s && strstr(s, "error: the end"));
 	free(s);
+	eval_cand_clear(&c);
 	json_decref(r);
 }
 
