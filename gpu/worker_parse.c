@@ -134,10 +134,8 @@ hex_digit(int c)
 
 /* n bytes from 2n hex digits (thousands of values a run: no sscanf). */
 static int
-hex_bytes(const char *h, unsigned char *v, int n)
+hex_span(const char *h, unsigned char *v, int n)
 {
-	if (strlen(h) != (size_t)n * 2)
-		return -EINVAL;
 	for (int i = 0; i < n; i++) {
 		int hi = hex_digit((unsigned char)h[2 * i]), lo = hex_digit((unsigned char)h[2 * i + 1]);
 
@@ -146,6 +144,13 @@ hex_bytes(const char *h, unsigned char *v, int n)
 		v[i] = (unsigned char)(hi << 4 | lo);
 	}
 	return 0;
+}
+
+/* n bytes from exactly 2n hex digits. 0 or -EINVAL. */
+static int
+hex_bytes(const char *h, unsigned char *v, int n)
+{
+	return strlen(h) == (size_t)n * 2 ? hex_span(h, v, n) : -EINVAL;
 }
 
 /*
@@ -191,8 +196,13 @@ worker_parse_poison(json_t *pj, size_t runs, size_t run, const struct wset *s, i
 /*
  * Parse a time request's "perturb": one list per timed run, each entry
  * [input index, element index, "hex bytes of the new value"] (the
- * element's size, little-endian). Resolved to device addresses in p,
- * run i's entries at p[first[i]] .. p[first[i + 1] - 1]. Absent: none.
+ * element's size, little-endian), or packed, many changes of one input:
+ * [input index, "positions", "values"], the positions as little-endian
+ * int64s and the values back to back, in hex (what the judge sends:
+ * thousands of changes a run as two strings, not thousands of JSON
+ * arrays to parse). At most WORKER_MAX_PERTURB changes a run. Resolved
+ * to device addresses in p, run i's at p[first[i]] .. p[first[i + 1] - 1].
+ * Absent: none.
  */
 int
 worker_parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t n,
@@ -224,38 +234,72 @@ worker_parse_perturb(struct worker *w, json_t *pj, struct wslot **order, size_t 
 		json_array_foreach(run, j, e) {
 			json_t *ji = json_array_get(e, 0), *je = json_array_get(e, 1);
 			const char *hx = json_string_value(json_array_get(e, 2));
+			const char *hp = json_string_value(je);
 			long long in, el;
+			size_t cnt, nel;
 			struct wspec *sp;
 
-			if (json_array_size(e) != 3 || !json_is_integer(ji) || !json_is_integer(je) ||
-			    !hx || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
-				snprintf(err, errlen, "time: perturb[%zu][%zu] is not [input, element, hex]",
-				    i, j);
+			if (json_array_size(e) != 3 || !json_is_integer(ji) ||
+			    (!json_is_integer(je) && !hp) || !hx ||
+			    (in = json_integer_value(ji)) < 0 || in >= s->nin) {
+				snprintf(err, errlen, "time: perturb[%zu][%zu] is not [input, element, hex] "
+				    "or [input, \"positions\", \"values\"]", i, j);
 				goto bad;
 			}
 			sp = &s->in[in];
-			el = json_integer_value(je);
-			if (el < 0 || (size_t)el >= sp->nbytes / (size_t)sp->elsize) {
-				snprintf(err, errlen, "time: perturb[%zu][%zu]: no element %lld in %s",
-				    i, j, el, sp->name);
+			nel = sp->nbytes / (size_t)sp->elsize;
+			/* Packed: little-endian int64 positions, then the values, in hex. */
+			cnt = hp ? strlen(hp) / 16 : 1;
+			if (hp && (strlen(hp) % 16 || strlen(hx) != cnt * 2 * (size_t)sp->elsize)) {
+				snprintf(err, errlen, "time: perturb[%zu][%zu]: %zu positions need %zu hex "
+				    "digits of values for %s", i, j, cnt, cnt * 2 * (size_t)sp->elsize,
+				    sp->name);
 				goto bad;
 			}
-			if (np == cap) {
-				struct wdev_elem *q = realloc(p, (cap = cap ? 2 * cap : 16) * sizeof(*p));
-				if (!q) {
-					snprintf(err, errlen, "time: out of memory");
+			if (np + cnt - first[i] > WORKER_MAX_PERTURB) {
+				snprintf(err, errlen, "time: perturb[%zu] holds over %d changes", i,
+				    WORKER_MAX_PERTURB);
+				goto bad;
+			}
+			for (size_t c = 0; c < cnt; c++) {
+				unsigned char pb[8];
+
+				if (hp) {
+					if (hex_span(hp + 16 * c, pb, 8) < 0) {
+						snprintf(err, errlen, "time: perturb[%zu][%zu]: position %zu "
+						    "is not hex", i, j, c);
+						goto bad;
+					}
+					el = 0;
+					for (int b = 7; b >= 0; b--)
+						el = (long long)((unsigned long long)el << 8 | pb[b]);
+				} else {
+					el = json_integer_value(je);
+				}
+				if (el < 0 || (size_t)el >= nel) {
+					snprintf(err, errlen, "time: perturb[%zu][%zu]: no element %lld in %s",
+					    i, j, el, sp->name);
 					goto bad;
 				}
-				p = q;
+				if (np == cap) {
+					struct wdev_elem *q = realloc(p, (cap = cap ? 2 * cap : 1024) *
+					    sizeof(*p));
+					if (!q) {
+						snprintf(err, errlen, "time: out of memory");
+						goto bad;
+					}
+					p = q;
+				}
+				p[np].dst = (unsigned char *)sl->in[in] + (size_t)el * (size_t)sp->elsize;
+				p[np].n = sp->elsize;
+				if (sp->elsize > 8 || (hp ? hex_span(hx + (size_t)2 * sp->elsize * c,
+				    p[np].v, sp->elsize) : hex_bytes(hx, p[np].v, sp->elsize)) < 0) {
+					snprintf(err, errlen, "time: perturb[%zu][%zu]: the value is not %d "
+					    "bytes in hex", i, j, sp->elsize);
+					goto bad;
+				}
+				np++;
 			}
-			p[np].dst = (unsigned char *)sl->in[in] + (size_t)el * (size_t)sp->elsize;
-			p[np].n = sp->elsize;
-			if (sp->elsize > 8 || hex_bytes(hx, p[np].v, sp->elsize) < 0) {
-				snprintf(err, errlen, "time: perturb[%zu][%zu]: the value is not %d bytes "
-				    "in hex", i, j, sp->elsize);
-				goto bad;
-			}
-			np++;
 		}
 	}
 	first[n] = np;

@@ -217,6 +217,34 @@ for n in 4 5 6 7 8; do
 		ok "malformed perturbation $n refused" || bad "perturbation $n: $(sed -n ${n}p "$tmp/rp")"
 done
 
+# Packed, as the judge sends them: [input, int64 positions, values] in hex,
+# in order (the last change to an element wins); a short value list, a
+# position past the input and odd hex are refused.
+mkdir -p "$tmp/scratch9"
+"$PY" - >"$tmp/packed" <<'PYEOF'
+import json, struct
+pos = lambda *p: struct.pack("<%dq" % len(p), *p).hex()
+val = lambda *v: struct.pack("<%df" % len(v), *v).hex()
+print(json.dumps({"cmd": "time", "sets": [0], "perturb": [[[0, pos(1, 6, 1), val(20.0, -3.0, 30.0)]]]}))
+print(json.dumps({"cmd": "dump", "set": 0, "inputs": 1}))
+for bad in ([0, pos(1, 2), val(1.0)], [0, pos(8), val(1.0)], [0, pos(1)[:-1], val(1.0)],
+            [0, pos(1), "zz" + val(1.0)[2:]]):
+    print(json.dumps({"cmd": "time", "sets": [0], "perturb": [[bad]]}))
+print('{"cmd":"quit"}')
+PYEOF
+"$KERNELBOT" __worker --backend cpu --dir "$tmp/in" --scratch "$tmp/scratch9" \
+	--so "$tmp/correct.so" <"$tmp/packed" >"$tmp/rpk" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rpk")" <<'PYEOF' && ok "packed changes: applied in order" || bad "packed: $(sed -n 2,3p "$tmp/rpk")"
+import json, struct, sys
+r = json.loads(sys.argv[1])
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+sys.exit(0 if list(x) == [1.0, 30.0, 3.0, 4.0, 5.0, 6.0, -3.0, 8.0] else 1)
+PYEOF
+for n in 4 5 6 7; do
+	[ "$(py x 'r["ok"] is False and "perturb" in r["error"]' "$(sed -n ${n}p "$tmp/rpk")")" = True ] &&
+		ok "malformed packed change $n refused" || bad "packed $n: $(sed -n ${n}p "$tmp/rpk")"
+done
+
 # Thousands of changes before one run (the judge spreads them over every
 # axis of each input, docs/evaluation.md): 16384 entries, the most one run
 # takes, over x's 8 elements, applied in order (the last to each element

@@ -926,7 +926,8 @@ class CandidateRun:
             self.export(w, k)
         poison = [jchk.draw_poison(self.ctx.sets[k]["specs"], self.prng) for k in sets]
         prep_s, prep_over = 0.0, 0.0
-        req = {"cmd": "time", "sets": sets, "reps": len(sets), "perturb": self.pert.request(sets)}
+        req = {"cmd": "time", "sets": sets, "reps": len(sets),
+               "perturb": [jpert.pack(run) for run in self.pert.request(sets)]}
         if self.pert.refresh:
             req["refresh"] = self.pert.last_refresh
         if len(sets) == 1:

@@ -15,6 +15,7 @@ run's outputs are copied as the call returns: a dump reads that copy.
 import argparse
 import json
 import os
+import struct
 import sys
 import time
 
@@ -294,8 +295,17 @@ class PyWorker:
         for j, e, hx in changes:
             j = int(j)
             by_arg.setdefault(j, ([], []))
-            by_arg[j][0].append(int(e))
-            by_arg[j][1].append(hx)
+            if isinstance(e, str):
+                # Packed: int64 positions and the values back to back, in hex.
+                pos = bytes.fromhex(e)
+                if len(pos) % 8:
+                    raise ValueError("perturb: packed positions are not int64s")
+                es = len(hx) // max(1, len(pos) // 8)
+                by_arg[j][0].extend(struct.unpack("<%dq" % (len(pos) // 8), pos))
+                by_arg[j][1].extend(hx[i:i + es] for i in range(0, len(hx), es) if es)
+            else:
+                by_arg[j][0].append(int(e))
+                by_arg[j][1].append(hx)
             if j >= n and self.loaded == k:
                 self.loaded = None	# the state changed: copied in before the call
         # One indexed write per input: thousands of changes a run.
