@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 /* Named limits on what the judge's manifest and commands may ask for. */
-#define WORKER_MAX_TENSORS 64		/* inputs or outputs of one set */
+#define WORKER_MAX_TENSORS 256		/* inputs or outputs of one set (kbh/judge.py TENSORS_MAX) */
 #define WORKER_MAX_DIMS 8
 #define WORKER_MAX_SETS 4096
 #define WORKER_MAX_SLOTS 8		/* input sets resident at once for timing */

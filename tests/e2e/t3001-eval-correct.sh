@@ -94,6 +94,24 @@ printf 'import torch\nclass Model(torch.nn.Module):\n    pass\n' >"$tmp/bad_prob
 "$KERNELBOT" eval "$tmp/bad_problem.py" "$C" --backend cpu >/dev/null 2>"$tmp/err"; st=$?
 [ "$st" -eq 2 ] && grep -q "get_init_inputs" "$tmp/err" && ok "broken problem: exit 2 naming what is missing" ||
 	bad "broken problem: exit $st: $(cat "$tmp/err")"
+# More tensors in a set than the worker takes: the problem's error, not
+# the candidate's (a runtime_error would blame every kernel).
+cat >"$tmp/many.py" <<'PYEOF'
+import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(4)) for _ in range(300)])
+    def forward(self, x):
+        return x + self.p[0]
+def get_inputs():
+    return [torch.randn(8, 4)]
+def get_init_inputs():
+    return []
+PYEOF
+"$KERNELBOT" eval "$tmp/many.py" "$C" --backend cpu >/dev/null 2>"$tmp/err"; st=$?
+[ "$st" -eq 2 ] && grep -q "301 inputs.*at most 256" "$tmp/err" && ok "301 tensors in a set: exit 2 naming the limit" ||
+	bad "too many tensors: exit $st: $(cat "$tmp/err")"
 "$KERNELBOT" eval "$P" "$C" --trials 0 >/dev/null 2>&1; st=$?
 [ "$st" -eq 2 ] && ok "--trials 0: exit 2" || bad "--trials 0: exit $st"
 "$KERNELBOT" eval "$P" "$ROOT/tests/fixtures/exploits/cpu/correct.c" --backend cuda >/dev/null 2>"$tmp/err"; st=$?

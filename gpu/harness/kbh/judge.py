@@ -32,6 +32,9 @@ from kbh.judge_run import CandidateRun, SPOT_SAMPLE, RETIME_ROUNDS
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 MAX_TIMING_SETS = 3
+# Inputs (arguments, then the model's state) or outputs of one set the
+# worker takes: WORKER_MAX_TENSORS, gpu/worker.h.
+TENSORS_MAX = 256
 ADAPTIVE_MAX_FACTOR = 6
 PRECISION = 0.0025
 
@@ -181,6 +184,12 @@ class Context:
         for i, s in enumerate(self.sets):
             names = self.arg_names(len(s["args"]))
             named = list(zip(names, s["args"])) + self.state
+            if len(named) > TENSORS_MAX or len(s["expected"]) > TENSORS_MAX:
+                # The problem's shape, not any candidate's fault.
+                raise jp.ProblemError("%d inputs (forward's arguments and the model's parameters "
+                                      "and buffers) and %d outputs: a set holds at most %d of "
+                                      "each (WORKER_MAX_TENSORS, gpu/worker.h)"
+                                      % (len(named), len(s["expected"]), TENSORS_MAX))
             fname = "set%d.bin" % i
             entries = jio.write_set(os.path.join(self.inputs_dir, fname), named, self.staging)
             manifest["sets"].append({"file": fname, "n_args": len(s["args"]), "inputs": entries,

@@ -130,7 +130,7 @@ EXCH_VALUES = 8
 EXCH_LOW = 0.25
 EXCH_LOW_DOF = 16
 # Refreshes a run: the worker takes WORKER_MAX_TENSORS (gpu/worker.h).
-REFRESH_TENSORS = 64
+REFRESH_TENSORS = 256
 
 
 def perturbed_args(ins):
