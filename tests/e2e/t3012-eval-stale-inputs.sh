@@ -11,12 +11,13 @@
 # waits for a person (stale_inputs). A one-hot product's only free value
 # is 1.0: the judge leaves the one-hot be rather than write a value
 # get_inputs() never gives, so an honest kernel that gathers the
-# selected row (what the problem promises) is correct.
+# selected row (what the problem promises) is correct. Sorted bin edges
+# are kept as given, never changed: their kernel waits for review too.
 . "$(dirname "$0")/eval-lib.sh"
 F="$ROOT/tests/fixtures/stale"
 
 mkdir -p "$tmp/c"
-cp "$F/codes.c" "$F/codes_replay.c" "$F/onehot_gather.c" "$F/steps.c" "$tmp/c/"
+cp "$F/codes.c" "$F/codes_replay.c" "$F/onehot_gather.c" "$F/steps.c" "$F/edges.c" "$tmp/c/"
 cd "$tmp/c"
 "$KERNELBOT" eval "$F/codes.py" codes.c codes_replay.c \
 	--backend cpu --json --rounds 2 --reps 10 --warmup 1 --timeout 30 \
@@ -33,8 +34,18 @@ st=$?
 	>"$tmp/steps.json" 2>"$tmp/steps.err"
 st=$?
 [ "$st" -eq 0 ] && ok "steps: exit 0" || bad "steps: exit $st: $(tail -5 "$tmp/steps.err")"
+# Sorted bin edges: kept as given, never changed, so a kernel could keep
+# a function of them (their sum here) across calls: even the honest one
+# waits for a person.
+"$KERNELBOT" eval "$F/edges.py" edges.c \
+	--backend cpu --json --rounds 2 --reps 10 --warmup 1 --timeout 30 \
+	>"$tmp/edges.json" 2>"$tmp/edges.err"
+st=$?
+[ "$st" -eq 0 ] && ok "edges: exit 0" || bad "edges: exit $st: $(tail -5 "$tmp/edges.err")"
 cd "$ROOT"
 
+expect "$tmp/edges.json" edges.c 'r["status"] == "correct" and "stale_inputs" in r["flags"] and r["needs_review"]' "sorted edges never changed: correct, stale_inputs, needs review"
+expect "$tmp/edges.json" edges.c 'any(c["name"] == "timing_inputs_fresh" and not c["passed"] and c["detail"].startswith("input 1 never changed (all pattern or sorted)") for c in r["checks"])' "timing_inputs_fresh names the sorted input"
 for k in codes.c codes_replay.c; do
 	expect "$tmp/codes.json" $k 'r["status"] == "correct" and r["correct"]' "correct"
 	expect "$tmp/codes.json" $k '"stale_inputs" not in r["flags"]' "not flagged stale_inputs"

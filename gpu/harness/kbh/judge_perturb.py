@@ -791,6 +791,14 @@ class Perturber:
             out.append(v)
         return out
 
+    def kept_whole(self):
+        """The inputs no run changed (all of them pattern, or sorted rows):
+        a kernel may keep a function of them from one call to the next and
+        pay for it once (8x over its honest twin, tried from outside), so
+        the speedup waits for a person (stale_inputs)."""
+        return sorted({j for k in self.pools for j, p in self.perturbed(k).items()
+                       if p["vals"].numel() == 0})
+
     def summary(self):
         if not getattr(self.ctx, "perturb", True):
             return ("KERNELBOT_PERTURB=0: %d timed runs on fixed inputs; an output kept per input "

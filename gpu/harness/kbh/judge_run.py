@@ -717,9 +717,15 @@ class CandidateRun:
         # value), or changes that never moved the expected outputs: an
         # output kept from an earlier run and replayed would pass the spot
         # checks, so the speedup waits for a person (stale_inputs).
+        whole = self.pert.kept_whole() if getattr(ctx, "perturb", True) else []
         fresh = (getattr(ctx, "perturb", True) and (self.pert.runs > 0 or self.pert.plain == 0)
-                 and not (self.pert.spots > 0 and self.pert.moved == 0))
-        self.check("timing_inputs_fresh", fresh, self.pert.summary())
+                 and not (self.pert.spots > 0 and self.pert.moved == 0) and not whole)
+        self.check("timing_inputs_fresh", fresh, (
+            "input%s %s never changed (all pattern or sorted): a function of %s kept from one "
+            "call to the next would pass; " % ("s" if len(whole) > 1 else "",
+                                                ", ".join(map(str, whole)),
+                                                "them" if len(whole) > 1 else "it")
+            if whole else "") + self.pert.summary())
         if not fresh:
             self.flag("stale_inputs")
         self.integrity(w, len(cand_rounds), side_notes, untimed_notes, clock_runs,
