@@ -579,3 +579,23 @@ def test_state_the_model_computes_is_not_perturbed():
     now = p.args(0)
     assert not torch.equal(now[1], model.w.detach()) and torch.equal(now[2], model.freq)
     assert "never changed: 2" in p.summary()
+
+
+def test_refresh_leaves_no_element_in_place():
+    # An affine map e -> (a e + b) mod n fixes gcd(a - 1, n) elements or
+    # none: on 512 elements a = 257 once left half of an input in place.
+    # Tiny inputs (4 and 6 elements have no unit but 1 and n - 1) still
+    # get a refresh, a shift, and the draw ends.
+    for shape in ((8, 64), (512,), (4,), (6,), (7,), (3, 5)):
+        x = torch.randn(*shape)
+        p = jpert.Perturber(ctx_of([x]), refresh=True)
+        n = x.numel()
+        for _ in range(200):
+            p.request([0])
+            ((j, a, b),) = p.last_refresh[0]
+            assert 0 < a < n and 0 <= b < n
+            e = torch.arange(n)
+            fixed = int(((a * e + b) % n == e).sum())
+            # None, or the one an odd n's g = 1 map must keep.
+            assert fixed == 0 or (fixed == 1 and math.gcd(a - 1, n) == 1), (shape, a, b)
+            assert math.gcd(a - 1, n) ** 2 <= n or a == 1

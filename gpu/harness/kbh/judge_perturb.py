@@ -590,13 +590,25 @@ class Perturber:
     def _refresh(self, k, j):
         """Draw a run's refresh of input j of set k: [j, a, b], a a unit
         mod n other than 1 and n - 1 (a shift or a reversal of the flat
-        index would keep rows together)."""
+        index would keep rows together) with g = gcd(a - 1, n) at most
+        sqrt(n) (a larger g is a shift on each residue class), and b not a
+        multiple of g: e -> (a e + b) mod n then leaves no element in place
+        (its fixed points solve (a - 1) e = -b mod n: g of them or none;
+        a = 257 on 512 elements left half of them where they were), or one
+        where g = 1. Where n has no such unit (4 or 6 elements) a shift by
+        b != 0, which fixes none."""
         n = math.prod(self.pools[k].inputs[j]["shape"])
-        while True:
-            a = self.rng.randrange(2, n - 1)
-            if math.gcd(a, n) == 1:
+        a = 1
+        for _ in range(256):
+            c = self.rng.randrange(2, n - 1) if n > 3 else 1
+            g = math.gcd(c - 1, n)
+            if math.gcd(c, n) == 1 and g * g <= n:
+                a = c
                 break
+        g = math.gcd(a - 1, n)
         b = self.rng.randrange(n)
+        while g > 1 and b % g == 0:
+            b = self.rng.randrange(n)
         self.rparams.setdefault(k, {})[j] = (a, b)
         self.now.get(k, {}).pop(j, None)
         self.refreshed += n
