@@ -390,9 +390,16 @@ room_class(const struct wh_guard_conn *v, const struct timespec *now)
 	 * newcomer every millisecond took genuine connections in that gap).
 	 * Short, so that a flood of connects turns its slots over slower than
 	 * that (256 slots: 51,200 connects a second) before it is a wall.
+	 * Longer for an owner's only connection: a client on a busy host
+	 * (a health check, a forge's delivery from the same machine) can be
+	 * scheduled out for milliseconds between its connect and its first
+	 * write, and newcomers from many addresses, one each, then ended it
+	 * in that gap; a wall of such heads takes a connect from each of 256
+	 * addresses every WH_GUARD_LONE_GRACE_MS (5,120 a second).
 	 */
 	if ((v->state == CONN_LINE || v->state == CONN_HEAD) &&
-	    since_s(&v->opened, now) * 1000 < WH_GUARD_HEAD_GRACE_MS)
+	    since_s(&v->opened, now) * 1000 < (v->owner->held == 1 ?
+	    WH_GUARD_LONE_GRACE_MS : WH_GUARD_HEAD_GRACE_MS))
 		return 0;
 	switch (v->state) {
 	case CONN_LINE:

@@ -36,7 +36,9 @@
  *     request is done, its client's (below), so a proxy's connections
  *     are ended for room as direct ones are, per client. Among heads,
  *     from the owner holding the most connections, then the oldest; none
- *     in its first WH_GUARD_HEAD_GRACE_MS, and none whose whole head
+ *     in its first WH_GUARD_HEAD_GRACE_MS (WH_GUARD_LONE_GRACE_MS when
+ *     its owner holds no other: a client on a busy host may be scheduled
+ *     out between its connect and its first write), and none whose whole head
  *     waits unread in its socket (a peek: it has earned its slot). A
  *     head can go to a newcomer from an owner holding at least as many
  *     as the newcomer's own, or from any owner when every other
@@ -96,6 +98,7 @@
 #define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
 #define WH_GUARD_PEEK		8192	/* bytes of a socket peeked for an unread whole head */
 #define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
+#define WH_GUARD_LONE_GRACE_MS	50	/* ... nor, its owner holding no other, this young */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
 

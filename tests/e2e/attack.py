@@ -57,10 +57,11 @@ Prints one line per attack and one for the deliveries:
 longest_s: the longest a connection stayed open, closed or not), and writes the accepted delivery ids, one per line, to ids.txt in the
 current directory. Every wait is bounded; nothing here needs root.
 """
+import errno
 import hashlib
 import hmac
-import http.client
 import json
+import re
 import selectors
 import socket
 import struct
@@ -207,20 +208,58 @@ class Attack:
 def push(port, addr, body, did, sig, xff=None):
     """POST a GitHub push delivery from addr (for client xff, through a
     proxy at addr): the status as text, or the name of the error that
-    ended it."""
-    headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
-               "X-GitHub-Delivery": did, "X-Hub-Signature-256": sig}
-    if xff:
-        headers["X-Forwarded-For"] = xff
+    ended it.
+
+    The request goes as a forge's does, right behind the handshake: one
+    sendto() with MSG_FASTOPEN connects and sends in the kernel, so no
+    pause of this process between connect and send (another thread
+    holding the interpreter, a busy host's scheduler) shows the server a
+    bare connection where a forge's request would already be in.
+    Without TCP Fast Open on the client side, connect then send."""
+    xffh = "X-Forwarded-For: %s\r\n" % xff if xff else ""
+    req = ("POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nX-GitHub-Event: push\r\n"
+           "X-GitHub-Delivery: %s\r\nX-Hub-Signature-256: %s\r\n%s"
+           "Content-Length: %d\r\nConnection: close\r\n\r\n"
+           % (port, did, sig, xffh, len(body))).encode() + body
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=15, source_address=(addr, 0))
-        c.request("POST", "/webhooks/github", body, headers)
-        r = c.getresponse()
-        r.read()
-        c.close()
-        return str(r.status)
+        s.bind((addr, 0))
+        # Blocking (a timeout makes the socket non-blocking underneath,
+        # and a Fast Open sendto() on one stops at EINPROGRESS); the
+        # kernel's send timeout bounds the connect.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 15, 0))
+        try:
+            n = s.sendto(req, socket.MSG_FASTOPEN, ("127.0.0.1", port))
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            s.connect(("127.0.0.1", port))
+            n = 0
+        s.settimeout(15)
+        s.sendall(req[n:])
+        got = b""
+        while b"\r\n\r\n" not in got:
+            more = s.recv(65536)
+            if not more:
+                return "EmptyReply" if not got else "ShortReply"
+            got += more
+        head, rest = got.split(b"\r\n\r\n", 1)
+        status = head.split(b"\r\n", 1)[0].split()
+        if len(status) < 2 or not status[0].startswith(b"HTTP/") or not status[1].isdigit():
+            return "BadStatusLine"
+        m = re.search(rb"(?im)^content-length:\s*(\d+)\s*$", head)
+        want = int(m.group(1)) if m else None
+        while want is None or len(rest) < want:
+            more = s.recv(65536)
+            if not more:
+                break
+            rest += more
+        return status[1].decode()
     except OSError as e:
         return type(e).__name__
+    finally:
+        s.close()
 
 
 class Deliverer(threading.Thread):

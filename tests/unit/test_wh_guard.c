@@ -292,7 +292,7 @@ test_eviction(void)
 	}
 	for (int i = 0; i < 3; i++) {
 		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
-		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	}
 	wh_guard_head(g, conn[0], NULL, 1, 0);	/* a body just begun: not ended for room */
 	CHECK_INT("a newcomer from a new address is taken",
@@ -397,7 +397,7 @@ test_room_for_idle(void)
 	}
 	for (int i = 0; i < 3; i++) {
 		wh_guard_open(g, sp[i][0], (struct sockaddr *)&sa[i], sizeof(sa[i]), &conn[i]);
-		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	}
 	wh_guard_line_done(g, conn[0]);
 	wh_guard_line_done(g, conn[1]);
@@ -467,6 +467,50 @@ pairs_free(struct wh_guard *g, struct pairs *p, unsigned ended)
 }
 
 /*
+ * A client alone from its address, scheduled out between its connect and
+ * its first write on a busy host (t1020's health check: 000 under load),
+ * is not ended for a newcomer past WH_GUARD_HEAD_GRACE_MS: it has
+ * WH_GUARD_LONE_GRACE_MS. The newcomer, with nothing else to end, is
+ * refused; past that grace it ends the lone head.
+ */
+static void
+test_room_lone_grace(void)
+{
+	struct config *c = load("http:\n  max_connections: 2\n");
+	struct wh_guard *g = NULL;
+	const char *const from[4] = { "127.0.9.1", "127.0.9.2", "127.0.9.3", "127.0.9.4" };
+	struct timespec t0, t1;
+	struct pairs p;
+	int rc;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 4, from);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pairs_open(g, &p, 0);
+	pairs_open(g, &p, 1);
+	wh_guard_line_done(g, p.conn[1]);
+	wh_guard_head(g, p.conn[1], NULL, 0, 0);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_HEAD_GRACE_MS + 15) * 1000000L }, NULL);
+	rc = pairs_open(g, &p, 2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 <
+	    WH_GUARD_LONE_GRACE_MS) {
+		CHECK_INT("a newcomer, nothing to end but a lone head in its grace, is refused", rc,
+		    -EUSERS);
+		CHECK("the lone head is left alone", left_alone(p.sp[0][1], 20));
+	} else
+		printf("# skipped: this host slept past WH_GUARD_LONE_GRACE_MS\n");
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
+	CHECK_INT("past its grace, a newcomer", pairs_open(g, &p, 3), 0);
+	CHECK("ends the lone head", !left_alone(p.sp[0][1], 300) && peer_sees_eof(p.sp[0][1]));
+	CHECK("not the whole head", left_alone(p.sp[1][1], 20));
+	pairs_free(g, &p, 1u << 0 | 1u << 2);	/* refused or ended, whichever */
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * F2 of the third outside attack: a delivery written in one go, whose
  * head waits unread in the socket while the door is busy, is not taken
  * for a connection "without its request line": a newcomer ends the idle
@@ -487,7 +531,7 @@ test_room_head_in_socket(void)
 	for (int i = 0; i < 2; i++) {
 		pairs_open(g, &p, i);
 		wh_guard_heard(g, p.conn[i]);
-		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	}
 	CHECK("the delivery is written", write(p.sp[0][1], head, sizeof(head) - 1) ==
 	    (ssize_t)sizeof(head) - 1);
@@ -681,7 +725,7 @@ test_room_behind_proxy(void)
 		    wh_guard_head(g, p.conn[i], xff[i], 1, 1000000), 0);
 		wh_guard_body(g, p.conn[i], 10 + i, 1);
 	}
-	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_GRACE_MS + 20) * 1000000L }, NULL);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	CHECK_INT("a delivery through the proxy from another client is taken",
 	    pairs_open(g, &p, 4), 0);
 	CHECK("by ending the slowest body of a client holding the most",
@@ -697,7 +741,7 @@ test_room_behind_proxy(void)
 	wh_guard_head(g, p.conn[5], NULL, 0, 0);
 	/* The delivery answered: its connection is the proxy's again, idle. */
 	wh_guard_request_done(g, p.conn[4]);
-	nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	CHECK_INT("a third direct newcomer is taken", pairs_open(g, &p, 6), 0);
 	CHECK("by ending the proxy's idle connection before any body",
 	    !left_alone(p.sp[4][1], 300) && peer_sees_eof(p.sp[4][1]));
@@ -738,7 +782,7 @@ test_room_tie_rule(void)
 	wh_guard_head(g, p.conn[1], NULL, 0, 0);
 	wh_guard_head(g, p.conn[2], NULL, 1, 1000);
 	wh_guard_body(g, p.conn[2], 1000, 1);
-	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_GRACE_MS + 20) * 1000000L }, NULL);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	CHECK_INT("a forge with two deliveries in flight gets a third in", pairs_open(g, &p, 4), 0);
 	CHECK("by ending the partial request line of an address holding fewer",
 	    !left_alone(p.sp[3][1], 300) && peer_sees_eof(p.sp[3][1]));
@@ -751,7 +795,7 @@ test_room_tie_rule(void)
 	wh_guard_line_done(g, p.conn[4]);
 	wh_guard_head(g, p.conn[4], NULL, 0, 0);
 	CHECK_INT("room for X", pairs_open(g, &p, 6), 0);
-	nanosleep(&(struct timespec){ 0, (WH_GUARD_HEAD_GRACE_MS + 15) * 1000000L }, NULL);
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
 	CHECK_INT("X, with a partial line of its own, is refused", pairs_open(g, &p, 7), -EUSERS);
 	CHECK("its own line is not churned, nor anyone's delivery",
 	    left_alone(p.sp[6][1], 50) && left_alone(p.sp[1][1], 50) &&
@@ -948,6 +992,7 @@ main(void)
 	test_room_for_slow_bodies();
 	test_room_for_young_bodies();
 	test_room_among_bodies();
+	test_room_lone_grace();
 	test_room_head_in_socket();
 	test_budget_room();
 	test_small_reserve();
