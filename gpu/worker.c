@@ -76,26 +76,39 @@ set_tensor(DLTensor *t, void *data, struct wspec *s, DLDevice dev)
  * kernel that caches results per input pointer returns stale outputs.
  */
 int
-worker_slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
+worker_read_host(struct worker *w, struct wslot *sl, const char *file, size_t n, char *err,
+    size_t errlen)
 {
-	struct wset *s = &w->sets[k];
 	char path[4096];
 	int error;
 
-	if (sl->pristine_cap < s->file_bytes) {
+	if (sl->pristine_cap < n) {
 		wdev_host_free(w->d, sl->pristine);
 		sl->pristine = NULL;
 		sl->pristine_cap = 0;
-		if ((error = wdev_host_alloc(w->d, s->file_bytes, (void **)&sl->pristine)) < 0)
+		if ((error = wdev_host_alloc(w->d, n, (void **)&sl->pristine)) < 0) {
+			snprintf(err, errlen, "%zu bytes of host memory for %.200s", n, file);
 			return error;
-		sl->pristine_cap = s->file_bytes;
+		}
+		sl->pristine_cap = n;
 	}
-	snprintf(path, sizeof(path), "%s/%s", w->o->dir, s->file);
-	if ((error = read_file(path, sl->pristine, s->file_bytes)) < 0) {
+	snprintf(path, sizeof(path), "%s/%s", w->o->dir, file);
+	if ((error = read_file(path, sl->pristine, n)) < 0) {
 		snprintf(err, errlen, "%.300s: %s", path,
 		    error == -EPROTO ? "size differs from the manifest" : strerror(-error));
 		return error;
 	}
+	return 0;
+}
+
+int
+worker_slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
+{
+	struct wset *s = &w->sets[k];
+	int error;
+
+	if ((error = worker_read_host(w, sl, s->file, s->file_bytes, err, errlen)) < 0)
+		return error;
 	for (int i = 0; i < s->nin; i++) {
 		if ((error = worker_ensure(w, &sl->in[i], &sl->in_cap[i], s->in[i].nbytes)) < 0 ||
 		    (error = wdev_put(w->d, sl->in[i], sl->pristine + s->in[i].offset,
@@ -594,6 +607,8 @@ out:
 		slot_free(&w, &w.main);
 		for (int i = 0; i < WORKER_MAX_SLOTS; i++)
 			slot_free(&w, &w.timing[i]);
+		if (w.scratch)
+			wdev_free(w.d, w.scratch);
 		host_release(&w);
 		wdev_close(w.d);
 	}

@@ -29,6 +29,14 @@ struct wset {
 	struct wspec in[WORKER_MAX_TENSORS];
 	struct wspec out[WORKER_MAX_TENSORS];
 	size_t file_bytes;
+	/*
+	 * The manifest's "sources": what a refresh rebuilds each input from
+	 * (kbh/judge_skew.py), packed in src_file; src_nbytes[i] 0 where
+	 * input i has none (a refresh permutes the input as loaded).
+	 */
+	char src_file[128];
+	size_t src_off[WORKER_MAX_TENSORS], src_nbytes[WORKER_MAX_TENSORS];
+	size_t src_file_bytes;
 };
 
 struct wslot {
@@ -56,7 +64,7 @@ struct wslot {
 	size_t shared_size;
 	int snapped;
 	int prepared;		/* poisoned and flushed by "prepare", not yet timed */
-	/* Timing slots: the inputs as loaded, what a "refresh" permutes. */
+	/* Timing slots: what a "refresh" rebuilds from (a source, or the input as loaded). */
 	void *orig[WORKER_MAX_TENSORS];
 	size_t orig_cap[WORKER_MAX_TENSORS];
 };
@@ -73,13 +81,23 @@ struct worker {
 	int pass_fds;		/* reply_fd is a socket: snapshots go as sealed memfds */
 	unsigned char *host[2], *tmp;	/* output snapshots */
 	size_t host_cap;
+	void *scratch;		/* a refresh's windows, concatenated */
+	size_t scratch_cap;
 };
+
+#define WORKER_MAX_WINDOWS 4
 
 struct refresh {
 	void *dst, *src;
 	size_t n;		/* elements */
 	int elsize;
 	uint64_t a, b;		/* element e gets the copy's element (a * e + b) mod n */
+	/*
+	 * The copy: src itself, or (nwin > 0) the concatenation of its
+	 * windows [win[2i], win[2i] + win[2i + 1]), in elements, n in all.
+	 */
+	int nwin;
+	size_t win[2 * WORKER_MAX_WINDOWS];
 };
 
 /*
@@ -120,6 +138,8 @@ struct phases {
  * they return int.
  */
 int worker_ensure(struct worker *w, void **p, size_t *cap, size_t n);
+int worker_read_host(struct worker *w, struct wslot *sl, const char *file, size_t n, char *err,
+    size_t errlen);
 int worker_slot_load(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen);
 size_t worker_out_total(const struct wset *s);
 int worker_host_room(struct worker *w, size_t n);

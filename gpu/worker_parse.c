@@ -70,6 +70,48 @@ parse_specs(json_t *arr, struct wspec *specs, int *n, int inputs)
 	return 0;
 }
 
+/* A plain name inside the worker's dir: the manifest cannot point elsewhere. */
+static int
+plain_name(const char *file, size_t cap)
+{
+	return *file && !strchr(file, '/') && file[0] != '.' && strlen(file) < cap;
+}
+
+/*
+ * A set's "sources" ({"file", "inputs": [{"input", "offset", "nbytes"}]},
+ * packed in the file in that order; absent: none): at least the input's
+ * bytes each, whole elements, one per input. 0 or -EINVAL.
+ */
+static int
+parse_sources(json_t *v, struct wset *s)
+{
+	json_t *ins, *e;
+	const char *file;
+	size_t i;
+
+	if (!v)
+		return 0;
+	ins = json_object_get(v, "inputs");
+	file = jsonx_str(v, "file", "");
+	if (!plain_name(file, sizeof(s->src_file)) || !json_is_array(ins) ||
+	    json_array_size(ins) > WORKER_MAX_TENSORS)
+		return -EINVAL;
+	json_array_foreach(ins, i, e) {
+		long long j = jsonx_int(e, "input", -1), off = jsonx_int(e, "offset", -1),
+		    nb = jsonx_int(e, "nbytes", -1);
+
+		if (j < 0 || j >= s->nin || s->src_nbytes[j] || off < 0 ||
+		    (size_t)off != s->src_file_bytes || nb <= 0 ||
+		    (size_t)nb < s->in[j].nbytes || nb % s->in[j].elsize)
+			return -EINVAL;
+		s->src_off[j] = (size_t)off;
+		s->src_nbytes[j] = (size_t)nb;
+		s->src_file_bytes += (size_t)nb;
+	}
+	snprintf(s->src_file, sizeof(s->src_file), "%s", file);
+	return 0;
+}
+
 int
 worker_load_manifest(struct worker *w, char *err, size_t errlen)
 {
@@ -98,9 +140,7 @@ worker_load_manifest(struct worker *w, char *err, size_t errlen)
 		struct wset *s = &w->sets[i];
 		const char *file = jsonx_str(e, "file", "");
 
-		/* A plain name inside dir: the manifest cannot point elsewhere. */
-		if (!*file || strchr(file, '/') || file[0] == '.' ||
-		    strlen(file) >= sizeof(s->file) ||
+		if (!plain_name(file, sizeof(s->file)) ||
 		    parse_specs(json_object_get(e, "inputs"), s->in, &s->nin, 1) < 0 ||
 		    parse_specs(json_object_get(e, "outputs"), s->out, &s->nout, 0) < 0) {
 			snprintf(err, errlen, "%.300s: set %zu is malformed", path, i);
@@ -115,6 +155,11 @@ worker_load_manifest(struct worker *w, char *err, size_t errlen)
 				goto out;
 			}
 			s->file_bytes += s->in[k].nbytes;
+		}
+		if (parse_sources(json_object_get(e, "sources"), s) < 0) {
+			snprintf(err, errlen, "%.300s: set %zu: malformed sources", path, i);
+			error = -EINVAL;
+			goto out;
 		}
 	}
 	w->nsets = (int)json_array_size(sets);
@@ -311,17 +356,51 @@ bad:
 }
 
 /*
+ * A refresh entry's windows, entries 3.. of e ([start, length] pairs of
+ * a source of m elements, lengths summing to n) into r. 0 or -EINVAL.
+ */
+static int
+parse_windows(json_t *e, size_t n, size_t m, struct refresh *r)
+{
+	size_t k = json_array_size(e) - 3, sum = 0;
+
+	if (k % 2 || k > 2 * WORKER_MAX_WINDOWS || (k && !m))
+		return -EINVAL;
+	for (size_t i = 0; i < k; i++) {
+		json_t *v = json_array_get(e, 3 + i);
+
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    (size_t)json_integer_value(v) > m)
+			return -EINVAL;
+		r->win[i] = (size_t)json_integer_value(v);
+	}
+	for (size_t i = 0; i < k; i += 2) {
+		if (r->win[i + 1] > m - r->win[i])
+			return -EINVAL;
+		sum += r->win[i + 1];
+	}
+	if (k && sum != n)
+		return -EINVAL;
+	r->nwin = (int)(k / 2);
+	return 0;
+}
+
+/*
  * Parse a time request's "refresh": one list per timed run, each entry
  * [input index, a, b] with 0 < a < n and 0 <= b < n for the input's n
- * elements (n < 2^31, so a * e stays below 2^62). Resolved into r, run
- * i's at r[first[i]] .. r[first[i + 1] - 1]. Absent: none.
+ * elements (n < 2^31, so a * e stays below 2^62), followed by up to
+ * WORKER_MAX_WINDOWS [start, length] windows of the input's source (the
+ * manifest's "sources") whose lengths sum to n: the input is rebuilt from
+ * the windows, concatenated, or without them from the input as loaded.
+ * Resolved into r, run i's at r[first[i]] .. r[first[i + 1] - 1], with
+ * the scratch the windows need allocated. Absent: none.
  */
 int
 worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t n, struct refresh **out,
     size_t *first, char *err, size_t errlen)
 {
 	struct refresh *r = NULL;
-	size_t nr = 0, i, j;
+	size_t nr = 0, i, j, scratch = 0;
 	json_t *run, *e;
 
 	*out = NULL;
@@ -353,9 +432,10 @@ worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t 
 			long long in, a, b;
 			size_t ne;
 
-			if (json_array_size(e) != 3 || !json_is_integer(ji) || !json_is_integer(ja) ||
+			if (json_array_size(e) < 3 || !json_is_integer(ji) || !json_is_integer(ja) ||
 			    !json_is_integer(jb) || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
-				snprintf(err, errlen, "time: refresh[%zu][%zu] is not [input, a, b]", i, j);
+				snprintf(err, errlen, "time: refresh[%zu][%zu] is not [input, a, b, "
+				    "windows...]", i, j);
 				goto bad;
 			}
 			ne = s->in[in].nbytes / (size_t)s->in[in].elsize;
@@ -366,14 +446,27 @@ worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t 
 				    i, j, s->in[in].name);
 				goto bad;
 			}
+			if (parse_windows(e, ne, s->src_nbytes[in] / (size_t)s->in[in].elsize,
+			    &r[nr]) < 0) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu]: windows out of range of "
+				    "%s's source, or not %zu elements in all", i, j, s->in[in].name, ne);
+				goto bad;
+			}
 			r[nr].dst = sl->in[in];
 			r[nr].src = sl->orig[in];
 			r[nr].n = ne;
 			r[nr].elsize = s->in[in].elsize;
 			r[nr].a = (uint64_t)a;
 			r[nr].b = (uint64_t)b;
+			if (r[nr].nwin && s->in[in].nbytes > scratch)
+				scratch = s->in[in].nbytes;
 			nr++;
 		}
+	}
+	if (scratch && worker_ensure(w, &w->scratch, &w->scratch_cap, scratch) < 0) {
+		snprintf(err, errlen, "time: the refresh's scratch: %s", wdev_error(w->d));
+		free(r);
+		return -ENOMEM;
 	}
 	first[n] = nr;
 	*out = r;

@@ -68,6 +68,58 @@ seal_snapshot(struct worker *w, struct wslot *sl, const struct wset *s, int *fd)
 	return 0;
 }
 
+/*
+ * The refresh sources of set k's inputs (the manifest's "sources") into
+ * the slot's orig[], through its host buffer; the other inputs' orig[]
+ * copied from the inputs as loaded. 0 or -errno with err set.
+ */
+static int
+load_origins(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen)
+{
+	const struct wset *s = &w->sets[k];
+	int error;
+
+	if (s->src_file_bytes &&
+	    (error = worker_read_host(w, sl, s->src_file, s->src_file_bytes, err, errlen)) < 0)
+		return error;
+	for (int i = 0; i < s->nin; i++) {
+		size_t nb = s->src_nbytes[i] ? s->src_nbytes[i] : s->in[i].nbytes;
+
+		if ((error = worker_ensure(w, &sl->orig[i], &sl->orig_cap[i], nb)) < 0 ||
+		    (error = s->src_nbytes[i] ?
+		    wdev_put(w->d, sl->orig[i], sl->pristine + s->src_off[i], nb) :
+		    wdev_copy(w->d, sl->orig[i], sl->in[i], nb)) < 0) {
+			snprintf(err, errlen, "the timing inputs' sources: %s", wdev_error(w->d));
+			return error;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Input r->dst rebuilt for a timed run: its source's windows copied one
+ * after another into the scratch and permuted from there, or without
+ * windows its copy permuted (struct refresh).
+ */
+static int
+refresh_input(struct worker *w, const struct refresh *r)
+{
+	const unsigned char *src = r->src;
+	unsigned char *p = w->scratch;
+	int error;
+
+	for (int i = 0; i < r->nwin; i++) {
+		size_t len = r->win[2 * i + 1] * (size_t)r->elsize;
+
+		if (len && (error = wdev_copy(w->d, p, src + r->win[2 * i] * (size_t)r->elsize,
+		    len)) < 0)
+			return error;
+		p += len;
+	}
+	return wdev_permute(w->d, r->dst, r->nwin ? w->scratch : r->src, r->n, r->elsize, r->a,
+	    r->b);
+}
+
 static struct wslot *
 timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *error)
 {
@@ -97,22 +149,14 @@ timing_slot(struct worker *w, int k, int load, char *err, size_t errlen, int *er
 	empty->pristine = w->main.pristine;
 	empty->pristine_cap = w->main.pristine_cap;
 	*error = worker_slot_load(w, empty, k, err, errlen);
+	/* Before any run or change: what the judge's refreshes start from. */
+	if (*error == 0 && (*error = load_origins(w, empty, k, err, errlen)) < 0)
+		empty->set = -1;
 	w->main.pristine = empty->pristine;
 	w->main.pristine_cap = empty->pristine_cap;
 	empty->pristine = NULL;
 	empty->pristine_cap = 0;
-	if (*error < 0)
-		return NULL;
-	/* Before any run or change: what the judge's refreshes start from. */
-	for (int i = 0; i < w->sets[k].nin; i++)
-		if ((*error = worker_ensure(w, &empty->orig[i], &empty->orig_cap[i],
-		    w->sets[k].in[i].nbytes)) < 0 || (*error = wdev_copy(w->d, empty->orig[i],
-		    empty->in[i], w->sets[k].in[i].nbytes)) < 0) {
-			snprintf(err, errlen, "the timing inputs' copy: %s", wdev_error(w->d));
-			empty->set = -1;
-			return NULL;
-		}
-	return empty;
+	return *error < 0 ? NULL : empty;
 }
 
 /* A timed run's outputs poisoned with the slot's pattern, then the cache flushed. */
@@ -320,8 +364,7 @@ worker_cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh
 		sl->prepared = 0;
 		/* The refresh first: the run's element changes apply to its result. */
 		for (size_t j = rfirst[i]; j < rfirst[i + 1]; j++)
-			if ((error = wdev_permute(w->d, rf[j].dst, rf[j].src, rf[j].n, rf[j].elsize,
-			    rf[j].a, rf[j].b)) < 0)
+			if ((error = refresh_input(w, &rf[j])) < 0)
 				goto device;
 		if (first[i + 1] > first[i] &&
 		    (error = wdev_put_elems(w->d, pt + first[i], first[i + 1] - first[i])) < 0)

@@ -49,6 +49,19 @@ expect() {
 	fi
 }
 
+# eval_cpu NAME PROBLEM CANDIDATE...: one short CPU batch (3 rounds of
+# 10 runs, 1 warm-up), its results in $tmp/NAME.json; checks that it gave
+# results and exited 0 or 1 (1: a candidate is not correct).
+eval_cpu() {
+	name=$1 prob=$2
+	shift 2
+	"$KERNELBOT" eval "$prob" "$@" --backend cpu --json --rounds 3 --reps 10 --warmup 1 \
+		--timeout 30 >"$tmp/$name.json" 2>"$tmp/$name.err"
+	st=$?
+	[ "$st" -le 1 ] && [ -s "$tmp/$name.json" ] && ok "$name: exit $st, results" ||
+		bad "$name: exit $st: $(tail -5 "$tmp/$name.err")"
+}
+
 done_tests() {
 	t_summary "$1"
 }

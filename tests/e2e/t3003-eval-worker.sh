@@ -304,6 +304,53 @@ for n in 4 5 6 7; do
 		ok "malformed refresh $n refused" || bad "refresh $n: $(sed -n ${n}p "$tmp/rr")"
 done
 
+# A refresh from windows of the input's source (the manifest's
+# "sources", kbh/judge_skew.py): x's source holds 101..112; windows
+# [2, 7) and [9, 12) give 103..107, 110..112, then x[e] = that[(3e + 1)
+# mod 8]. Windows that miss n, leave the source, number five, or name an
+# input without a source are refused; so is a manifest whose source is
+# smaller than its input.
+mkdir -p "$tmp/insrc" "$tmp/scratch9"
+"$PY" - "$tmp/in" "$tmp/insrc" <<'PYEOF'
+import json, shutil, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copy(src + "/set0.bin", dst + "/set0.bin")
+m = json.load(open(src + "/manifest.json"))
+with open(dst + "/src0.bin", "wb") as f:
+    f.write(struct.pack("<12f", *[101.0 + i for i in range(12)]))
+m["sets"][0]["sources"] = {"file": "src0.bin", "inputs": [{"input": 0, "offset": 0, "nbytes": 48}]}
+json.dump(m, open(dst + "/manifest.json", "w"))
+m["sets"][0]["sources"]["inputs"][0]["nbytes"] = 28
+json.dump(m, open(dst + "/bad.json", "w"))
+PYEOF
+printf '%s\n' '{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,3]]]}' \
+	'{"cmd":"dump","set":0,"inputs":1}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,2]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,10,3]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,0,1,0,1,0,1,0,1,0,4]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[1,3,1,0,4]]]}' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/insrc" --scratch "$tmp/scratch9" \
+	--so "$tmp/correct.so" >"$tmp/rs" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rs")" <<'PYEOF' && ok "time with a refresh from the source's windows" || bad "windows: $(sed -n 2,3p "$tmp/rs" | cut -c1-300)"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+cat = [103.0, 104.0, 105.0, 106.0, 107.0, 110.0, 111.0, 112.0]
+want = [cat[(3 * e + 1) % 8] for e in range(8)]
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+sys.exit(0 if list(x) == want and all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, want)) else 1)
+PYEOF
+for n in 4 5 6 7; do
+	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "windows" in r["error"]' "$(sed -n ${n}p "$tmp/rs")")" = True ] &&
+		ok "malformed windows $n refused" || bad "windows $n: $(sed -n ${n}p "$tmp/rs")"
+done
+cp "$tmp/insrc/bad.json" "$tmp/insrc/manifest.json"
+printf '%s\n' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/insrc" --scratch "$tmp/scratch9" \
+	--so "$tmp/correct.so" >"$tmp/rs2" 2>/dev/null
+[ "$(py x 'r["ok"] is False and "malformed sources" in r["error"]' "$(sed -n 1p "$tmp/rs2")")" = True ] &&
+	ok "a source smaller than its input: the manifest refused" || bad "bad sources: $(cat "$tmp/rs2")"
+
 printf '%s\n' '{"cmd":"run","set":0}' '{"cmd":"quit"}' | W --so "$tmp/mutate.so" >"$tmp/r2" 2>/dev/null
 [ "$(py x 'r["inputs_modified"] == ["x"]' "$(sed -n 2p "$tmp/r2")")" = True ] &&
 	ok "input mutation reported by name" || bad "mutation: $(cat "$tmp/r2")"

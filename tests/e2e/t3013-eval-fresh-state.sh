@@ -20,13 +20,7 @@ mkdir -p "$tmp/c"
 cp "$F/gain.c" "$F/gain_memo.c" "$F/phase.c" "$F/phase_memo.c" "$tmp/c/"
 cd "$tmp/c"
 for p in gain phase; do
-	"$KERNELBOT" eval "$F/$p.py" $p.c ${p}_memo.c \
-		--backend cpu --json --rounds 3 --reps 10 --warmup 1 --timeout 30 \
-		>"$tmp/$p.json" 2>"$tmp/$p.err"
-	st=$?
-	# 1: a candidate is not correct.
-	[ "$st" -le 1 ] && [ -s "$tmp/$p.json" ] && ok "$p: exit $st, results" ||
-		bad "$p: exit $st: $(tail -5 "$tmp/$p.err")"
+	eval_cpu $p "$F/$p.py" $p.c ${p}_memo.c
 done
 "$KERNELBOT" eval "$F/gain.py" "$F/kb_gain.py" "$F/kb_gain_memo.py" \
 	--backend cpu --json --rounds 2 --reps 10 --warmup 1 --timeout 30 \

@@ -154,6 +154,34 @@ print("    racecheck: %s" % detail(rc, "sanitize:racecheck")[:300])
 sys.exit(0 if good and bad and race else 1)
 PYEOF
 
+# A statistic of the whole input kept per buffer (t3014's CUDA twins): a
+# global log_softmax whose memo keeps the logsumexp of each input buffer
+# mismatches at a timed run (each run's input is rebuilt from skewed
+# windows of its source, kbh/judge_skew.py); its honest twin is correct.
+W="$ROOT/tests/fixtures/wholestat"
+cp "$W/lse.cu" "$W/lse_memo.cu" "$tmp/c/"
+cd "$tmp/c"
+"$KERNELBOT" eval "$W/lse.py" lse.cu lse_memo.cu --backend cuda --json --trials 2 \
+	--timeout "$TIMEOUT" >"$tmp/ws.json" 2>"$tmp/ws.err"
+st=$?
+cd "$ROOT"
+"$PY" - "$tmp/ws.json" "$st" <<'PYEOF' || fail=1
+import json, sys
+try:
+    by = {r["candidate"].rsplit("/", 1)[-1]: r for r in json.load(open(sys.argv[1]))}
+except ValueError:
+    print("whole statistic: no JSON from kernelbot eval (exit %s)" % sys.argv[2]); sys.exit(1)
+h, m = by.get("lse.cu"), by.get("lse_memo.cu")
+good = h is not None and h["status"] == "correct" and not {"side_stream", "untimed_work"} & set(h["flags"])
+caught = m is not None and m["status"] == "mismatch" and "timed run" in str(m.get("errors"))
+print("whole statistic: lse.cu %s %s: %s" % (h and h["status"], h and h["flags"], "ok" if good else "FAILS"))
+print("whole statistic: lse_memo.cu %s: %s" % (m and m["status"], "ok" if caught else "EXPLOIT PASSES"))
+for r in (h, m):
+    if r is not None and not (good if r is h else caught):
+        print("    errors: %s" % "; ".join(e[:300] for e in r["errors"][:2]))
+sys.exit(0 if good and caught else 1)
+PYEOF
+
 # The development problem end to end: a correct native kernel for
 # 01_scale_gelu_bias, cold (compile, torch.compile, baselines measured and
 # stored in the baseline cache) and warm (build and baselines cached).

@@ -216,6 +216,7 @@ def _spot_run(tmp_path, outs, expected, args=(), model=None):
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0],
                                 sets=[{"expected": expected, "specs": jio.out_specs(expected),
+                                       "out_bytes": sum(map(jio.nbytes, expected)),
                                        "args": list(args),
                                        "in_specs": [{"name": "x%d" % i, "dtype": jio.dtype_name(a),
                                                      "shape": list(a.shape),

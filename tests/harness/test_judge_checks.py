@@ -186,6 +186,7 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
     for _ in range(3):
         x = torch.randn(64)
         sets.append({"expected": [model(x)], "specs": jio.out_specs([model(x)]), "args": [x],
+                     "out_bytes": 256,
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
@@ -230,6 +231,7 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
     for _ in range(3):
         x = torch.randn(64)
         sets.append({"expected": [model(x)], "specs": jio.out_specs([model(x)]), "args": [x],
+                     "out_bytes": 256,
                      "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]})
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
@@ -274,7 +276,7 @@ def _sealed_run(tmp_path, data, seal=True, poison="0100807f"):
     from kbh import judge_run as jr
     x = torch.randn(64)
     exp = [torch.tanh(x)]
-    sets = [{"expected": exp, "specs": jio.out_specs(exp), "args": [x],
+    sets = [{"expected": exp, "specs": jio.out_specs(exp), "args": [x], "out_bytes": 256,
              "in_specs": [{"name": "x", "dtype": "float32", "shape": [64], "nbytes": 256}]}]
     ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], atol=None, rtol=None,
                                 staging=None, model=torch.tanh, timing_sets=[0], sets=sets,

@@ -13,12 +13,51 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "h
 
 from kbh import judge_io as jio  # noqa: E402
 from kbh import judge_perturb as jpert  # noqa: E402
+from kbh import judge_skew as skew  # noqa: E402
 from kbh import judge_run as jr  # noqa: E402
 
 
 def ctx_of(*sets):
     return types.SimpleNamespace(sets=[{"args": list(a)} for a in sets],
                                  timing_sets=list(range(len(sets))))
+
+
+def perturber(ctx, **kw):
+    """A Perturber over ctx, with the refresh sources the judge makes."""
+    jpert.make_sources(ctx)
+    return jpert.Perturber(ctx, **kw)
+
+
+def rebuild(loaded, entry):
+    """What the worker does with a refresh entry [input, a, b, windows...]
+    for an input as loaded: its source's windows (kbh/judge_skew.py)
+    concatenated, or without windows the input itself; then element e
+    from (a e + b) mod n."""
+    a, b, wins = entry[1], entry[2], entry[3:]
+    flat = loaded.reshape(-1)
+    n = flat.numel()
+    if wins:
+        src = flat[skew.partition(flat)]
+        flat = torch.cat([src[s:s + ln] for s, ln in zip(wins[0::2], wins[1::2])])
+    assert flat.numel() == n
+    return flat[(a * torch.arange(n) + b) % n].reshape(loaded.shape)
+
+
+def decode(loaded, changes):
+    """refproc.cmd_reference's reading of Perturber.changes() for inputs as
+    loaded: [input, positions, values], or after a refresh [input, a, b,
+    windows, positions, values]."""
+    out = [t.clone() for t in loaded]
+    for e in changes:
+        j, hexpos, hexval = e[0], e[-2], e[-1]
+        if len(e) == 6:
+            out[j] = rebuild(loaded[j], [j, e[1], e[2]] + list(e[3]))
+        flat = out[j].reshape(-1).clone()
+        m = len(hexpos) // 16
+        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
+            bytes.fromhex(hexval), jio.dtype_name(out[j]), [m])
+        out[j] = flat.reshape(out[j].shape)
+    return out
 
 
 def apply(req, k, args):
@@ -64,7 +103,7 @@ def test_spread_positions_respect_the_cap():
 
 def test_every_row_and_column_of_each_floating_input_changes_in_every_run():
     x, w = torch.randn(48, 80), torch.randn(80, 33)
-    p = jpert.Perturber(ctx_of([x, w, torch.arange(10)]))
+    p = perturber(ctx_of([x, w, torch.arange(10)]))
     for _ in range(30):
         (run,) = p.request([0])
         assert {e[0] for e in run} == {0, 1}	# floats only: the ints stay
@@ -80,7 +119,7 @@ def test_every_row_and_column_of_each_floating_input_changes_in_every_run():
 def test_runs_and_requests_stay_within_what_the_worker_takes():
     # 40 floating inputs of 4096 x 8: 4096 each would be 163840 a run.
     ins = [torch.randn(4096, 8) for _ in range(40)]
-    p = jpert.Perturber(ctx_of(ins))
+    p = perturber(ctx_of(ins))
     runs = p.request([0] * 10)
     assert all(len(r) <= jpert.RUN_MAX for r in runs)
     line = json.dumps({"cmd": "time", "sets": [0] * 10, "perturb": runs})
@@ -96,7 +135,7 @@ def test_runs_and_requests_stay_within_what_the_worker_takes():
 def test_state_after_changes_is_what_the_worker_holds():
     x = torch.randn(32, 16)
     ctx = ctx_of([x.clone()], [torch.randn(32, 16)])
-    p = jpert.Perturber(ctx)
+    p = perturber(ctx)
     worker = [[t.clone() for t in s["args"]] for s in ctx.sets]
     states = []
     for _ in range(20):
@@ -116,32 +155,26 @@ def test_refresh_permutes_every_element_and_the_state_is_what_the_worker_holds()
     # run's changes; the judge's copy and the reference's decoding agree.
     x, w = torch.randn(48, 80), torch.randn(80, 33, dtype=torch.float64)
     ctx = ctx_of([x.clone(), w.clone(), torch.arange(10)])
-    p = jpert.Perturber(ctx, refresh=True)
+    p = perturber(ctx, refresh=True)
     worker = [x.clone(), w.clone()]
     for _ in range(6):
         (run,) = p.request([0])
         (ref,) = p.last_refresh
         assert sorted(e[0] for e in ref) == [0, 1]	# floats only
-        for j, a, b in ref:
+        for e in ref:
+            j, a, b = e[:3]
             n = worker[j].numel()
             assert 1 < a < n - 1 and math.gcd(a, n) == 1 and 0 <= b < n
-            src = (x, w)[j].reshape(-1)
-            worker[j] = src[[(a * e + b) % n for e in range(n)]].reshape(worker[j].shape)
+            worker[j] = rebuild((x, w)[j], e)
         apply(run, 0, worker)
         got = p.args(0)
         assert torch.equal(got[0], worker[0]) and torch.equal(got[1], worker[1])
         # Nearly every element differs from the pristine input's.
         assert (got[0] != x).float().mean() > 0.95
         assert p.last_refreshed == x.numel() + w.numel()
-    # refproc.cmd_reference's decoding of the 5-field entries.
-    dec = [x.clone(), w.clone()]
-    for j, a, b, hexpos, hexval in p.changes(0):
-        n = dec[j].numel()
-        flat = dec[j].reshape(-1)[jpert.refresh_index(n, a, b)].clone()
-        m = len(hexpos) // 16
-        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
-            bytes.fromhex(hexval), jio.dtype_name(dec[j]), [m])
-        dec[j] = flat.reshape(dec[j].shape)
+    # refproc.cmd_reference's decoding of the 6-field entries.
+    assert all(len(e) == 6 for e in p.changes(0))
+    dec = decode([x, w], p.changes(0))
     assert torch.equal(dec[0], worker[0]) and torch.equal(dec[1], worker[1])
     assert "permuted from the set's values" in p.summary()
 
@@ -151,7 +184,7 @@ def test_sampled_values_are_the_state_at_those_elements():
     # building a refreshed input whole.
     x, w = torch.randn(40, 70), torch.randn(70, 30)
     for refresh in (False, True):
-        p = jpert.Perturber(ctx_of([x, w]), refresh=refresh)
+        p = perturber(ctx_of([x, w]), refresh=refresh)
         for _ in range(3):
             p.request([0])
         full = p.args(0)
@@ -168,18 +201,18 @@ def test_sampled_values_are_the_state_at_those_elements():
 
 def test_refresh_keeps_the_values_of_the_input():
     x = torch.randn(64, 64)
-    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    p = perturber(ctx_of([x]), refresh=True)
     (run,) = p.request([0])
     (ref,) = p.last_refresh
-    j, a, b = ref[0]
-    permuted = x.reshape(-1)[jpert.refresh_index(x.numel(), a, b)]
-    assert torch.equal(torch.sort(permuted).values, torch.sort(x.reshape(-1)).values)
-    assert not torch.equal(permuted, x.reshape(-1))
+    got = rebuild(x, ref[0]).reshape(-1)
+    # Values the input has, not all of them: the run's skew.
+    assert set(got.tolist()) < set(x.reshape(-1).tolist())
+    assert not torch.equal(torch.sort(got).values, torch.sort(x.reshape(-1)).values)
 
 
 def test_values_come_from_the_input_and_differ():
     x = torch.rand(1000) + 5	# in [5, 6): a value from elsewhere stays there
-    p = jpert.Perturber(ctx_of([x]))
+    p = perturber(ctx_of([x]))
     cur = x.clone()
     for _ in range(100):
         (run,) = p.request([0])
@@ -195,7 +228,7 @@ def test_a_hundred_runs_of_changes_keep_the_inputs_distribution():
     # Every element replaced many times over: values drawn from the
     # original sample, so mean, spread and range stay the draw's.
     x = torch.randn(256, 64) * 3 + 2
-    p = jpert.Perturber(ctx_of([x]))
+    p = perturber(ctx_of([x]))
     for _ in range(100):
         p.request([0])
     y = p.args(0)[0]
@@ -208,7 +241,7 @@ def test_a_hundred_runs_of_changes_keep_the_inputs_distribution():
 def test_changes_are_what_the_reference_process_applies():
     x, w = torch.randn(40, 24), torch.randn(24, 24, dtype=torch.float64)
     ctx = ctx_of([x, w])
-    p = jpert.Perturber(ctx)
+    p = perturber(ctx)
     for _ in range(7):
         p.request([0])
     # refproc.cmd_reference's decoding, on the pristine set.
@@ -226,18 +259,18 @@ def test_integer_inputs_change_beside_floating_ones_and_within_range():
     # Positions beside an activation (a positional encoding): refreshed
     # and changed every run, the values always the input's own.
     x, pos = torch.randn(8, 64), torch.randint(0, 4096, (8, 64))
-    p = jpert.Perturber(ctx_of([x, pos]), refresh=True)
+    p = perturber(ctx_of([x, pos]), refresh=True)
     assert set(p.perturbed(0)) == {0, 1} and not p.pools[0].structured(1)
     have = set(pos.reshape(-1).tolist())
     for _ in range(20):
         (run,) = p.request([0])
-        assert sorted(j for j, _, _ in p.last_refresh[0]) == [0, 1]
+        assert sorted(e[0] for e in p.last_refresh[0]) == [0, 1]
         cur = p.args(0)[1]
         assert set(cur.reshape(-1).tolist()) <= have
         assert int((cur != pos).sum()) > 0.9 * pos.numel()
     # Without a refresh (the Python worker): the spread, every run.
     t = torch.randint(0, 10, (500,))
-    p = jpert.Perturber(ctx_of([t]))
+    p = perturber(ctx_of([t]))
     for _ in range(20):
         (run,) = p.request([0])
         assert len(run) > 100
@@ -250,17 +283,17 @@ def test_the_models_state_is_perturbed_where_the_worker_takes_it():
     x, w, b = torch.randn(16, 32), torch.randn(32, 32), torch.rand(32)
     ctx = ctx_of([x])
     ctx.state = [("w", w), ("b", b)]
-    off = jpert.Perturber(ctx, refresh=True)
+    off = perturber(ctx, refresh=True)
     off.request([0])
-    assert [j for j, _, _ in off.last_refresh[0]] == [0] and len(off.inputs(0)) == 1
-    p = jpert.Perturber(ctx, refresh=True, state=True)
+    assert [e[0] for e in off.last_refresh[0]] == [0] and len(off.inputs(0)) == 1
+    p = perturber(ctx, refresh=True, state=True)
     loaded = [x.clone(), w.clone(), b.clone()]
     worker = [t.clone() for t in loaded]
     for _ in range(5):
         (run,) = p.request([0])
-        assert sorted(j for j, _, _ in p.last_refresh[0]) == [0, 1, 2]
-        for j, a, bb in p.last_refresh[0]:
-            worker[j].view(-1)[:] = loaded[j].view(-1)[jpert.refresh_index(loaded[j].numel(), a, bb)]
+        assert sorted(e[0] for e in p.last_refresh[0]) == [0, 1, 2]
+        for e in p.last_refresh[0]:
+            worker[e[0]] = rebuild(loaded[e[0]], e)
         apply(run, 0, worker)
         now = p.args(0)
         assert all(torch.equal(u, v) for u, v in zip(worker, now))
@@ -295,12 +328,12 @@ def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():
     # Too few to tell (sizes or strides carried as a tensor): kept as given.
     sizes = torch.tensor([2, 1, 1, 2, 4, 4])
     assert not jpert.exchangeable(sizes, rng)
-    p = jpert.Perturber(ctx_of([torch.randn(8), sizes]), refresh=True)
+    p = perturber(ctx_of([torch.randn(8), sizes]), refresh=True)
     for _ in range(5):
         p.request([0])
     assert p.pools[0].inputs[1]["kept"] and torch.equal(p.args(0)[1], sizes)
     ins = [codes, targets, relu, onehot, onehot_f, perm, tri, arange, edges]
-    p = jpert.Perturber(ctx_of(ins), refresh=True)
+    p = perturber(ctx_of(ins), refresh=True)
     pool = p.pools[0]
     assert [pool.structured(j) for j in range(len(ins))] == [False] * 3 + [True] * 6
     assert all(pool.inputs[j]["kept"] for j in (5, 7, 8))
@@ -318,7 +351,7 @@ def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():
 
 
 def test_a_one_element_float_input_still_changes():
-    p = jpert.Perturber(ctx_of([torch.ones(1)]))
+    p = perturber(ctx_of([torch.ones(1)]))
     (run,) = p.request([0])
     assert run and float(jio.from_bytes(bytes.fromhex(run[0][2]), "float32", [1])[0]) != 1.0
 
@@ -328,14 +361,14 @@ def test_a_value_that_repeats_too_rarely_is_no_pattern_and_still_changes():
     # and each change of it moves it.
     x = torch.randn(200)
     x[7] = x[100]
-    p = jpert.Perturber(ctx_of([x]), refresh=True)
+    p = perturber(ctx_of([x]), refresh=True)
     assert not p.pools[0].structured(0)
     (run,) = p.request([0])
     assert len(run) == 200 and p.last_refresh == [[[0] + p.last_refresh[0][0][1:]]]
 
 
 def test_nothing_to_change_is_counted():
-    p = jpert.Perturber(ctx_of([torch.zeros(1, dtype=torch.int64)]))
+    p = perturber(ctx_of([torch.zeros(1, dtype=torch.int64)]))
     assert p.request([0, 0]) == [[], []]
     assert p.plain == 2 and p.runs == 0 and not p.changed(0)
 
@@ -343,7 +376,7 @@ def test_nothing_to_change_is_counted():
 def test_switched_off():
     ctx = ctx_of([torch.randn(10)])
     ctx.perturb = False
-    p = jpert.Perturber(ctx, refresh=True)
+    p = perturber(ctx, refresh=True)
     assert p.request([0, 0]) == [[], []] and "KERNELBOT_PERTURB=0" in p.summary()
     assert not p.refresh and p.last_refresh == [[], []] and not p.changed(0)
 
@@ -407,7 +440,7 @@ def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
     ins = structured_set()
     n = ins[0].shape[0]
     ctx = ctx_of([t.clone() for t in ins])
-    p = jpert.Perturber(ctx, refresh=True)
+    p = perturber(ctx, refresh=True)
     loaded = [t.clone() for t in ins]	# the worker's copy, what a refresh permutes
     worker = [t.clone() for t in ins]
     for _ in range(100):
@@ -415,9 +448,8 @@ def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
         (ref,) = p.last_refresh
         # Only the plain input is refreshed.
         assert [e[0] for e in ref] == [5]
-        for j, a, b in ref:
-            worker[j] = loaded[j].reshape(-1)[jpert.refresh_index(worker[j].numel(), a, b)]
-            worker[j] = worker[j].reshape(loaded[j].shape)
+        for e in ref:
+            worker[e[0]] = rebuild(loaded[e[0]], e)
         apply(run, 0, worker)
         by = {j: [(e, hx) for a, e, hx in run if a == j] for j in range(6)}
         # Every row and column of each input with free elements changes,
@@ -449,16 +481,7 @@ def test_structure_holds_through_a_hundred_runs_as_the_worker_applies_them():
     # buffers, bit for bit.
     got = p.args(0)
     assert all(torch.equal(jpert._bits(got[j]), jpert._bits(worker[j])) for j in range(6))
-    dec = [t.clone() for t in ins]
-    for e in p.changes(0):
-        j, hexpos, hexval = e[0], e[-2], e[-1]
-        flat = dec[j].reshape(-1)
-        if len(e) == 5:
-            flat = flat[jpert.refresh_index(flat.numel(), e[1], e[2])].clone()
-        m = len(hexpos) // 16
-        flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
-            bytes.fromhex(hexval), jio.dtype_name(dec[j]), [m])
-        dec[j] = flat.reshape(dec[j].shape)
+    dec = decode(ins, p.changes(0))
     assert all(torch.equal(jpert._bits(dec[j]), jpert._bits(worker[j])) for j in range(6))
     # The structured inputs moved: most free elements changed over the runs.
     for j in (0, 1, 2, 4):
@@ -534,7 +557,7 @@ def test_the_reference_process_computes_the_perturbed_state_and_keeps_the_model(
             got = jio.from_bytes(f.read(spec["nbytes"]), spec["dtype"], spec["shape"])
         w = w0.clone()
         w[pos] = vals
-        b = ref.model.b.detach()[jpert.refresh_index(6, 5, 1)]
+        b = ref.model.b.detach()[(5 * torch.arange(6) + 1) % 6]
         assert torch.allclose(got, x * w + b)
         assert torch.equal(ref.model.w.detach(), w0)
         # No state change: the model as built.
@@ -572,7 +595,7 @@ def test_state_the_model_computes_is_not_perturbed():
     ctx = ctx_of([x])
     ctx.state = jp.state_tensors(model)
     ctx.state_fixed = fixed
-    p = jpert.Perturber(ctx, refresh=True, state=True)
+    p = perturber(ctx, refresh=True, state=True)
     assert sorted(p.perturbed(0)) == [0, 1]
     for _ in range(3):
         p.request([0])
@@ -588,11 +611,11 @@ def test_refresh_leaves_no_element_in_place():
     # get a refresh, a shift, and the draw ends.
     for shape in ((8, 64), (512,), (4,), (6,), (7,), (3, 5)):
         x = torch.randn(*shape)
-        p = jpert.Perturber(ctx_of([x]), refresh=True)
+        p = perturber(ctx_of([x]), refresh=True)
         n = x.numel()
         for _ in range(200):
             p.request([0])
-            ((j, a, b),) = p.last_refresh[0]
+            ((j, a, b, *_),) = p.last_refresh[0]
             assert 0 < a < n and 0 <= b < n
             e = torch.arange(n)
             fixed = int(((a * e + b) % n == e).sum())

@@ -21,6 +21,7 @@ import torch
 from kbh import judge_cache as cache
 from kbh import judge_compare as cmp
 from kbh import judge_io as jio
+from kbh import judge_perturb as jpert
 from kbh import judge_problem as jp
 from kbh import judge_ref as jref
 from kbh import judge_stats as stats
@@ -196,13 +197,34 @@ class Context:
                                      "outputs": jio.out_specs(s["expected"])})
             s["specs"] = manifest["sets"][-1]["outputs"]
             s["in_specs"] = entries
-            s["bytes"] = sum(e["nbytes"] for e in entries) + sum(o["nbytes"] for o in s["specs"])
+            s["out_bytes"] = sum(o["nbytes"] for o in s["specs"])
+            s["bytes"] = sum(e["nbytes"] for e in entries) + s["out_bytes"]
+        self._write_sources(manifest)
         jio.write_manifest(self.inputs_dir, manifest)
         # Workers run as another uid (docs/sandbox.md): readable whatever
         # the caller's umask. Inputs are random draws, not secrets.
         os.chmod(self.inputs_dir, 0o755)
         for name in os.listdir(self.inputs_dir):
             os.chmod(os.path.join(self.inputs_dir, name), 0o644)
+
+    def _write_sources(self, manifest):
+        """Each timing set's sources of the inputs a refresh may rebuild
+        (jpert.make_sources), in src<k>.bin, named by the set's manifest
+        entry "sources" ({"file", "inputs": [{"input", "offset",
+        "nbytes"}]})."""
+        if not self.perturb:
+            return
+        jpert.make_sources(self)
+        for k in self.timing_sets:
+            src = self.sets[k]["source"]
+            if not src:
+                continue
+            fname = "src%d.bin" % k
+            entries = jio.write_set(os.path.join(self.inputs_dir, fname),
+                                    [("src%d" % j, t) for j, t in src.items()], self.staging)
+            manifest["sets"][k]["sources"] = {
+                "file": fname, "inputs": [{"input": j, "offset": e["offset"], "nbytes": e["nbytes"]}
+                                          for j, e in zip(src, entries)]}
 
     def reference_outputs(self, k, changes, sample=None):
         """The reference's outputs on set k after the element changes
@@ -233,9 +255,10 @@ class Context:
 
     def refresh_ref_ms(self, sizes):
         """The judge's own measure of a refresh of inputs of these element
-        counts: a gather of 4-byte elements at (a*e + b) mod n on the
-        device, the index made beforehand (the worker's loop makes it as it
-        goes), ms; once per set of sizes and batch. 0 for none."""
+        counts: a copy of the source's windows (judge_skew) and a gather
+        of 4-byte elements at (a*e + b) mod n on the device, the index made
+        beforehand (the worker's loop makes it as it goes), ms; once per set
+        of sizes and batch. 0 for none."""
         key = tuple(sorted(sizes))
         ref = self.__dict__.setdefault("_refresh_ref", {})
         if key not in ref:
@@ -250,6 +273,7 @@ class Context:
                     if cuda:
                         torch.cuda.synchronize(self.device)
                     t0 = time.perf_counter()
+                    src.copy_(dst)
                     torch.index_select(src, 0, idx, out=dst)
                     if cuda:
                         torch.cuda.synchronize(self.device)
@@ -267,7 +291,7 @@ class Context:
         ref = self.__dict__.setdefault("_snapshot_ref", {})
         if (k, shared) not in ref:
             ref[k, shared] = self.timer.overhead_ms(
-                sum(o["nbytes"] for o in self.sets[k]["specs"]), flush=False, shared=shared)
+                self.sets[k]["out_bytes"], flush=False, shared=shared)
         return ref[k, shared]
 
     def float32_only(self):
@@ -310,7 +334,7 @@ class Context:
         for k in set(sets):
             if (k, shared) not in ref:
                 ref[k, shared] = self.timer.overhead_ms(
-                    sum(o["nbytes"] for o in self.sets[k]["specs"]), shared=shared)
+                    self.sets[k]["out_bytes"], shared=shared)
         return sum(ref[k, shared] for k in sets) / max(1, len(sets))
 
     def cache_lookup(self, args):

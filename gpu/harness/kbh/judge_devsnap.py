@@ -20,6 +20,7 @@ The driver API through ctypes (libcuda.so.1, the stable ABI), on the
 primary context, which PyTorch's runtime shares."""
 import ctypes
 import os
+import sys
 
 import torch
 
@@ -74,6 +75,24 @@ def driver():
             f.argtypes, f.restype = args, ctypes.c_int
         _drv = lib
     return _drv
+
+
+_unusable = None
+
+
+def usable():
+    """Whether this process can map a worker's export (the driver and its
+    calls load); where not, said once on stderr, and the judge keeps the
+    sealed memfds."""
+    global _unusable
+    if _unusable is None:
+        try:
+            driver()
+            _unusable = ""
+        except ShareError as e:
+            _unusable = str(e)
+            sys.stderr.write("judge: no exported snapshots: %s; sealed memfds\n" % _unusable)
+    return not _unusable
 
 
 def _check(rc, what):

@@ -86,6 +86,7 @@ import struct
 import torch
 
 from kbh import judge_io as jio
+from kbh import judge_skew as skew
 
 POOL = 4096
 # Changed elements per input and run: the longest axis up to this
@@ -421,10 +422,16 @@ def mirror(flat, shape):
     return flat + (j - i) * d + (i - j)
 
 
-def refresh_index(n, a, b):
-    """The flat indices a refresh reads: element e gets the pristine
-    input's element (a * e + b) mod n (the worker's wdev_permute)."""
-    return (a * torch.arange(n, dtype=torch.int64) + b) % n
+def refresh_candidates(ctx, k):
+    """The inputs of set k the judge may refresh before a run (each gets a
+    source, judge_skew): those without structure, of 4 to REFRESH_MAX
+    elements."""
+    out = []
+    for j, p in pools(ctx)[k].inputs.items():
+        n = math.prod(p["shape"]) if p["shape"] else 1
+        if 4 <= n < REFRESH_MAX and not pools(ctx)[k].structured(j):
+            out.append(j)
+    return out
 
 
 class Pool:
@@ -487,6 +494,24 @@ class Pool:
         return p["free"] is not None or p["sym"] or p["kept"]
 
 
+def make_sources(ctx):
+    """Each timing set's refresh sources (judge_skew) of its
+    refresh_candidates(), as sets[k]["source"] {input: flat tensor, where
+    the set lives}; a tensor every set holds (the model's state) laid out
+    once. The judge writes them for the worker (src<k>.bin)."""
+    done = {}
+    for k in ctx.timing_sets:
+        ins = set_inputs(ctx, k)
+        src = {}
+        for j in refresh_candidates(ctx, k):
+            t = ins[j]
+            if id(t) not in done:
+                flat = t.detach().reshape(-1)
+                done[id(t)] = flat[skew.partition(flat)]
+            src[j] = done[id(t)]
+        ctx.sets[k]["source"] = src
+
+
 def pools(ctx):
     """The batch's pools, one per timing set, built on first use."""
     if getattr(ctx, "perturb_pools", None) is None:
@@ -526,7 +551,7 @@ class Perturber:
         # The worker permutes whole inputs before a run (its hello's
         # "refresh"): every element of each floating input changes.
         self.refresh = bool(refresh) and getattr(ctx, "perturb", True)
-        self.rparams = {}	# k -> {j: (a, b) of the last refresh}
+        self.rparams = {}	# k -> {j: (a, b, windows) of the last refresh}
         self.rset = {}		# k -> the inputs refreshed before every run
         self.rlog = {}		# k -> {j: (positions, values) changed after it}
         self.refreshed = 0	# elements refreshed, all runs
@@ -564,7 +589,8 @@ class Perturber:
             if r is None:
                 st[j] = orig.clone()
             else:
-                st[j] = orig[refresh_index(orig.numel(), *r)]
+                n = orig.numel()
+                st[j] = self._source(k, j).cpu()[skew.source(n, *r, torch.arange(n))]
                 pos, new = self.rlog[k][j]
                 st[j][pos] = new
         if j not in self.touched.setdefault(k, {}):
@@ -572,20 +598,22 @@ class Perturber:
         return st[j], self.touched[k][j]
 
     def _refreshable(self, k, j):
-        """Whether input j of set k is refreshed before every run: one
-        without structure, of 4 to REFRESH_MAX elements, among the first
-        REFRESH_TENSORS such inputs of the set (what the worker refreshes
-        in a run; the same ones every run)."""
+        """Whether input j of set k is refreshed before every run: one of
+        refresh_candidates() with a source written for the worker, among
+        the first REFRESH_TENSORS such inputs of the set this candidate
+        perturbs (what the worker refreshes in a run; the same ones every
+        run)."""
         if not self.refresh:
             return False
         if k not in self.rset:
-            ok = []
-            for i, p in self.perturbed(k).items():
-                n = math.prod(p["shape"]) if p["shape"] else 1
-                if 4 <= n < REFRESH_MAX and not self.pools[k].structured(i):
-                    ok.append(i)
+            src = self.ctx.sets[k].get("source") or {}
+            ok = [i for i in self.perturbed(k) if i in src]
             self.rset[k] = set(ok[:REFRESH_TENSORS])
         return j in self.rset[k]
+
+    def _source(self, k, j):
+        """What input j of set k is rebuilt from (judge_skew), where the set lives."""
+        return self.ctx.sets[k]["source"][j]
 
     def _refresh(self, k, j):
         """Draw a run's refresh of input j of set k: [j, a, b], a a unit
@@ -609,11 +637,13 @@ class Perturber:
         b = self.rng.randrange(n)
         while g > 1 and b % g == 0:
             b = self.rng.randrange(n)
-        self.rparams.setdefault(k, {})[j] = (a, b)
+        # From windows of its source: the run's own skew of the values.
+        wins = skew.windows(n, self.rng)
+        self.rparams.setdefault(k, {})[j] = (a, b, wins)
         self.now.get(k, {}).pop(j, None)
         self.refreshed += n
         self.last_refreshed += n
-        return [j, a, b]
+        return [j, a, b] + wins
 
     def _apply(self, k, j, pos, new):
         """Record new values at flat positions pos; the run's entries and
@@ -650,8 +680,8 @@ class Perturber:
         if r is not None:
             # Gathered where the set lives: a copy of the whole input to
             # the host every run would cost more than the run itself.
-            orig = self.inputs(k)[j].detach().reshape(-1)
-            now = orig[((r[0] * pos + r[1]) % orig.numel()).to(orig.device)].cpu()
+            src = self._source(k, j)
+            now = src[skew.source(math.prod(p["shape"]), *r, pos.to(src.device))].cpu()
         else:
             flat, _ = self._flat(k, j)
             now = flat[pos]
@@ -752,10 +782,12 @@ class Perturber:
         for j in sorted(set(self.chpos.get(k, {})) | set(self.rparams.get(k, {}))):
             r = self.rparams.get(k, {}).get(j)
             if r is not None:
-                # [arg, a, b, positions, values]: the refresh of the
-                # pristine input, then the changes of the run after it.
+                # [arg, a, b, windows, positions, values]: the refresh
+                # from the pristine input's source (judge_skew), then the
+                # changes of the run after it.
                 pos, new = self.rlog[k][j]
-                out.append([j, r[0], r[1], jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
+                out.append([j, r[0], r[1], list(r[2]), jio.to_bytes(pos).hex(),
+                            jio.to_bytes(new).hex()])
                 continue
             pos = self._positions(k, j)
             if pos.numel():
@@ -789,9 +821,9 @@ class Perturber:
                     flat = flat.to(t.device)
                 out.append(flat if ix is None else flat[ix.to(flat.device)])
                 continue
-            orig = t.detach().reshape(-1)
-            ix = ix.to(orig.device)
-            v = orig[(r[0] * ix + r[1]) % orig.numel()]
+            src = self._source(k, j)
+            ix = ix.to(src.device)
+            v = src[skew.source(t.numel(), *r, ix)]
             pos, new = self.rlog[k][j]
             if pos.numel():
                 # The run's changes that fall on sampled indices.

@@ -413,7 +413,10 @@ class CandidateRun:
             w = self.start()
             hello = w.read_reply("start", ctx_start_timeout(self))
             self.worker_refresh = hello.get("refresh") is True
-            self.share = hello.get("share") is True and self.ctx.backend == "cuda"
+            # Exported snapshots only where this process can map them:
+            # after an export the worker seals no memfd for that set.
+            self.share = (hello.get("share") is True and self.ctx.backend == "cuda"
+                          and jds.usable())
             # Writes to the inputs past forward's arguments reach the
             # kernel: the model's state is perturbed too.
             self.worker_state = hello.get("state") is True
@@ -956,7 +959,7 @@ class CandidateRun:
                 json.loads(line)
                 self.req_ref_ms[k] = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
                     [math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
-                     for j, _, _ in (req.get("refresh") or [[]])[0]])
+                     for j, *_ in (req.get("refresh") or [[]])[0]])
         r = w.request(req, timeout)
         # Exported snapshots, copied at once: inside the judge's clock.
         exported = [k for k in sets if k in self.shared]
@@ -968,7 +971,7 @@ class CandidateRun:
             t0 = time.perf_counter()
             for k in exported:
                 try:
-                    self.shared[k].copy(sum(o["nbytes"] for o in self.ctx.sets[k]["specs"]))
+                    self.shared[k].copy(self.ctx.sets[k]["out_bytes"])
                 except jds.ShareError as e:
                     raise Failed("runtime_error", "copying a timed run's snapshot: %s" % e)
             copy_ms = (time.perf_counter() - t0) * 1e3
@@ -1217,7 +1220,7 @@ class CandidateRun:
         if isinstance(fd, jds.Shared):
             return self.shared_outputs(k, idx)
         s = self.ctx.sets[k]
-        size = sum(o["nbytes"] for o in s["specs"])
+        size = s["out_bytes"]
         try:
             seals = fcntl.fcntl(fd, F_GET_SEALS)
         except OSError as e:

@@ -300,9 +300,15 @@ class PyWorker:
                 pos = bytes.fromhex(e)
                 if len(pos) % 8:
                     raise ValueError("perturb: packed positions are not int64s")
-                es = len(hx) // max(1, len(pos) // 8)
+                if not 0 <= j < len(args):
+                    raise ValueError("perturb: no input %d" % j)
+                # Split by the input's element size, not the string's.
+                w = 2 * args[j].element_size()
+                if len(hx) != len(pos) // 8 * w:
+                    raise ValueError("perturb: %d packed values of input %d are not %d bytes "
+                                     "each in hex" % (len(pos) // 8, j, w // 2))
                 by_arg[j][0].extend(struct.unpack("<%dq" % (len(pos) // 8), pos))
-                by_arg[j][1].extend(hx[i:i + es] for i in range(0, len(hx), es) if es)
+                by_arg[j][1].extend(hx[i:i + w] for i in range(0, len(hx), w))
             else:
                 by_arg[j][0].append(int(e))
                 by_arg[j][1].append(hx)

@@ -34,7 +34,9 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
 - reference {set, changes, sample}: forward on set k after the element
   changes [[input, hex int64 positions, hex values], ...] (little-endian;
   kbh/judge_perturb.py), an entry [input, a, b, positions, values] with a
-  refresh of the input first (element e from (a*e + b) mod n); inputs
+  refresh of the input first (element e from (a*e + b) mod n), one
+  [input, a, b, windows, positions, values] with a refresh from the
+  windows of the input's source (kbh/judge_skew.py); inputs
   are forward's arguments, then the model's state (state.bin's order): a
   changed state tensor goes in as the model's for this forward only
   (functional_call), the model itself stays as built;
@@ -67,8 +69,10 @@ class Ref:
     def __init__(self, scratch, backend):
         import torch
         from kbh import judge_io as jio
+        from kbh import judge_skew as skew
         from kbh import judge_timing as jt
-        self.torch, self.jio, self.jt = torch, jio, jt
+        self.torch, self.jio, self.jt, self.skew = torch, jio, jt, skew
+        self.sources = {}	# (set, input) -> the input's refresh source
         self.scratch = scratch
         if backend == "cuda":
             if not torch.cuda.is_available():
@@ -221,13 +225,23 @@ class Ref:
                 raise ValueError("reference: no input %d" % j)
             t = args[j].detach().clone()
             flat = t.reshape(-1)
-            if len(ch) == 5:
-                # A refresh first: element e from (a * e + b) mod n.
+            if len(ch) in (5, 6):
+                # A refresh first: element e from (a * e + b) mod n of the
+                # windows of the input's source (kbh/judge_skew.py), or of
+                # the input itself without them.
                 a, b, n = int(ch[1]), int(ch[2]), flat.numel()
-                if not (0 < a < n and 0 <= b < n < (1 << 31)):
+                wins = [int(x) for x in ch[3]] if len(ch) == 6 else []
+                if not (0 < a < n and 0 <= b < n < (1 << 31)) or (
+                        wins and not self.skew.valid(n, self.skew.source_len(n), wins)):
                     raise ValueError("reference: a refresh out of range for input %d" % j)
-                idx = (a * torch.arange(n, dtype=torch.int64, device=flat.device) + b) % n
-                flat.copy_(args[j].detach().reshape(-1)[idx])
+                orig = args[j].detach().reshape(-1)
+                if wins:
+                    if (k, j) not in self.sources:
+                        self.sources[(k, j)] = orig[self.skew.partition(orig)]
+                    orig = self.sources[(k, j)]
+                idx = self.skew.source(n, a, b, wins,
+                                       torch.arange(n, dtype=torch.int64, device=flat.device))
+                flat.copy_(orig[idx])
             n = len(hexpos) // 16
             pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
             if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):

@@ -1,0 +1,110 @@
+"""What a refreshed input is rebuilt from before each timed run.
+
+A refresh that only permuted an input's own values left every function
+of their multiset (a sum, a norm, a global logsumexp, the largest value)
+the same in every timed run: a kernel that kept such a statistic per
+buffer and skipped its reduction passed the spot checks (a global
+log_softmax at 4.7x eager where its honest twin ran 0.21x). Fresh draws
+would not help: over a million elements such a statistic of one draw is
+within tolerance of another's. So each run's multiset is skewed, by an
+amount drawn for the run, from a copy of the input the judge lays out
+once per timing set (partition(), written to orig<k>.bin for the worker):
+
+    [k smallest, ascending | the rest, in index order | k largest,
+     ascending | the q smallest after the k smallest, in index order |
+     the q largest before the k largest, in index order]
+
+with k = n / EXTREME_DIV and q = n / BAND_DIV (at least 1 each), n + 2q
+elements. A run's windows() take the whole first part but for its l1
+smallest, its l2 largest and a window of lm middle elements, and put in
+their place l1 + l2 + lm elements of one window of the bands (low, high
+or both; never one of the extremes a run drops): the smallest and
+largest values change every run, the mean,
+the variance and every sum of a function of the values move by a share
+of the input drawn for the run (l1, l2 up to n / EXTREME_DIV, lm from
+n / MID_MIN_DIV to n / MID_MAX_DIV). The windows, concatenated, are
+then permuted (element e from (a e + b) mod n) so the band values are
+spread over the input. Every value stays one the input had; the layout
+in index order keeps an exchangeable input's values in random order
+where the runs place them (sorted runs mapped by an affine permutation
+would lay them out on a lattice: a matrix of those is ill-conditioned).
+
+The same layout is computed by the judge, the reference process and the
+tests from the same bits: order_key() orders values totally (-0.0 before
++0.0, NaNs by their bits), ties by index.
+"""
+import torch
+
+BAND_DIV = 4
+EXTREME_DIV = 64
+MID_MIN_DIV = 32
+MID_MAX_DIV = 8
+WINDOWS_MAX = 4		# the worker's limit (gpu/worker_parse.c)
+
+
+def layout(n):
+    """(q, k): the bands' and the extremes' lengths for n elements."""
+    return max(1, n // BAND_DIV), max(1, n // EXTREME_DIV)
+
+
+def source_len(n):
+    """The elements of the source an input of n elements is rebuilt from."""
+    return n + 2 * layout(n)[0]
+
+
+def order_key(flat):
+    """int64 keys in the values' order: floats by their bits (negative
+    ones reversed), integers and bools by value."""
+    t = flat.detach().reshape(-1)
+    if t.dtype == torch.bool:
+        return t.to(torch.int64)
+    if not t.is_floating_point():
+        return t.to(torch.int64)
+    w = t.element_size()
+    s = t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[w]).to(torch.int64)
+    return torch.where(s < 0, s ^ ((1 << (8 * w - 1)) - 1), s)
+
+
+def partition(flat):
+    """The flat indices of flat that make its source (the layout above)."""
+    n = flat.numel()
+    q, k = layout(n)
+    order = torch.sort(order_key(flat), stable=True).indices
+    by_index = lambda ix: torch.sort(ix).values
+    return torch.cat([order[:k], by_index(order[k:n - k]), order[n - k:],
+                      by_index(order[k:k + q]), by_index(order[n - k - q:n - k])])
+
+
+def windows(n, rng):
+    """A run's windows of the source, [start, length, ...] (three), whose
+    lengths sum to n; rng a random.Random."""
+    q, k = layout(n)
+    l1, l2 = rng.randint(1, k), rng.randint(1, k)
+    hi = max(0, min(max(1, n // MID_MAX_DIV), 2 * q - l1 - l2, n - 2 * k))
+    lm = rng.randint(min(max(1, n // MID_MIN_DIV), hi), hi)
+    ms = rng.randint(k, n - k - lm)
+    d = l1 + l2 + lm
+    return [l1, ms - l1, ms + lm, n - l2 - ms - lm, rng.randint(n, n + 2 * q - d), d]
+
+
+def valid(n, m, wins):
+    """Whether wins ([start, length, ...], at most WINDOWS_MAX) rebuilds n
+    elements from a source of m."""
+    if len(wins) % 2 or len(wins) > 2 * WINDOWS_MAX:
+        return False
+    pairs = list(zip(wins[0::2], wins[1::2]))
+    return (sum(l for _, l in pairs) == n and
+            all(s >= 0 and l >= 0 and s + l <= m for s, l in pairs))
+
+
+def source(n, a, b, wins, e):
+    """The source's indices of the rebuilt input's elements e (an int64
+    tensor): element e is the windows' concatenation's (a e + b) mod n."""
+    u = (a * e + b) % n
+    if not wins:
+        return u
+    starts = torch.tensor(wins[0::2], dtype=torch.int64, device=e.device)
+    lens = torch.tensor(wins[1::2], dtype=torch.int64, device=e.device)
+    ends = torch.cumsum(lens, 0)
+    w = torch.bucketize(u, ends[:-1], right=True)
+    return starts[w] + u - (ends - lens)[w]
