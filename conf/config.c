@@ -17,23 +17,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/yamldoc.h"
-
-struct config {
-	char *path;
-	struct yamldoc *doc;		/* NULL for config_default() */
-	json_t *empty;			/* the tree when there is no document */
-	char *listen;
-	char *data_dir;
-	int data_dir_cli;		/* set by config_set_data_dir (--data-dir) */
-	char *log_file;
-	char *log_level;
-	struct config_http http;
-	char **allow;			/* patterns, "!" kept */
-	size_t n_allow;
-	char *secret[CONFIG_N_FORGES];
-	size_t secret_len[CONFIG_N_FORGES];
-	int local_clone[CONFIG_N_FORGES];	/* file:// clone URLs taken */
-};
+#include "conf/config_int.h"
 
 static const char *const forge_names[CONFIG_N_FORGES] = { "github", "gitlab", "gitea" };
 
@@ -58,8 +42,8 @@ static const char *const forge_keys[] = {
 /* The dry-run forge has no webhooks, but its section is legal. */
 static const char *const known_forges[] = { "github", "gitlab", "gitea", "local", NULL };
 
-static int
-in_list(const char *const *list, const char *s)
+int
+config_in_list(const char *const *list, const char *s)
 {
 	for (; *list; list++)
 		if (!strcmp(*list, s))
@@ -71,24 +55,6 @@ const char *
 config_forge_name(enum config_forge f)
 {
 	return f < CONFIG_N_FORGES ? forge_names[f] : "?";
-}
-
-static void
-config_http_defaults(struct config_http *h)
-{
-	h->max_body_bytes = 25u << 20;
-	h->max_buffered_bytes = 256u << 20;
-	h->max_header_bytes = 32u << 10;
-	h->max_connections = 256;
-	h->max_connections_per_ip = 64;
-	h->connection_timeout_s = 10;
-	h->request_timeout_s = 30;
-	h->threads = 8;
-	h->head_timeout_s = 10;
-	h->min_body_bytes_per_s = 1024;
-	h->max_buffered_bytes_per_ip = 32u << 20;	/* max_buffered_bytes / 8; see load_http_clients() */
-	h->small_body_bytes = 256u << 10;	/* at most max_body_bytes; see load_http_clients() */
-	h->small_body_reserve = 64u << 20;	/* max_connections small bodies; ditto */
 }
 
 static struct config *
@@ -232,8 +198,8 @@ get_string(struct config *c, const json_t *obj, const char *member,
 	return set_str(dst, json_string_value(v));
 }
 
-static int
-get_uint(struct config *c, const json_t *obj, const char *member,
+int
+config_get_uint(struct config *c, const json_t *obj, const char *member,
     const char *key, unsigned long long lo, unsigned long long hi,
     unsigned long long *dst, char *err, size_t errlen)
 {
@@ -250,8 +216,8 @@ get_uint(struct config *c, const json_t *obj, const char *member,
 	return 0;
 }
 
-static int
-check_keys(struct config *c, const json_t *obj, const char *prefix,
+int
+config_check_keys(struct config *c, const json_t *obj, const char *prefix,
     const char *const *allowed, char *err, size_t errlen)
 {
 	const char *k;
@@ -259,329 +225,10 @@ check_keys(struct config *c, const json_t *obj, const char *prefix,
 	char key[300];
 
 	json_object_foreach((json_t *)obj, k, v) {
-		if (in_list(allowed, k))
+		if (config_in_list(allowed, k))
 			continue;
 		snprintf(key, sizeof(key), "%s%s%.200s", prefix, *prefix ? "." : "", k);
 		return config_error(c, err, errlen, key, NULL, "unknown key");
-	}
-	return 0;
-}
-
-/* --- http: per-client keys (issue 23) --- */
-
-/* "ADDR" or "ADDR/BITS", IPv4 or IPv6: 0 or -EINVAL. */
-static int
-parse_cidr(const char *s, struct config_cidr *out)
-{
-	char addr[INET6_ADDRSTRLEN + 1], *end;
-	const char *slash = strchr(s, '/');
-	size_t n = slash ? (size_t)(slash - s) : strlen(s);
-	unsigned long bits;
-	unsigned max;
-
-	if (n == 0 || n >= sizeof(addr))
-		return -EINVAL;
-	memcpy(addr, s, n);
-	addr[n] = '\0';
-	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, addr, out->addr) == 1)
-		out->family = AF_INET, max = 32;
-	else if (inet_pton(AF_INET6, addr, out->addr) == 1)
-		out->family = AF_INET6, max = 128;
-	else
-		return -EINVAL;
-	out->bits = max;
-	if (slash) {
-		errno = 0;
-		bits = strtoul(slash + 1, &end, 10);
-		if (!slash[1] || *end || errno || bits > max || slash[1] == '-' ||
-		    slash[1] == '+')
-			return -EINVAL;
-		out->bits = (unsigned)bits;
-	}
-	return 0;
-}
-
-/*
- * Whether a trusted proxy network is wider than any set of proxies: IPv4
- * shorter than /8, IPv6 shorter than /8 (fd00::/8 is all of the unique
- * local addresses), and an IPv6 network that holds IPv4 addresses judged
- * by its IPv4 part: the IPv4-mapped (::ffff:0:0/96), IPv4-compatible
- * (::/96), NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, whole
- * (::/80 holds all of ::ffff:0:0/96) or with fewer than 8 bits of their
- * IPv4 part fixed.
- */
-static int
-cidr_too_wide(const struct config_cidr *n)
-{
-	static const struct {
-		unsigned char addr[16];
-		int bits;		/* the prefix's length */
-		int v4;			/* where its IPv4 part starts */
-	} embed[] = {
-		{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }, 96, 96 },
-		{ { 0 }, 96, 96 },
-		{ { 0, 0x64, 0xff, 0x9b }, 96, 96 },
-		{ { 0x20, 0x02 }, 16, 16 },
-	};
-
-	if (n->family == AF_INET)
-		return n->bits < CONFIG_MIN_PROXY_BITS4;
-	if (n->bits < CONFIG_MIN_PROXY_BITS6)
-		return 1;
-	for (size_t i = 0; i < sizeof(embed) / sizeof(embed[0]); i++) {
-		int bits = (int)n->bits, common = bits < embed[i].bits ? bits : embed[i].bits, b;
-
-		/* Do the first `common` bits of the network and the prefix agree? */
-		for (b = 0; b < common; b++)
-			if ((n->addr[b / 8] ^ embed[i].addr[b / 8]) & (0x80 >> (b % 8)))
-				break;
-		if (b < common)
-			continue;
-		if (bits - embed[i].v4 < CONFIG_MIN_PROXY_BITS4)
-			return 1;
-	}
-	return 0;
-}
-
-static int
-load_http_clients(struct config *c, const json_t *h, char *err, size_t errlen)
-{
-	struct config_http *hp = &c->http;
-	const json_t *list = json_object_get(h, "trusted_proxies"), *v;
-	size_t i;
-
-	if (!hp->max_buffered_bytes_per_ip) {
-		hp->max_buffered_bytes_per_ip = hp->max_buffered_bytes / 8;
-		if (hp->max_buffered_bytes_per_ip < hp->max_body_bytes)
-			hp->max_buffered_bytes_per_ip = hp->max_body_bytes;
-	} else if (hp->max_buffered_bytes_per_ip < hp->max_body_bytes ||
-	    hp->max_buffered_bytes_per_ip > hp->max_buffered_bytes) {
-		return config_error(c, err, errlen, "http.max_buffered_bytes_per_ip",
-		    NULL, "must be from http.max_body_bytes (%zu) to "
-		    "http.max_buffered_bytes (%zu)", hp->max_body_bytes,
-		    hp->max_buffered_bytes);
-	}
-	/*
-	 * Room for a small body on every connection at once, so that no
-	 * number of bodies under way can keep a small one out of memory
-	 * (the third outside attack's F3): larger bodies may not take it.
-	 * Capped so that one largest body still fits beside it.
-	 */
-	if (!hp->small_body_bytes) {
-		hp->small_body_bytes = 256u << 10;
-		if (hp->small_body_bytes > hp->max_body_bytes)
-			hp->small_body_bytes = hp->max_body_bytes;
-	} else if (hp->small_body_bytes > hp->max_body_bytes) {
-		return config_error(c, err, errlen, "http.small_body_bytes", NULL,
-		    "must be at most http.max_body_bytes (%zu)", hp->max_body_bytes);
-	}
-	hp->small_body_reserve = (size_t)hp->max_connections * hp->small_body_bytes;
-	if (hp->small_body_reserve > hp->max_buffered_bytes - hp->max_body_bytes)
-		hp->small_body_reserve = hp->max_buffered_bytes - hp->max_body_bytes;
-	if (!list || json_is_null(list))
-		return 0;
-	if (!json_is_array(list) || json_array_size(list) > CONFIG_MAX_PROXIES)
-		return config_error(c, err, errlen, "http.trusted_proxies", list,
-		    "must be a list of at most %d addresses or networks",
-		    CONFIG_MAX_PROXIES);
-	json_array_foreach(list, i, v) {
-		if (!json_is_string(v) || parse_cidr(json_string_value(v),
-		    &hp->trusted_proxies[i]) < 0)
-			return config_error(c, err, errlen, "http.trusted_proxies", v,
-			    "'%s' is not an address or ADDR/BITS",
-			    json_is_string(v) ? json_string_value(v) : "?");
-		if (cidr_too_wide(&hp->trusted_proxies[i]))
-			return config_error(c, err, errlen, "http.trusted_proxies", v,
-			    "'%s' is too wide: every address in it may set its "
-			    "identity by X-Forwarded-For and escape the per-client "
-			    "limits; name the proxies (IPv4 at least /%d, IPv6 at "
-			    "least /%d)", json_string_value(v), CONFIG_MIN_PROXY_BITS4,
-			    CONFIG_MIN_PROXY_BITS6);
-	}
-	hp->n_trusted_proxies = json_array_size(list);
-	return 0;
-}
-
-/* --- end of http's per-client keys --- */
-
-static int
-load_http(struct config *c, const json_t *h, char *err, size_t errlen)
-{
-	static const char *const keys[] = { "max_body_bytes", "max_buffered_bytes",
-		"max_header_bytes",
-		"max_connections", "max_connections_per_ip",
-		"connection_timeout_s", "request_timeout_s", "threads",
-		"head_timeout_s", "min_body_bytes_per_s", "max_buffered_bytes_per_ip",
-		"small_body_bytes", "trusted_proxies", NULL };
-	unsigned long long v;
-	int error;
-
-	c->http.max_buffered_bytes_per_ip = 0;	/* unless given: derived */
-	c->http.small_body_bytes = 0;		/* likewise */
-	if (!h || json_is_null(h))
-		return load_http_clients(c, NULL, err, errlen);
-	if (!json_is_object(h))
-		return config_error(c, err, errlen, "http", h, "must be a mapping");
-	if ((error = check_keys(c, h, "http", keys, err, errlen)) < 0)
-		return error;
-#define UINT(name, lo, hi, field) do { \
-	v = c->http.field; \
-	if ((error = get_uint(c, h, name, "http." name, lo, hi, &v, err, errlen)) < 0) \
-		return error; \
-	c->http.field = v; \
-} while (0)
-	UINT("max_body_bytes", 1024, CONFIG_MAX_BODY_LIMIT, max_body_bytes);
-	UINT("max_buffered_bytes", 1024, CONFIG_MAX_BUFFERED_LIMIT, max_buffered_bytes);
-	UINT("max_header_bytes", 4096, 1u << 20, max_header_bytes);
-	UINT("max_connections", 1, 65536, max_connections);
-	UINT("max_connections_per_ip", 1, 65536, max_connections_per_ip);
-	UINT("connection_timeout_s", 1, 3600, connection_timeout_s);
-	UINT("request_timeout_s", 1, 3600, request_timeout_s);
-	UINT("threads", 1, 256, threads);
-	UINT("head_timeout_s", 1, 3600, head_timeout_s);
-	UINT("min_body_bytes_per_s", 1, 1u << 30, min_body_bytes_per_s);
-	UINT("max_buffered_bytes_per_ip", 1024, CONFIG_MAX_BUFFERED_LIMIT,
-	    max_buffered_bytes_per_ip);
-	UINT("small_body_bytes", 1024, CONFIG_MAX_BODY_LIMIT, small_body_bytes);
-#undef UINT
-	if (c->http.max_buffered_bytes < c->http.max_body_bytes)
-		return config_error(c, err, errlen, "http.max_buffered_bytes", NULL,
-		    "must be at least http.max_body_bytes (%zu)", c->http.max_body_bytes);
-	/* one client may not hold every connection; unset, it is capped */
-	if (c->http.max_connections_per_ip > c->http.max_connections) {
-		if (json_object_get(h, "max_connections_per_ip"))
-			return config_error(c, err, errlen,
-			    "http.max_connections_per_ip", NULL, "must be at most "
-			    "http.max_connections (%u): one client could hold every "
-			    "connection", c->http.max_connections);
-		c->http.max_connections_per_ip = c->http.max_connections;
-	}
-	return load_http_clients(c, h, err, errlen);
-}
-
-/*
- * Why the body of an allow_repos pattern (after any "!") cannot do what
- * it says, or NULL. fnmatch(3) takes anything, so a '[' without its ']'
- * or a bare owner would silently match nothing.
- */
-static const char *
-allow_glob_error(const char *p)
-{
-	int in_class = 0;
-
-	for (const char *q = p; *q; q++) {
-		if (in_class) {
-			if (*q == ']' && q[-1] != '[' && !(q[-1] == '!' && q[-2] == '['))
-				in_class = 0;
-			else if (!isalnum((unsigned char)*q) && !strchr("._-!^]", *q))
-				return "has a character no repository name holds";
-		} else if (*q == '[') {
-			in_class = 1;
-		} else if (!isalnum((unsigned char)*q) && !strchr("._-/*?", *q)) {
-			return "has a character no repository name holds "
-			    "(letters, digits, . _ - / and the globs * ? [...])";
-		}
-	}
-	if (in_class)
-		return "has a '[' without its ']'";
-	if (!strchr(p, '/'))
-		return "never matches: repositories are owner/name and '*' does "
-		    "not match '/' (all of an owner's: 'owner/*', with GitLab "
-		    "subgroups 'owner/**')";
-	return NULL;
-}
-
-/*
- * Why a pattern's segments (after any "!") cannot be those of a
- * repository, or NULL: no name has an empty segment, a segment '.' or
- * '..', or one ending in '.' or ".git" (webhooks/event.c refuses those
- * with 400), so such a pattern matches nothing (the fourth outside
- * attack's F5). Looked at first: '/acme/x' is an empty owner, not every
- * owner.
- */
-static const char *
-allow_segment_error(const char *p)
-{
-	for (const char *seg = p, *end;; seg = end + 1) {
-		size_t n;
-
-		end = strchr(seg, '/');
-		n = end ? (size_t)(end - seg) : strlen(seg);
-		if (n == 0)
-			return "has an empty segment ('//', or '/' at either end): "
-			    "no repository name has one, so it never matches";
-		if ((n == 1 && *seg == '.') || (n == 2 && !strncmp(seg, "..", 2)))
-			return "has a segment '.' or '..': no repository name has "
-			    "one, so it never matches";
-		if (seg[n - 1] == '.' || (n >= 4 && !strncasecmp(seg + n - 4, ".git", 4)))
-			return "has a segment ending in '.' or '.git': no repository "
-			    "name ends so (a push naming one is refused), so it never "
-			    "matches";
-		if (!end)
-			return NULL;
-	}
-}
-
-/*
- * Whether a pattern's owner (its first segment) is nothing but globs, so
- * it takes every owner's repositories: '*', '*' '/' '*', '**' '/' '*'.
- */
-static int
-allow_any_owner(const char *p)
-{
-	for (; *p && *p != '/'; p++) {
-		if (*p == '[') {
-			while (*p && *p != ']')
-				p++;
-			if (!*p)
-				return 0;
-		} else if (*p != '*' && *p != '?') {
-			return 0;
-		}
-	}
-	return 1;
-}
-
-static int
-load_allow(struct config *c, const json_t *a, char *err, size_t errlen)
-{
-	size_t i;
-	json_t *v;
-
-	if (!a || json_is_null(a))
-		return 0;
-	if (!json_is_array(a))
-		return config_error(c, err, errlen, "allow_repos", a,
-		    "must be a list of repository globs");
-	if (json_array_size(a) > CONFIG_MAX_ALLOW)
-		return config_error(c, err, errlen, "allow_repos", a,
-		    "more than %d patterns", CONFIG_MAX_ALLOW);
-	if (!(c->allow = calloc(json_array_size(a) + 1, sizeof(*c->allow))))
-		return -ENOMEM;
-	json_array_foreach(a, i, v) {
-		const char *s = json_string_value(v);
-		const char *body = s && *s == '!' ? s + 1 : s;
-		const char *why;
-
-		if (!s || !*body || strlen(s) != json_string_length(v) ||
-		    strchr(s, ' '))
-			return config_error(c, err, errlen, "allow_repos", v,
-			    "each entry must be a glob like 'owner/*' or '!owner/name'");
-		if ((why = allow_segment_error(body)))
-			return config_error(c, err, errlen, "allow_repos", v,
-			    "'%.200s' %s", s, why);
-		if (*s != '!' && allow_any_owner(body))
-			return config_error(c, err, errlen, "allow_repos", v,
-			    "'%.200s' matches every owner's repositories: anyone "
-			    "who learns a webhook secret could queue any repository; "
-			    "name the owners ('owner/*')", s);
-		if ((why = allow_glob_error(body)))
-			return config_error(c, err, errlen, "allow_repos", v,
-			    "'%.200s' %s", s, why);
-		if (!(c->allow[c->n_allow] = strdup(s)))
-			return -ENOMEM;
-		c->n_allow++;
 	}
 	return 0;
 }
@@ -717,14 +364,14 @@ load_forges(struct config *c, const json_t *fs, int flags, char *err,
 		return config_error(c, err, errlen, "forges", fs, "must be a mapping");
 	json_object_foreach((json_t *)fs, name, fo) {
 		snprintf(key, sizeof(key), "forges.%.200s", name);
-		if (!in_list(known_forges, name))
+		if (!config_in_list(known_forges, name))
 			return config_error(c, err, errlen, key, NULL,
 			    "unknown forge (github, gitlab, gitea, local)");
 		if (json_is_null(fo))
 			continue;
 		if (!json_is_object(fo))
 			return config_error(c, err, errlen, key, fo, "must be a mapping");
-		if ((error = check_keys(c, fo, key, forge_keys, err, errlen)) < 0)
+		if ((error = config_check_keys(c, fo, key, forge_keys, err, errlen)) < 0)
 			return error;
 		for (int f = 0; f < CONFIG_N_FORGES; f++)
 			if (!strcmp(name, forge_names[f]) &&
@@ -753,7 +400,7 @@ config_validate(struct config *c, int flags, char *err, size_t errlen)
 		    c->path, yamldoc_line(c->doc, root));
 		return -EINVAL;
 	}
-	if ((error = check_keys(c, root, "", top_keys, err, errlen)) < 0 ||
+	if ((error = config_check_keys(c, root, "", top_keys, err, errlen)) < 0 ||
 	    (error = get_string(c, root, "listen", "listen", &c->listen, err, errlen)) < 0 ||
 	    (error = get_string(c, root, "data_dir", "data_dir", &c->data_dir, err, errlen)) < 0 ||
 	    (error = get_string(c, root, "log_file", "log_file", &c->log_file, err, errlen)) < 0 ||
@@ -772,8 +419,8 @@ config_validate(struct config *c, int flags, char *err, size_t errlen)
 	if (log_level_parse(c->log_level, &lvl) < 0)
 		return config_error(c, err, errlen, "log_level", NULL,
 		    "'%s' is not one of debug, info, warn, error", c->log_level);
-	if ((error = load_http(c, json_object_get(root, "http"), err, errlen)) < 0 ||
-	    (error = load_allow(c, json_object_get(root, "allow_repos"), err, errlen)) < 0 ||
+	if ((error = config_load_http(c, json_object_get(root, "http"), err, errlen)) < 0 ||
+	    (error = config_load_allow(c, json_object_get(root, "allow_repos"), err, errlen)) < 0 ||
 	    (error = load_forges(c, json_object_get(root, "forges"), flags, err, errlen)) < 0)
 		return error;
 	return 0;
