@@ -138,9 +138,12 @@ printf 'def helper():\n    return 1\n' >"$TMP/repo/models/util.py"
 cp "$FIX/optimize/col_center.py" "$TMP/repo/.git/hidden.py"
 "$KERNELBOT" optimize "$TMP/repo" --budget 1 $FAST --out "$TMP/r" --json >"$TMP/r.json" 2>"$TMP/r.err"
 check_eq "repository: exit 0" "$?" 0
+# A correct kernel: improved or not faster, or on a host busy enough to
+# trip a timing check, correct and flagged for review (what this part
+# tests is the repository's plumbing, not the verdict).
 check_eq "one summary per module, with module and slug" \
-	"$(json_get "$TMP/r.json" '[(s["module"], s["slug"], s["status"] in ("improved", "not_faster")) for s in d]')" \
-	"[('models/Center.py', 'models-center', True)]"
+	"$(json_get "$TMP/r.json" '[(s["module"], s["slug"], s["status"] if s["status"] not in ("improved", "not_faster", "needs_review") else "correct") for s in d]')" \
+	"[('models/Center.py', 'models-center', 'correct')]"
 check "DIR/<slug>/summary.json" test -s "$TMP/r/models-center/summary.json"
 check "DIR/<slug>/best/kernel.c" test -s "$TMP/r/models-center/best/kernel.c"
 "$KERNELBOT" optimize "$TMP/repo" models/util.py $FAST --out "$TMP/r2" >/dev/null 2>"$TMP/err"

@@ -28,30 +28,33 @@ def perturber(ctx, **kw):
     return jpert.Perturber(ctx, **kw)
 
 
-def rebuild(loaded, entry):
+def rebuild(loaded, entry, other=None):
     """What the worker does with a refresh entry [input, a, b, windows...]
-    for an input as loaded: its source's windows (kbh/judge_skew.py)
+    for an input as loaded: its source's windows (kbh/judge_skew.py, the
+    bands from other, another set's draw of it, where given)
     concatenated, or without windows the input itself; then element e
     from (a e + b) mod n."""
     a, b, wins = entry[1], entry[2], entry[3:]
     flat = loaded.reshape(-1)
     n = flat.numel()
     if wins:
-        src = flat[skew.partition(flat)]
+        src = skew.source_of(flat, other)
         flat = torch.cat([src[s:s + ln] for s, ln in zip(wins[0::2], wins[1::2])])
     assert flat.numel() == n
     return flat[(a * torch.arange(n) + b) % n].reshape(loaded.shape)
 
 
-def decode(loaded, changes):
+def decode(loaded, changes, sets=None):
     """refproc.cmd_reference's reading of Perturber.changes() for inputs as
     loaded: [input, positions, values], or after a refresh [input, a, b,
-    windows, positions, values]."""
+    windows, bands, positions, values] (the bands from sets[bands]'s
+    draw, -1 the input's own)."""
     out = [t.clone() for t in loaded]
     for e in changes:
         j, hexpos, hexval = e[0], e[-2], e[-1]
-        if len(e) == 6:
-            out[j] = rebuild(loaded[j], [j, e[1], e[2]] + list(e[3]))
+        if len(e) == 7:
+            other = sets[e[4]][j] if e[4] >= 0 else None
+            out[j] = rebuild(loaded[j], [j, e[1], e[2]] + list(e[3]), other)
         flat = out[j].reshape(-1).clone()
         m = len(hexpos) // 16
         flat[jio.from_bytes(bytes.fromhex(hexpos), "int64", [m])] = jio.from_bytes(
@@ -172,8 +175,8 @@ def test_refresh_permutes_every_element_and_the_state_is_what_the_worker_holds()
         # Nearly every element differs from the pristine input's.
         assert (got[0] != x).float().mean() > 0.95
         assert p.last_refreshed == x.numel() + w.numel()
-    # refproc.cmd_reference's decoding of the 6-field entries.
-    assert all(len(e) == 6 for e in p.changes(0))
+    # refproc.cmd_reference's decoding of the 7-field entries.
+    assert all(len(e) == 7 and e[4] == -1 for e in p.changes(0))	# one set: its own bands
     dec = decode([x, w], p.changes(0))
     assert torch.equal(dec[0], worker[0]) and torch.equal(dec[1], worker[1])
     assert "permuted from the set's values" in p.summary()
@@ -622,3 +625,63 @@ def test_refresh_leaves_no_element_in_place():
             # None, or the one an odd n's g = 1 map must keep.
             assert fixed == 0 or (fixed == 1 and math.gcd(a - 1, n) == 1), (shape, a, b)
             assert math.gcd(a - 1, n) ** 2 <= n or a == 1
+
+
+def test_the_bands_come_from_the_next_sets_draw_so_no_value_ties_with_its_original():
+    # A value of the input's own draw put in twice ties with its original
+    # (an honest top-k picks either); another draw's values do not.
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(64, 128, generator=g) for _ in range(3)]
+    ctx = ctx_of(*[[x.clone()] for x in xs])
+    p = perturber(ctx, refresh=True)
+    assert [ctx.sets[k]["source_bands"][0] for k in range(3)] == [1, 2, 0]
+    for _ in range(4):
+        p.request([0, 1, 2])
+    for k in range(3):
+        (e,) = [c for c in p.changes(k) if c[0] == 0]
+        assert len(e) == 7 and e[4] == (k + 1) % 3
+        want = decode([xs[k]], p.changes(k), [[x] for x in xs])[0]
+        assert torch.equal(p.args(k)[0], want)
+        # The refresh alone (before the run's changes): every value of it
+        # held once, but where two draws share a value.
+        r = p.rparams[k][0]
+        alone = rebuild(xs[k], [0, r[0], r[1]] + r[2], xs[(k + 1) % 3]).reshape(-1)
+        assert alone.unique().numel() >= alone.numel() - 2
+    # The reference process builds the same source from its own sets.
+    import tempfile
+    from kbh import refproc
+    with tempfile.TemporaryDirectory() as d:
+        ref = refproc.Ref(d, "cpu")
+        ref.model = torch.nn.Identity()
+        ref.forward = lambda args, what, state=None: [args[0] * 1]
+        ref.sets = {k: [xs[k]] for k in range(3)}
+        rep = ref.cmd_reference({"set": 1, "changes": p.changes(1)})
+        spec = rep["outputs"][0]
+        with open(os.path.join(d, "ref.bin"), "rb") as f:
+            got = jio.from_bytes(f.read(spec["nbytes"]), spec["dtype"], spec["shape"])
+        assert torch.equal(got, p.args(1)[0])
+
+
+def test_distinct_integers_stay_distinct_and_move():
+    # A permutation (indices an honest kernel inverts with a scatter): the
+    # refresh moves it and keeps it a permutation; no change puts one of
+    # its values in twice, and it is not stale (it moves every run).
+    g = torch.Generator().manual_seed(2)
+    perm = torch.randperm(1024, generator=g)
+    x = torch.randn(8, 1024, generator=g)
+    p = perturber(ctx_of([x, perm.clone()]), refresh=True)
+    pool = p.pools[0].inputs[1]
+    assert pool["distinct"] and not p.pools[0].structured(1)
+    before = perm.clone()
+    for _ in range(5):
+        (run,) = p.request([0])
+        assert not [e for e in run if e[0] == 1]
+        now = p.args(0)[1]
+        assert torch.equal(torch.sort(now).values, torch.arange(1024))
+        assert not torch.equal(now, before)
+        before = now.clone()
+        (e,) = [c for c in p.last_refresh[0] if c[0] == 1]
+        assert e[3:] == [0, 1024]	# no skew: every value once
+    assert 1 not in p.kept_whole()
+    # What the worker holds is the judge's state.
+    assert torch.equal(rebuild(perm, e), p.args(0)[1])

@@ -109,3 +109,17 @@ def test_every_run_moves_the_statistics_of_the_whole_input():
         assert all(abs(u - float(f(x))) > 1e-4 + 1e-4 * abs(u) for u in v), name
     # The extremes a run drops never come back from the bands.
     assert all(float(r.max()) < float(x.max()) and float(r.min()) > float(x.min()) for r in runs)
+
+
+def test_with_another_draw_the_bands_are_its_values():
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.randn(500, generator=g), torch.randn(500, generator=g)
+    n = x.numel()
+    q, k = skew.layout(n)
+    mine, theirs = layout_of(x), layout_of(y)
+    want = mine[:n] + [n + i for i in theirs[n:]]
+    assert skew.partition(x, y).tolist() == want
+    src = skew.source_of(x, y)
+    assert torch.equal(src, torch.cat([x, y])[torch.tensor(want)])
+    # The bands hold none of x's values: no run puts one of them in twice.
+    assert not set(src[n:].tolist()) & set(x.tolist())

@@ -44,7 +44,10 @@ Choices, and why:
   all. Every value is one the draw has.
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
-  away from get_inputs()'s distribution), different from the element's
+  away from get_inputs()'s distribution), or for a floating input without
+  structure of the next timing set's draw of it (the same distribution,
+  and no value that ties with an element of the input: an honest top-k
+  picks either of two equal values), different from the element's
   current value; with no other value to draw, a one-element input's
   value x (1 + 2^-6) (2^-6 for zero), and an element of a larger input
   stays (never a value get_inputs() does not give). Every timed run of a
@@ -151,9 +154,13 @@ class Pool:
     original values (where the new values come from) and the structure
     the changes keep."""
 
-    def __init__(self, ins, rng, skip=(), shared=None):
+    def __init__(self, ins, rng, skip=(), shared=None, others=None):
         """ins: the set's inputs; skip: indices left out; shared: {id of
-        a tensor: its entry, None until read} for tensors every set holds."""
+        a tensor: its entry, None until read} for tensors every set holds;
+        others: another set's draw of the same inputs, where a floating
+        input without structure takes its new values from (its own values
+        put in again would tie with their originals: an honest top-k or
+        argmax picks either of two equal values)."""
         self.inputs = {}
         for j in perturbed_args(ins):
             if j in skip:
@@ -189,12 +196,23 @@ class Pool:
                 if pos.numel() > POOL:
                     pos = pos[torch.tensor(sorted(rng.sample(range(pos.numel()), POOL)),
                                            dtype=torch.int64)]
-            vals = flat[pos.to(flat.device)].cpu()
-            if kept:
+            o = others[j] if others is not None and j < len(others) else None
+            if (o is not None and o is not t and floating and free is None and not sym
+                    and not kept and o.shape == t.shape and o.dtype == t.dtype):
+                vals = o.detach().reshape(-1)[pos.to(o.device)].cpu()
+            else:
+                vals = flat[pos.to(flat.device)].cpu()
+            # Integers all distinct (a permutation, indices to gather or
+            # scatter): a refresh moves them and keeps them distinct; a
+            # change or a skewed refresh would put one in twice, and an
+            # honest inverse permutation leaves a hole.
+            distinct = (not floating and not kept and free is None and n > 1
+                        and int(torch.unique(flat).numel()) == n)
+            if kept or distinct:
                 vals = vals[:0]
             self.inputs[j] = {"vals": vals, "dtype": jio.dtype_name(t),
                               "shape": list(t.shape), "floating": floating,
-                              "free": free, "sym": sym, "kept": kept,
+                              "free": free, "sym": sym, "kept": kept, "distinct": distinct,
                               "axes": None if free is None or kept else free_axes(t.shape, free)}
             if shared and id(t) in shared:
                 shared[id(t)] = self.inputs[j]
@@ -211,16 +229,24 @@ def make_sources(ctx):
     the set lives}; a tensor every set holds (the model's state) laid out
     once. The judge writes them for the worker (src<k>.bin)."""
     done = {}
-    for k in ctx.timing_sets:
+    sets = list(ctx.timing_sets)
+    for i, k in enumerate(sets):
         ins = set_inputs(ctx, k)
-        src = {}
+        # The bands from the next timing set's draw (judge_skew): -1, own.
+        k2 = sets[(i + 1) % len(sets)]
+        others = set_inputs(ctx, k2)
+        src, bands = {}, {}
         for j in refresh_candidates(ctx, k):
-            t = ins[j]
-            if id(t) not in done:
-                flat = t.detach().reshape(-1)
-                done[id(t)] = flat[skew.partition(flat)]
-            src[j] = done[id(t)]
+            t, o = ins[j], others[j] if j < len(others) else None
+            if o is None or o is t or k2 == k or o.shape != t.shape or o.dtype != t.dtype:
+                o, bands[j] = None, -1
+            else:
+                bands[j] = k2
+            if (id(t), bands[j]) not in done:
+                done[(id(t), bands[j])] = skew.source_of(t, o)
+            src[j] = done[(id(t), bands[j])]
         ctx.sets[k]["source"] = src
+        ctx.sets[k]["source_bands"] = bands
 
 
 def pools(ctx):
@@ -229,8 +255,11 @@ def pools(ctx):
         rng = random.SystemRandom()
         # The state's tensors, the same in every set: read for the first.
         shared = {id(t): None for _, t in getattr(ctx, "state", None) or []}
-        ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared)
-                             for k in ctx.timing_sets}
+        sets = list(ctx.timing_sets)
+        ctx.perturb_pools = {
+            k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared,
+                    set_inputs(ctx, sets[(i + 1) % len(sets)]) if len(sets) > 1 else None)
+            for i, k in enumerate(sets)}
     return ctx.perturb_pools
 
 
@@ -348,8 +377,9 @@ class Perturber:
         b = self.rng.randrange(n)
         while g > 1 and b % g == 0:
             b = self.rng.randrange(n)
-        # From windows of its source: the run's own skew of the values.
-        wins = skew.windows(n, self.rng)
+        # From windows of its source: the run's own skew of the values;
+        # all of them, once each, for distinct integers (Pool).
+        wins = [0, n] if self.pools[k].inputs[j].get("distinct") else skew.windows(n, self.rng)
         self.rparams.setdefault(k, {})[j] = (a, b, wins)
         self.now.get(k, {}).pop(j, None)
         self.refreshed += n
@@ -373,7 +403,12 @@ class Perturber:
         after its refresh where there is one."""
         p = self.pools[k].inputs[j]
         if p["vals"].numel() == 0:
-            return [], False	# all of it pattern, or kept: nothing to change
+            # All of it pattern, or kept: nothing to change; distinct
+            # integers: the refresh alone, no change after it.
+            if self.rparams.get(k, {}).get(j) is not None and self._refreshable(k, j):
+                none = self.inputs(k)[j].detach().reshape(-1)[:0].cpu()
+                self.rlog.setdefault(k, {})[j] = (torch.zeros(0, dtype=torch.int64), none)
+            return [], False
         if p["sym"]:
             cap = max(1, cap // 2)	# an element and its mirror
         if p["free"] is not None:
@@ -493,12 +528,13 @@ class Perturber:
         for j in sorted(set(self.chpos.get(k, {})) | set(self.rparams.get(k, {}))):
             r = self.rparams.get(k, {}).get(j)
             if r is not None:
-                # [arg, a, b, windows, positions, values]: the refresh
-                # from the pristine input's source (judge_skew), then the
+                # [arg, a, b, windows, bands, positions, values]: the
+                # refresh from the pristine input's source (judge_skew;
+                # its bands from set `bands`, -1 its own), then the
                 # changes of the run after it.
                 pos, new = self.rlog[k][j]
-                out.append([j, r[0], r[1], list(r[2]), jio.to_bytes(pos).hex(),
-                            jio.to_bytes(new).hex()])
+                out.append([j, r[0], r[1], list(r[2]), self.ctx.sets[k]["source_bands"][j],
+                            jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
                 continue
             pos = self._positions(k, j)
             if pos.numel():
@@ -552,7 +588,8 @@ class Perturber:
         pay for it once (8x over its honest twin, tried from outside), so
         the speedup waits for a person (stale_inputs)."""
         return sorted({j for k in self.pools for j, p in self.perturbed(k).items()
-                       if p["vals"].numel() == 0})
+                       if p["vals"].numel() == 0
+                       and not (p.get("distinct") and self._refreshable(k, j))})
 
     def summary(self):
         if not getattr(self.ctx, "perturb", True):

@@ -35,8 +35,9 @@ Requests ({"cmd": ...}; every reply is {"ok": true, ...} or {"ok": false,
   changes [[input, hex int64 positions, hex values], ...] (little-endian;
   kbh/judge_perturb.py), an entry [input, a, b, positions, values] with a
   refresh of the input first (element e from (a*e + b) mod n), one
-  [input, a, b, windows, positions, values] with a refresh from the
-  windows of the input's source (kbh/judge_skew.py); inputs
+  [input, a, b, windows, bands, positions, values] with a refresh from
+  the windows of the input's source (kbh/judge_skew.py; its bands from
+  set `bands`'s draw of the input, -1 its own); inputs
   are forward's arguments, then the model's state (state.bin's order): a
   changed state tensor goes in as the model's for this forward only
   (functional_call), the model itself stays as built;
@@ -72,7 +73,7 @@ class Ref:
         from kbh import judge_skew as skew
         from kbh import judge_timing as jt
         self.torch, self.jio, self.jt, self.skew = torch, jio, jt, skew
-        self.sources = {}	# (set, input) -> the input's refresh source
+        self.sources = {}	# (set, input, bands' set) -> the input's refresh source
         self.scratch = scratch
         if backend == "cuda":
             if not torch.cuda.is_available():
@@ -225,20 +226,25 @@ class Ref:
                 raise ValueError("reference: no input %d" % j)
             t = args[j].detach().clone()
             flat = t.reshape(-1)
-            if len(ch) in (5, 6):
+            if len(ch) in (5, 7):
                 # A refresh first: element e from (a * e + b) mod n of the
-                # windows of the input's source (kbh/judge_skew.py), or of
-                # the input itself without them.
+                # windows of the input's source (kbh/judge_skew.py; its
+                # bands from set ch[4]'s draw, -1 its own), or of the
+                # input itself without them.
                 a, b, n = int(ch[1]), int(ch[2]), flat.numel()
-                wins = [int(x) for x in ch[3]] if len(ch) == 6 else []
+                wins = [int(x) for x in ch[3]] if len(ch) == 7 else []
+                k2 = int(ch[4]) if len(ch) == 7 else -1
                 if not (0 < a < n and 0 <= b < n < (1 << 31)) or (
                         wins and not self.skew.valid(n, self.skew.source_len(n), wins)):
                     raise ValueError("reference: a refresh out of range for input %d" % j)
                 orig = args[j].detach().reshape(-1)
                 if wins:
-                    if (k, j) not in self.sources:
-                        self.sources[(k, j)] = orig[self.skew.partition(orig)]
-                    orig = self.sources[(k, j)]
+                    if (k, j, k2) not in self.sources:
+                        other = None
+                        if k2 >= 0:
+                            other = (list(self._args(k2)) + [t for _, t in self.state])[j]
+                        self.sources[(k, j, k2)] = self.skew.source_of(orig, other)
+                    orig = self.sources[(k, j, k2)]
                 idx = self.skew.source(n, a, b, wins,
                                        torch.arange(n, dtype=torch.int64, device=flat.device))
                 flat.copy_(orig[idx])
