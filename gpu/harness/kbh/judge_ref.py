@@ -198,7 +198,9 @@ class RefProc:
         try:
             if cmd is None:
                 return self.w.read_reply("start", timeout)
-            return self.w.request(cmd, timeout)
+            # A forward that raises on the judge's changed inputs is the
+            # problem's answer, not a broken process: it stays up.
+            return self.w.request(cmd, timeout, survive=cmd.get("cmd") == "reference")
         except WorkerError as e:
             if e.kind == "timeout":
                 what = STAGE_WHAT.get(stage, "the reference process did not answer '%s' within %%g s"

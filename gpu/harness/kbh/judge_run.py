@@ -577,9 +577,14 @@ class CandidateRun(TimedRuns):
         # output kept from an earlier run and replayed would pass the spot
         # checks, so the speedup waits for a person (stale_inputs).
         whole = self.pert.kept_whole() if getattr(ctx, "perturb", True) else []
+        failed = getattr(self, "ref_failed", None)
         fresh = (getattr(ctx, "perturb", True) and (self.pert.runs > 0 or self.pert.plain == 0)
-                 and not (self.pert.spots > 0 and self.pert.moved == 0) and not whole)
+                 and not (self.pert.spots > 0 and self.pert.moved == 0) and not whole
+                 and not failed)
         self.check("timing_inputs_fresh", fresh, (
+            "the problem's reference failed on the inputs the judge changed (%s): %d timed "
+            "runs went unchecked, a replayed output would pass them; " % (
+                failed, self.spot_n.get("unchecked", 0)) if failed else "") + (
             "input%s %s never changed (all pattern or sorted): a function of %s kept from one "
             "call to the next would pass; " % ("s" if len(whole) > 1 else "",
                                                 ", ".join(map(str, whole)),

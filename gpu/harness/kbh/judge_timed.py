@@ -399,12 +399,21 @@ class TimedRuns:
                                  "during timing (it differs from the judge's copy of the set)"
                                  % (rnd, s["in_specs"][j]["name"]))
             # The reference process computes them (sampled as the outputs
-            # are): the judge never runs the problem's code.
+            # are): the judge never runs the problem's code. Where the
+            # problem's own forward raises on the changed inputs (a
+            # property of get_inputs() the changes broke: a matrix no
+            # longer positive-definite), the candidate is not to blame:
+            # its timed runs go unchecked and the result asks for review
+            # (stale_inputs, judge_run.py).
+            if getattr(self, "ref_failed", None):
+                self.spot_n["unchecked"] = self.spot_n.get("unchecked", 0) + 1
+                return
             try:
                 expected = self.ctx.reference_outputs(k, self.pert.changes(k), req.get("sample"))
             except ProblemFailed as e:
-                raise Failed("runtime_error", "the reference failed on the perturbed timing "
-                             "inputs: %s" % e)
+                self.ref_failed = str(e)[:500]
+                self.spot_n["unchecked"] = self.spot_n.get("unchecked", 0) + 1
+                return
             if len(expected) != len(s["expected"]):
                 raise Failed("runtime_error", "the reference returned %d outputs on the perturbed "
                              "timing inputs, %d before" % (len(expected), len(s["expected"])))

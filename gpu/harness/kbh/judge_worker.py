@@ -173,7 +173,11 @@ class Worker:
         return WorkerError("runtime_error", "worker %s during %s%s" % (
             desc, what, (": " + tail[-1500:]) if tail else ""))
 
-    def read_reply(self, what, timeout=None):
+    def read_reply(self, what, timeout=None, survive=False):
+        """The next reply; WorkerError (and the process killed) on a
+        deadline, a broken protocol or an error reply, except that with
+        survive an error reply leaves the process running (the reference
+        process's answer that the problem's own forward raised)."""
         if timeout is None:
             timeout = self.per_request
         end = min(self.deadline + self.paused(), time.monotonic() + timeout)
@@ -220,7 +224,8 @@ class Worker:
         if not reply.get("ok"):
             msg = str(reply.get("error", "unknown error"))[:2000]
             kind = "rejected" if reply.get("stage") == "load" else "runtime_error"
-            self.kill()
+            if not survive:
+                self.kill()
             raise WorkerError(kind, "%s: %s" % (what, msg))
         return reply
 
@@ -237,7 +242,7 @@ class Worker:
                 pass
         self.fds, self.last_fds = [], []
 
-    def request(self, cmd, timeout=None):
+    def request(self, cmd, timeout=None, survive=False):
         """Send one command; the reply, with the judge-observed wall time
         in seconds appended to self.walls (from the first byte sent: the
         judge's encoding of a request's thousands of changes is not the
@@ -249,7 +254,7 @@ class Worker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(cmd.get("cmd", "?"))
-        reply = self.read_reply(cmd.get("cmd", "?"), timeout)
+        reply = self.read_reply(cmd.get("cmd", "?"), timeout, survive)
         self.walls.append(time.perf_counter() - t0)
         return reply
 
