@@ -196,9 +196,8 @@ class Pool:
                 if pos.numel() > POOL:
                     pos = pos[torch.tensor(sorted(rng.sample(range(pos.numel()), POOL)),
                                            dtype=torch.int64)]
-            o = others[j] if others is not None and j < len(others) else None
-            if (o is not None and o is not t and floating and free is None and not sym
-                    and not kept and o.shape == t.shape and o.dtype == t.dtype):
+            o = other_draw(others, j, t)
+            if o is not None and floating and free is None and not sym and not kept:
                 vals = o.detach().reshape(-1)[pos.to(o.device)].cpu()
             else:
                 vals = flat[pos.to(flat.device)].cpu()
@@ -223,25 +222,39 @@ class Pool:
         return p["free"] is not None or p["sym"] or p["kept"]
 
 
+def next_draw(ctx, k):
+    """(k2, inputs): the timing set after k and its inputs, another draw
+    of each of k's (the refresh's bands, the changes' new values); (-1,
+    None) with one timing set."""
+    sets = list(ctx.timing_sets)
+    if len(sets) < 2:
+        return -1, None
+    k2 = sets[(sets.index(k) + 1) % len(sets)]
+    return k2, set_inputs(ctx, k2)
+
+
+def other_draw(others, j, t):
+    """others' input j where it is another draw of t (not t itself, as
+    the model's state is in every set; of t's shape and dtype), else None."""
+    o = others[j] if others is not None and j < len(others) else None
+    return o if o is not None and o is not t and o.shape == t.shape and o.dtype == t.dtype else None
+
+
 def make_sources(ctx):
     """Each timing set's refresh sources (judge_skew) of its
     refresh_candidates(), as sets[k]["source"] {input: flat tensor, where
     the set lives}; a tensor every set holds (the model's state) laid out
     once. The judge writes them for the worker (src<k>.bin)."""
     done = {}
-    sets = list(ctx.timing_sets)
-    for i, k in enumerate(sets):
+    for k in ctx.timing_sets:
         ins = set_inputs(ctx, k)
         # The bands from the next timing set's draw (judge_skew): -1, own.
-        k2 = sets[(i + 1) % len(sets)]
-        others = set_inputs(ctx, k2)
+        k2, others = next_draw(ctx, k)
         src, bands = {}, {}
         for j in refresh_candidates(ctx, k):
-            t, o = ins[j], others[j] if j < len(others) else None
-            if o is None or o is t or k2 == k or o.shape != t.shape or o.dtype != t.dtype:
-                o, bands[j] = None, -1
-            else:
-                bands[j] = k2
+            t = ins[j]
+            o = other_draw(others, j, t)
+            bands[j] = k2 if o is not None else -1
             if (id(t), bands[j]) not in done:
                 done[(id(t), bands[j])] = skew.source_of(t, o)
             src[j] = done[(id(t), bands[j])]
@@ -255,11 +268,9 @@ def pools(ctx):
         rng = random.SystemRandom()
         # The state's tensors, the same in every set: read for the first.
         shared = {id(t): None for _, t in getattr(ctx, "state", None) or []}
-        sets = list(ctx.timing_sets)
-        ctx.perturb_pools = {
-            k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared,
-                    set_inputs(ctx, sets[(i + 1) % len(sets)]) if len(sets) > 1 else None)
-            for i, k in enumerate(sets)}
+        ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared,
+                                     next_draw(ctx, k)[1])
+                             for k in ctx.timing_sets}
     return ctx.perturb_pools
 
 
