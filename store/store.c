@@ -582,12 +582,6 @@ intake_work(struct store *s, struct store_delivery *d, int64_t delivery,
 	return 0;
 }
 
-/*
- * Claim the key of what d asks for (see store_intake()); inside its
- * savepoint, after its delivery row. 1 when another delivery holds it: d
- * is a duplicate, its row is rolled back and the holder's count bumped
- * instead. 0 when d now holds it or has no key.
- */
 /* ASCII lowercase in place, from `from` on: the normal form of a key. */
 static char *
 fold(char *s, size_t from)
@@ -597,6 +591,12 @@ fold(char *s, size_t from)
 	return s;
 }
 
+/*
+ * Claim the key of what d asks for (see store_intake()); inside its
+ * savepoint, after its delivery row. 1 when another delivery holds it: d
+ * is a duplicate, its row is rolled back and the holder's count bumped
+ * instead. 0 when d now holds it or has no key.
+ */
 static int
 intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
     int64_t now)
@@ -636,10 +636,21 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
 		    d->head_ref ? d->head_ref : "");
 		snprintf(key + n, len - (size_t)n, "%s", d->sha ? d->sha : "");
 		fold(key, (size_t)n);
+	} else if (d->work == STORE_WORK_NONE && d->body_key) {
+		/*
+		 * The same signed body asks for nothing again, whatever its
+		 * id (the sixth intake attack's F2: an ignored event replayed
+		 * with new ids added a row each).
+		 */
+		len = strlen(d->body_key) + 6;
+		if (!(key = malloc(len)))
+			return -ENOMEM;
+		snprintf(key, len, "body %s", d->body_key);
+		fold(key, 5);
 	} else {
 		return 0;
 	}
-	if (!(repo = strdup(d->repo))) {
+	if (!(repo = strdup(d->repo ? d->repo : ""))) {
 		error = -ENOMEM;
 		goto out;
 	}

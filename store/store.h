@@ -104,6 +104,11 @@ struct store_delivery {
 	const char *command, *args, *actor, *author_association, *head_ref;
 	int64_t comment_id;
 	int merged;
+	/*
+	 * work NONE: what the delivery is whatever its id, or NULL: for the
+	 * intake, the event's label and the signed body's SHA-256 (hex)
+	 */
+	const char *body_key;
 	/* results */
 	int duplicate;		/* seen before (id or work key): nothing created */
 	int64_t work_id;	/* id of the job/command/cleanup row created */
@@ -117,7 +122,8 @@ struct store_delivery {
  * itself (d[i].error). Dedup is by (provider, delivery_id), and by what
  * the delivery asks for whatever its id: a job by (provider, repo, ref,
  * sha), a command by (provider, repo, comment_id) when comment_id is not
- * 0. Both hold within the batch, across batches and connections (the
+ * 0, a delivery that asks for nothing by (provider, repo, body_key) when
+ * body_key is set (the same signed body under a new id). All hold within the batch, across batches and connections (the
  * keys are unique in the same transaction as the insert) and across
  * restarts. A duplicate creates nothing and adds no row: it is counted on
  * the delivery it repeats (deliveries.duplicates, last_duplicate), so

@@ -97,8 +97,10 @@ int wh_command_parse(const char *body, char **command, char **args);
 /*
  * The event name as a bounded metrics label: the name itself for events
  * kernelbot knows, "other" for the rest (so a sender cannot grow the
- * metrics without bound).
+ * metrics, or the store's replay keys, without bound); at most
+ * WH_EVENT_LABEL_MAX bytes.
  */
+#define WH_EVENT_LABEL_MAX	18	/* "Merge Request Hook" */
 const char *wh_event_label(enum config_forge forge, const char *event);
 
 #endif

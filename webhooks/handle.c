@@ -164,8 +164,8 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 {
 	struct store_delivery d;
 	const char *provider = config_forge_name(rq->forge);
-	char *payload = NULL;
-	int error;
+	char *payload = NULL, body_key[WH_EVENT_LABEL_MAX + 1 + CRYPTO_SHA256_HEX];
+	int n, error;
 
 	memset(&d, 0, sizeof(d));
 	d.provider = provider;
@@ -205,6 +205,16 @@ record(const struct wh_ctx *ctx, const struct wh_request *rq,
 		break;
 	default:
 		d.work = STORE_WORK_NONE;
+		/*
+		 * Its replay key: the body as signed under the event's label
+		 * (an event kernelbot does not know is "other"), so however
+		 * many ids and event names a replay tries, one body makes
+		 * a row for each event kernelbot knows and one more.
+		 */
+		n = snprintf(body_key, sizeof(body_key), "%s ",
+		    wh_event_label(rq->forge, rq->event));
+		crypto_sha256_hex(rq->body, rq->len, body_key + n);
+		d.body_key = body_key;
 		break;
 	}
 	if ((error = wh_intake_submit(ctx->intake, &d)) < 0) {
@@ -295,12 +305,15 @@ out:
 }
 
 /*
- * Unauthenticated junk (401, 400 before a valid signature could matter)
- * is logged at most WH_LOG_JUNK_PER_S lines a second, so a flood of forged
- * requests cannot fill the disk with log; so are duplicates, with a budget
- * of their own, so a captured delivery replayed in a loop cannot either
- * (the store counts them without growing). The rest are counted and the
- * count logged when the next second's first line goes out.
+ * Every answer but a first delivery (202, or 200 ignored the first time
+ * its body came) is logged at most WH_LOG_JUNK_PER_S lines a second:
+ * unauthenticated junk (401, 400, 415, 404), and what a captured signed
+ * body replayed in a loop gets (403 for a repository not allowed, 400,
+ * 503 while the store cannot commit), so no flood can fill the disk with
+ * log; duplicates with a budget of their own, so a replay loop cannot
+ * crowd out the junk's lines (the store counts duplicates without
+ * growing). The rest are counted and the count logged when the next
+ * second's first line goes out.
  */
 struct log_limit {
 	pthread_mutex_t lock;
@@ -347,9 +360,8 @@ wh_handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 	handle(ctx, rq, rs, &repo);
 	if (ctx->metrics)
 		wh_metrics_delivery(ctx->metrics, provider, label, rs->outcome);
-	if (rs->status == 401 || rs->status == 400 || rs->status == 415 ||
-	    (rs->outcome && !strcmp(rs->outcome, "duplicate"))) {
-		int dup = rs->status == 200;
+	if (rs->status >= 300 || (rs->outcome && !strcmp(rs->outcome, "duplicate"))) {
+		int dup = rs->status < 300;
 		unsigned long suppressed;
 		if (!log_allowed(dup ? &duplicate_limit : &junk_limit, &suppressed))
 			goto out;

@@ -6,6 +6,11 @@
 # repeats (deliveries.duplicates, last_duplicate), and the database file
 # does not grow with them, nor the log (at most 10 duplicate lines a
 # second, the rest counted). A new commit and a new comment are still new.
+# The sixth intake attack's F2: a signed ping (ignored) replayed under
+# new ids is one row, under any number of event names kernelbot does not
+# know one more,
+# and a signed push for a repository not allowed (403), replayed, is
+# logged at most 10 lines a second.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t1050
 FX="$KB_ROOT/tests/fixtures/webhooks"
@@ -67,6 +72,32 @@ check_eq "the comment's replays counted on it" \
     "$(db "SELECT duplicates FROM deliveries WHERE delivery_id = 'orig-comment'")" 100
 check_eq "with the time of the last" \
     "$(db "SELECT last_duplicate >= received FROM deliveries WHERE delivery_id = 'orig-push'")" 1
+send ping "$FX/github-ping.json" orig-ping
+check_eq "the ping is ignored" "$HTTP_CODE" 200
+check_eq "200 ping replays under new ids: each 200 duplicate" \
+    "$(replays ping "$FX/github-ping.json" p 200)" "200 200"
+u=0
+for ev in no_such_event watch star; do
+	u=$((u + 1))
+	set -- $(replays $ev "$FX/github-ping.json" u$u 50)
+	check_eq "50 under an event kernelbot does not know ($ev): 200 each" "$1" 50
+done
+check_eq "the ping and its replays under new ids and names: two rows" \
+    "$(db 'SELECT count(*) FROM deliveries')" "$((rows0 + 2))"
+check_eq "the ping's replays counted on it" \
+    "$(db "SELECT duplicates FROM deliveries WHERE delivery_id = 'orig-ping'")" 200
+check_eq "the other names' on the first of them" \
+    "$(db "SELECT event, duplicates FROM deliveries WHERE delivery_id LIKE 'u1-%'")" \
+    "no_such_event|149"
+sleep 1
+replays push "$FX/github-push-disallowed.json" f 200 >/dev/null
+check_eq "a push for a repository not allowed: 403, each time" \
+    "$(grep -c '^code=403$' "$TMP/replies")" 200
+most=$(grep 'status=403 ' "$TMP/serve.log" | cut -c4-22 | sort | uniq -c |
+    sort -rn | awk 'NR == 1 { print $1 }')
+check "logged at most 10 lines a second (most: $most)" test "${most:-0}" -le 10
+check_match "the rest counted" "$(cat "$TMP/serve.log")" \
+    'msg="webhook log lines suppressed" count=[0-9]+$'
 check_eq "one job, one command" "$(db 'SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM commands)')" "1|1"
 db 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
 check_eq "the database did not grow" "$(db 'PRAGMA page_count')" "$pages0"

@@ -149,6 +149,85 @@ sql_int(const char *db, const char *sql)
 	return v;
 }
 
+static struct store_delivery
+ignored(const char *id, const char *repo, const char *digest)
+{
+	struct store_delivery d = { 0 };
+
+	d.provider = "github";
+	d.delivery_id = id;
+	d.event = "star";
+	d.repo = repo;
+	d.outcome = "ignored";
+	d.work = STORE_WORK_NONE;
+	d.body_key = digest;
+	return d;
+}
+
+/*
+ * A delivery that asks for nothing, replayed with new ids (the sixth
+ * intake attack's F2): one row for its body, the replays counted on it,
+ * in a batch, across batches and after a reopen; with or without a
+ * repository; another body, another repository or another forge is its
+ * own delivery; without a digest every id is its own row, as before.
+ */
+static void
+ignored_replays(const char *dir)
+{
+	struct store *s = NULL;
+	struct store_delivery d[4];
+	char sub[300], db[400];
+	const char *a = "aaaa000000000000000000000000000000000000000000000000000000000001";
+	const char *b = "bbbb000000000000000000000000000000000000000000000000000000000002";
+	int64_t cnt;
+
+	snprintf(sub, sizeof(sub), "%s/ignored", dir);
+	snprintf(db, sizeof(db), "%s/kernelbot.db", sub);
+	if (store_open(sub, 0, &s) < 0)
+		return;
+	d[0] = ignored("i-1", "acme/model", a);
+	d[1] = ignored("i-2", "acme/model", a);
+	d[2] = ignored("i-3", NULL, a);
+	d[3] = ignored("i-4", NULL, a);
+	CHECK_INT("ignored batch commits", store_intake(s, d, 4), 0);
+	CHECK("an ignored body: its row", !d[0].duplicate && !d[0].error);
+	CHECK("the same body, another id: duplicate", d[1].duplicate && !d[1].error);
+	CHECK("the same body without a repository: its row", !d[2].duplicate && !d[2].error);
+	CHECK("and replayed: duplicate", d[3].duplicate && !d[3].error);
+	d[0] = ignored("i-5", "ACME/Model", a);
+	d[1] = ignored("i-6", "acme/model", b);
+	d[2] = ignored("i-7", "acme/other", a);
+	d[3] = ignored("i-8", "acme/model", a);
+	d[3].provider = "gitea";
+	CHECK_INT("second ignored batch", store_intake(s, d, 4), 0);
+	CHECK("the same body, the repository spelt otherwise: duplicate", d[0].duplicate);
+	CHECK("another body: its row", !d[1].duplicate && !d[1].error);
+	CHECK("another repository: its row", !d[2].duplicate && !d[2].error);
+	CHECK("another forge: its row", !d[3].duplicate && !d[3].error);
+	d[0] = ignored("i-9", "acme/model", NULL);
+	d[1] = ignored("i-10", "acme/model", NULL);
+	CHECK_INT("ignored without a digest", store_intake(s, d, 2), 0);
+	CHECK("without a digest: rows of their own", !d[0].duplicate && !d[1].duplicate);
+	store_close(s);
+	CHECK_INT("ignored: reopen", store_open(sub, STORE_OPEN_EXISTING, &s), 0);
+	if (!s)
+		return;
+	for (int i = 0; i < 4; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "j-%d", i);
+		d[0] = ignored(id, "acme/model", a);
+		store_intake(s, d, 1);
+		CHECK("after a reopen: duplicate", d[0].duplicate && !d[0].error);
+	}
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("a row per body, repository and forge, and per id without a digest",
+	    cnt, 7);
+	CHECK_INT("the replays counted on the first", sql_int(db,
+	    "SELECT duplicates FROM deliveries WHERE delivery_id = 'i-1'"), 6);
+	store_close(s);
+}
+
 /*
  * A delivery is a duplicate by what it asks for, whatever its id: the
  * same push (repo, ref, commit) or the same comment, in a batch, across
@@ -577,6 +656,7 @@ main(void)
 		CHECK("unwritable dir fails", store_open(p, 0, &s) < 0);
 	}
 	replays(dir);
+	ignored_replays(dir);
 	spellings(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
