@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -49,6 +50,10 @@ struct wh_door {
 };
 
 static const char BAD_LINE_JSON[] = "{\"error\":\"malformed request line\"}\n";
+#define DOOR_STR(x) #x
+#define DOOR_XSTR(x) DOOR_STR(x)
+static const char BAD_LENGTH_JSON[] = "{\"error\":\"Content-Length must be a decimal "
+    "number of at most " DOOR_XSTR(WH_DOOR_LENGTH_DIGITS) " digits\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -97,10 +102,37 @@ wh_door_line_check(const char *buf, size_t n)
 	return b[i] == '\n' ? WH_LINE_OK : WH_LINE_BAD;
 }
 
+/*
+ * Is the header line [b, nl) (nl at its LF) a Content-Length whose value
+ * is no length: not 1 to WH_DOOR_LENGTH_DIGITS digits after optional
+ * whitespace? A name spelt otherwise ("Content-Length :") is the framing
+ * check's, in the server.
+ */
+static int
+bad_length(const char *b, const char *nl)
+{
+	static const char name[] = "content-length:";
+	size_t digits = 0;
+
+	if ((size_t)(nl - b) < sizeof(name) - 1 || strncasecmp(b, name, sizeof(name) - 1))
+		return 0;
+	b += sizeof(name) - 1;
+	if (nl > b && nl[-1] == '\r')
+		nl--;
+	while (b < nl && (*b == ' ' || *b == '\t'))
+		b++;
+	/* Whitespace after the digits: libmicrohttpd takes it for no length. */
+	for (; b < nl; b++, digits++)
+		if (*b < '0' || *b > '9')
+			return 1;
+	return digits == 0 || digits > WH_DOOR_LENGTH_DIGITS;
+}
+
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
 	const char *b = buf, *end = buf + n, *nl;
+	int bad = 0;
 
 	while (b < end && (*b == '\r' || *b == '\n'))
 		b++;	/* empty lines before the request line */
@@ -110,9 +142,10 @@ wh_door_head_check(const char *buf, size_t n)
 		if (*b == ' ' || *b == '\t')
 			return WH_LINE_BAD;
 		if (*b == '\n' || (*b == '\r' && b + 1 < end && b[1] == '\n'))
-			return WH_LINE_OK;	/* the empty line: the head is whole */
+			return bad ? WH_LINE_BAD_LENGTH : WH_LINE_OK;	/* the head is whole */
 		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
 			break;
+		bad |= bad_length(b, nl);
 	}
 	return WH_LINE_INCOMPLETE;
 }
@@ -206,6 +239,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	case WH_LINE_OK:
 		break;
 	case WH_LINE_BAD:
+	case WH_LINE_BAD_LENGTH:
 		ANSWER_400(d, p, BAD_LINE_JSON);
 		return;
 	case WH_LINE_INCOMPLETE:
@@ -226,6 +260,9 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		break;
 	case WH_LINE_BAD:
 		ANSWER_400(d, p, FOLDED_JSON);
+		break;
+	case WH_LINE_BAD_LENGTH:
+		ANSWER_400(d, p, BAD_LENGTH_JSON);
 		break;
 	case WH_LINE_INCOMPLETE:
 		/* Past max_head, or cut short: libmicrohttpd answers (431) or closes. */

@@ -65,6 +65,7 @@ enum wh_line {
 	WH_LINE_INCOMPLETE,	/* sound so far, no end of line yet */
 	WH_LINE_OK,		/* a whole, sound request line */
 	WH_LINE_BAD,		/* not a request line, whatever follows */
+	WH_LINE_BAD_LENGTH,	/* a head with a Content-Length that is no length */
 };
 
 /*
@@ -78,8 +79,12 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
  * Judge the head in the first n bytes, whose request line is sound
  * (wh_door_line_check()): WH_LINE_OK once the empty line that ends it is
  * in, WH_LINE_BAD for obs-fold (a header line that starts with SP or HT)
- * before it, else WH_LINE_INCOMPLETE.
+ * before it, else once it is in WH_LINE_BAD_LENGTH for a Content-Length
+ * line whose value is not 1 to WH_DOOR_LENGTH_DIGITS digits (RFC 9110
+ * section 8.6: 1*DIGIT; libmicrohttpd answers such a head with its
+ * status line and headers twice), else WH_LINE_INCOMPLETE.
  */
+#define WH_DOOR_LENGTH_DIGITS	18	/* below 2^63 */
 enum wh_line wh_door_head_check(const char *buf, size_t n);
 
 #endif

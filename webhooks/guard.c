@@ -146,16 +146,24 @@ wh_guard_cidr_match(const struct config_cidr *list, size_t n, int family,
 
 /*
  * The client entry for an address, made on first use, with one more
- * reference for the caller. Under the lock.
+ * reference for the caller. An IPv6 client is its /WH_GUARD_V6_PREFIX
+ * network, not its address: a host is given a whole /64 and may send
+ * from any address in it (the sixth outside attack's F1b), as an IPv4
+ * host has one address. Under the lock.
  */
 static struct client *
 client_get(struct wh_guard *g, int family, const unsigned char addr[16])
 {
-	unsigned b = client_hash(family, addr);
+	unsigned char key[16];
+	unsigned b;
 	struct client *cl;
 
+	memcpy(key, addr, 16);
+	if (family == AF_INET6)
+		memset(key + WH_GUARD_V6_PREFIX / 8, 0, 16 - WH_GUARD_V6_PREFIX / 8);
+	b = client_hash(family, key);
 	for (cl = g->clients[b]; cl; cl = cl->next)
-		if (cl->family == family && !memcmp(cl->addr, addr, 16)) {
+		if (cl->family == family && !memcmp(cl->addr, key, 16)) {
 			cl->refs++;
 			return cl;
 		}
@@ -163,9 +171,11 @@ client_get(struct wh_guard *g, int family, const unsigned char addr[16])
 		return NULL;
 	cl->family = family;
 	cl->refs = 1;
-	memcpy(cl->addr, addr, 16);
-	if (!inet_ntop(family, addr, cl->text, sizeof(cl->text)))
+	memcpy(cl->addr, key, 16);
+	if (!inet_ntop(family, key, cl->text, sizeof(cl->text) - 4))
 		strcpy(cl->text, "?");
+	else if (family == AF_INET6)
+		snprintf(cl->text + strlen(cl->text), 5, "/%d", WH_GUARD_V6_PREFIX);
 	cl->next = g->clients[b];
 	g->clients[b] = cl;
 	return cl;
@@ -329,13 +339,20 @@ reaper(void *arg)
  * nothing for WH_GUARD_FULL_STALL_MS short of its length is slow
  * whatever its average (a body that sends most of a small length at once
  * and then waits for its deadline stays on course by its average for its
- * whole life; a whole body never is). A body of unknown length: once
- * past WH_GUARD_FULL_BODY_S. Under the lock.
+ * whole life; a whole body never is). Past WH_GUARD_FULL_FLOOR_MS, a body
+ * is also slow whose average is under WH_GUARD_FULL_RATE (or
+ * min_body_bytes_per_s, if more) and that is not whole: being on course
+ * is not enough for a small one (the sixth intake attack's F1: 10 bytes
+ * declared and sent at 2.5 B/s, on course to end in 4 s, a byte every
+ * 400 ms, from each of 260 addresses, kept every delivery and /healthz
+ * out). A body of unknown length: once past WH_GUARD_FULL_BODY_S. Under
+ * the lock.
  */
 static int
-body_slow(const struct wh_guard_conn *c, const struct timespec *now)
+body_slow(const struct wh_guard *g, const struct wh_guard_conn *c,
+    const struct timespec *now)
 {
-	double t = since_s(&c->since, now);
+	double t = since_s(&c->since, now), rate = WH_GUARD_FULL_RATE;
 
 	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
 		return 0;
@@ -344,8 +361,14 @@ body_slow(const struct wh_guard_conn *c, const struct timespec *now)
 		return 1;
 	if (!c->expected)
 		return t > WH_GUARD_FULL_BODY_S;
-	if (t * 1000 < WH_GUARD_FULL_FLOOR_MS)
+	if (t * 1000 < WH_GUARD_FULL_FLOOR_MS) {
 		t = WH_GUARD_FULL_FLOOR_MS / 1000.0;
+	} else {
+		if ((double)g->h->min_body_bytes_per_s > rate)
+			rate = (double)g->h->min_body_bytes_per_s;
+		if (c->received < c->expected && (double)c->received < t * rate)
+			return 1;
+	}
 	return !c->received ||
 	    t * (double)c->expected / (double)c->received > WH_GUARD_FULL_BODY_S;
 }
@@ -380,7 +403,8 @@ body_left_s(const struct wh_guard_conn *c, const struct timespec *now)
  * address holding fewer). Under the lock.
  */
 static int
-room_class(const struct wh_guard_conn *v, const struct timespec *now)
+room_class(const struct wh_guard *g, const struct wh_guard_conn *v,
+    const struct timespec *now)
 {
 	if (!v->owner)
 		return 0;
@@ -407,7 +431,7 @@ room_class(const struct wh_guard_conn *v, const struct timespec *now)
 	case CONN_HEAD:
 		return v->whole || v->head_waiting ? 1 : 2;
 	case CONN_BODY:
-		return body_slow(v, now);
+		return body_slow(g, v, now);
 	case CONN_WAIT:
 	case CONN_PASS:
 	case CONN_DEAD:
@@ -470,13 +494,13 @@ head_in_socket(const struct wh_guard_conn *v)
  * request line, a head not whole, or a slow body: no. Under the lock.
  */
 static int
-earned(struct wh_guard_conn *v, const struct timespec *now)
+earned(const struct wh_guard *g, struct wh_guard_conn *v, const struct timespec *now)
 {
-	int k = room_class(v, now);
+	int k = room_class(g, v, now);
 
 	if (k >= 2 && !v->head_waiting && head_in_socket(v)) {
 		v->head_waiting = 1;
-		k = room_class(v, now);
+		k = room_class(g, v, now);
 	}
 	return !k || (k == 1 && (v->whole || v->head_waiting));
 }
@@ -528,14 +552,14 @@ make_room(struct wh_guard *g, struct wh_guard_conn *c)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	/* c is not in the list yet: its address's others, all earned? */
 	for (struct wh_guard_conn *v = g->conns; v && deserving; v = v->next)
-		if (v->owner == c->owner && v->state != CONN_DEAD && !earned(v, &now))
+		if (v->owner == c->owner && v->state != CONN_DEAD && !earned(g, v, &now))
 			deserving = 0;
 again:
 	victim = last = NULL;
 	vclass = 0;
 	last_left = 0;
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		int k = room_class(v, &now);
+		int k = room_class(g, v, &now);
 
 		if (!k) {
 			/* The last resort: a body on course from a heavier owner. */
@@ -930,7 +954,7 @@ budget_room(struct wh_guard *g, struct wh_guard_conn *c, size_t n)
 		for (struct wh_guard_conn *v = g->conns; v; v = v->next)
 			if (v != c && v->state == CONN_BODY && v->charged && v->client &&
 			    v->client != c->client && (v->large || !only_large) &&
-			    body_slow(v, &now) && (!victim || v->charged > victim->charged))
+			    body_slow(g, v, &now) && (!victim || v->charged > victim->charged))
 				victim = v;
 		if (!victim)
 			return;

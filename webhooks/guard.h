@@ -57,7 +57,10 @@
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
  *     course to end within WH_GUARD_FULL_BODY_S of its head (one that has
  *     received nothing never is), or short of its length and without a
- *     byte for WH_GUARD_FULL_STALL_MS; the lowest rate first, then the oldest;
+ *     byte for WH_GUARD_FULL_STALL_MS, or past WH_GUARD_FULL_FLOOR_MS,
+ *     not whole and averaging under WH_GUARD_FULL_RATE (or
+ *     min_body_bytes_per_s if more: a tiny body trickled is on course
+ *     but not a forge's); the lowest rate first, then the oldest;
  *     and only for a newcomer whose owner holds fewer connections, or
  *     one alone from its owner against an owner holding one. Last,
  *     with nothing else to end, a body on course from an owner holding
@@ -69,6 +72,8 @@
  *     address ends the slowest body, or a head not whole, of those
  *     holding the slots.
  *
+ * A client is an IPv4 address or an IPv6 network of WH_GUARD_V6_PREFIX
+ * bits (a host is given a /64 and may send from any address in it).
  * The client of a connection from a trusted proxy is the rightmost
  * address of its X-Forwarded-For that is not a trusted proxy (the one the
  * first trusted proxy saw); without such an address it is the proxy. A
@@ -95,12 +100,14 @@
 #define WH_GUARD_FULL_BODY_S	5	/* when full, a body on course to take longer is slow */
 #define WH_GUARD_FULL_GRACE_MS	20	/* ... once it has been under way this long */
 #define WH_GUARD_FULL_FLOOR_MS	250	/* ... its time counted as at least this */
+#define WH_GUARD_FULL_RATE	32768	/* ... and past it, slow under this average (B/s) */
 #define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
 #define WH_GUARD_PEEK		8192	/* bytes of a socket peeked for an unread whole head */
 #define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
 #define WH_GUARD_LONE_GRACE_MS	50	/* ... nor, its owner holding no other, this young */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
-#define WH_GUARD_CLIENT_MAX	46	/* bytes of a client's text form, NUL included */
+#define WH_GUARD_V6_PREFIX	64	/* an IPv6 client is its network of this many bits */
+#define WH_GUARD_CLIENT_MAX	50	/* bytes of a client's text form, "/64" and NUL included */
 
 struct wh_guard;
 struct wh_guard_conn;

@@ -46,6 +46,11 @@ declare where a kind declares one (its default below):
              and reopened at once, on the same address. With a BYTES of
              10 KiB to 64 KiB, each is on course until it ends: small
              bodies that fill what large ones leave of the memory
+  trickle    a whole head declaring a 10-byte body and its first byte, then
+             one byte every 0.4 s (2.5 B/s: on course to end 3.6 s after
+             its head, never
+             0.5 s without a byte), reopened at once when it ends (the sixth
+             outside attack's F1, from 260 addresses)
 
 Prints one line per attack and one for the deliveries:
 
@@ -92,7 +97,7 @@ class Attack:
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
         self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
-                                   "knock": 2, "surge": 24 * MIB,
+                                   "knock": 2, "surge": 24 * MIB, "trickle": 10,
                                    "proxied": 200000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
         self.live = {}      # socket -> [opened at, last send, bytes sent, slot]
@@ -117,6 +122,8 @@ class Attack:
                 s.send(b"P")
             elif self.kind == "oncourse":
                 s.send(self.HEAD % (self.seq, self.declare) + b" " * 256)
+            elif self.kind == "trickle":
+                s.send(self.HEAD % (self.seq, self.declare) + b" ")
             elif self.kind == "halfbody":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
             elif self.kind == "knock":
@@ -129,7 +136,7 @@ class Attack:
         except OSError:
             pass
         now = time.monotonic()
-        self.live[s] = [now, now, {"line": 1, "oncourse": 256}.get(self.kind, 0), i]
+        self.live[s] = [now, now, {"line": 1, "oncourse": 256, "trickle": 1}.get(self.kind, 0), i]
         self.opened += 1
         self.sel.register(s, selectors.EVENT_READ, self)
 
@@ -139,7 +146,7 @@ class Attack:
         if time.monotonic() < self.next_fill:
             return
         self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse", "halfbody",
-                                                                   "knock") else 0.2)
+                                                                   "knock", "trickle") else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
             # A surge reopens the connection it lost, on the same address.
@@ -162,7 +169,7 @@ class Attack:
             return
         except OSError:
             d = b""
-        if not d or self.kind == "surge":
+        if not d or self.kind in ("surge", "trickle"):
             self.gone(s)
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -186,6 +193,9 @@ class Attack:
                     want = min(self.declare, 256 + int(1300 * (now - st[0])))
                     if want > st[2]:
                         st[2] += s.send(b" " * (want - st[2]))
+                elif self.kind == "trickle" and st[2] < self.declare and now - st[1] >= 0.4:
+                    st[2] += s.send(b" ")
+                    st[1] = now
                 elif self.kind == "stall" and st[2] < 20 * MIB:
                     st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
                 elif self.kind == "surge" and st[2] < self.declare * 7 // 8:

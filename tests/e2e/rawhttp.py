@@ -5,7 +5,7 @@ Sends REQUEST, its backslash escapes decoded ("POST / HTTP/1.1\\r\\n...",
 "\\x16"), byte for byte over one TCP connection to ADDR (default 127.0.0.1):PORT,
 then reads until the server closes or 10 s pass. Prints the response's
 status code and, on a second line, its body; "none" when no status line
-came back. --shut: the client's sending side is shut down after REQUEST
+came back, "two-answers" when the body is another status line. --shut: the client's sending side is shut down after REQUEST
 (a request cut off by its client). For what clients like curl refuse to
 send.
 """
@@ -43,8 +43,11 @@ def main(argv):
     if len(line) < 2 or not line[0].startswith(b"HTTP/"):
         print("none")
         return 0
-    print(line[1].decode())
-    print(data.partition(b"\r\n\r\n")[2].decode(errors="replace").strip())
+    body = data.partition(b"\r\n\r\n")[2]
+    # One answer per request: a second status line where the body should
+    # be is a server that answered twice.
+    print("two-answers" if body.startswith(b"HTTP/") else line[1].decode())
+    print(body.decode(errors="replace").strip())
     return 0
 
 

@@ -77,6 +77,28 @@ test_heads(void)
 	HEAD("a fold seen before the head ends", "GET / HTTP/1.1\r\nX-A: a\r\n ", WH_LINE_BAD);
 	HEAD("a space after the end is body", "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n {",
 	    WH_LINE_OK);
+	/* Content-Length: 1*DIGIT, at most WH_DOOR_LENGTH_DIGITS, whitespace before only. */
+	HEAD("a length after a tab", "POST / HTTP/1.1\r\ncontent-length:\t25\r\n\r\n", WH_LINE_OK);
+	HEAD("a length of 18 digits",
+	    "POST / HTTP/1.1\r\nContent-Length: 999999999999999999\r\n\r\n", WH_LINE_OK);
+	HEAD("a length of 19 digits",
+	    "POST / HTTP/1.1\r\nContent-Length: 1000000000000000000\r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("a length that is a word", "POST / HTTP/1.1\r\nCONTENT-LENGTH: abc\r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("a negative length", "POST / HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("a signed length", "POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("a list of lengths", "POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("a space after the length", "POST / HTTP/1.1\r\nContent-Length: 5 \r\n\r\n",
+	    WH_LINE_BAD_LENGTH);
+	HEAD("an empty length", "POST / HTTP/1.1\r\nContent-Length:\r\n\r\n", WH_LINE_BAD_LENGTH);
+	HEAD("a bad length, judged once the head is in",
+	    "POST / HTTP/1.1\r\nContent-Length: x\r\nHost: a\r\n", WH_LINE_INCOMPLETE);
+	HEAD("another field's value is not judged", "POST / HTTP/1.1\r\nX-Length: abc\r\n\r\n",
+	    WH_LINE_OK);
 }
 
 struct got {

@@ -24,6 +24,18 @@ v4(const char *a)
 	return sa;
 }
 
+static struct sockaddr_in6
+v6(const char *a)
+{
+	struct sockaddr_in6 sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin6_family = AF_INET6;
+	sa.sin6_port = htons(40000);
+	inet_pton(AF_INET6, a, &sa.sin6_addr);
+	return sa;
+}
+
 static struct config *
 load(const char *yaml)
 {
@@ -145,6 +157,52 @@ test_config(void)
 	bad("empty prefix", "http:\n  trusted_proxies: [\"10.0.0.0/\"]\n", "is not an address");
 	bad("proxies not a list", "http:\n  trusted_proxies: 10.0.0.1\n",
 	    "http.trusted_proxies: must be a list");
+}
+
+/*
+ * An IPv6 client is its /64 (the sixth outside attack's F1b: one host
+ * counted per address had 2^64 of them): two addresses of one /64 share
+ * its connections, another /64 has its own, and so does a client named
+ * by a trusted proxy's X-Forwarded-For.
+ */
+static void
+test_clients_v6(void)
+{
+	struct config *c = load("http:\n  max_connections_per_ip: 2\n"
+	    "  trusted_proxies: [\"2001:db8:ffff::1\"]\n");
+	struct wh_guard *g = NULL;
+	struct wh_guard_conn *w[5] = { NULL };
+	struct sockaddr_in6 a = v6("2001:db8:1:2::a"), b = v6("2001:db8:1:2:ffff::b"),
+	    d = v6("2001:db8:1:2:8000::1"), o = v6("2001:db8:1:3::a"),
+	    proxy = v6("2001:db8:ffff::1");
+	int sp[5][2];
+
+	if (!CHECK("config", c) || !CHECK("guard starts", wh_guard_new(config_http(c), &g) == 0))
+		return;
+	for (int i = 0; i < 5; i++)
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sp[i]);
+	CHECK_INT("one address of a /64",
+	    wh_guard_open(g, sp[0][0], (struct sockaddr *)&a, sizeof(a), &w[0]), 0);
+	CHECK_INT("another of the same /64",
+	    wh_guard_open(g, sp[1][0], (struct sockaddr *)&b, sizeof(b), &w[1]), 0);
+	CHECK_STR("the client is the /64", wh_guard_client(w[1]), "2001:db8:1:2::/64");
+	CHECK_INT("a third address of that /64 is refused",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&d, sizeof(d), &w[2]), -EUSERS);
+	wh_guard_close(g, w[2]);
+	CHECK_INT("another /64 is another client",
+	    wh_guard_open(g, sp[2][0], (struct sockaddr *)&o, sizeof(o), &w[2]), 0);
+	CHECK_INT("a trusted proxy",
+	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&proxy, sizeof(proxy), &w[3]), 0);
+	CHECK_INT("names a client",
+	    wh_guard_head(g, w[3], "2001:db8:7:7::1234", 1, 0), 0);
+	CHECK_STR("by its /64", wh_guard_client(w[3]), "2001:db8:7:7::/64");
+	for (int i = 0; i < 5; i++) {
+		wh_guard_close(g, w[i]);
+		close(sp[i][0]);
+		close(sp[i][1]);
+	}
+	wh_guard_free(g);
+	config_free(c);
 }
 
 static void
@@ -693,6 +751,22 @@ test_room_among_bodies(void)
 	room_among_bodies("the same before they stall: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
 	    (const size_t[]){ 1, 3 }, -1, 100);
+	/*
+	 * A tiny body trickled (the sixth intake attack's F1: 10 bytes
+	 * declared, 2.5 B/s): on course and never stalled, but past
+	 * WH_GUARD_FULL_FLOOR_MS under WH_GUARD_FULL_RATE and not whole, so
+	 * a lone newcomer ends the slower; bodies at a forge's rate, on
+	 * course, are left alone; and before the floor, so is the trickle.
+	 */
+	room_among_bodies("tiny bodies trickled, one an address: a lone newcomer is taken", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 10, 10 },
+	    (const size_t[]){ 2, 1 }, 1, WH_GUARD_FULL_FLOOR_MS + 100);
+	room_among_bodies("the same in their first WH_GUARD_FULL_FLOOR_MS: refused", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 10, 10 },
+	    (const size_t[]){ 2, 1 }, -1, 100);
+	room_among_bodies("bodies at a forge's rate, one an address: refused", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 1000000, 1000000 },
+	    (const size_t[]){ 100000, 110000 }, -1, WH_GUARD_FULL_FLOOR_MS + 100);
 }
 
 /*
@@ -985,6 +1059,7 @@ main(void)
 {
 	test_config();
 	test_clients();
+	test_clients_v6();
 	test_deadlines();
 	test_eviction();
 	test_line_deadline();
