@@ -353,6 +353,45 @@ def test_integer_and_pattern_inputs_keep_what_get_inputs_promises():
         assert torch.equal(now[j], ins[j])
 
 
+def test_a_diagonal_placed_by_a_rule_is_kept():
+    """A diagonally dominant matrix, a positive-definite one and a
+    distance matrix's zeros keep their diagonals (the fifth outside
+    attack's F4: the refresh scattered a diagonally dominant matrix's,
+    and an honest Jacobi solve diverged); random square inputs, small
+    ones and rectangular ones have no diagonal structure; changes go
+    only off the diagonal, with values from there."""
+    rng = random.Random(11)
+    n = 96
+    dom = torch.rand(n, n) + n * torch.eye(n)
+    x = torch.randn(n, n)
+    spd = x @ x.T / n + torch.eye(n)
+    pts = torch.randn(200, 3)
+    dist = torch.cdist(pts, pts)
+    batched = torch.rand(4, 64, 64) + 64 * torch.eye(64)
+    for t in (dom, spd, dist, batched, dom.bfloat16()):
+        m = jpert.diagonal(t, rng)
+        assert m is not None and torch.equal(
+            m.reshape(t.shape), torch.eye(t.shape[-1], dtype=torch.bool).expand(t.shape))
+    for t in (torch.randn(n, n), torch.rand(n, n), torch.randn(4, 64, 64),
+              torch.rand(8, 8) + 8 * torch.eye(8), torch.rand(96, 97),
+              torch.randint(0, 9, (n, n))):
+        assert jpert.diagonal(t, rng) is None
+    assert sum(jpert.diagonal(torch.randn(64, 64), rng) is not None for _ in range(200)) == 0
+    # A triangle's diagonal ranks above its zeros, which are pattern, not placement.
+    tri = torch.triu(torch.randn(n, n))
+    assert jpert.diagonal(tri, rng, jpert.structure(tri, rng)[0]) is None
+    p = perturber(ctx_of([dom, torch.randn(n, 4)], [dom.clone(), torch.randn(n, 4)]),
+                  refresh=True)
+    assert p.pools[0].structured(0) and not p.pools[0].structured(1)
+    for _ in range(30):
+        p.request([0])
+    now = p.args(0)[0]
+    assert torch.equal(now.diagonal(), dom.diagonal())
+    off = ~torch.eye(n, dtype=torch.bool)
+    assert not torch.equal(now[off], dom[off]) and float(now[off].max()) < 1
+    assert bool((now.diagonal() > now.abs().sum(1) - now.diagonal()).all())
+
+
 def test_a_one_element_float_input_still_changes():
     p = perturber(ctx_of([torch.ones(1)]))
     (run,) = p.request([0])

@@ -59,7 +59,11 @@ Choices, and why:
   built. A pattern, and any integer input, placed at random
   (exchangeable: 16 codes, class targets, a relu's zeros) is no
   structure: a refresh keeps it in distribution. A pattern placed by a
-  rule (a one-hot, a triangle, padding) is one; integers placed by a
+  rule (a one-hot, a triangle, padding) is one, and so is the diagonal
+  of a square floating input whose magnitudes rank apart from the rest
+  (diagonal: a diagonally dominant or positive-definite matrix, a
+  distance matrix's zeros; a refresh would scatter it, and an honest
+  solve by iteration, or the reference's Cholesky, then fails); integers placed by a
   rule and no pattern (a permutation per row), integers too few to tell
   (EXCH_MIN: sizes carried as a tensor) and sorted rows are kept whole. An honest kernel may exploit what get_inputs() promises
   (skip the zero triangle, read one half, gather a one-hot's row), so
@@ -93,7 +97,7 @@ import torch
 
 from kbh import judge_io as jio
 from kbh import judge_skew as skew
-from kbh.judge_structure import (POOL, SPREAD, _bits, exchangeable, fill_positions,  # noqa: F401
+from kbh.judge_structure import (POOL, SPREAD, _bits, diagonal, exchangeable, fill_positions,  # noqa: F401
                                   free_axes, free_positions, mirror, monotone,
                                   spread_positions, structure)
 
@@ -189,6 +193,11 @@ class Pool:
                     # Integers placed by a rule the pattern does not name
                     # (a permutation per row): nothing known to keep it.
                     kept = True
+            diag = None if kept else diagonal(t, rng, mask)
+            if diag is not None:
+                # Magnitudes placed on the diagonal by a rule (diagonally
+                # dominant, positive-definite): kept as a pattern is.
+                mask = diag if mask is None else mask | diag
             free = None if mask is None else ~mask
             if free is not None:
                 # New values come from the elements outside the pattern.

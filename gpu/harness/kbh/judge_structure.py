@@ -1,5 +1,6 @@
 """What the judge's changes keep of an input and where they go: the
-structure get_inputs() gave it (a pattern, symmetry, sorted rows, found
+structure get_inputs() gave it (a pattern, symmetry, sorted rows, a
+diagonal placed by a rule, found
 when the pools are built; exchangeable() tells a pattern placed at random
 from one placed by a rule) and the positions of a run's changes (spread
 over every index of every axis, or over the elements outside a pattern).
@@ -42,6 +43,14 @@ EXCH_MIN = 16
 EXCH_VALUES = 8
 EXCH_LOW = 0.25
 EXCH_LOW_DOF = 16
+# The diagonal test (diagonal): a square input's diagonal (of its last
+# two axes, DIAG_MIN long or more) whose magnitudes rank among the
+# input's further from a half, on average, than DIAG_SIGMAS standard
+# deviations of a random placement's mean rank (plus DIAG_SLACK for the
+# sample the ranks are read in) is placed by a rule.
+DIAG_MIN = 16
+DIAG_SIGMAS = 6
+DIAG_SLACK = 0.01
 
 def _bits(t):
     """A tensor's elements as integers of their size (compared bit for bit)."""
@@ -103,6 +112,48 @@ def structure(t, rng):
         b = _bits(x)
         sym = bool((b == b.transpose(-1, -2)).all())
     return (mask.cpu() if bool(mask.any()) else None), sym
+
+
+def diagonal(t, rng, pattern=None):
+    """A flat bool mask (on the CPU) of the diagonal of a floating
+    input's last two axes where get_inputs() placed magnitudes there by a
+    rule, else None: a diagonally dominant matrix (a solve by iteration
+    converges only on one), a positive-definite one (a Cholesky factor
+    exists only for one), a distance matrix's zeros. A whole permutation,
+    or a change that puts an off-diagonal value there, breaks what an
+    honest kernel relies on; the diagonal is kept as a pattern is. The
+    ranks of up to POOL diagonal elements' magnitudes are read in a
+    sorted sample of up to POOL of the input's (mid-ranks, for ties),
+    both outside pattern (structure()'s mask, where given: a triangle's
+    zeros would rank any diagonal above them)."""
+    if (not t.is_floating_point() or t.dim() < 2 or t.shape[-1] != t.shape[-2]
+            or t.shape[-1] < DIAG_MIN):
+        return None
+    x = t.detach()
+    flat = x.reshape(-1)
+    diag = x.diagonal(dim1=-2, dim2=-1).reshape(-1)
+    if pattern is not None:
+        free = ~pattern.to(flat.device)
+        diag = diag[~pattern.reshape(t.shape).diagonal(dim1=-2, dim2=-1).reshape(-1).to(diag.device)]
+        flat = flat[free]
+    n, m = flat.numel(), diag.numel()
+    if n > POOL:
+        flat = flat[torch.tensor(rng.sample(range(n), POOL), dtype=torch.int64).to(flat.device)]
+    if m > POOL:
+        diag = diag[torch.tensor(rng.sample(range(m), POOL), dtype=torch.int64).to(diag.device)]
+    a = flat.abs().float().cpu()
+    a = a[torch.isfinite(a)].sort().values
+    d = diag.abs().float().cpu()
+    d = d[torch.isfinite(d)]
+    if a.numel() < DIAG_MIN or d.numel() < DIAG_MIN:
+        return None
+    rank = (torch.searchsorted(a, d) + torch.searchsorted(a, d, right=True)).double() / (2 * a.numel())
+    sd = math.sqrt(1 / (12 * d.numel()))
+    if abs(float(rank.mean()) - 0.5) <= DIAG_SIGMAS * sd + DIAG_SLACK:
+        return None
+    mask = torch.zeros(t.shape, dtype=torch.bool)
+    mask.diagonal(dim1=-2, dim2=-1).fill_(True)
+    return mask.reshape(-1)
 
 
 def monotone(t):
