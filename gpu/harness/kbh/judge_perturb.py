@@ -41,12 +41,14 @@ Choices, and why:
   and the windows drawn per run. The spread alone leaves an update by
   linearity ((new - old) * w[p] per changed x[i][p]) the work over the
   number of changes to gain; with every element changed it pays for them
-  all. Every value is one the draw has.
+  all. Every value is one the draws have (repeats parted by an ulp or
+  so: judge_skew.distinct()).
 - Values: a draw from a sample of the input's original values (the
   input's own distribution, so 100 runs of changes do not move the input
   away from get_inputs()'s distribution), or for a floating input without
-  structure of the next timing set's draw of it (the same distribution,
-  and no value that ties with an element of the input: an honest top-k
+  structure of the draw after the one the refresh's bands come from
+  (change_draw(): the same distribution, and no value that ties with an
+  element of the run's input, its own or a band's: an honest top-k
   picks either of two equal values), different from the element's
   current value; with no other value to draw, a one-element input's
   value x (1 + 2^-6) (2^-6 for zero), and an element of a larger input
@@ -278,9 +280,23 @@ def pools(ctx):
         # The state's tensors, the same in every set: read for the first.
         shared = {id(t): None for _, t in getattr(ctx, "state", None) or []}
         ctx.perturb_pools = {k: Pool(set_inputs(ctx, k), rng, fixed_state(ctx, k), shared,
-                                     next_draw(ctx, k)[1])
+                                     change_draw(ctx, k))
                              for k in ctx.timing_sets}
     return ctx.perturb_pools
+
+
+def change_draw(ctx, k):
+    """The inputs set k's changes take their new values from: the draw
+    after the one its refresh's bands come from (next_draw()), so a
+    change never puts in a value a band put in the same run (the same
+    element of the same draw: a tie in a row, where an honest top-k and
+    the reference's may pick different indices); with two timing sets,
+    the bands' draw; with one, None."""
+    k2, ins = next_draw(ctx, k)
+    if k2 < 0:
+        return None
+    k3, ins3 = next_draw(ctx, k2)
+    return ins3 if k3 != k else ins
 
 
 def pack(run):

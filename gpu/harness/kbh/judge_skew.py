@@ -38,6 +38,16 @@ alike and meet the input's own only where two draws share a value. The
 model's state, the same in every set, takes its bands from its own
 values.
 
+The draw's own repeats stay ties wherever a run places them (float32
+randn repeats a few hundred of 2^18 values, and a row-wise top-k whose
+honest kernel breaks ties by index lost indices when a run brought two
+of them into one row), and an input without another draw has its band
+values twice. So the source's equal values are moved apart (distinct()):
+in the values' order each one unit in the last place above the one
+before it, where no value moves by more than DISTINCT_ULPS; where it
+would (bfloat16 or float16 over many elements, a draw of few values),
+the ties are the draw's own and stay.
+
 The same layout is computed by the judge, the reference process and the
 tests from the same bits: order_key() orders values totally (-0.0 before
 +0.0, NaNs by their bits), ties by index.
@@ -49,6 +59,7 @@ EXTREME_DIV = 64
 MID_MIN_DIV = 32
 MID_MAX_DIV = 8
 WINDOWS_MAX = 4		# the worker's limit (gpu/worker_parse.c)
+DISTINCT_ULPS = 8	# the most a value is moved to part it from its equals
 
 
 def layout(n):
@@ -61,6 +72,10 @@ def source_len(n):
     return n + 2 * layout(n)[0]
 
 
+def _bits_dtype(w):
+    return {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[w]
+
+
 def order_key(flat):
     """int64 keys in the values' order: floats by their bits (negative
     ones reversed), integers and bools by value."""
@@ -70,8 +85,31 @@ def order_key(flat):
     if not t.is_floating_point():
         return t.to(torch.int64)
     w = t.element_size()
-    s = t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[w]).to(torch.int64)
+    s = t.view(_bits_dtype(w)).to(torch.int64)
     return torch.where(s < 0, s ^ ((1 << (8 * w - 1)) - 1), s)
+
+
+def distinct(src):
+    """src (flat) with its equal floating values parted: in order_key()'s
+    order, each at least one unit in the last place above the one before
+    it, where that moves no value by more than DISTINCT_ULPS and leaves
+    every value finite; else src itself (integers, non-finite values,
+    dense repeats)."""
+    if not src.is_floating_point() or src.numel() < 2:
+        return src
+    sk, order = torch.sort(order_key(src), stable=True)
+    if not bool((sk[1:] == sk[:-1]).any()) or not bool(torch.isfinite(src).all()):
+        return src
+    i = torch.arange(sk.numel(), dtype=torch.int64, device=sk.device)
+    new = torch.cummax(sk - i, 0).values + i
+    if int((new - sk).max()) > DISTINCT_ULPS:
+        return src
+    w = src.element_size()
+    key = torch.empty_like(new)
+    key[order] = new
+    bits = torch.where(key < 0, key ^ ((1 << (8 * w - 1)) - 1), key)
+    out = bits.to(_bits_dtype(w)).view(src.dtype)
+    return out if bool(torch.isfinite(out).all()) else src
 
 
 def partition(flat, other=None):
@@ -90,12 +128,13 @@ def partition(flat, other=None):
 
 
 def source_of(flat, other=None):
-    """flat's source: its values (and other's, for the bands) laid out."""
+    """flat's source: its values (and other's, for the bands) laid out,
+    equal values parted (distinct())."""
     flat = flat.detach().reshape(-1)
     if other is None:
-        return flat[partition(flat)]
+        return distinct(flat[partition(flat)])
     other = other.detach().reshape(-1).to(flat.device)
-    return torch.cat([flat, other])[partition(flat, other)]
+    return distinct(torch.cat([flat, other])[partition(flat, other)])
 
 
 def windows(n, rng):
