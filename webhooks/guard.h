@@ -51,7 +51,15 @@
  *     deliveries in flight; an owner at its share cannot churn its own,
  *     and one with a slow head of its own may not end lighter owners'
  *     heads; what any newcomer ends is never a connection that has
- *     earned its slot.
+ *     earned its slot. A client whose connection was ended for room
+ *     before its request line or as a slow body (or at its request line
+ *     deadline) is struck for WH_GUARD_STRIKE_S: its connections have no
+ *     grace, and its newcomers may end only struck clients' connections
+ *     (a wall of bare connections from many addresses, reopened the
+ *     moment each is ended, is struck address by address; a genuine
+ *     client sends its request line at once and is never struck). At
+ *     most WH_GUARD_STRUCK_MAX clients are struck at once; a trusted
+ *     proxy never is (its clients are, by their bodies).
  *     After heads, a body under way is ended for room when it is slow:
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
@@ -62,7 +70,9 @@
  *     min_body_bytes_per_s if more: a tiny body trickled is on course
  *     but not a forge's); the lowest rate first, then the oldest;
  *     and only for a newcomer whose owner holds fewer connections, or
- *     one alone from its owner against an owner holding one. Last,
+ *     one alone from its owner against an owner holding one, or one
+ *     whose owner's every other connection has earned its slot (a
+ *     forge's next delivery, with others in flight). Last,
  *     with nothing else to end, a body on course from an owner holding
  *     more than the newcomer's and more than one: the most time left at
  *     its rate first. A genuine sender's body follows its head at once
@@ -106,6 +116,8 @@
 #define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
 #define WH_GUARD_LONE_GRACE_MS	50	/* ... nor, its owner holding no other, this young */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
+#define WH_GUARD_STRIKE_S	10	/* a client ended without its request line: struck this long */
+#define WH_GUARD_STRUCK_MAX	65536	/* clients struck at once, at most */
 #define WH_GUARD_V6_PREFIX	64	/* an IPv6 client is its network of this many bits */
 #define WH_GUARD_CLIENT_MAX	50	/* bytes of a client's text form, "/64" and NUL included */
 
@@ -196,6 +208,7 @@ struct wh_guard_stats {
 	unsigned long long ended_budget;	/* slow bodies ended for the memory for bodies */
 	unsigned long long ended_late;		/* ended at a deadline (408) */
 	unsigned long long refused_full;	/* newcomers refused: nothing to end */
+	unsigned long long struck;		/* clients struck (no request line) */
 	unsigned long long refused_addr;	/* newcomers refused: their address's share */
 	unsigned long long refused_body_share;	/* bodies refused (503): their client's share */
 	unsigned long long refused_body_memory;	/* ... max_buffered_bytes all taken */

@@ -227,6 +227,11 @@ wh_metrics_render_guard(const struct wh_guard_stats *st, struct buf *out)
 	    "kernelbot_http_connections_refused_total{reason=\"address_share\"} %llu\n",
 	    st->refused_full, st->refused_addr);
 	error |= buf_printf(out,
+	    "# HELP kernelbot_http_clients_struck_total Clients whose connection was ended "
+	    "before its request line, so denied the grace of a new connection for a while.\n"
+	    "# TYPE kernelbot_http_clients_struck_total counter\n"
+	    "kernelbot_http_clients_struck_total %llu\n", st->struck);
+	error |= buf_printf(out,
 	    "# HELP kernelbot_http_bodies_refused_total Request bodies refused room in memory "
 	    "(drained, then 503), by reason.\n"
 	    "# TYPE kernelbot_http_bodies_refused_total counter\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """attack.py PORT SECONDS SECRET_FILE BODY_FILE ATTACK... [--deliver ADDR]
-    [--deliver-xff CLIENT] [--deliver-conc N]
+    [--deliver-xff CLIENT] [--deliver-conc N] [--deliver-plain]
 
 Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
@@ -8,7 +8,10 @@ signed GitHub push deliveries (BODY_FILE signed with SECRET_FILE's
 secret, a fresh X-GitHub-Delivery each), one at a time (N at a time
 with --deliver-conc, as a forge with N in flight), from the second
 second on; with --deliver-xff, with X-Forwarded-For: CLIENT, as a
-reverse proxy at ADDR would send them. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
+reverse proxy at ADDR would send them; with --deliver-plain, each
+connected first and sent after (as curl does, not in one Fast Open
+write) and followed by a GET /healthz from the same address, sent the
+same way. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
 range of the last byte (127.0.0.2-5), N connections spread over them,
 reopened whenever the server closes one, BYTES the length their heads
 declare where a kind declares one (its default below):
@@ -16,6 +19,8 @@ declare where a kind declares one (its default below):
   slowloris  a request line, then one header line a second, never done
   crowd      connected, a request line, then nothing
   idle       connected, then nothing at all (not even a request line)
+  wall       as idle, reopened at once when ended (the seventh outside
+             attack's F1: about 5,000 connects a second from 300 addresses)
   line       the request line one byte a second, never done
   bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
              quick 503 halves what the next one declares (down to 1 KiB), to
@@ -57,6 +62,7 @@ Prints one line per attack and one for the deliveries:
   ATTACK KIND opened=N closed_by_server=N alive_at_2s=N held_at_2s=N peak=N longest_s=F
   ATTACK replay sent=N codes=200:N,...
   DELIVER sent=N accepted=N codes=202:N,... p50_ms=F p99_ms=F max_ms=F
+  HEALTH sent=N ok=N codes=200:N,...            (with --deliver-plain)
 
 (held_at_2s: of those open 2 s in, the ones open for 1 s already;
 longest_s: the longest a connection stayed open, closed or not), and writes the accepted delivery ids, one per line, to ids.txt in the
@@ -131,7 +137,7 @@ class Attack:
             elif self.kind == "proxied":
                 s.send((self.HEAD % (self.seq, self.declare)).replace(
                     b"Host: x\r\n", b"Host: x\r\nX-Forwarded-For: 10.9.0.%d\r\n" % (1 + i % 4)))
-            elif self.kind != "idle":
+            elif self.kind not in ("idle", "wall"):
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
@@ -146,7 +152,8 @@ class Attack:
         if time.monotonic() < self.next_fill:
             return
         self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse", "halfbody",
-                                                                   "knock", "trickle") else 0.2)
+                                                                   "knock", "trickle", "wall")
+                                             else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
             # A surge reopens the connection it lost, on the same address.
@@ -170,7 +177,10 @@ class Attack:
         except OSError:
             d = b""
         if not d or self.kind in ("surge", "trickle"):
+            i = self.live[s][3]
             self.gone(s)
+            if self.kind == "wall":
+                self.open_one(i)	# at once, not at the next fill
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
             self.declare = max(1024, self.declare // 2)
@@ -215,7 +225,7 @@ class Attack:
                 self.gone(s)
 
 
-def push(port, addr, body, did, sig, xff=None):
+def push(port, addr, body, did, sig, xff=None, plain=False, req=None):
     """POST a GitHub push delivery from addr (for client xff, through a
     proxy at addr): the status as text, or the name of the error that
     ended it.
@@ -225,13 +235,14 @@ def push(port, addr, body, did, sig, xff=None):
     pause of this process between connect and send (another thread
     holding the interpreter, a busy host's scheduler) shows the server a
     bare connection where a forge's request would already be in.
-    Without TCP Fast Open on the client side, connect then send."""
+    Without TCP Fast Open on the client side, or plain: connect then
+    send. req: another request to send the same way."""
     xffh = "X-Forwarded-For: %s\r\n" % xff if xff else ""
-    req = ("POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-           "Content-Type: application/json\r\nX-GitHub-Event: push\r\n"
-           "X-GitHub-Delivery: %s\r\nX-Hub-Signature-256: %s\r\n%s"
-           "Content-Length: %d\r\nConnection: close\r\n\r\n"
-           % (port, did, sig, xffh, len(body))).encode() + body
+    req = req or ("POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                  "Content-Type: application/json\r\nX-GitHub-Event: push\r\n"
+                  "X-GitHub-Delivery: %s\r\nX-Hub-Signature-256: %s\r\n%s"
+                  "Content-Length: %d\r\nConnection: close\r\n\r\n"
+                  % (port, did, sig, xffh, len(body))).encode() + body
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind((addr, 0))
@@ -240,6 +251,8 @@ def push(port, addr, body, did, sig, xff=None):
         # kernel's send timeout bounds the connect.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 15, 0))
         try:
+            if plain:
+                raise OSError(errno.EOPNOTSUPP, "plain")
             n = s.sendto(req, socket.MSG_FASTOPEN, ("127.0.0.1", port))
         except OSError as e:
             if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
@@ -273,11 +286,11 @@ def push(port, addr, body, did, sig, xff=None):
 
 
 class Deliverer(threading.Thread):
-    def __init__(self, port, addr, secret, body, until, xff=None, tag=""):
+    def __init__(self, port, addr, secret, body, until, xff=None, tag="", plain=False):
         super().__init__(daemon=True)
         self.port, self.addr, self.secret, self.body, self.until = port, addr, secret, body, until
-        self.xff, self.tag = xff, tag
-        self.lat, self.codes, self.ids = [], {}, []
+        self.xff, self.tag, self.plain = xff, tag, plain
+        self.lat, self.codes, self.ids, self.health = [], {}, [], {}
 
     def run(self):
         # Each push names a commit of its own: the same one again is a
@@ -290,11 +303,15 @@ class Deliverer(threading.Thread):
             body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
             sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
-            code = push(self.port, self.addr, body, did, sig, self.xff)
+            code = push(self.port, self.addr, body, did, sig, self.xff, self.plain)
             self.lat.append(time.monotonic() - t0)
             self.codes[code] = self.codes.get(code, 0) + 1
             if code == "202":
                 self.ids.append(did)
+            if self.plain:
+                code = push(self.port, self.addr, b"", "", "", plain=True, req=(
+                    b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+                self.health[code] = self.health.get(code, 0) + 1
             time.sleep(0.2)
 
 
@@ -332,7 +349,7 @@ def main(argv):
     port, secs = int(argv[1]), float(argv[2])
     secret = open(argv[3], "rb").read().rstrip()
     body = open(argv[4], "rb").read()
-    deliver_from, deliver_xff, deliver_conc, specs = "127.0.0.1", None, 1, []
+    deliver_from, deliver_xff, deliver_conc, plain, specs = "127.0.0.1", None, 1, False, []
     rest = argv[5:]
     while rest:
         a = rest.pop(0)
@@ -342,6 +359,8 @@ def main(argv):
             deliver_xff = rest.pop(0)
         elif a == "--deliver-conc":
             deliver_conc = int(rest.pop(0))
+        elif a == "--deliver-plain":
+            plain = True
         else:
             specs.append(a)
     sel = selectors.DefaultSelector()
@@ -358,7 +377,7 @@ def main(argv):
             attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel, declare))
     for r in replayers:
         r.start()
-    ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i)
+    ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain)
           for i in range(deliver_conc)]
     started = False
     while time.monotonic() - start < secs:
@@ -384,6 +403,8 @@ def main(argv):
         d.ids += o.ids
         for k, v in o.codes.items():
             d.codes[k] = d.codes.get(k, 0) + v
+        for k, v in o.health.items():
+            d.health[k] = d.health.get(k, 0) + v
     now = time.monotonic()
     for a in attacks:
         for st in a.live.values():  # still open: as old as they are now
@@ -403,6 +424,9 @@ def main(argv):
           % (len(d.lat), d.codes.get("202", 0),
              ",".join("%s:%d" % kv for kv in sorted(d.codes.items())),
              pct(d.lat, 50) * 1000, pct(d.lat, 99) * 1000, max(d.lat or [0]) * 1000))
+    if plain:
+        print("HEALTH sent=%d ok=%d codes=%s" % (sum(d.health.values()), d.health.get("200", 0),
+                                                ",".join("%s:%d" % kv for kv in sorted(d.health.items()))))
     with open("ids.txt", "w") as f:
         f.write("".join(i + "\n" for i in d.ids))
     return 0

@@ -569,6 +569,94 @@ test_room_lone_grace(void)
 }
 
 /*
+ * The seventh outside attack's F1: bare connections from many addresses,
+ * each reopened the moment it is ended, kept the slots in their grace.
+ * A client ended for room before its request line is struck: its
+ * newcomer may not end an unstruck client's connection (a bare one past
+ * its grace here, which it would have ended before), and its own young
+ * connection has no grace (a newcomer ends it, where before it would
+ * have been refused).
+ */
+static void
+test_room_strikes(void)
+{
+	struct config *c = load("http:\n  max_connections: 2\n");
+	struct wh_guard *g = NULL;
+	const char *const from[6] = { "127.0.10.1", "127.0.10.2", "127.0.10.3", "127.0.10.1",
+	    "127.0.10.1", "127.0.10.5" };
+	struct wh_guard_stats st;
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 6, from);
+	for (int i = 0; i < 2; i++) {
+		pairs_open(g, &p, i);
+		nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 15) * 1000000L }, NULL);
+	}
+	CHECK_INT("a newcomer", pairs_open(g, &p, 2), 0);
+	CHECK("ends the oldest bare connection", !left_alone(p.sp[0][1], 300) &&
+	    peer_sees_eof(p.sp[0][1]));
+	wh_guard_line_done(g, p.conn[2]);
+	wh_guard_head(g, p.conn[2], NULL, 0, 0);	/* being answered: earned */
+	wh_guard_stats(g, &st);
+	CHECK_INT("its client is struck", (long long)st.struck, 1);
+	CHECK_INT("the struck client's newcomer is refused", pairs_open(g, &p, 3), -EUSERS);
+	CHECK("the unstruck bare connection past its grace is left alone",
+	    left_alone(p.sp[1][1], 20));
+	/* The server closes what the guard ended, and one more. */
+	for (int i = 0; i < 4; i++)
+		if (i != 2) {
+			wh_guard_close(g, p.conn[i]);
+			p.conn[i] = NULL;
+		}
+	CHECK_INT("with a slot free, the struck client connects", pairs_open(g, &p, 4), 0);
+	CHECK_INT("a newcomer at once", pairs_open(g, &p, 5), 0);
+	CHECK("ends the struck client's connection in its first milliseconds",
+	    !left_alone(p.sp[4][1], 300) && peer_sees_eof(p.sp[4][1]));
+	pairs_free(g, &p, 1u << 0 | 1u << 1 | 1u << 3 | 1u << 4);	/* closed, or ended */
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
+ * The seventh outside attack's F2: a forge with deliveries in flight (two
+ * being answered) and slow bodies from other addresses, one each, filling
+ * the rest: the forge's next delivery ends one, though its address holds
+ * more connections than theirs (every other of its own has earned its
+ * slot); a newcomer from an address with a slow body of its own does not.
+ */
+static void
+test_room_bodies_for_a_busy_forge(void)
+{
+	struct config *c = load("http:\n  max_connections: 4\n  min_body_bytes_per_s: 1\n");
+	struct wh_guard *g = NULL;
+	const char *const from[6] = { "127.0.11.1", "127.0.11.1", "127.0.11.2", "127.0.11.3",
+	    "127.0.11.1", "127.0.11.2" };
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 6, from);
+	for (int i = 0; i < 4; i++) {
+		pairs_open(g, &p, i);
+		wh_guard_line_done(g, p.conn[i]);
+		wh_guard_head(g, p.conn[i], NULL, i >= 2, i >= 2 ? 1000000 : 0);
+		if (i >= 2)
+			wh_guard_body(g, p.conn[i], 10, 1);
+	}
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_FULL_GRACE_MS + 30) * 1000000L }, NULL);
+	CHECK_INT("a slow body's address: its newcomer is refused", pairs_open(g, &p, 5), -EUSERS);
+	CHECK_INT("the forge's third delivery", pairs_open(g, &p, 4), 0);
+	CHECK("ends a slow body", (!left_alone(p.sp[2][1], 300) && peer_sees_eof(p.sp[2][1])) ||
+	    (!left_alone(p.sp[3][1], 300) && peer_sees_eof(p.sp[3][1])));
+	CHECK("not the forge's own", left_alone(p.sp[0][1], 20) && left_alone(p.sp[1][1], 20));
+	pairs_free(g, &p, 1u << 5);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * F2 of the third outside attack: a delivery written in one go, whose
  * head waits unread in the socket while the door is busy, is not taken
  * for a connection "without its request line": a newcomer ends the idle
@@ -1068,6 +1156,8 @@ main(void)
 	test_room_for_young_bodies();
 	test_room_among_bodies();
 	test_room_lone_grace();
+	test_room_strikes();
+	test_room_bodies_for_a_busy_forge();
 	test_room_head_in_socket();
 	test_budget_room();
 	test_small_reserve();
