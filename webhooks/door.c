@@ -54,6 +54,10 @@ static const char BAD_LINE_JSON[] = "{\"error\":\"malformed request line\"}\n";
 #define DOOR_XSTR(x) DOOR_STR(x)
 static const char BAD_LENGTH_JSON[] = "{\"error\":\"Content-Length must be a decimal "
     "number of at most " DOOR_XSTR(WH_DOOR_LENGTH_DIGITS) " digits\"}\n";
+static const char BAD_BYTE_JSON[] =
+    "{\"error\":\"a header line holds a NUL or a CR not before its LF\"}\n";
+static const char LONG_LINE_JSON[] = "{\"error\":\"request line too long\"}\n";
+static const char LARGE_HEAD_JSON[] = "{\"error\":\"request head too large\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -128,6 +132,19 @@ bad_length(const char *b, const char *nl)
 	return digits == 0 || digits > WH_DOOR_LENGTH_DIGITS;
 }
 
+/*
+ * Does the header line [b, nl) (nl at its LF) hold a NUL, or a CR that is
+ * not the one before its LF? RFC 9110 section 5.5: a field value with
+ * CR, LF or NUL is invalid; libmicrohttpd took both as part of the value.
+ */
+static int
+bad_byte(const char *b, const char *nl)
+{
+	if (nl > b && nl[-1] == '\r')
+		nl--;
+	return memchr(b, '\0', (size_t)(nl - b)) || memchr(b, '\r', (size_t)(nl - b));
+}
+
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
@@ -145,6 +162,8 @@ wh_door_head_check(const char *buf, size_t n)
 			return bad ? WH_LINE_BAD_LENGTH : WH_LINE_OK;	/* the head is whole */
 		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
 			break;
+		if (bad_byte(b, nl))
+			return WH_LINE_BAD_BYTE;
 		bad |= bad_length(b, nl);
 	}
 	return WH_LINE_INCOMPLETE;
@@ -173,9 +192,10 @@ drop(struct wh_door *d, struct pending *p)
 	free(p);
 }
 
-/* Read what came (so close() does not reset the 400 away), answer, close. */
+/* Read what came (so close() does not reset the answer away), answer, close. */
 static void
-answer_400(struct wh_door *d, struct pending *p, const char *json, size_t jlen)
+answer(struct wh_door *d, struct pending *p, const char *status, const char *json,
+    size_t jlen)
 {
 	char head[200], scratch[4096];
 	size_t drained = 0;
@@ -185,9 +205,9 @@ answer_400(struct wh_door *d, struct pending *p, const char *json, size_t jlen)
 	while (drained < DOOR_DRAIN_MAX && (n = recv(p->fd, scratch, sizeof(scratch),
 	    MSG_DONTWAIT)) > 0)
 		drained += (size_t)n;
-	len = snprintf(head, sizeof(head), "HTTP/1.1 400 Bad Request\r\n"
+	len = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\n"
 	    "Connection: close\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s", jlen, json);
+	    "Content-Length: %zu\r\n\r\n%s", status, jlen, json);
 	(void)!send(p->fd, head, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(p->fd, SHUT_WR);
 	drop(d, p);
@@ -209,7 +229,7 @@ hand_over(struct wh_door *d, struct pending *p, int whole)
 	free(p);
 }
 
-#define ANSWER_400(d, p, json) answer_400((d), (p), (json), sizeof(json) - 1)
+#define ANSWER_400(d, p, json) answer((d), (p), "400 Bad Request", (json), sizeof(json) - 1)
 
 /*
  * The whole head is looked at before libmicrohttpd sees it: it has no
@@ -240,12 +260,13 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		break;
 	case WH_LINE_BAD:
 	case WH_LINE_BAD_LENGTH:
+	case WH_LINE_BAD_BYTE:
 		ANSWER_400(d, p, BAD_LINE_JSON);
 		return;
 	case WH_LINE_INCOMPLETE:
-		/* A line longer than the peek: libmicrohttpd's limits judge it. */
+		/* A request line longer than a head may be. */
 		if ((size_t)n == d->max_head)
-			hand_over(d, p, 0);
+			answer(d, p, "414 URI Too Long", LONG_LINE_JSON, sizeof(LONG_LINE_JSON) - 1);
 		else if (done)
 			ANSWER_400(d, p, BAD_LINE_JSON);	/* the client is done sending */
 		return;
@@ -264,9 +285,15 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	case WH_LINE_BAD_LENGTH:
 		ANSWER_400(d, p, BAD_LENGTH_JSON);
 		break;
+	case WH_LINE_BAD_BYTE:
+		ANSWER_400(d, p, BAD_BYTE_JSON);
+		break;
 	case WH_LINE_INCOMPLETE:
-		/* Past max_head, or cut short: libmicrohttpd answers (431) or closes. */
-		if ((size_t)n == d->max_head || done)
+		/* Past max_head: too large; cut short: libmicrohttpd closes it. */
+		if ((size_t)n == d->max_head)
+			answer(d, p, "431 Request Header Fields Too Large", LARGE_HEAD_JSON,
+			    sizeof(LARGE_HEAD_JSON) - 1);
+		else if (done)
 			hand_over(d, p, 0);
 		break;
 	}

@@ -7,11 +7,13 @@
  * server's framing check. So each new connection waits here, unread
  * (MSG_PEEK), until its head is in: a first line that is not `METHOD SP
  * TARGET SP HTTP/D.D` (RFC 9112 section 3), or a header line continued
- * by one that starts with SP or HT (obs-fold, RFC 9112 section 5.2), gets
- * 400 and is closed. A sound one is handed over as it arrived, not a byte
- * consumed; so is a head longer than max_head, or one cut short, for
- * libmicrohttpd to answer (431) or close. The server answers every
- * request with Connection: close, so every request passes here.
+ * by one that starts with SP or HT (obs-fold, RFC 9112 section 5.2), a
+ * header line with a NUL or a bare CR, or a Content-Length that is no
+ * length, gets 400 and is closed; a request line, or a head, longer than
+ * max_head gets 414, or 431, each with a JSON body. A sound one is handed
+ * over as it arrived, not a byte consumed; so is one cut short, for
+ * libmicrohttpd to close. The server answers every request with
+ * Connection: close, so every request passes here.
  *
  * While it waits, a connection is the guard's like any other (guard.h):
  * per-address limits, the request line and head deadlines (408) and the
@@ -66,6 +68,7 @@ enum wh_line {
 	WH_LINE_OK,		/* a whole, sound request line */
 	WH_LINE_BAD,		/* not a request line, whatever follows */
 	WH_LINE_BAD_LENGTH,	/* a head with a Content-Length that is no length */
+	WH_LINE_BAD_BYTE,	/* a header line with a NUL or a bare CR */
 };
 
 /*
@@ -79,7 +82,9 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
  * Judge the head in the first n bytes, whose request line is sound
  * (wh_door_line_check()): WH_LINE_OK once the empty line that ends it is
  * in, WH_LINE_BAD for obs-fold (a header line that starts with SP or HT)
- * before it, else once it is in WH_LINE_BAD_LENGTH for a Content-Length
+ * before it, WH_LINE_BAD_BYTE for a whole header line before it that
+ * holds a NUL or a CR not before its LF, else once it is in
+ * WH_LINE_BAD_LENGTH for a Content-Length
  * line whose value is not 1 to WH_DOOR_LENGTH_DIGITS digits (RFC 9110
  * section 8.6: 1*DIGIT; libmicrohttpd answers such a head with its
  * status line and headers twice), else WH_LINE_INCOMPLETE.

@@ -37,6 +37,16 @@ raw "Content-Length empty" 400 "$L" "${H}Content-Length:\r\n\r\n{}"
 raw "Content-Length of 18 digits: too large, once" 413 'body too large' \
     "${H}Content-Length: 999999999999999999\r\n\r\n{}"
 raw "Content-Length after a tab" 401 'signature' "${H}Content-Length:\t2\r\n\r\n{}"
+# RFC 9110 section 5.5: no NUL, no CR but before LF in a field (the seventh
+# outside attack's F4: both were taken as part of the value); a request
+# line or head past http.max_header_bytes: one JSON answer, not
+# libmicrohttpd's page.
+raw "a NUL in a header value" 400 'a header line holds a NUL' 'GET /healthz HTTP/1.1\r\nHost: x\x00y\r\n\r\n'
+raw "a bare CR in a header value" 400 'a header line holds a NUL or a CR' 'GET /healthz HTTP/1.1\r\nHost: x\ry\r\n\r\n'
+raw "a request line past the head limit" 414 'request line too long' \
+    "GET /$(head -c 70000 /dev/zero | tr '\0' a) HTTP/1.1\r\nHost: x\r\n\r\n"
+raw "a head past the head limit" 431 'request head too large' \
+    "GET /healthz HTTP/1.1\r\nX-A: $(head -c 70000 /dev/zero | tr '\0' a)\r\n\r\n"
 raw "Content-Length then chunked" 400 'Content-Length with Transfer-Encoding' \
     "${H}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
 raw "chunked then Content-Length" 400 'Content-Length with Transfer-Encoding' \

@@ -99,6 +99,11 @@ test_heads(void)
 	    "POST / HTTP/1.1\r\nContent-Length: x\r\nHost: a\r\n", WH_LINE_INCOMPLETE);
 	HEAD("another field's value is not judged", "POST / HTTP/1.1\r\nX-Length: abc\r\n\r\n",
 	    WH_LINE_OK);
+	/* RFC 9110 section 5.5: no NUL, and no CR but the one before LF. */
+	HEAD("a NUL in a value", "GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n", WH_LINE_BAD_BYTE);
+	HEAD("a bare CR in a value", "GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", WH_LINE_BAD_BYTE);
+	HEAD("a bare CR, bare LFs", "GET / HTTP/1.1\nX-A: a\rb\n\n", WH_LINE_BAD_BYTE);
+	HEAD("CR LF ends are fine", "GET / HTTP/1.1\r\nX-A: a\r\nX-B: b\r\n\r\n", WH_LINE_OK);
 }
 
 struct got {
