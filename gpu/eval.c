@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,14 +17,12 @@
 #include "gpu/compile.h"
 #include "gpu/device.h"
 #include "gpu/eval_build.h"
+#include "gpu/eval_judge.h"
 #include "gpu/sandbox.h"
 #include "gpu/evalenv.h"
 #include "gpu/harness.h"
-#include "gpu/judgesrv.h"
 #include "gpu/srccheck.h"
 
-#define JUDGE_SLACK_S 900	/* problem load, baselines, torch.compile warm-up */
-#define BUILD_TIMEOUT_PY_S 900	/* load_inline builds: 46 s measured, much more cold */
 
 enum kind { KIND_C, KIND_CU, KIND_PY };
 
@@ -136,106 +133,6 @@ classify(struct cand *c, int cuda)
 	return 0;
 }
 
-static double
-wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/*
- * The judge starts before the compiles: its interpreter and the PyTorch
- * import take seconds, as long as a batch's compiles or longer. A thread
- * runs the harness with a stub request naming a file; the judge imports,
- * sets up its device, then waits for that file, which judge_post() writes
- * once the real request is ready (judge_cancel(): {"cancel": true}).
- */
-struct judge {
-	pthread_t tid;
-	int started, joined;
-	char path[PATH_MAX];
-	json_t *stub, *reply;
-	int timeout_ms, error;
-	char err[2048];
-};
-
-static void *
-judge_thread(void *arg)
-{
-	struct judge *j = arg;
-
-	j->error = harness_call(j->stub, j->timeout_ms, &j->reply, j->err, sizeof(j->err));
-	return NULL;
-}
-
-static int
-judge_start(struct judge *j, const char *workdir, const char *backend, int device,
-    long wait_s, long budget_s)
-{
-	if (snprintf(j->path, sizeof(j->path), "%s/request.json", workdir) >= (int)sizeof(j->path))
-		return -ENAMETOOLONG;
-	if (budget_s > INT_MAX / 1000)
-		budget_s = INT_MAX / 1000;
-	j->timeout_ms = (int)budget_s * 1000;
-	if (!(j->stub = json_pack("{s:s, s:s, s:s, s:i, s:I, s:f}", "verb", "evaluate",
-	    "request_file", j->path, "backend", backend, "device", device,
-	    "wait_s", (json_int_t)wait_s, "t_spawn", wall_s())))
-		return -ENOMEM;
-	if (pthread_create(&j->tid, NULL, judge_thread, j) != 0)
-		return -EAGAIN;
-	j->started = 1;
-	return 0;
-}
-
-/* The request where the waiting judge looks: a temporary file, renamed. */
-static int
-judge_post(struct judge *j, const json_t *req)
-{
-	char tmp[PATH_MAX + 8];
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", j->path);
-	if (json_dump_file(req, tmp, JSON_COMPACT) < 0)
-		return -EIO;
-	return rename(tmp, j->path) < 0 ? -errno : 0;
-}
-
-/* Wait for the judge's reply: 0 and *reply, or harness_call's error and err. */
-static int
-judge_wait(struct judge *j, json_t **reply, char *err, size_t errlen)
-{
-	pthread_join(j->tid, NULL);
-	j->joined = 1;
-	if (j->error < 0) {
-		snprintf(err, errlen, "%s", j->err);
-		return j->error;
-	}
-	*reply = j->reply;
-	j->reply = NULL;
-	return 0;
-}
-
-/* Nothing for the judge to do (every candidate rejected, or an error): let it go. */
-static void
-judge_cancel(struct judge *j)
-{
-	json_t *c;
-
-	if (j->started && !j->joined) {
-		/* If even this cannot be written, the judge gives up at wait_s. */
-		if ((c = json_pack("{s:b}", "cancel", 1))) {
-			judge_post(j, c);
-			json_decref(c);
-		}
-		pthread_join(j->tid, NULL);
-		j->joined = 1;
-	}
-	json_decref(j->reply);
-	json_decref(j->stub);
-	j->reply = j->stub = NULL;
-}
-
 /*
  * What identifies the device beyond what PyTorch tells the judge: part of
  * the baseline cache's key (a new driver may time eager differently).
@@ -324,7 +221,7 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 	req = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:i, s:s, s:b, s:s, s:i, s:I, s:o, s:o}",
 	    "verb", "evaluate", "problem", o->problem, "backend", backend, "device", o->device,
 	    "seed", (json_int_t)seed, "trials", o->trials,
-	    "timeout_s", o->timeout_s, "build_timeout_s", BUILD_TIMEOUT_PY_S,
+	    "timeout_s", o->timeout_s, "build_timeout_s", EVAL_BUILD_TIMEOUT_PY_S,
 	    "kernelbot", exe, "sandbox", !unsandboxed, "workdir", workdir,
 	    "sanitize", o->sanitize, "mem_bytes", (json_int_t)mem_limit(o),
 	    "worker_env", env, "candidates", list);
@@ -459,70 +356,9 @@ device_info(const struct gpu_device *g, const char *arch, const json_t *reply)
 }
 
 /*
- * The judge enforces --timeout per worker request; this only bounds a
- * judge that hangs itself: every request of every candidate at its limit
- * (up to 8 shape variants assumed), plus the problem and the baselines.
- */
-static long
-judge_budget(const struct eval_opts *o, size_t n)
-{
-	long per = (long)o->timeout_s * (o->trials * 8 + (o->rounds > 0 ? o->rounds :
-	    EVAL_ADAPTIVE_MAX_ROUNDS) + 20) * (o->sanitize ? 3 : 1) + BUILD_TIMEOUT_PY_S;
-
-	if (o->profile)		/* the profiler's own deadline */
-		per += (long)json_integer_value(json_object_get(o->profile, "timeout_s")) + 30;
-
-	return (long)n * per + JUDGE_SLACK_S;
-}
-
-static int
-budget_ms(const struct eval_opts *o, const json_t *req)
-{
-	long budget = judge_budget(o, json_array_size(json_object_get(req, "candidates")));
-
-	return (int)(budget > INT_MAX / 1000 ? INT_MAX / 1000 : budget) * 1000;
-}
-
-/* A judge of its own for this request: started now, after the compiles. */
-static int
-oneshot_call(const struct eval_opts *o, json_t *req, json_t **reply, char *err, size_t errlen)
-{
-	/* The judge reports its own start (interpreter, imports) from this. */
-	json_object_set_new(req, "t_spawn", json_real(wall_s()));
-	return harness_call(req, budget_ms(o, req), reply, err, errlen);
-}
-
-/*
- * The request to the judge server: the same, but the server's working
- * directory is not ours, so the problem's path is made absolute.
- */
-static int
-srv_call(const struct eval_opts *o, struct judgesrv *srv, const json_t *req, json_t **reply,
-    char *why, size_t whylen)
-{
-	char abs[PATH_MAX];
-	json_t *r = json_deep_copy(req);
-	int error;
-
-	if (!r)
-		return -ENOMEM;
-	if (realpath(o->problem, abs))
-		json_object_set_new(r, "problem", json_string(abs));
-	error = judgesrv_call(srv, r, budget_ms(o, r), reply, why, whylen);
-	json_decref(r);
-	return error;
-}
-
-/*
  * One batch's state from prepare to merge: eval_run's steps below each take
  * it, and batch_free() releases it whatever step stopped.
  */
-enum judge_kind {
-	JUDGE_ONESHOT,		/* a judge of its own, started after the compiles */
-	JUDGE_EARLY,		/* a one-shot judge started before the compiles */
-	JUDGE_SERVER,		/* the judge server (gpu/judgesrv.h); one-shot fallback */
-};
-
 struct batch {
 	const struct eval_opts *o;
 	const char *backend;
@@ -534,12 +370,7 @@ struct batch {
 	char workdir[PATH_MAX];
 	char *exe;
 	size_t nbuild;
-	enum judge_kind judge_kind;
-	struct judge judge;		/* JUDGE_EARLY */
-	struct judgesrv srv;		/* JUDGE_SERVER */
-	int srv_spawned;
-	const char *srv_state;		/* "off", "hit", "spawned", "fallback" */
-	char srv_why[1024];
+	struct eval_judge judge;
 	uint64_t seed;
 	json_t *req, *reply, *results;
 	double t0, t_prepare, t_harness;
@@ -620,44 +451,6 @@ batch_prepare(struct batch *b, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * Choose the judge, once, before the compiles. The judge server, when on
- * (the default), is spawned now if absent and imports PyTorch while the
- * compiles run; any failure to reach it leaves the early-start one-shot
- * judge (KERNELBOT_JUDGE_EARLY=0: that judge starts after the compiles,
- * as one plain harness call).
- */
-static int
-judge_choose(struct batch *b, char *err, size_t errlen)
-{
-	const struct eval_opts *o = b->o;
-	long wait_s;
-	int error;
-
-	b->judge_kind = JUDGE_ONESHOT;
-	b->srv_state = "off";
-	if (o->env.judge_late)
-		return 0;
-	if (!o->judge_server_off && !o->env.judge_server_off) {
-		if (judgesrv_open(&b->srv, b->backend, o->device, b->srv_why,
-		    sizeof(b->srv_why)) == 0 && judgesrv_ensure(&b->srv, &b->srv_spawned,
-		    b->srv_why, sizeof(b->srv_why)) == 0) {
-			b->judge_kind = JUDGE_SERVER;
-			return 0;
-		}
-		b->srv_state = "fallback";
-	}
-	wait_s = (long)(o->build_timeout_s > 0 ? o->build_timeout_s : EVAL_BUILD_TIMEOUT_S) *
-	    (long)o->n_candidates + 60;
-	if ((error = judge_start(&b->judge, b->workdir, b->backend, o->device, wait_s,
-	    wait_s + judge_budget(o, o->n_candidates))) < 0) {
-		snprintf(err, errlen, "cannot start the judge: %s", strerror(-error));
-		return error;
-	}
-	b->judge_kind = JUDGE_EARLY;
-	return 0;
-}
-
 /* Build: compile every native candidate at once. */
 static int
 batch_build(struct batch *b, char *err, size_t errlen)
@@ -735,40 +528,6 @@ batch_start_results(struct batch *b)
 }
 
 /*
- * The one call to the judge that judge_choose() chose: 0 and b->reply, or
- * an error with err. The server falls back to a one-shot judge.
- */
-static int
-judge_call(struct batch *b, char *err, size_t errlen)
-{
-	char herr[2048];
-	int error = 0;
-
-	switch (b->judge_kind) {
-	case JUDGE_SERVER:
-		error = srv_call(b->o, &b->srv, b->req, &b->reply, b->srv_why, sizeof(b->srv_why));
-		b->srv_state = error == 0 ? (b->srv_spawned ? "spawned" : "hit") : "fallback";
-		if (error < 0)
-			error = oneshot_call(b->o, b->req, &b->reply, herr, sizeof(herr));
-		break;
-	case JUDGE_EARLY:
-		if ((error = judge_post(&b->judge, b->req)) < 0) {
-			snprintf(err, errlen, "cannot write the judge's request in %s: %s",
-			    b->workdir, strerror(-error));
-			return error;
-		}
-		error = judge_wait(&b->judge, &b->reply, herr, sizeof(herr));
-		break;
-	case JUDGE_ONESHOT:
-		error = oneshot_call(b->o, b->req, &b->reply, herr, sizeof(herr));
-		break;
-	}
-	if (error < 0)
-		snprintf(err, errlen, "the judge failed: %s", herr);
-	return error;
-}
-
-/*
  * Judge: the request with a seed (--seed reproduces a result; otherwise a
  * fresh one, never reused), sent when any candidate is left to run.
  */
@@ -785,7 +544,7 @@ batch_judge(struct batch *b, char *err, size_t errlen)
 	if (json_array_size(json_object_get(b->req, "candidates")) > 0) {
 		b->t_prepare = clock_mono_s() - b->t0;
 		b->t_harness = clock_mono_s();
-		if ((error = judge_call(b, err, errlen)) < 0)
+		if ((error = eval_judge_call(&b->judge, b->req, &b->reply, err, errlen)) < 0)
 			return error;
 		b->t_harness = clock_mono_s() - b->t_harness;
 		if (!jsonx_bool(b->reply, "ok", 0)) {
@@ -799,11 +558,7 @@ batch_judge(struct batch *b, char *err, size_t errlen)
 	if (b->reply && json_is_object(json_object_get(b->reply, "timing_breakdown_s"))) {
 		json_t *bd = json_object_get(b->reply, "timing_breakdown_s");
 
-		json_object_set_new(bd, "judge_server", json_string(b->srv_state));
-		if (!strcmp(b->srv_state, "fallback"))
-			json_object_set_new(bd, "judge_server_reason", json_string(b->srv_why));
-		if (b->judge_kind == JUDGE_SERVER && b->srv.pid > 0)
-			json_object_set_new(bd, "judge_server_pid", json_integer(b->srv.pid));
+		eval_judge_note(&b->judge, bd);
 	}
 	return 0;
 }
@@ -873,7 +628,7 @@ batch_free(struct batch *b)
 	free(b->cs);
 	free(b->gpus);
 	free(b->exe);
-	judge_cancel(&b->judge);
+	eval_judge_free(&b->judge);
 	json_decref(b->req);
 	json_decref(b->reply);
 	json_decref(b->results);
@@ -888,7 +643,7 @@ eval_run(const struct eval_opts *o, json_t **out, char *err, size_t errlen)
 	int error;
 
 	if ((error = batch_prepare(&b, err, errlen)) == 0 &&
-	    (error = judge_choose(&b, err, errlen)) == 0 &&
+	    (error = eval_judge_choose(&b.judge, o, b.backend, b.workdir, err, errlen)) == 0 &&
 	    (error = batch_build(&b, err, errlen)) == 0) {
 		batch_start_results(&b);
 		if ((error = batch_judge(&b, err, errlen)) == 0 &&
