@@ -251,7 +251,7 @@ reaper(void *arg)
 				g->st.ended_late++;
 			}
 		}
-		guard_strikes_expire(g, &now);
+		guard_marks_expire(g, &now);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += GUARD_TICK_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
@@ -560,6 +560,34 @@ wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c)
 	if (c->state == CONN_LINE)
 		set_state(c, CONN_HEAD);
 	pthread_mutex_unlock(&g->lock);
+}
+
+static void
+verdict(struct wh_guard *g, struct wh_guard_conn *c, int good)
+{
+	struct timespec now;
+
+	if (!c)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&g->lock);
+	if (good)
+		guard_vouch(g, c->client, &now);
+	else
+		guard_strike(g, c->client, &now);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+wh_guard_accepted(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	verdict(g, c, 1);
+}
+
+void
+wh_guard_forged(struct wh_guard *g, struct wh_guard_conn *c)
+{
+	verdict(g, c, 0);
 }
 
 const char *

@@ -59,7 +59,14 @@
  *     moment each is ended, is struck address by address; a genuine
  *     client sends its request line at once and is never struck). At
  *     most WH_GUARD_STRUCK_MAX clients are struck at once; a trusted
- *     proxy never is (its clients are, by their bodies).
+ *     proxy never is (its clients are, by their bodies). A request
+ *     answered 401 (no forge's signature) strikes its client too; one
+ *     accepted (202) vouches for it for WH_GUARD_VOUCH_S: its heads not
+ *     whole have WH_GUARD_VOUCHED_GRACE_MS, its newcomers may end any
+ *     head not whole or slow body, and it is never struck (a forge with
+ *     several deliveries in flight, slow to write after its connect,
+ *     holds more connections than any attacking address: without this
+ *     its heads were the ones ended).
  *     After heads, a body under way is ended for room when it is slow:
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
@@ -117,6 +124,8 @@
 #define WH_GUARD_LONE_GRACE_MS	50	/* ... nor, its owner holding no other, this young */
 #define WH_GUARD_PASS_S		5	/* a handover not taken by then was dropped unseen */
 #define WH_GUARD_STRIKE_S	10	/* a client ended without its request line: struck this long */
+#define WH_GUARD_VOUCH_S	300	/* a client with a delivery accepted: vouched for this long */
+#define WH_GUARD_VOUCHED_GRACE_MS 1000	/* ... its heads not whole not ended for room this young */
 #define WH_GUARD_STRUCK_MAX	65536	/* clients struck at once, at most */
 #define WH_GUARD_V6_PREFIX	64	/* an IPv6 client is its network of this many bits */
 #define WH_GUARD_CLIENT_MAX	50	/* bytes of a client's text form, "/64" and NUL included */
@@ -191,6 +200,14 @@ void wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c);
  */
 int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
     const char *xff, int with_body, size_t expected);
+
+/*
+ * The handler's verdict on c's request, for room (guard_room.c): accepted
+ * (202, new work under a valid signature) vouches for its client; a
+ * signature that does not match (401) strikes it. NULL-safe.
+ */
+void wh_guard_accepted(struct wh_guard *g, struct wh_guard_conn *c);
+void wh_guard_forged(struct wh_guard *g, struct wh_guard_conn *c);
 
 /* The client's address as text (for logs), valid until the connection closes. */
 const char *wh_guard_client(const struct wh_guard_conn *c);

@@ -25,9 +25,10 @@ struct client {
 	unsigned slots;		/* connections (direct) or requests (proxied) */
 	unsigned held;		/* connections charged to it for room (make_room()) */
 	size_t buffered;	/* body bytes held */
-	struct timespec struck_until;	/* struck (struck_room()) until then */
-	int struck;		/* on g->struck, holding a reference */
-	struct client *struck_next;
+	struct timespec struck_until;	/* marks (guard_room.c): struck until then */
+	struct timespec vouched_until;	/* ... vouched for until then */
+	int struck, vouched;	/* either: on g->marked, holding a reference */
+	struct client *marked_next;
 	struct client *next;
 };
 
@@ -76,7 +77,7 @@ struct wh_guard {
 	size_t buffered;
 	size_t buffered_large;	/* of them, held by large bodies */
 	struct client *clients[GUARD_BUCKETS];
-	struct client *struck;	/* clients struck, each holding a reference */
+	struct client *marked;	/* clients struck or vouched for, each holding a reference */
 	unsigned n_struck;
 	struct wh_guard_conn *conns;
 };
@@ -92,10 +93,12 @@ void guard_kill_conn(struct wh_guard *g, struct wh_guard_conn *c, int answer);
 /* guard.c: drop a reference to a client; the last frees it. */
 void guard_client_put(struct wh_guard *g, struct client *cl);
 
-/* guard_room.c: strikes (see there). */
+/* guard_room.c: the marks on clients (see there). */
 int guard_struck(const struct client *cl);
+int guard_vouched(const struct client *cl);
 void guard_strike(struct wh_guard *g, struct client *cl, const struct timespec *now);
-void guard_strikes_expire(struct wh_guard *g, const struct timespec *now);
+void guard_vouch(struct wh_guard *g, struct client *cl, const struct timespec *now);
+void guard_marks_expire(struct wh_guard *g, const struct timespec *now);
 
 /* guard_room.c: is c's body too slow to keep its slot when full. */
 int guard_body_slow(const struct wh_guard *g, const struct wh_guard_conn *c,

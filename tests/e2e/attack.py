@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """attack.py PORT SECONDS SECRET_FILE BODY_FILE ATTACK... [--deliver ADDR]
-    [--deliver-xff CLIENT] [--deliver-conc N] [--deliver-plain]
+    [--deliver-xff CLIENT] [--deliver-conc N] [--deliver-plain [--deliver-delay MS]]
 
 Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
@@ -11,7 +11,8 @@ second on; with --deliver-xff, with X-Forwarded-For: CLIENT, as a
 reverse proxy at ADDR would send them; with --deliver-plain, each
 connected first and sent after (as curl does, not in one Fast Open
 write) and followed by a GET /healthz from the same address, sent the
-same way. Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
+same way; --deliver-delay, MS milliseconds between each connect and its
+send (a client host that is slow to write). Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
 range of the last byte (127.0.0.2-5), N connections spread over them,
 reopened whenever the server closes one, BYTES the length their heads
 declare where a kind declares one (its default below):
@@ -21,6 +22,9 @@ declare where a kind declares one (its default below):
   idle       connected, then nothing at all (not even a request line)
   wall       as idle, reopened at once when ended (the seventh outside
              attack's F1: about 5,000 connects a second from 300 addresses)
+  pause      connected, 50 ms later a whole bad-signature request (head and
+             2-byte body), its answer read, reopened at once (the eighth
+             outside attack: curl's pattern, from 1,000 addresses)
   line       the request line one byte a second, never done
   bodies     a whole head declaring a 25 MiB body, then 2 KiB a second; a
              quick 503 halves what the next one declares (down to 1 KiB), to
@@ -137,7 +141,7 @@ class Attack:
             elif self.kind == "proxied":
                 s.send((self.HEAD % (self.seq, self.declare)).replace(
                     b"Host: x\r\n", b"Host: x\r\nX-Forwarded-For: 10.9.0.%d\r\n" % (1 + i % 4)))
-            elif self.kind not in ("idle", "wall"):
+            elif self.kind not in ("idle", "wall", "pause"):
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
@@ -152,7 +156,8 @@ class Attack:
         if time.monotonic() < self.next_fill:
             return
         self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse", "halfbody",
-                                                                   "knock", "trickle", "wall")
+                                                                   "knock", "trickle", "wall",
+                                                                   "pause")
                                              else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
@@ -176,10 +181,10 @@ class Attack:
             return
         except OSError:
             d = b""
-        if not d or self.kind in ("surge", "trickle"):
+        if not d or self.kind in ("surge", "trickle", "pause"):
             i = self.live[s][3]
             self.gone(s)
-            if self.kind == "wall":
+            if self.kind in ("wall", "pause"):
                 self.open_one(i)	# at once, not at the next fill
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -203,6 +208,9 @@ class Attack:
                     want = min(self.declare, 256 + int(1300 * (now - st[0])))
                     if want > st[2]:
                         st[2] += s.send(b" " * (want - st[2]))
+                elif self.kind == "pause" and not st[2] and now - st[0] >= 0.05:
+                    s.send(self.HEAD % (self.seq, 2) + b"{}")
+                    st[2] = 1
                 elif self.kind == "trickle" and st[2] < self.declare and now - st[1] >= 0.4:
                     st[2] += s.send(b" ")
                     st[1] = now
@@ -225,7 +233,7 @@ class Attack:
                 self.gone(s)
 
 
-def push(port, addr, body, did, sig, xff=None, plain=False, req=None):
+def push(port, addr, body, did, sig, xff=None, plain=False, req=None, delay=0.0):
     """POST a GitHub push delivery from addr (for client xff, through a
     proxy at addr): the status as text, or the name of the error that
     ended it.
@@ -259,6 +267,8 @@ def push(port, addr, body, did, sig, xff=None, plain=False, req=None):
                 raise
             s.connect(("127.0.0.1", port))
             n = 0
+            if delay:
+                time.sleep(delay)
         s.settimeout(15)
         s.sendall(req[n:])
         got = b""
@@ -286,10 +296,10 @@ def push(port, addr, body, did, sig, xff=None, plain=False, req=None):
 
 
 class Deliverer(threading.Thread):
-    def __init__(self, port, addr, secret, body, until, xff=None, tag="", plain=False):
+    def __init__(self, port, addr, secret, body, until, xff=None, tag="", plain=False, delay=0.0):
         super().__init__(daemon=True)
         self.port, self.addr, self.secret, self.body, self.until = port, addr, secret, body, until
-        self.xff, self.tag, self.plain = xff, tag, plain
+        self.xff, self.tag, self.plain, self.delay = xff, tag, plain, delay
         self.lat, self.codes, self.ids, self.health = [], {}, [], {}
 
     def run(self):
@@ -303,14 +313,16 @@ class Deliverer(threading.Thread):
             body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
             sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
             t0 = time.monotonic()
-            code = push(self.port, self.addr, body, did, sig, self.xff, self.plain)
+            code = push(self.port, self.addr, body, did, sig, self.xff, self.plain,
+                        delay=self.delay)
             self.lat.append(time.monotonic() - t0)
             self.codes[code] = self.codes.get(code, 0) + 1
             if code == "202":
                 self.ids.append(did)
             if self.plain:
                 code = push(self.port, self.addr, b"", "", "", plain=True, req=(
-                    b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+                    b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                    delay=self.delay)
                 self.health[code] = self.health.get(code, 0) + 1
             time.sleep(0.2)
 
@@ -349,7 +361,7 @@ def main(argv):
     port, secs = int(argv[1]), float(argv[2])
     secret = open(argv[3], "rb").read().rstrip()
     body = open(argv[4], "rb").read()
-    deliver_from, deliver_xff, deliver_conc, plain, specs = "127.0.0.1", None, 1, False, []
+    deliver_from, deliver_xff, deliver_conc, plain, delay, specs = "127.0.0.1", None, 1, False, 0.0, []
     rest = argv[5:]
     while rest:
         a = rest.pop(0)
@@ -361,6 +373,8 @@ def main(argv):
             deliver_conc = int(rest.pop(0))
         elif a == "--deliver-plain":
             plain = True
+        elif a == "--deliver-delay":
+            delay = float(rest.pop(0)) / 1000
         else:
             specs.append(a)
     sel = selectors.DefaultSelector()
@@ -377,8 +391,8 @@ def main(argv):
             attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel, declare))
     for r in replayers:
         r.start()
-    ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain)
-          for i in range(deliver_conc)]
+    ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain,
+                    delay) for i in range(deliver_conc)]
     started = False
     while time.monotonic() - start < secs:
         for a in attacks:

@@ -620,6 +620,66 @@ test_room_strikes(void)
 }
 
 /*
+ * The eighth outside attack: a forge with deliveries in flight that
+ * connects a moment before it sends held more connections than any
+ * attacking address, so its heads were ended and its newcomers refused.
+ * A client whose delivery was accepted is vouched for: its head without
+ * a request line keeps WH_GUARD_VOUCHED_GRACE_MS (a newcomer is refused
+ * where it would have ended it), and its newcomer ends another address's
+ * bare connection though its own others have not all earned their slots
+ * and it holds more; a 401 strikes its client.
+ */
+static void
+test_room_vouched(void)
+{
+	struct config *c = load("http:\n  max_connections: 3\n");
+	struct wh_guard *g = NULL;
+	const char *const from[6] = { "127.0.12.1", "127.0.12.1", "127.0.12.2", "127.0.12.3",
+	    "127.0.12.1", "127.0.12.4" };
+	struct wh_guard_stats st;
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 6, from);
+	pairs_open(g, &p, 0);
+	wh_guard_line_done(g, p.conn[0]);
+	wh_guard_head(g, p.conn[0], NULL, 0, 0);
+	wh_guard_accepted(g, p.conn[0]);		/* a delivery accepted: vouched */
+	pairs_open(g, &p, 1);				/* its next, not a byte yet */
+	pairs_open(g, &p, 2);				/* another address's bare one */
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 20) * 1000000L }, NULL);
+	CHECK_INT("a newcomer from a third address", pairs_open(g, &p, 3), 0);
+	CHECK("ends the bare connection", !left_alone(p.sp[2][1], 300) &&
+	    peer_sees_eof(p.sp[2][1]));
+	CHECK("not the vouched client's head in its grace", left_alone(p.sp[1][1], 20));
+	wh_guard_close(g, p.conn[2]);
+	p.conn[2] = NULL;
+	nanosleep(&(struct timespec){ 0, (WH_GUARD_LONE_GRACE_MS + 20) * 1000000L }, NULL);
+	CHECK_INT("the vouched client's third, holding the most", pairs_open(g, &p, 4), 0);
+	CHECK("ends the other address's bare connection", !left_alone(p.sp[3][1], 300) &&
+	    peer_sees_eof(p.sp[3][1]));
+	wh_guard_close(g, p.conn[3]);
+	p.conn[3] = NULL;
+	wh_guard_stats(g, &st);
+	CHECK_INT("the two ended before their request line: struck", (long long)st.struck, 2);
+	wh_guard_line_done(g, p.conn[4]);
+	wh_guard_head(g, p.conn[4], NULL, 0, 0);
+	wh_guard_forged(g, p.conn[4]);
+	wh_guard_stats(g, &st);
+	CHECK_INT("a vouched client is not struck by a 401", (long long)st.struck, 2);
+	pairs_open(g, &p, 5);
+	wh_guard_line_done(g, p.conn[5]);
+	wh_guard_head(g, p.conn[5], NULL, 0, 0);
+	wh_guard_forged(g, p.conn[5]);
+	wh_guard_stats(g, &st);
+	CHECK_INT("another is", (long long)st.struck, 3);
+	pairs_free(g, &p, 1u << 2 | 1u << 3);
+	wh_guard_free(g);
+	config_free(c);
+}
+
+/*
  * The seventh outside attack's F2: a forge with deliveries in flight (two
  * being answered) and slow bodies from other addresses, one each, filling
  * the rest: the forge's next delivery ends one, though its address holds
@@ -1157,6 +1217,7 @@ main(void)
 	test_room_among_bodies();
 	test_room_lone_grace();
 	test_room_strikes();
+	test_room_vouched();
 	test_room_bodies_for_a_busy_forge();
 	test_room_head_in_socket();
 	test_budget_room();

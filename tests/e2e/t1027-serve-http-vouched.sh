@@ -1,0 +1,29 @@
+#!/bin/sh
+# kernelbot serve against whole bad-signature requests, each sent 50 ms
+# after its connect (curl's pattern), from 300 addresses, reopened the
+# moment each is answered, while a forge with 4 deliveries in flight
+# connects 50 ms before it sends too and checks /healthz after each (the
+# eighth outside attack: its connections, more than any attacker's
+# address held, were the ones ended, and its newcomers refused: 26 of
+# 248 deliveries in). A client whose delivery was accepted is vouched for
+# (a longer grace, its newcomers end unvouched heads), and one answered
+# 401 is struck.
+. "$KB_ROOT/tests/e2e/lib.sh"
+t_init t1027
+kb_config "$TMP/kb.yml"
+kb_serve_start "$TMP/kb.yml" || t_done
+
+attack_run 12 6 pause:127.0.30.1-255:255 pause:127.0.31.1-45:45 \
+    --deliver-plain --deliver-conc 4 --deliver-delay 50
+check_genuine
+check "the health checks from the delivering address answered 200 (24 in 25 at least)" \
+    test $((25 * $(attack_field HEALTH ok))) -ge $((24 * $(attack_field HEALTH sent)))
+check "the attackers did fill the server (250+ at once)" \
+    test $(($(attack_field pause peak 1) + $(attack_field pause peak 2))) -ge 250
+http GET "http://127.0.0.1:$KB_PORT/metrics"
+check_match "the forged requests' clients were struck" "$HTTP_BODY" \
+    'kernelbot_http_clients_struck_total [1-9][0-9]*'
+check "no crash" kill -0 "$KB_PID"
+kb_serve_stop TERM
+check_eq "SIGTERM: exit 0" "$KB_STATUS" 0
+t_done
