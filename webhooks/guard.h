@@ -54,7 +54,9 @@
  *     earned its slot. A client whose connection was ended for room
  *     before its request line or as a slow body (or at its request line
  *     deadline) is struck for WH_GUARD_STRIKE_S: its connections have no
- *     grace, and its newcomers may end only struck clients' connections
+ *     grace, its heads not whole and slow bodies go first and to any
+ *     newcomer not struck, whatever the counts, and its newcomers may
+ *     end only struck clients' connections
  *     (a wall of bare connections from many addresses, reopened the
  *     moment each is ended, is struck address by address; a genuine
  *     client sends its request line at once and is never struck). At

@@ -357,10 +357,14 @@ again:
 	vclass = 0;
 	last_left = 0;
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		int k = room_class(g, v, &now);
+		int k = room_class(g, v, &now), sv = guard_struck(v->owner);
 
-		/* A struck newcomer ends only struck clients' connections. */
-		if (guard_struck(c->owner) && !guard_struck(v->owner))
+		/*
+		 * A struck newcomer ends only struck clients' connections; any
+		 * other newcomer may end a struck client's head not whole or
+		 * slow body, whatever the counts, and before anyone else's.
+		 */
+		if (guard_struck(c->owner) && !sv)
 			continue;
 		if (!k) {
 			/* The last resort: a body on course from a heavier owner. */
@@ -383,15 +387,17 @@ again:
 		 * 300 addresses, kept 634 of 1392 deliveries of a forge with 4
 		 * in flight out).
 		 */
-		if (!((k >= 2 || (k == 1 && v->state == CONN_BODY)) && deserving) &&
+		if (!((k >= 2 || (k == 1 && v->state == CONN_BODY)) &&
+		    (deserving || (sv && !guard_struck(c->owner)))) &&
 		    (v->owner->held < mine ||
 		    (k == 1 && v->owner->held == mine &&
 		    (v->whole || v->state != CONN_BODY || mine > 1))))
 			continue;
-		if (!victim || k > vclass || (k == vclass && (k == 1 ?
+		if (!victim || sv > guard_struck(victim->owner) ||
+		    (sv == guard_struck(victim->owner) && (k > vclass || (k == vclass && (k == 1 ?
 		    slower(v, victim, &now) : v->owner->held > victim->owner->held ||
 		    (v->owner->held == victim->owner->held &&
-		    older(&v->opened, &victim->opened))))) {
+		    older(&v->opened, &victim->opened))))))) {
 			victim = v;
 			vclass = k;
 		}

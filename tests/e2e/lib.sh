@@ -185,6 +185,23 @@ check_genuine() {
 	    "$(wc -l <"$TMP/ids.txt" | tr -d ' ')"
 }
 
+# check_health_after KIND: attack.py --deliver-plain's health checks (a
+# GET /healthz from the delivering address after each delivery) answered
+# 200, 24 in 25 at least: a check follows its delivery at once, while the
+# delivery's own connection may still hold its slot, and under a busy
+# host's load one in a run has gone unanswered with every delivery in.
+# Then: KIND's connections filled the server (250+ at once, its first
+# two specs), and its clients were struck (/metrics).
+check_health_after() {
+	check "the health checks from the delivering address answered 200 (24 in 25 at least)" \
+	    test $((25 * $(attack_field HEALTH ok))) -ge $((24 * $(attack_field HEALTH sent)))
+	check "the $1 connections did fill the server (250+ at once)" \
+	    test $(($(attack_field "$1" peak 1) + $(attack_field "$1" peak 2))) -ge 250
+	http GET "http://127.0.0.1:$KB_PORT/metrics"
+	check_match "the $1 connections' clients were struck" "$HTTP_BODY" \
+	    'kernelbot_http_clients_struck_total [1-9][0-9]*'
+}
+
 # kb_serve_start CONFIG [ARGS...]: start `kernelbot serve`, logging to
 # $TMP/serve.log, and wait for its port ($KB_PORT, which the caller set
 # in CONFIG). Sets KB_PID.
