@@ -562,8 +562,8 @@ wh_guard_line_done(struct wh_guard *g, struct wh_guard_conn *c)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void
-verdict(struct wh_guard *g, struct wh_guard_conn *c, int good)
+void
+wh_guard_accepted(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct timespec now;
 
@@ -571,23 +571,8 @@ verdict(struct wh_guard *g, struct wh_guard_conn *c, int good)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&g->lock);
-	if (good)
-		guard_vouch(g, c->client, &now);
-	else
-		guard_strike(g, c->client, &now);
+	guard_vouch(g, c->client, &now);
 	pthread_mutex_unlock(&g->lock);
-}
-
-void
-wh_guard_accepted(struct wh_guard *g, struct wh_guard_conn *c)
-{
-	verdict(g, c, 1);
-}
-
-void
-wh_guard_forged(struct wh_guard *g, struct wh_guard_conn *c)
-{
-	verdict(g, c, 0);
 }
 
 const char *

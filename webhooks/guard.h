@@ -54,16 +54,14 @@
  *     earned its slot. A client whose connection was ended for room
  *     before its request line or as a slow body (or at its request line
  *     deadline) is struck for WH_GUARD_STRIKE_S: its connections have no
- *     grace, its heads not whole and slow bodies go first and to any
- *     newcomer not struck, whatever the counts, and its newcomers may
- *     end only struck clients' connections
+ *     grace, and its heads not whole and slow bodies go first and to any
+ *     newcomer not struck, whatever the counts
  *     (a wall of bare connections from many addresses, reopened the
  *     moment each is ended, is struck address by address; a genuine
  *     client sends its request line at once and is never struck). At
  *     most WH_GUARD_STRUCK_MAX clients are struck at once; a trusted
  *     proxy never is (its clients are, by their bodies). A request
- *     answered 401 (no forge's signature) strikes its client too; one
- *     accepted (202) vouches for it for WH_GUARD_VOUCH_S: its heads not
+ *     accepted (202) vouches for its client for WH_GUARD_VOUCH_S: its heads not
  *     whole have WH_GUARD_VOUCHED_GRACE_MS, its newcomers may end any
  *     head not whole or slow body, and it is never struck (a forge with
  *     several deliveries in flight, slow to write after its connect,
@@ -204,12 +202,10 @@ int wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c,
     const char *xff, int with_body, size_t expected);
 
 /*
- * The handler's verdict on c's request, for room (guard_room.c): accepted
- * (202, new work under a valid signature) vouches for its client; a
- * signature that does not match (401) strikes it. NULL-safe.
+ * c's request was accepted (202: new work under a valid signature): its
+ * client is vouched for (guard_room.c). NULL-safe.
  */
 void wh_guard_accepted(struct wh_guard *g, struct wh_guard_conn *c);
-void wh_guard_forged(struct wh_guard *g, struct wh_guard_conn *c);
 
 /* The client's address as text (for logs), valid until the connection closes. */
 const char *wh_guard_client(const struct wh_guard_conn *c);

@@ -14,11 +14,13 @@
  * Marks on clients, each for a while: struck or vouched for.
  *
  * A client whose connection was ended for room before its request line
- * or as a slow body (or at its request line deadline), or whose request
- * was answered 401 (a signature that does not match: no forge's), is
- * struck for WH_GUARD_STRIKE_S: its connections have no grace
- * (room_class()) and its newcomers may end only struck clients'
- * connections (guard_make_room()). The seventh outside attack's F1: one
+ * or as a slow body (or at its request line deadline) is struck for
+ * WH_GUARD_STRIKE_S: its connections have no grace (room_class()), and
+ * its heads not whole and slow bodies go first, to any newcomer not
+ * struck (guard_make_room()). Not for a 401: a forge's address is shared
+ * by all its users, and one pointing a webhook here with a wrong secret
+ * struck the address every genuine delivery came from (the ninth outside
+ * attack's F2). The seventh outside attack's F1: one
  * bare connection from each of 300 addresses, churned at about 5,000
  * connects a second, kept every slot in its grace often enough that 11%
  * to 28% of genuine deliveries were refused; bodies at a legal rate from
@@ -360,12 +362,14 @@ again:
 		int k = room_class(g, v, &now), sv = guard_struck(v->owner);
 
 		/*
-		 * A struck newcomer ends only struck clients' connections; any
-		 * other newcomer may end a struck client's head not whole or
-		 * slow body, whatever the counts, and before anyone else's.
+		 * Any newcomer not struck may end a struck client's head not
+		 * whole or slow body, whatever the counts, and before anyone
+		 * else's. A struck newcomer is not kept from ending others': a
+		 * genuine client struck once (its connection ended while it
+		 * paused before its request line) was then refused for good
+		 * against attackers from fresh addresses (the ninth outside
+		 * attack).
 		 */
-		if (guard_struck(c->owner) && !sv)
-			continue;
 		if (!k) {
 			/* The last resort: a body on course from a heavier owner. */
 			double left = body_left_s(v, &now);

@@ -204,8 +204,6 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 	/* What the guard may believe of this client when it makes room. */
 	if (out.status == 202)
 		wh_guard_accepted(srv->guard, rq->conn);
-	else if (out.status == 401)
-		wh_guard_forged(srv->guard, rq->conn);
 	return reply_retry(c, out.status, "application/json", out.body,
 	    strlen(out.body), NULL, 0, out.retry_after);
 }

@@ -571,11 +571,11 @@ test_room_lone_grace(void)
 /*
  * The seventh outside attack's F1: bare connections from many addresses,
  * each reopened the moment it is ended, kept the slots in their grace.
- * A client ended for room before its request line is struck: its
- * newcomer may not end an unstruck client's connection (a bare one past
- * its grace here, which it would have ended before), and its own young
- * connection has no grace (a newcomer ends it, where before it would
- * have been refused).
+ * A client ended for room before its request line is struck: its own
+ * young connection has no grace (a newcomer ends it, where before it
+ * would have been refused). Its newcomer may still end another's bare
+ * connection past its grace (the ninth outside attack: a genuine client
+ * struck once was refused for good against fresh addresses).
  */
 static void
 test_room_strikes(void)
@@ -601,10 +601,10 @@ test_room_strikes(void)
 	wh_guard_head(g, p.conn[2], NULL, 0, 0);	/* being answered: earned */
 	wh_guard_stats(g, &st);
 	CHECK_INT("its client is struck", (long long)st.struck, 1);
-	CHECK_INT("the struck client's newcomer is refused", pairs_open(g, &p, 3), -EUSERS);
-	CHECK("the unstruck bare connection past its grace is left alone",
-	    left_alone(p.sp[1][1], 20));
-	/* The server closes what the guard ended, and one more. */
+	CHECK_INT("the struck client's newcomer", pairs_open(g, &p, 3), 0);
+	CHECK("ends the other bare connection past its grace",
+	    !left_alone(p.sp[1][1], 300) && peer_sees_eof(p.sp[1][1]));
+	/* The server closes what the guard ended, and the newcomer. */
 	for (int i = 0; i < 4; i++)
 		if (i != 2) {
 			wh_guard_close(g, p.conn[i]);
@@ -627,7 +627,7 @@ test_room_strikes(void)
  * a request line keeps WH_GUARD_VOUCHED_GRACE_MS (a newcomer is refused
  * where it would have ended it), and its newcomer ends another address's
  * bare connection though its own others have not all earned their slots
- * and it holds more; a 401 strikes its client.
+ * and it holds more.
  */
 static void
 test_room_vouched(void)
@@ -663,17 +663,7 @@ test_room_vouched(void)
 	p.conn[3] = NULL;
 	wh_guard_stats(g, &st);
 	CHECK_INT("the two ended before their request line: struck", (long long)st.struck, 2);
-	wh_guard_line_done(g, p.conn[4]);
-	wh_guard_head(g, p.conn[4], NULL, 0, 0);
-	wh_guard_forged(g, p.conn[4]);
-	wh_guard_stats(g, &st);
-	CHECK_INT("a vouched client is not struck by a 401", (long long)st.struck, 2);
 	pairs_open(g, &p, 5);
-	wh_guard_line_done(g, p.conn[5]);
-	wh_guard_head(g, p.conn[5], NULL, 0, 0);
-	wh_guard_forged(g, p.conn[5]);
-	wh_guard_stats(g, &st);
-	CHECK_INT("another is", (long long)st.struck, 3);
 	pairs_free(g, &p, 1u << 2 | 1u << 3);
 	wh_guard_free(g);
 	config_free(c);
