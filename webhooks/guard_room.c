@@ -335,41 +335,64 @@ earned(const struct wh_guard *g, struct wh_guard_conn *v, const struct timespec 
  * connections (idle between requests; its clients' are not its own).
  * 0, or -EUSERS when c was refused. Under the lock.
  */
+/*
+ * Does newcomer c deserve any owner's head not whole or slow body: its
+ * client is vouched for, or every other connection of its owner has
+ * earned its slot (c is not in the list yet)? Under the lock.
+ */
+static int
+deserves(struct wh_guard *g, const struct wh_guard_conn *c, const struct timespec *now)
+{
+	if (!c->owner)
+		return 0;
+	if (guard_vouched(c->owner))
+		return 1;
+	for (struct wh_guard_conn *v = g->conns; v; v = v->next)
+		if (v->owner == c->owner && v->state != CONN_DEAD && !earned(g, v, now))
+			return 0;
+	return 1;
+}
+
+/*
+ * Of two candidates, is v (room class k) to go before victim (vclass): a
+ * struck client's first; then the higher class; among slow bodies the
+ * slower, among heads the owner holding more, then the older.
+ */
+static int
+goes_first(const struct wh_guard_conn *v, int k, const struct wh_guard_conn *victim,
+    int vclass, const struct timespec *now)
+{
+	int sv = guard_struck(v->owner), svic = guard_struck(victim->owner);
+
+	if (sv != svic)
+		return sv > svic;
+	if (k != vclass)
+		return k > vclass;
+	if (k == 1)
+		return slower(v, victim, now);
+	if (v->owner->held != victim->owner->held)
+		return v->owner->held > victim->owner->held;
+	return older(&v->opened, &victim->opened);
+}
+
 int
 guard_make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
 	struct wh_guard_conn *victim, *last;
 	unsigned mine = c->owner ? c->owner->held : 0;
 	struct timespec now;
-	int vclass, deserving = !!c->owner;
+	int vclass, deserving, cstruck = guard_struck(c->owner);
 	double last_left;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	/*
-	 * c is not in the list yet: its address's others, all earned? A
-	 * client vouched for deserves it whatever its others are doing.
-	 */
-	if (guard_vouched(c->owner))
-		deserving = 2;
-	for (struct wh_guard_conn *v = g->conns; v && deserving == 1; v = v->next)
-		if (v->owner == c->owner && v->state != CONN_DEAD && !earned(g, v, &now))
-			deserving = 0;
+	deserving = deserves(g, c, &now);
 again:
 	victim = last = NULL;
 	vclass = 0;
 	last_left = 0;
 	for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-		int k = room_class(g, v, &now), sv = guard_struck(v->owner);
+		int k = room_class(g, v, &now);
 
-		/*
-		 * Any newcomer not struck may end a struck client's head not
-		 * whole or slow body, whatever the counts, and before anyone
-		 * else's. A struck newcomer is not kept from ending others': a
-		 * genuine client struck once (its connection ended while it
-		 * paused before its request line) was then refused for good
-		 * against attackers from fresh addresses (the ninth outside
-		 * attack).
-		 */
 		if (!k) {
 			/* The last resort: a body on course from a heavier owner. */
 			double left = body_left_s(v, &now);
@@ -389,19 +412,20 @@ again:
 		 * deserving it (a forge's next delivery, its others on course:
 		 * the seventh outside attack's F2, bodies at a legal rate from
 		 * 300 addresses, kept 634 of 1392 deliveries of a forge with 4
-		 * in flight out).
+		 * in flight out); and to any newcomer not struck when its owner
+		 * is. A struck newcomer is not kept from ending others': a
+		 * genuine client struck once (its connection ended while it
+		 * paused before its request line) was then refused for good
+		 * against attackers from fresh addresses (the ninth outside
+		 * attack).
 		 */
 		if (!((k >= 2 || (k == 1 && v->state == CONN_BODY)) &&
-		    (deserving || (sv && !guard_struck(c->owner)))) &&
+		    (deserving || (!cstruck && guard_struck(v->owner)))) &&
 		    (v->owner->held < mine ||
 		    (k == 1 && v->owner->held == mine &&
 		    (v->whole || v->state != CONN_BODY || mine > 1))))
 			continue;
-		if (!victim || sv > guard_struck(victim->owner) ||
-		    (sv == guard_struck(victim->owner) && (k > vclass || (k == vclass && (k == 1 ?
-		    slower(v, victim, &now) : v->owner->held > victim->owner->held ||
-		    (v->owner->held == victim->owner->held &&
-		    older(&v->opened, &victim->opened))))))) {
+		if (!victim || goes_first(v, k, victim, vclass, &now)) {
 			victim = v;
 			vclass = k;
 		}

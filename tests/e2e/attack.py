@@ -258,17 +258,17 @@ def push(port, addr, body, did, sig, xff=None, plain=False, req=None, delay=0.0)
         # and a Fast Open sendto() on one stops at EINPROGRESS); the
         # kernel's send timeout bounds the connect.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 15, 0))
-        try:
-            if plain:
-                raise OSError(errno.EOPNOTSUPP, "plain")
-            n = s.sendto(req, socket.MSG_FASTOPEN, ("127.0.0.1", port))
-        except OSError as e:
-            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                raise
+        n = None
+        if not plain:
+            try:
+                n = s.sendto(req, socket.MSG_FASTOPEN, ("127.0.0.1", port))
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+        if n is None:
             s.connect(("127.0.0.1", port))
             n = 0
-            if delay:
-                time.sleep(delay)
+            time.sleep(delay)
         s.settimeout(15)
         s.sendall(req[n:])
         got = b""
