@@ -58,6 +58,7 @@ static const char BAD_BYTE_JSON[] =
     "{\"error\":\"a header line holds a NUL or a CR not before its LF\"}\n";
 static const char LONG_LINE_JSON[] = "{\"error\":\"request line too long\"}\n";
 static const char LARGE_HEAD_JSON[] = "{\"error\":\"request head too large\"}\n";
+static const char BAD_FIELD_JSON[] = "{\"error\":\"malformed header field name\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -145,6 +146,22 @@ bad_byte(const char *b, const char *nl)
 	return memchr(b, '\0', (size_t)(nl - b)) || memchr(b, '\r', (size_t)(nl - b));
 }
 
+/*
+ * Is the header line [b, nl) (nl at its LF) not NAME ":" value, NAME one
+ * or more token characters (RFC 9112 section 5: no whitespace before the
+ * colon; a line without one is no field)? libmicrohttpd answered a line
+ * without a colon with its own HTML page.
+ */
+static int
+bad_field(const char *b, const char *nl)
+{
+	const char *s = b;
+
+	while (b < nl && is_tchar((unsigned char)*b))
+		b++;
+	return b == s || b == nl || *b != ':';
+}
+
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
@@ -164,6 +181,8 @@ wh_door_head_check(const char *buf, size_t n)
 			break;
 		if (bad_byte(b, nl))
 			return WH_LINE_BAD_BYTE;
+		if (bad_field(b, nl))
+			return WH_LINE_BAD_FIELD;
 		bad |= bad_length(b, nl);
 	}
 	return WH_LINE_INCOMPLETE;
@@ -261,6 +280,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	case WH_LINE_BAD:
 	case WH_LINE_BAD_LENGTH:
 	case WH_LINE_BAD_BYTE:
+	case WH_LINE_BAD_FIELD:
 		ANSWER_400(d, p, BAD_LINE_JSON);
 		return;
 	case WH_LINE_INCOMPLETE:
@@ -287,6 +307,9 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		break;
 	case WH_LINE_BAD_BYTE:
 		ANSWER_400(d, p, BAD_BYTE_JSON);
+		break;
+	case WH_LINE_BAD_FIELD:
+		ANSWER_400(d, p, BAD_FIELD_JSON);
 		break;
 	case WH_LINE_INCOMPLETE:
 		/* Past max_head: too large; cut short: libmicrohttpd closes it. */

@@ -69,6 +69,7 @@ enum wh_line {
 	WH_LINE_BAD,		/* not a request line, whatever follows */
 	WH_LINE_BAD_LENGTH,	/* a head with a Content-Length that is no length */
 	WH_LINE_BAD_BYTE,	/* a header line with a NUL or a bare CR */
+	WH_LINE_BAD_FIELD,	/* a header line that is not NAME: value */
 };
 
 /*
@@ -83,7 +84,9 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
  * (wh_door_line_check()): WH_LINE_OK once the empty line that ends it is
  * in, WH_LINE_BAD for obs-fold (a header line that starts with SP or HT)
  * before it, WH_LINE_BAD_BYTE for a whole header line before it that
- * holds a NUL or a CR not before its LF, else once it is in
+ * holds a NUL or a CR not before its LF, WH_LINE_BAD_FIELD for one that
+ * is not a token, a colon and a value (no colon, or whitespace before
+ * it: RFC 9112 section 5.1), else once it is in
  * WH_LINE_BAD_LENGTH for a Content-Length
  * line whose value is not 1 to WH_DOOR_LENGTH_DIGITS digits (RFC 9110
  * section 8.6: 1*DIGIT; libmicrohttpd answers such a head with its

@@ -213,6 +213,7 @@ struct framing {
 	int transfer_encoding;	/* Transfer-Encoding headers seen */
 	int chunked_only;	/* the one Transfer-Encoding is exactly "chunked" */
 	int bad_name;		/* a field name that is not a token ("Content-Length :") */
+	int host;		/* Host headers seen */
 };
 
 static enum MHD_Result
@@ -225,7 +226,9 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
 	if (!*key || key[strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	    "0123456789!#$%&'*+-.^_`|~")])
 		f->bad_name = 1;
-	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+	if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+		f->host++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
 		f->content_length++;
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		f->transfer_encoding++;
@@ -270,13 +273,16 @@ join_xff(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 }
 
 static const char *
-framing_error(struct MHD_Connection *c)
+framing_error(struct MHD_Connection *c, const char *version)
 {
-	struct framing f = { 0, 0, 0, 0 };
+	struct framing f = { 0, 0, 0, 0, 0 };
 
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
 	if (f.bad_name)
 		return "{\"error\":\"malformed header field name\"}\n";
+	/* RFC 9112 section 3.2: HTTP/1.1 needs one Host; no request more than one. */
+	if (f.host > 1 || (!f.host && strcmp(version, MHD_HTTP_VERSION_1_0)))
+		return "{\"error\":\"an HTTP/1.1 request needs exactly one Host header\"}\n";
 	if (f.content_length > 1)
 		return "{\"error\":\"more than one Content-Length\"}\n";
 	if (f.content_length && f.transfer_encoding)
@@ -289,7 +295,7 @@ framing_error(struct MHD_Connection *c)
 /* First call of a request: headers are in, no body yet. */
 static enum MHD_Result
 begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
-    const char *method, void **con_cls)
+    const char *method, const char *version, void **con_cls)
 {
 	const struct config_http *h = config_http(srv->cfg);
 	struct req *rq = calloc(1, sizeof(*rq));
@@ -325,7 +331,7 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 	    xff.lines && !xff.spoilt ? buf_cstr(&xff.list) : NULL, rq->route == ROUTE_WEBHOOK &&
 	    !strcmp(method, "POST"), expected < SIZE_MAX ? (size_t)expected : SIZE_MAX) == -EUSERS;
 	buf_free(&xff.list);
-	if ((bad = framing_error(c)))
+	if ((bad = framing_error(c, version)))
 		return reply_json(c, 400, bad, NULL, 1);
 	if (crowded) {
 		log_info("too many requests from one client", "client=%s",
@@ -373,9 +379,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	struct wh_server *srv = cls;
 	struct req *rq = *con_cls;
 
-	(void)version;
 	if (!rq) {
-		enum MHD_Result ret = begin(srv, c, url, method, con_cls);
+		enum MHD_Result ret = begin(srv, c, url, method, version, con_cls);
 
 		/* Answered from the head: no body deadline while it is sent. */
 		if ((rq = *con_cls) && rq->answered && rq->conn)

@@ -57,7 +57,14 @@ raw "gzip transfer coding" 400 'Transfer-Encoding other than chunked' \
     "${H}Transfer-Encoding: gzip\r\n\r\n{}"
 raw "chunked twice" 400 'Transfer-Encoding other than chunked' \
     "${H}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
-raw "a header line without a colon" 400 '' "${H}NoColon\r\nContent-Length: 2\r\n\r\n{}"
+# RFC 9112 section 5.1: a line without a colon is no field (libmicrohttpd
+# answered it with its own HTML page, the ninth outside attack's L2); one
+# Host on HTTP/1.1, at most one on 1.0 (section 3.2: it took none).
+raw "a header line without a colon" 400 'malformed header field name' \
+    "${H}NoColon\r\nContent-Length: 2\r\n\r\n{}"
+raw "HTTP/1.1 without Host" 400 'exactly one Host' 'GET /healthz HTTP/1.1\r\n\r\n'
+raw "two Host headers" 400 'exactly one Host' 'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n'
+raw "HTTP/1.0 without Host is fine" 200 '"ok"' 'GET /healthz HTTP/1.0\r\n\r\n'
 raw "space before the colon (section 5.1)" 400 'malformed header field name' \
     "${H}Content-Length : 2\r\n\r\n{}"
 

@@ -104,6 +104,15 @@ test_heads(void)
 	HEAD("a bare CR in a value", "GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", WH_LINE_BAD_BYTE);
 	HEAD("a bare CR, bare LFs", "GET / HTTP/1.1\nX-A: a\rb\n\n", WH_LINE_BAD_BYTE);
 	HEAD("CR LF ends are fine", "GET / HTTP/1.1\r\nX-A: a\r\nX-B: b\r\n\r\n", WH_LINE_OK);
+	/* RFC 9112 section 5.1: NAME ":" value, NAME a token, nothing before the colon. */
+	HEAD("a line without a colon", "GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
+	    WH_LINE_BAD_FIELD);
+	HEAD("a space before the colon", "POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n",
+	    WH_LINE_BAD_FIELD);
+	HEAD("an empty name", "GET / HTTP/1.1\r\n: x\r\n\r\n", WH_LINE_BAD_FIELD);
+	HEAD("a name not a token", "GET / HTTP/1.1\r\nX(A): x\r\n\r\n", WH_LINE_BAD_FIELD);
+	HEAD("an empty value is a field", "GET / HTTP/1.1\r\nX-A:\r\n\r\n", WH_LINE_OK);
+	HEAD("a colon in the value is fine", "GET / HTTP/1.1\r\nHost: a:80\r\n\r\n", WH_LINE_OK);
 }
 
 struct got {
