@@ -312,37 +312,49 @@ out:
  * 503 while the store cannot commit), so no flood can fill the disk with
  * log; duplicates with a budget of their own, so a replay loop cannot
  * crowd out the junk's lines (the store counts duplicates without
- * growing). The rest are counted and the count logged when the next
- * second's first line goes out.
+ * growing). The rest are counted and the count logged with the next line
+ * that goes out.
+ *
+ * A line goes out when the WH_LOG_JUNK_PER_S-th line before it went out
+ * WH_LOG_WINDOW_MS ago or more: a second and a margin, so that no second
+ * of the log's timestamps holds more (each line is stamped a little after
+ * it is let through, later for some than for others, and a window of a
+ * whole calendar second let an eleventh through into the next second's
+ * stamps, where the one let through at its end was stamped).
  */
+#define WH_LOG_WINDOW_MS 1100
+
 struct log_limit {
 	pthread_mutex_t lock;
-	time_t window;
-	unsigned n, dropped;
+	struct timespec out[WH_LOG_JUNK_PER_S];	/* when the last lines went out, a ring */
+	unsigned next;				/* the oldest of them */
+	unsigned long dropped;
 };
 
-static struct log_limit junk_limit = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
-static struct log_limit duplicate_limit = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+static struct log_limit junk_limit = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct log_limit duplicate_limit = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int
 log_allowed(struct log_limit *l, unsigned long *suppressed)
 {
-	time_t now = time(NULL);
+	struct timespec now, *oldest;
 	int ok;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&l->lock);
+	oldest = &l->out[l->next];
 	*suppressed = 0;
-	if (now != l->window) {
-		l->window = now;
-		l->n = 0;
+	ok = (!oldest->tv_sec && !oldest->tv_nsec) ||
+	    (now.tv_sec - oldest->tv_sec) * 1000 + (now.tv_nsec - oldest->tv_nsec) / 1000000 >=
+	    WH_LOG_WINDOW_MS;
+	if (ok) {
+		*oldest = now;
+		l->next = (l->next + 1) % WH_LOG_JUNK_PER_S;
 		*suppressed = l->dropped;
 		l->dropped = 0;
-	}
-	ok = l->n < WH_LOG_JUNK_PER_S;
-	if (ok)
-		l->n++;
-	else
+	} else {
 		l->dropped++;
+	}
 	pthread_mutex_unlock(&l->lock);
 	return ok;
 }

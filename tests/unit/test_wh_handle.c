@@ -198,10 +198,11 @@ main(void)
 
 		snprintf(logpath, sizeof(logpath), "%s/flood.log", dir);
 		log_open(logpath);
-		sleep(1);	/* a fresh one-second window: earlier checks used some of this one */
+		/* A fresh window (1.1 s): earlier checks used some of this one. */
+		nanosleep(&(struct timespec){ 1, 200000000L }, NULL);
 		for (int i = 0; i < 40; i++)
 			send_github("f-1", PUSH, "application/json", "forged-secret-0123456789", &rs);
-		sleep(1);
+		nanosleep(&(struct timespec){ 1, 200000000L }, NULL);
 		send_github("f-2", PUSH, "application/json", "forged-secret-0123456789", &rs);
 		log_open(NULL);
 		if ((lf = fopen(logpath, "r"))) {
