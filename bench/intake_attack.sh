@@ -29,6 +29,10 @@
 #   wall        a bare connection from each of 300 addresses (127.0.7.1-255,
 #               127.0.8.1-45), reopened the moment it is ended; the deliveries
 #               connect first and send after, as curl does
+#   fresh       400 bare connections, each reconnect from an address never
+#               used before (127.100-199.x.y), reopened the moment it is
+#               ended; the deliveries each from a new address too (never
+#               vouched for), connected first and sent after, 4 in flight
 #   stall       4 bodies of which 20 MiB are sent at once, then nothing, 127.0.0.8
 #   surge       12 heads declaring 24 MiB bodies, one from each of 127.0.4.1-12,
 #               7/8 of each sent at once, then 2 KiB a second, reopened when
@@ -86,7 +90,7 @@ echo "bench: $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg), ${SEC
 printf '%-13s %9s %8s %8s %8s  %s\n' attack accepted p50_ms p99_ms max_ms "in store / other answers"
 status=0
 all="slowloris:127.0.0.2-6:260 crowd:127.0.0.10:70 idle:127.0.0.30-33:256 bodies:127.0.0.7:60 stall:127.0.0.8:4 replay:127.0.0.60:4"
-for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread halfbody oncourse trickle wall stall replay all kill}; do
+for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread halfbody oncourse trickle wall fresh stall replay all kill}; do
 	case $attack in
 	none) specs="" ;;
 	slowloris) specs="slowloris:127.0.0.2-6:260" ;;
@@ -101,6 +105,7 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 	oncourse) specs="oncourse:127.0.0.70-75:258" ;;
 	trickle) specs="trickle:127.0.5.1-255:255 trickle:127.0.6.1-5:5" ;;
 	wall) specs="wall:127.0.7.1-255:255 wall:127.0.8.1-45:45 --deliver-plain" ;;
+	fresh) specs="fresh:127.100-199.0-255.1-254:400 --deliver-plain --deliver-conc 4 --deliver-fresh 127.3.0-255.1-254" ;;
 	stall) specs="stall:127.0.0.8:4" ;;
 	surge) specs="surge:127.0.4.1-12:12 surge:127.0.4.1-12:120:65536" ;;
 	replay) specs="replay:127.0.0.60:4" ;;

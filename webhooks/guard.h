@@ -66,7 +66,15 @@
  *     head not whole or slow body, and it is never struck (a forge with
  *     several deliveries in flight, slow to write after its connect,
  *     holds more connections than any attacking address: without this
- *     its heads were the ones ended).
+ *     its heads were the ones ended). Marks on addresses cannot hold
+ *     an attacker that never reuses one: with nothing else to end and
+ *     connections yet to show they are genuine (a head not whole, or a
+ *     body below WH_GUARD_FULL_RATE, of a client not vouched for, in its
+ *     grace or not) holding more than half the slots, a newcomer that
+ *     could end any owner's head ends the oldest of them (a wall of
+ *     connections each from a new address, kept in their grace: the
+ *     slots turn over in order, and a request sent as its connection
+ *     opens is in before its turn).
  *     After heads, a body under way is ended for room when it is slow:
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
@@ -220,6 +228,7 @@ struct wh_guard_stats {
 	unsigned long long ended_room_line;	/* ended for room: no request line */
 	unsigned long long ended_room_head;	/* ... a head not whole, or unread */
 	unsigned long long ended_room_body;	/* ... a slow body */
+	unsigned long long ended_room_young;	/* ... a head in its grace, all being young */
 	unsigned long long ended_budget;	/* slow bodies ended for the memory for bodies */
 	unsigned long long ended_late;		/* ended at a deadline (408) */
 	unsigned long long refused_full;	/* newcomers refused: nothing to end */

@@ -375,6 +375,76 @@ goes_first(const struct wh_guard_conn *v, int k, const struct wh_guard_conn *vic
 	return older(&v->opened, &victim->opened);
 }
 
+/*
+ * Has v yet to show it is a genuine request, though it is in its grace: a
+ * head not whole (nor whole and unread in its socket), or a body below
+ * WH_GUARD_FULL_RATE so far (its time counted as at least
+ * WH_GUARD_FULL_GRACE_MS), from a client not vouched for. A delivery
+ * written at once is past both in the milliseconds after its connect.
+ * Under the lock.
+ */
+static int
+unproven(const struct wh_guard_conn *v, const struct timespec *now)
+{
+	double t;
+
+	if (!v->owner || guard_vouched(v->owner) || v->whole || v->head_waiting)
+		return 0;
+	if (v->state == CONN_LINE || v->state == CONN_HEAD)
+		return 1;
+	if (v->state != CONN_BODY)
+		return 0;
+	t = since_s(&v->since, now);
+	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
+		t = WH_GUARD_FULL_GRACE_MS / 1000.0;
+	return (double)v->received < t * WH_GUARD_FULL_RATE;
+}
+
+/*
+ * The last of all, when nothing else can go and c deserves it: the oldest
+ * unproven connection (above), from an owner other than c's. The graces
+ * keep a genuine request from newcomers while it is on its way, but a
+ * wall of connections, each from an address never seen before, kept
+ * every slot in its grace, and striking addresses cannot hold one that
+ * never reuses an address: newcomers were refused, genuine ones among
+ * them (the ninth outside attack: 400 bare connections at once,
+ * reconnecting from 127.100-199.x.y; the same with a head and one byte of
+ * a tiny body, on course for its first WH_GUARD_FULL_FLOOR_MS). Oldest
+ * first, whatever each has sent (a wall of request lines would otherwise
+ * end a genuine connection still without its own first), the slots turn
+ * over in order: each newcomer keeps its slot while the unproven
+ * connections before it are ended, more than max_connections / 2 of them
+ * (at the fastest flood of connects on loopback, about 17,000 a second,
+ * 8 ms or more), in which a client that sends its request as it connects
+ * has it in. Only when unproven connections hold more than half the
+ * slots: a few are a genuine client's, and keep their grace (a health
+ * check scheduled out between its connect and its write, while every
+ * other slot holds a body on course). Not struck: a connection in its
+ * grace has done nothing wrong. Under the lock.
+ */
+static struct wh_guard_conn *
+oldest_unproven(struct wh_guard *g, const struct wh_guard_conn *c, const struct timespec *now)
+{
+	for (;;) {
+		struct wh_guard_conn *pick = NULL;
+		unsigned n = 0;
+
+		for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
+			if (v->owner == c->owner || !unproven(v, now))
+				continue;
+			n++;
+			if (!pick || older(&v->opened, &pick->opened))
+				pick = v;
+		}
+		if (2 * n <= g->h->max_connections)
+			return NULL;
+		/* A whole head unread in its socket has earned its slot: peeked once. */
+		if (pick->state == CONN_BODY || !head_in_socket(pick))
+			return pick;
+		pick->head_waiting = 1;
+	}
+}
+
 int
 guard_make_room(struct wh_guard *g, struct wh_guard_conn *c)
 {
@@ -441,6 +511,11 @@ again:
 	}
 	if (!victim)
 		victim = last;
+	if (!victim && deserving && (victim = oldest_unproven(g, c, &now))) {
+		g->st.ended_room_young++;
+		guard_kill_conn(g, victim, 1);
+		return 0;
+	}
 	if (!victim || (c->owner && victim->owner == c->owner && !c->proxied)) {
 		guard_kill_conn(g, c, 0);
 		g->st.refused_full++;

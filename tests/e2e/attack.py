@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """attack.py PORT SECONDS SECRET_FILE BODY_FILE ATTACK... [--deliver ADDR]
     [--deliver-xff CLIENT] [--deliver-conc N] [--deliver-plain [--deliver-delay MS]]
+    [--deliver-fresh ADDRS]
 
 Runs unauthenticated attacks on kernelbot serve at 127.0.0.1:PORT for
 SECONDS while one client, from ADDR (default 127.0.0.1), sends genuinely
@@ -12,8 +13,11 @@ reverse proxy at ADDR would send them; with --deliver-plain, each
 connected first and sent after (as curl does, not in one Fast Open
 write) and followed by a GET /healthz from the same address, sent the
 same way; --deliver-delay, MS milliseconds between each connect and its
-send (a client host that is slow to write). Each ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or a
-range of the last byte (127.0.0.2-5), N connections spread over them,
+send (a client host that is slow to write); --deliver-fresh, each
+delivery and health check from the next address of ADDRS instead of
+ADDR (a client that has never delivered, so never vouched for). Each
+ATTACK is KIND:ADDRS:N[:BYTES], ADDRS one address or one with ranges in
+any of its parts (127.0.0.2-5), N connections spread over them,
 reopened whenever the server closes one, BYTES the length their heads
 declare where a kind declares one (its default below):
 
@@ -22,6 +26,11 @@ declare where a kind declares one (its default below):
   idle       connected, then nothing at all (not even a request line)
   wall       as idle, reopened at once when ended (the seventh outside
              attack's F1: about 5,000 connects a second from 300 addresses)
+  fresh      as wall, each connection from the next address of ADDRS, a
+             newcomer every time (ADDRS may range in any part:
+             127.100-199.0-255.1-254; the ninth outside attack: 400 at
+             once, each reconnect from a new address); fresh-KIND is KIND
+             so, its connections reopened at once when ended
   pause      connected, 50 ms later a whole bad-signature request (head and
              2-byte body), its answer read, reopened at once (the eighth
              outside attack: curl's pattern, from 1,000 addresses)
@@ -75,6 +84,7 @@ current directory. Every wait is bounded; nothing here needs root.
 import errno
 import hashlib
 import hmac
+import itertools
 import json
 import re
 import selectors
@@ -87,12 +97,29 @@ import time
 MIB = 1 << 20
 
 
-def addrs_of(spec):
-    if "-" not in spec.rsplit(".", 1)[1]:
-        return [spec]
-    base, rng = spec.rsplit(".", 1)
-    lo, hi = (int(x) for x in rng.split("-"))
-    return ["%s.%d" % (base, i) for i in range(lo, hi + 1)]
+class Addrs:
+    """The addresses of a spec: each of its four parts a number or a range
+    (127.0.0.2-5; 127.100-199.0-255.1-254), in order, the last part
+    fastest; indexed without listing them."""
+
+    def __init__(self, spec):
+        self.parts = []
+        for p in spec.split("."):
+            lo, _, hi = p.partition("-")
+            self.parts.append((int(lo), int(hi or lo)))
+        self.n = 1
+        for lo, hi in self.parts:
+            self.n *= hi - lo + 1
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        out = []
+        for lo, hi in reversed(self.parts):
+            i, r = divmod(i, hi - lo + 1)
+            out.append(str(lo + r))
+        return ".".join(reversed(out))
 
 
 class Attack:
@@ -102,6 +129,10 @@ class Attack:
             b"Content-Length: %d\r\n\r\n")
 
     def __init__(self, kind, addrs, n, port, sel, declare=None):
+        self.name = kind
+        # fresh-KIND: KIND, each connection from the next address of ADDRS.
+        self.fresh = kind == "fresh" or kind.startswith("fresh-")
+        kind = {"fresh": "wall"}.get(kind, kind[6:] if self.fresh else kind)
         self.kind, self.addrs, self.n, self.port, self.sel = kind, addrs, n, port, sel
         self.opened = self.closed = self.peak = 0
         self.alive_at_2s = self.held_at_2s = None
@@ -115,8 +146,10 @@ class Attack:
 
     def open_one(self, i):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # A knocker comes from the next address each time, a newcomer.
-        s.bind((self.addrs[(self.seq if self.kind == "knock" else i) % len(self.addrs)], 0))
+        # A knocker, and a fresh one, comes from the next address each
+        # time, a newcomer.
+        s.bind((self.addrs[(self.seq if self.fresh or self.kind == "knock" else i)
+                           % len(self.addrs)], 0))
         s.settimeout(5)
         try:
             s.connect(("127.0.0.1", self.port))
@@ -155,7 +188,7 @@ class Attack:
         # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + (0.02 if self.kind in ("young", "oncourse", "halfbody",
+        self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody",
                                                                    "knock", "trickle", "wall",
                                                                    "pause")
                                              else 0.2)
@@ -184,7 +217,7 @@ class Attack:
         if not d or self.kind in ("surge", "trickle", "pause"):
             i = self.live[s][3]
             self.gone(s)
-            if self.kind in ("wall", "pause"):
+            if self.fresh or self.kind in ("wall", "pause"):
                 self.open_one(i)	# at once, not at the next fill
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -296,8 +329,10 @@ def push(port, addr, body, did, sig, xff=None, plain=False, req=None, delay=0.0)
 
 
 class Deliverer(threading.Thread):
-    def __init__(self, port, addr, secret, body, until, xff=None, tag="", plain=False, delay=0.0):
+    def __init__(self, port, addr, secret, body, until, xff=None, tag="", plain=False, delay=0.0,
+                 fresh=None):
         super().__init__(daemon=True)
+        self.fresh = fresh  # (Addrs, shared counter): each push from a new address
         self.port, self.addr, self.secret, self.body, self.until = port, addr, secret, body, until
         self.xff, self.tag, self.plain, self.delay = xff, tag, plain, delay
         self.lat, self.codes, self.ids, self.health = [], {}, [], {}
@@ -312,6 +347,8 @@ class Deliverer(threading.Thread):
             did = "real-%s%d-%d" % (self.tag, int(time.time()), n)
             body = self.body.replace(after, hashlib.sha1(did.encode()).hexdigest().encode())
             sig = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
+            if self.fresh:
+                self.addr = self.fresh[0][next(self.fresh[1]) % len(self.fresh[0])]
             t0 = time.monotonic()
             code = push(self.port, self.addr, body, did, sig, self.xff, self.plain,
                         delay=self.delay)
@@ -320,6 +357,8 @@ class Deliverer(threading.Thread):
             if code == "202":
                 self.ids.append(did)
             if self.plain:
+                if self.fresh:
+                    self.addr = self.fresh[0][next(self.fresh[1]) % len(self.fresh[0])]
                 code = push(self.port, self.addr, b"", "", "", plain=True, req=(
                     b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
                     delay=self.delay)
@@ -362,6 +401,7 @@ def main(argv):
     secret = open(argv[3], "rb").read().rstrip()
     body = open(argv[4], "rb").read()
     deliver_from, deliver_xff, deliver_conc, plain, delay, specs = "127.0.0.1", None, 1, False, 0.0, []
+    fresh = None
     rest = argv[5:]
     while rest:
         a = rest.pop(0)
@@ -375,6 +415,8 @@ def main(argv):
             plain = True
         elif a == "--deliver-delay":
             delay = float(rest.pop(0)) / 1000
+        elif a == "--deliver-fresh":
+            fresh = (Addrs(rest.pop(0)), itertools.count())
         else:
             specs.append(a)
     sel = selectors.DefaultSelector()
@@ -384,15 +426,15 @@ def main(argv):
         kind, addrs, n = spec.split(":")[:3]
         declare = int(spec.split(":")[3]) if spec.count(":") >= 3 else None
         if kind == "replay":
-            ads = addrs_of(addrs)
+            ads = Addrs(addrs)
             replayers += [Replayer(port, ads[i % len(ads)], secret, body, start + secs,
                                    "%d-%d" % (int(time.time()), i)) for i in range(int(n))]
         else:
-            attacks.append(Attack(kind, addrs_of(addrs), int(n), port, sel, declare))
+            attacks.append(Attack(kind, Addrs(addrs), int(n), port, sel, declare))
     for r in replayers:
         r.start()
     ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain,
-                    delay) for i in range(deliver_conc)]
+                    delay, fresh) for i in range(deliver_conc)]
     started = False
     while time.monotonic() - start < secs:
         for a in attacks:
@@ -424,7 +466,7 @@ def main(argv):
         for st in a.live.values():  # still open: as old as they are now
             a.longest = max(a.longest, now - st[0])
         print("ATTACK %s opened=%d closed_by_server=%d alive_at_2s=%d held_at_2s=%d "
-              "peak=%d longest_s=%.1f" % (a.kind, a.opened, a.closed, a.alive_at_2s or 0,
+              "peak=%d longest_s=%.1f" % (a.name, a.opened, a.closed, a.alive_at_2s or 0,
                                           a.held_at_2s or 0, a.peak, a.longest))
     if replayers:
         codes = {}

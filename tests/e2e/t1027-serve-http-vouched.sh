@@ -14,12 +14,7 @@
 t_init t1027
 kb_config "$TMP/kb.yml"
 kb_serve_start "$TMP/kb.yml" || t_done
-FX="$KB_ROOT/tests/fixtures/webhooks"
-http POST "http://127.0.0.1:$KB_PORT/webhooks/github" -H "Content-Type: application/json" \
-    -H "X-GitHub-Event: push" -H "X-GitHub-Delivery: before-1" \
-    -H "X-Hub-Signature-256: $(sig_github "$GH_SECRET" "$FX/github-push.json")" \
-    --data-binary "@$FX/github-push.json"
-check_eq "the forge's delivery before the attack: 202" "$HTTP_CODE" 202
+deliver_before before-1
 
 attack_run 12 6 pause:127.0.30.1-255:255 pause:127.0.31.1-45:45 \
     --deliver-plain --deliver-conc 4 --deliver-delay 50

@@ -619,6 +619,71 @@ test_room_strikes(void)
 	config_free(c);
 }
 
+static long
+ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * The ninth outside attack: bare connections, each from an address never
+ * seen before, kept every slot in its grace, and newcomers were refused.
+ * With more than half the slots held by young heads, a newcomer ends the
+ * oldest of them, its client not struck; with fewer, the young keep their
+ * grace (a genuine client's, scheduled out before its first write).
+ */
+static void
+test_room_young_wall(void)
+{
+	struct config *c = load("http:\n  max_connections: 4\n");
+	struct wh_guard *g = NULL;
+	const char *const from[7] = { "127.0.13.1", "127.0.13.2", "127.0.13.3", "127.0.13.4",
+	    "127.0.13.5", "127.0.13.6", "127.0.13.7" };
+	struct wh_guard_stats st;
+	struct timespec t0;
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 7, from);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 4; i++)
+		pairs_open(g, &p, i);
+	CHECK_INT("a newcomer against four young bare connections", pairs_open(g, &p, 4), 0);
+	CHECK("ends the oldest", !left_alone(p.sp[0][1], 300) && peer_sees_eof(p.sp[0][1]));
+	CHECK("and no other", left_alone(p.sp[1][1], 20) && left_alone(p.sp[3][1], 20));
+	wh_guard_close(g, p.conn[0]);
+	p.conn[0] = NULL;
+	wh_guard_stats(g, &st);
+	if (ms_since(&t0) < WH_GUARD_LONE_GRACE_MS) {
+		CHECK_INT("in its grace: ended as young", (long long)st.ended_room_young, 1);
+		CHECK_INT("its client not struck", (long long)st.struck, 0);
+	} else
+		printf("# skipped: this host slept past WH_GUARD_LONE_GRACE_MS\n");
+	/* Two of the four earn their slots: two young left, half. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 1; i < 3; i++) {
+		wh_guard_line_done(g, p.conn[i]);
+		wh_guard_head(g, p.conn[i], NULL, 0, 0);
+	}
+	wh_guard_close(g, p.conn[3]);
+	p.conn[3] = NULL;
+	pairs_open(g, &p, 5);
+	if (ms_since(&t0) < WH_GUARD_LONE_GRACE_MS) {
+		CHECK_INT("with young heads holding half the slots, a newcomer is refused",
+		    pairs_open(g, &p, 6), -EUSERS);
+		CHECK("the young left alone", left_alone(p.sp[4][1], 20) &&
+		    left_alone(p.sp[5][1], 20));
+	} else
+		printf("# skipped: this host slept past WH_GUARD_LONE_GRACE_MS\n");
+	pairs_free(g, &p, 1u << 0 | 1u << 3 | 1u << 6);
+	wh_guard_free(g);
+	config_free(c);
+}
+
 /*
  * The eighth outside attack: a forge with deliveries in flight that
  * connects a moment before it sends held more connections than any
@@ -886,22 +951,32 @@ test_room_among_bodies(void)
 	room_among_bodies("stalled bodies, one an address: a lone newcomer is taken", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
 	    (const size_t[]){ 1, 3 }, 0, WH_GUARD_FULL_STALL_MS + 100);
-	room_among_bodies("the same before they stall: refused", 2,
+	/*
+	 * Before they stall they are on course; but below a forge's rate
+	 * (unproven) and holding every slot, so the oldest goes (the same
+	 * from an address never seen before each time kept the slots in
+	 * their first WH_GUARD_FULL_FLOOR_MS). One unproven of two: refused.
+	 */
+	room_among_bodies("the same before they stall, holding every slot: the oldest goes", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
-	    (const size_t[]){ 1, 3 }, -1, 100);
+	    (const size_t[]){ 1, 3 }, 0, 100);
+	room_among_bodies("one of them beside a body at a forge's rate: refused", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 1000000 },
+	    (const size_t[]){ 1, 100000 }, -1, 100);
 	/*
 	 * A tiny body trickled (the sixth intake attack's F1: 10 bytes
 	 * declared, 2.5 B/s): on course and never stalled, but past
 	 * WH_GUARD_FULL_FLOOR_MS under WH_GUARD_FULL_RATE and not whole, so
 	 * a lone newcomer ends the slower; bodies at a forge's rate, on
-	 * course, are left alone; and before the floor, so is the trickle.
+	 * course, are left alone; before the floor, the trickle is on course
+	 * but unproven: with every slot so held, the oldest goes.
 	 */
 	room_among_bodies("tiny bodies trickled, one an address: a lone newcomer is taken", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 10, 10 },
 	    (const size_t[]){ 2, 1 }, 1, WH_GUARD_FULL_FLOOR_MS + 100);
-	room_among_bodies("the same in their first WH_GUARD_FULL_FLOOR_MS: refused", 2,
+	room_among_bodies("the same in their first WH_GUARD_FULL_FLOOR_MS: the oldest goes", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 10, 10 },
-	    (const size_t[]){ 2, 1 }, -1, 100);
+	    (const size_t[]){ 2, 1 }, 0, 100);
 	room_among_bodies("bodies at a forge's rate, one an address: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 1000000, 1000000 },
 	    (const size_t[]){ 100000, 110000 }, -1, WH_GUARD_FULL_FLOOR_MS + 100);
@@ -1207,6 +1282,7 @@ main(void)
 	test_room_among_bodies();
 	test_room_lone_grace();
 	test_room_strikes();
+	test_room_young_wall();
 	test_room_vouched();
 	test_room_bodies_for_a_busy_forge();
 	test_room_head_in_socket();
