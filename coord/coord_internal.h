@@ -12,6 +12,7 @@
 #include "coord/coord.h"
 #include "gitops/forge.h"
 #include "gitops/gitops.h"
+#include "gitops/repocfg.h"
 
 #define COORD_MAX_ANNOUNCED 64	/* running tasks a held job remembers announcing */
 
@@ -92,6 +93,28 @@ void coord_arch_tick(struct coord *c);
 
 int coord_runners_start(struct coord *c);
 void coord_runners_stop(struct coord *c);
+
+#define COORD_STATUS_CONTEXT "kernelbot/"	/* + slug: a module's commit status */
+#define COORD_JOB_CONTEXT "kernelbot"	/* the status of the job as a whole */
+
+/* Set a commit status, one short line; slug NULL: the job's own context. */
+void coord_status(struct forge *f, const char *sha, enum forge_state st, const char *slug,
+    const char *desc);
+
+/* The job's payload as JSON, the caller's (an empty object when it has none). */
+json_t *coord_job_payload(const struct store_job *j);
+
+/* The .kernelbot.yml at sha, the caller's (defaults when absent or broken). */
+struct repocfg *coord_repo_config(struct gitops_repo *r, const char *sha);
+
+/*
+ * Publish one finished task t of job j through forge f (coord_publish.c):
+ * an improved result becomes the module's branch, PR, comment and status;
+ * anything else only a status. 0 when done (also when there was nothing
+ * to publish), -errno to retry later with why set.
+ */
+int coord_publish(struct coord *c, const struct store_job *j, const struct store_task *t,
+    struct forge *f, char *why, size_t whylen);
 
 /* Sleep ms, waking early when the coordinator stops. */
 void coord_nap(struct coord *c, int ms);
