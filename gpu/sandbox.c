@@ -24,8 +24,6 @@
 #include "common/buf.h"
 
 #define DIAG_FD_MIN 128		/* above where the spawner places passed fds */
-#define AUTO_PATHS_MAX 4	/* paths shown without being asked for */
-#define TMPFS_SMALL "size=64m"
 
 static const char *const system_dirs[] = {
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", NULL,
@@ -35,10 +33,6 @@ static const char *const etc_files[] = {
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/alternatives", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
 	"/etc/localtime", "/etc/os-release", "/etc/mime.types", NULL,
-};
-static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
-static const char *const gpu_nodes[] = {
-	"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", NULL,
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -82,12 +76,8 @@ pretend_missing(struct sandbox_features *f, int *no_cgroup, int *no_disk)
 	*no_cgroup = strstr(env, "cgroup") != NULL;
 }
 
-static void
-check(json_t *arr, const char *name, int passed, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-check(json_t *arr, const char *name, int passed, const char *fmt, ...)
+void
+sbx_check(json_t *arr, const char *name, int passed, const char *fmt, ...)
 {
 	char detail[2048];
 	va_list ap;
@@ -97,342 +87,6 @@ check(json_t *arr, const char *name, int passed, const char *fmt, ...)
 	va_end(ap);
 	json_array_append_new(arr, json_pack("{s:s, s:b, s:s}", "name", name,
 	    "passed", passed, "detail", detail));
-}
-
-static int
-add_mount(struct sbx_plan *p, int kind, int is_dir, const char *src, const char *dst)
-{
-	struct sbx_mount *m;
-
-	if (p->n_mounts >= SBX_MOUNTS_MAX)
-		return -E2BIG;
-	m = &p->mounts[p->n_mounts];
-	m->kind = kind;
-	m->is_dir = is_dir;
-	m->flags = 0;
-	if (snprintf(m->src, sizeof(m->src), "%s%s",
-	    "", src ? src : "") >= (int)sizeof(m->src) ||
-	    snprintf(m->dst, sizeof(m->dst), SBX_NEWROOT "%s",
-	    strcmp(dst, "/") ? dst : "") >= (int)sizeof(m->dst))
-		return -ENAMETOOLONG;
-	p->n_mounts++;
-	return 0;
-}
-
-/* mountinfo escapes spaces and friends as \ooo. */
-static void
-unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-/* A recursive bind brings src's submounts along writable: list them. */
-static int
-add_submounts(struct sbx_plan *p, const char *src)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096], *save, *mp;
-	size_t sl = strlen(src);
-	int error = 0;
-
-	if (!f)
-		return 0;
-	while (!error && fgets(line, sizeof(line), f)) {
-		save = NULL;
-		mp = strtok_r(line, " ", &save);
-		for (int i = 0; i < 4 && mp; i++)
-			mp = strtok_r(NULL, " ", &save);
-		if (!mp)
-			continue;
-		unescape(mp);
-		if (!strncmp(mp, src, sl) && mp[sl] == '/')
-			error = add_mount(p, SBX_REMOUNT_RO, 1, NULL, mp);
-	}
-	fclose(f);
-	return error;
-}
-
-/* A host path, made visible read-only at the same place. */
-static int
-add_ro(struct sbx_plan *p, const char *path, struct buf *shown)
-{
-	struct stat st;
-	char target[PATH_MAX];
-	ssize_t n;
-	int error;
-
-	if (lstat(path, &st) < 0)
-		return 0;
-	if (S_ISLNK(st.st_mode)) {
-		if ((n = readlink(path, target, sizeof(target) - 1)) < 0)
-			return 0;
-		target[n] = '\0';
-		return add_mount(p, SBX_SYMLINK, 0, target, path);
-	}
-	if ((error = add_mount(p, SBX_BIND_RO, S_ISDIR(st.st_mode), path, path)) < 0)
-		return error;
-	if (shown)
-		buf_printf(shown, "%s%s", shown->len ? ", " : "", path);
-	return S_ISDIR(st.st_mode) ? add_submounts(p, path) : 0;
-}
-
-/*
- * The /dev/nvidiaN of the index-th GPU in PCI bus order (nvidia-smi's
- * numbering), from the driver's /proc entries; index itself when they are
- * absent, which note says.
- */
-static int
-gpu_minor(int index, char *note, size_t len)
-{
-	struct dirent **ents = NULL;
-	char path[512], text[4096], *p;
-	int n, minor = index, fd;
-	ssize_t got;
-
-	n = scandir("/proc/driver/nvidia/gpus", &ents, NULL, alphasort);
-	if (n < 0) {
-		snprintf(note, len, "no /proc/driver/nvidia/gpus, assuming minor %d", index);
-		return index;
-	}
-	for (int i = 0, k = 0; i < n; i++) {
-		if (ents[i]->d_name[0] == '.')
-			continue;
-		if (k++ != index)
-			continue;
-		snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information",
-		    ents[i]->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-			got = read(fd, text, sizeof(text) - 1);
-			close(fd);
-			text[got > 0 ? got : 0] = '\0';
-			if ((p = strstr(text, "Device Minor:")))
-				minor = atoi(p + strlen("Device Minor:"));
-		}
-		snprintf(note, len, "GPU %d is %.64s, device minor %d", index,
-		    ents[i]->d_name, minor);
-	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
-	return minor;
-}
-
-/* extra: MS_* flags for /dev/shm (MS_NOEXEC for a candidate). */
-static int
-plan_dev(struct sbx_plan *p, int gpu, unsigned long extra, json_t *ck)
-{
-	struct buf bound = BUF_INIT(4096), absent = BUF_INIT(4096);
-	char path[64], note[256] = "";
-	struct stat st;
-	int error, have_gpu = 1;
-
-	if ((error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=64k", "/dev")) < 0)
-		goto out;
-	for (int i = 0; dev_nodes[i]; i++) {
-		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
-		if (stat(path, &st) == 0 && S_ISCHR(st.st_mode) &&
-		    (error = add_mount(p, SBX_BIND_DEV, 0, path, path)) < 0)
-			goto out;
-	}
-	if (gpu >= 0) {
-		int minor = gpu_minor(gpu, note, sizeof(note));
-		for (int i = 0; gpu_nodes[i] || i == 4; i++) {
-			if (gpu_nodes[i])
-				snprintf(path, sizeof(path), "/dev/%s", gpu_nodes[i]);
-			else
-				snprintf(path, sizeof(path), "/dev/nvidia%d", minor);
-			if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
-				if ((error = add_mount(p, SBX_BIND_DEV, 0, path, path)) < 0)
-					goto out;
-				buf_printf(&bound, "%s%s", bound.len ? ", " : "", path);
-			} else {
-				buf_printf(&absent, "%s%s", absent.len ? ", " : "", path);
-				if (!gpu_nodes[i] || !strcmp(gpu_nodes[i], "nvidiactl"))
-					have_gpu = 0;
-			}
-			if (!gpu_nodes[i])
-				break;
-		}
-		if (stat("/dev/nvidia-caps", &st) == 0 && S_ISDIR(st.st_mode)) {
-			/* MIG capability nodes; a directory of device nodes, bound as it is. */
-			if ((error = add_mount(p, SBX_BIND_DEV, 1, "/dev/nvidia-caps", "/dev/nvidia-caps")) < 0)
-				goto out;
-			buf_printf(&bound, ", /dev/nvidia-caps");
-		}
-		check(ck, "gpu", have_gpu, "only GPU %d visible (%s): bound %s%s%s; "
-		    "inside it is CUDA device 0; /sys read-only where the host allows",
-		    gpu, note, bound.len ? buf_cstr(&bound) : "nothing",
-		    absent.len ? "; absent on this host: " : "", buf_cstr(&absent));
-	} else {
-		check(ck, "gpu", 1, "no GPU device nodes");
-	}
-	if ((error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd", "/dev/fd")) < 0 ||
-	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/0", "/dev/stdin")) < 0 ||
-	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/1", "/dev/stdout")) < 0 ||
-	    (error = add_mount(p, SBX_SYMLINK, 0, "/proc/self/fd/2", "/dev/stderr")) < 0 ||
-	    (error = add_mount(p, SBX_TMPFS, 1, "mode=1777," TMPFS_SMALL, "/dev/shm")) < 0)
-		goto out;
-	p->mounts[p->n_mounts - 1].flags = extra;
-	error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/dev");
-out:
-	buf_free(&bound);
-	buf_free(&absent);
-	return error;
-}
-
-static int
-under(const char *path, const char *dir)
-{
-	size_t dl = strlen(dir);
-
-	return !strncmp(path, dir, dl) && (path[dl] == '\0' || path[dl] == '/');
-}
-
-static int
-readable_by_sandbox(const struct stat *st, int uid_differs)
-{
-	return !uid_differs || st->st_uid == SANDBOX_ROOT_UID ||
-	    (st->st_mode & S_IROTH && (!S_ISDIR(st->st_mode) || st->st_mode & S_IXOTH));
-}
-
-/* Add the real path of dir (or of its parent when up) if it is usable. */
-static void
-auto_add(char **paths, size_t *n, const char *dir, int uid_differs)
-{
-	char real[PATH_MAX];
-	struct stat st;
-
-	if (*n < AUTO_PATHS_MAX && realpath(dir, real) && strcmp(real, "/") &&
-	    stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    readable_by_sandbox(&st, uid_differs))
-		paths[(*n)++] = strdup(real);
-}
-
-/*
- * What a kernelbot program inside needs without being told: the running
- * binary's directory (the worker is this binary; device-bundle/ holds its
- * lib/ and harness/), the harness of a source-tree build, and the
- * virtualenv of KERNELBOT_PYTHON.
- */
-static size_t
-auto_paths(char **paths, int uid_differs)
-{
-	const char *harness = getenv("KERNELBOT_HARNESS"), *py = getenv("KERNELBOT_PYTHON");
-	char self[PATH_MAX], path[PATH_MAX + 32], *slash;
-	size_t n = 0;
-	ssize_t len;
-
-	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-		self[len] = '\0';
-		if ((slash = strrchr(self, '/')) && slash != self) {
-			*slash = '\0';
-			auto_add(paths, &n, self, uid_differs);
-			snprintf(path, sizeof(path), "%s/../../gpu/harness", self);
-			if (!harness)
-				auto_add(paths, &n, path, uid_differs);
-		}
-	}
-	if (harness && *harness == '/') {
-		snprintf(path, sizeof(path), "%s", harness);
-		if ((slash = strrchr(path, '/')) && slash != path) {
-			*slash = '\0';
-			auto_add(paths, &n, path, uid_differs);
-		}
-	}
-	if (py && *py == '/') {
-		/* .../venv/bin/python3 -> .../venv, when that is a virtualenv */
-		snprintf(path, sizeof(path), "%s", py);
-		for (int up = 0; up < 2 && (slash = strrchr(path, '/')) && slash != path; up++)
-			*slash = '\0';
-		if (strlen(path) + sizeof("/pyvenv.cfg") < sizeof(path)) {
-			char cfg[PATH_MAX + 64];
-			snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", path);
-			if (access(cfg, R_OK) == 0)
-				auto_add(paths, &n, path, uid_differs);
-		}
-	}
-	return n;
-}
-
-static int
-by_length(const void *a, const void *b)
-{
-	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
-
-	return la < lb ? -1 : la > lb;
-}
-
-/*
- * The user's paths: resolved, checked, sorted parents first so a mount
- * point is always created inside the tree that will hold it.
- */
-static int
-plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratch,
-    int sandbox_uid_differs, json_t *ck, struct buf *shown)
-{
-	char *paths[SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX + 1] = { NULL };
-	size_t n = auto_paths(paths, sandbox_uid_differs);
-	int error = 0;
-
-	for (const char *const *r = so->ro_paths; r && *r; r++) {
-		char real[PATH_MAX];
-		struct stat st;
-
-		if (n >= SANDBOX_RO_PATHS_MAX + AUTO_PATHS_MAX) {
-			check(ck, "read_only_paths", 0, "more than %d read-only paths", SANDBOX_RO_PATHS_MAX);
-			error = -E2BIG;
-			goto out;
-		}
-		if (**r != '/' || !realpath(*r, real) || stat(real, &st) < 0) {
-			check(ck, "read_only_paths", 0, "%s: not an absolute path to an existing file", *r);
-			error = -EINVAL;
-			goto out;
-		}
-		if (!strcmp(real, "/") || under(real, "/proc") || under(real, "/sys") ||
-		    under(real, "/dev")) {
-			check(ck, "read_only_paths", 0, "%s: / and paths under /proc, /sys, /dev cannot be shown", *r);
-			error = -EINVAL;
-			goto out;
-		}
-		if (!readable_by_sandbox(&st, sandbox_uid_differs)) {
-			check(ck, "read_only_paths", 0, "%s (mode %04o) is not readable by the "
-			    "sandbox's uid %d", real, (unsigned)(st.st_mode & 07777), SANDBOX_ROOT_UID);
-			error = -EACCES;
-			goto out;
-		}
-		if (strcmp(real, scratch))	/* scratch stays writable */
-			paths[n++] = strdup(real);
-	}
-	paths[n++] = strdup(scratch);
-	for (size_t i = 0; i < n; i++)
-		if (!paths[i]) {
-			error = -ENOMEM;
-			goto out;
-		}
-	qsort(paths, n, sizeof(paths[0]), by_length);
-	for (size_t i = 0; i < n && !error; i++) {
-		if (!strcmp(paths[i], scratch)) {
-			error = add_mount(p, SBX_BIND_RW, 1, scratch, scratch);
-			if (!error && so->profile == SANDBOX_CANDIDATE)
-				p->mounts[p->n_mounts - 1].flags = MS_NOEXEC;
-		}
-		else
-			error = add_ro(p, paths[i], shown);
-	}
-out:
-	for (size_t i = 0; i < n; i++)
-		free(paths[i]);
-	return error;
 }
 
 static void
@@ -478,7 +132,7 @@ read_diag(int fd, json_t *ck)
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	if (read(fd, &d, sizeof(d)) == (ssize_t)sizeof(d)) {
 		d.what[sizeof(d.what) - 1] = '\0';
-		check(ck, "setup", 0, "%s: %s", d.what, strerror(d.err));
+		sbx_check(ck, "setup", 0, "%s: %s", d.what, strerror(d.err));
 	}
 }
 
@@ -522,13 +176,13 @@ plan_namespaces(struct sbx_plan *p, const struct sandbox_features *feat, int roo
 	p->deny_setgroups = !root && p->map_ids;
 	snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
 	snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
-	check(ck, "user_namespace", p->map_ids, p->map_ids ?
+	sbx_check(ck, "user_namespace", p->map_ids, p->map_ids ?
 	    "runs as host uid %u in its own user namespace, no capabilities" :
 	    "no user namespaces on this host (host uid %u)", (unsigned)p->uid);
 	missing += !p->map_ids;
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		int have = !!(p->clone_flags & ns[i].flag);
-		check(ck, ns[i].name, have, "%s%s", have ? ns[i].what : "not available on this host",
+		sbx_check(ck, ns[i].name, have, "%s%s", have ? ns[i].what : "not available on this host",
 		    !have && !root && apparmor_restricts() ? " (AppArmor restricts unprivileged "
 		    "user namespaces here: kernel.apparmor_restrict_unprivileged_userns=1; "
 		    "allow kernelbot in an AppArmor profile with `userns,`, or run it as root)" : "");
@@ -548,43 +202,43 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	int error = 0;
 
 	if (!(p->clone_flags & CLONE_NEWNS)) {
-		check(ck, "read_only_root", 0, "no mount namespace: the whole host "
+		sbx_check(ck, "read_only_root", 0, "no mount namespace: the whole host "
 		    "file system is visible with the sandbox uid's rights");
-		check(ck, "gpu", so->gpu < 0, "no mount namespace: every device node is visible");
+		sbx_check(ck, "gpu", so->gpu < 0, "no mount namespace: every device node is visible");
 		++*missing;
 		return 0;
 	}
 	p->new_root = 1;
 	for (int i = 0; system_dirs[i] && !error; i++)
-		error = add_ro(p, system_dirs[i], &shown);
+		error = sbx_add_ro(p, system_dirs[i], &shown);
 	for (int i = 0; etc_files[i] && !error; i++)
-		error = add_ro(p, etc_files[i], NULL);
+		error = sbx_add_ro(p, etc_files[i], NULL);
 	if (!error)
-		error = plan_dev(p, so->gpu, noexec, ck);
+		error = sbx_plan_dev(p, so->gpu, noexec, ck);
 	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
-		error = add_mount(p, SBX_PROC, 1, NULL, "/proc");
-		check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
+		error = sbx_add_mount(p, SBX_PROC, 1, NULL, "/proc");
+		sbx_check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
 	} else if (!error) {
 		/* The host's, read-only: processes outside are visible. */
-		error = add_ro(p, "/proc", NULL);
-		check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
+		error = sbx_add_ro(p, "/proc", NULL);
+		sbx_check(ck, "proc", 0, "this host refuses a fresh /proc (a container "
 		    "masking parts of it?): the host's /proc is shown read-only, "
 		    "with the processes outside the sandbox");
 		++*missing;
 	}
 	if (!error && so->gpu >= 0 && (p->clone_flags & CLONE_NEWNET))
-		error = add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
+		error = sbx_add_mount(p, SBX_SYSFS, 1, NULL, "/sys");
 	if (!error)
-		error = add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
+		error = sbx_add_mount(p, SBX_TMPFS, 1, "mode=0755,size=1m", "/tmp");
 	if (!error)
-		error = plan_paths(p, so, scratch, root, ck, &shown);
+		error = sbx_plan_paths(p, so, scratch, root, ck, &shown);
 	/* /tmp only holds mount points: TMPDIR is in scratch. */
 	if (!error)
-		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/tmp");
+		error = sbx_add_mount(p, SBX_SEAL_RO, 1, NULL, "/tmp");
 	if (!error)
-		error = add_mount(p, SBX_SEAL_RO, 1, NULL, "/");
+		error = sbx_add_mount(p, SBX_SEAL_RO, 1, NULL, "/");
 	if (!error)
-		check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
+		sbx_check(ck, "read_only_root", 1, "a new root on tmpfs, read-only: %s, "
 		    "the needed /etc files; minimal /dev, read-only /tmp (TMPDIR is in "
 		    "scratch), a private 64 MiB /dev/shm%s", buf_cstr(&shown),
 		    noexec ? "; scratch and /dev/shm noexec" : "");
@@ -605,7 +259,7 @@ plan_rlimits(struct sbx_plan *p, const struct sandbox_opts *so, size_t mem, long
 	add_limit(p, RLIMIT_NOFILE, nofile, nofile);
 	add_limit(p, RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
 	add_limit(p, RLIMIT_CORE, 0, 0);
-	check(ck, "rlimits", 1, "cpu %lu s, file size %lu MiB, open files %lu, "
+	sbx_check(ck, "rlimits", 1, "cpu %lu s, file size %lu MiB, open files %lu, "
 	    "processes+threads %ld, core 0", (unsigned long)cpu,
 	    (unsigned long)(fsize >> 20), (unsigned long)nofile, nproc);
 }
@@ -620,7 +274,7 @@ plan_memory(struct sbx_plan *p, struct sbx_cgroup *cg, int no_cgroup, size_t mem
 	if (no_cgroup)
 		snprintf(cg->why, sizeof(cg->why), "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
 	else if ((error = sbx_cgroup_create(cg, mem, nproc)) < 0) {
-		check(ck, "memory_limit", 0, "%s", cg->why);
+		sbx_check(ck, "memory_limit", 0, "%s", cg->why);
 		return error;
 	}
 	if (cg->version) {
@@ -630,7 +284,7 @@ plan_memory(struct sbx_plan *p, struct sbx_cgroup *cg, int no_cgroup, size_t mem
 			    "%s/cgroup.procs", dirs[i]) >= SBX_PATH_MAX)
 				return -ENAMETOOLONG;
 		buf_printf(detail, "cgroup v%d %s: %zu MiB, no swap", cg->version, cg->mem_dir, mem >> 20);
-		check(ck, "pids_limit", 1, "%s pids.max %ld", cg->version == 2 || cg->pids_dir[0] ?
+		sbx_check(ck, "pids_limit", 1, "%s pids.max %ld", cg->version == 2 || cg->pids_dir[0] ?
 		    "cgroup" : "RLIMIT_NPROC only, no", nproc);
 		return 0;
 	}
@@ -648,7 +302,7 @@ plan_memory(struct sbx_plan *p, struct sbx_cgroup *cg, int no_cgroup, size_t mem
 		    "mappings, not shared memory (no usable memory cgroup: %s; "
 		    "RLIMIT_AS cannot hold a CUDA process)", mem >> 20, cg->why);
 	}
-	check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
+	sbx_check(ck, "pids_limit", 1, "RLIMIT_NPROC %ld (no pids cgroup)", nproc);
 	return 0;
 }
 
@@ -662,24 +316,24 @@ plan_rest(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 
 	if (feat->seccomp && baseline_err == 0) {
 		p->filter = baseline_prog;
-		check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
+		sbx_check(ck, "seccomp", 1, "%s%s", sbx_seccomp_describe(SBX_FILTER_BASELINE),
 		    so->profile == SANDBOX_CANDIDATE ? "; the worker adds its lockdown "
 		    "before loading the candidate" : "");
 	} else {
-		check(ck, "seccomp", 0, feat->seccomp ? "building the filter failed: %s" :
+		sbx_check(ck, "seccomp", 0, feat->seccomp ? "building the filter failed: %s" :
 		    "seccomp filters cannot be loaded on this host%s",
 		    feat->seccomp ? strerror(-baseline_err) : "");
 		missing++;
 	}
-	check(ck, "capabilities", 1, "none: empty bounding set, no ambient "
+	sbx_check(ck, "capabilities", 1, "none: empty bounding set, no ambient "
 	    "capabilities, no_new_privs");
 	for (const char *const *e = run->envp; *e; e++, nenv++)
 		buf_printf(&names, "%s%.*s", nenv ? ", " : "",
 		    (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : (long)strlen(*e)), *e);
-	check(ck, "environment", 1, "built from nothing, %d variables: %s",
+	sbx_check(ck, "environment", 1, "built from nothing, %d variables: %s",
 	    nenv, buf_cstr(&names));
 	buf_free(&names);
-	check(ck, "deadline", 1, "%.3g s wall clock, then the whole process tree is killed",
+	sbx_check(ck, "deadline", 1, "%.3g s wall clock, then the whole process tree is killed",
 	    run->timeout_ms / 1000.0);
 	return missing;
 }
@@ -712,7 +366,7 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	    so->scratch[0] != '/' || !realpath(so->scratch, scratch) ||
 	    stat(scratch, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    (o->cwd && o->cwd[0] != '/')) {
-		check(ck, "scratch", 0, "bad options: the scratch directory must be "
+		sbx_check(ck, "scratch", 0, "bad options: the scratch directory must be "
 		    "an existing absolute path, cwd absolute, no child_setup");
 		error = -EINVAL;
 		goto out;
@@ -750,11 +404,11 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	 * RLIMIT_FSIZE still bounds each file.
 	 */
 	if (no_disk) {
-		check(ck, "disk_quota", 0, "no quota on the scratch: "
+		sbx_check(ck, "disk_quota", 0, "no quota on the scratch: "
 		    "KERNELBOT_SANDBOX_PRETEND_MISSING says so");
 		missing++;
 	} else if (!root) {
-		check(ck, "disk_quota", 0, "no quota on the scratch: mounting a size-limited "
+		sbx_check(ck, "disk_quota", 0, "no quota on the scratch: mounting a size-limited "
 		    "tmpfs over it needs root (each file is still limited by RLIMIT_FSIZE)");
 	}
 	/* Refuse before touching anything: no cgroup made, scratch untouched. */
@@ -770,7 +424,7 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	if (root && !no_disk) {
 		int noexec = so->profile == SANDBOX_CANDIDATE;
 		if ((error = sbx_disk_mount(&dq, scratch, disk, noexec, why, sizeof(why))) < 0) {
-			check(ck, "disk_quota", 0, "no quota on the scratch: %s", why);
+			sbx_check(ck, "disk_quota", 0, "no quota on the scratch: %s", why);
 			if (!so->allow_degraded) {
 				error = -ENOTSUP;
 				goto out;
@@ -785,10 +439,10 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 		}
 	}
 	if ((error = prepare_scratch(scratch, root)) < 0) {
-		check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
+		sbx_check(ck, "scratch", 0, "preparing %s: %s", scratch, strerror(-error));
 		goto out;
 	}
-	check(ck, "scratch", 1, "%s is the only writable host directory%s", scratch,
+	sbx_check(ck, "scratch", 1, "%s is the only writable host directory%s", scratch,
 	    root ? " (handed to the sandbox uid)" : "");
 
 	if (pipe2(diag_p, O_CLOEXEC) < 0) {

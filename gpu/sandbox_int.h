@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "common/buf.h"
+#include "gpu/sandbox.h"
 
 #define SBX_PATH_MAX	1024
 #define SBX_MOUNTS_MAX	192
@@ -74,6 +75,25 @@ struct sbx_plan {
 int sbx_child_setup(void *arg);
 /* Write s to an existing file; 0 or a positive errno. Async-signal-safe. */
 int sbx_write_file(const char *path, const char *s);
+
+/* Append a check {name, passed, detail} to the run's checks (sandbox.c). */
+void sbx_check(json_t *arr, const char *name, int passed, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * The new root's mounts (sandbox_mounts.c), each 0 or -errno: one mount
+ * of kind (SBX_*) at dst, of src (or tmpfs options); a host path
+ * read-only at the same place, with the mounts beneath it (its name
+ * added to shown, if not NULL); /dev with the basic nodes and GPU gpu's
+ * (-1: none; extra: MS_* flags for /dev/shm); and the paths the options
+ * ask to show (checked, each a check in ck), the scratch read-write, and
+ * the few a kernelbot program inside needs.
+ */
+int sbx_add_mount(struct sbx_plan *p, int kind, int is_dir, const char *src, const char *dst);
+int sbx_add_ro(struct sbx_plan *p, const char *path, struct buf *shown);
+int sbx_plan_dev(struct sbx_plan *p, int gpu, unsigned long extra, json_t *ck);
+int sbx_plan_paths(struct sbx_plan *p, const struct sandbox_opts *so, const char *scratch,
+    int sandbox_uid_differs, json_t *ck, struct buf *shown);
 
 /* seccomp (sandbox_seccomp.c, the one includer of libseccomp). */
 enum sbx_filter { SBX_FILTER_BASELINE, SBX_FILTER_LOCKDOWN, SBX_FILTER_LOCKDOWN_WX };
