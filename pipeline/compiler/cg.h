@@ -172,7 +172,7 @@ struct cg_emit {
 	struct cg_scope *red_loop[16];	/* their outermost loop scopes */
 	int cut;			/* node to materialize: a long reduction runs inside another's loop */
 	/* CUDA team kernels, schedule row_cache: rows that team loops read
-	 * whole, kept in shared memory (expr.c row_cached). A kernel is
+	 * whole, kept in shared memory (expr_load.c row_cached). A kernel is
 	 * emitted twice: a dry pass collects the rows, the second reads them
 	 * from shared memory after a copy loop emitted at their first use. */
 	int row_cache;			/* 0 off, 1 collect (dry pass), 2 use */

@@ -1,7 +1,8 @@
 /*
  * expr: internals of the expression emitter shared by expr.c (placement,
- * memo, loads), expr_ops.c (pointwise text) and expr_red.c (reshapes,
- * padding, gathers, reductions). Internal to pipeline/compiler/.
+ * memo), expr_load.c (loads: global memory, the row cache, registers),
+ * expr_ops.c (pointwise text) and expr_red.c (reshapes, padding, gathers,
+ * reductions). Internal to pipeline/compiler/.
  */
 #ifndef KB_PIPELINE_COMPILER_EXPR_H
 #define KB_PIPELINE_COMPILER_EXPR_H
