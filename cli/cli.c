@@ -1,9 +1,11 @@
 #include "cli/cli.h"
 
+#include "common/where.h"
 #include "conf/config.h"
 #include "gpu/eval.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,66 @@ env_is(const char *name, const char *value)
 	const char *v = getenv(name);
 
 	return v && !strcmp(v, value);
+}
+
+/* An absolute path from the environment, or NULL. */
+static const char *
+env_abs(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v == '/' ? v : NULL;
+}
+
+/* A whole number in [lo, hi] from the environment, else def. */
+static long
+env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 10);
+	return *end || n < lo || n > hi ? def : n;
+}
+
+/* A string from the environment, NULL when unset or empty. */
+static const char *
+env_str(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+int
+cli_where_load(void)
+{
+	struct where w = WHERE_INIT;
+	char cache[PATH_MAX];
+	const char *v;
+
+	w.python = env_str("KERNELBOT_PYTHON");
+	w.harness = env_str("KERNELBOT_HARNESS");
+	w.ncu = env_str("KERNELBOT_NCU");
+	w.include = env_str("KERNELBOT_INCLUDE");
+	w.prompts = env_str("KERNELBOT_PROMPTS");
+	w.judge_dir = env_str("KERNELBOT_JUDGE_DIR");
+	w.judge_idle_s = env_long("KERNELBOT_JUDGE_IDLE_S", 0, 1, 7 * 86400);
+	w.judge_wait_s = env_long("KERNELBOT_JUDGE_WAIT_S", -1, 0, 86400);
+	w.sandbox_pretend_missing = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	w.sandbox_allow_degraded = env_is("KERNELBOT_SANDBOX_ALLOW_DEGRADED", "1");
+	if ((v = env_abs("KERNELBOT_CACHE")))
+		w.cache = v;
+	else if ((v = env_abs("XDG_CACHE_HOME")))
+		w.cache = snprintf(cache, sizeof(cache), "%s/kernelbot", v) < (int)sizeof(cache) ?
+		    cache : NULL;
+	else if ((v = env_abs("HOME")))
+		w.cache = snprintf(cache, sizeof(cache), "%s/.cache/kernelbot", v) <
+		    (int)sizeof(cache) ? cache : NULL;
+	return where_set(&w);
 }
 
 void

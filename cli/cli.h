@@ -66,6 +66,18 @@ int cli_has_sandbox_exec(void);
 struct eval_env;
 void cli_eval_env(struct eval_env *e);
 
+/*
+ * Read the environment's settings for the layers below (common/where.h:
+ * KERNELBOT_PYTHON, KERNELBOT_HARNESS, KERNELBOT_NCU, KERNELBOT_INCLUDE,
+ * KERNELBOT_CACHE or else $XDG_CACHE_HOME/kernelbot or else
+ * $HOME/.cache/kernelbot, KERNELBOT_PROMPTS, KERNELBOT_JUDGE_DIR,
+ * KERNELBOT_JUDGE_IDLE_S, KERNELBOT_JUDGE_WAIT_S,
+ * KERNELBOT_SANDBOX_PRETEND_MISSING, KERNELBOT_SANDBOX_ALLOW_DEGRADED) and
+ * set them: main() does, first; so does a test or a helper program that
+ * links the library and means its environment to count. 0 or -ENOMEM.
+ */
+int cli_where_load(void);
+
 /* Print "kernelbot CMD: msg" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

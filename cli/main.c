@@ -57,6 +57,10 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (env_level && log_level_parse(env_level, &level) == 0)
 		log_set_level(level);
+	if (cli_where_load() < 0) {
+		fprintf(stderr, "kernelbot: out of memory\n");
+		return 1;
+	}
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

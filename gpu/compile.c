@@ -22,6 +22,7 @@
 #include "common/crypto.h"
 #include "common/fsx.h"
 #include "common/spawn.h"
+#include "common/where.h"
 #include "gpu/sandbox.h"
 
 #define KEY_DOMAIN "kernelbot-compile-v1"
@@ -168,7 +169,7 @@ static char dlpack_flag[PATH_MAX + 16];
 static void
 dlpack_find(void)
 {
-	const char *env = getenv("KERNELBOT_INCLUDE");
+	const char *env = where()->include;
 	char exe[PATH_MAX], hdr[PATH_MAX + 32];
 	ssize_t n;
 	char *slash;
@@ -374,7 +375,6 @@ build_one(struct job *j)
 	char scratch[PATH_MAX], src[PATH_MAX + 16], out[PATH_MAX + 16], final[PATH_MAX];
 	char arch_flag[ARCH_MAX + 8], tool_dir[PATH_MAX], *slash;
 	const char *argv[24], *ro[3] = { NULL, NULL, NULL };
-	const char *degraded = getenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED");
 	json_t *checks = NULL;
 	double t0 = clock_mono_s();
 	int error, made = 0;
@@ -409,7 +409,7 @@ build_one(struct job *j)
 	so.scratch = scratch;
 	so.ro_paths = ro;
 	so.mem_bytes = COMPILE_MEM_BYTES;
-	so.allow_degraded = degraded && !strcmp(degraded, "1");
+	so.allow_degraded = where()->sandbox_allow_degraded;
 	o.argv = argv;
 	o.timeout_ms = (j->req->timeout_s > 0 ? j->req->timeout_s : COMPILE_DEFAULT_TIMEOUT_S) * 1000;
 	o.out_max = COMPILE_LOG_MAX / 2;
@@ -599,24 +599,13 @@ compile_result_free(struct compile_result *r)
 int
 compile_default_cache_dir(char **out)
 {
-	const char *env = getenv("KERNELBOT_CACHE"), *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
+	const char *dir = where()->cache;
 	struct passwd *pw;
-	char *p = NULL;
 
-	if (env && *env == '/')
-		p = strdup(env);
-	else if (xdg && *xdg == '/')
-		return asprintf(out, "%s/kernelbot", xdg) < 0 ? -ENOMEM : 0;
-	else {
-		if (!home || *home != '/')
-			home = (pw = getpwuid(geteuid())) ? pw->pw_dir : NULL;
-		if (!home)
-			return -ENOENT;
-		return asprintf(out, "%s/.cache/kernelbot", home) < 0 ? -ENOMEM : 0;
-	}
-	if (!p)
-		return -ENOMEM;
-	*out = p;
-	return 0;
+	if (dir)
+		return (*out = strdup(dir)) ? 0 : -ENOMEM;
+	/* Told nothing: under the home of the user this runs as. */
+	if (!(pw = getpwuid(geteuid())) || !pw->pw_dir || *pw->pw_dir != '/')
+		return -ENOENT;
+	return asprintf(out, "%s/.cache/kernelbot", pw->pw_dir) < 0 ? -ENOMEM : 0;
 }

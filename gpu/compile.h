@@ -52,15 +52,19 @@ struct compile_result {
  * reason in log), -errno on setup failure (results then untouched). Free
  * each result with compile_result_free().
  *
- * Set KERNELBOT_SANDBOX_ALLOW_DEGRADED=1 to build where the sandbox lacks
- * a host feature (each build's log then says which).
+ * With where()->sandbox_allow_degraded (KERNELBOT_SANDBOX_ALLOW_DEGRADED=1)
+ * a build runs where the sandbox lacks a host feature (its log says which).
  */
 int compile_batch(const char *cache_dir, const struct compile_req *reqs,
     size_t n, int jobs, struct compile_result *results);
 
 void compile_result_free(struct compile_result *r);
 
-/* The default cache directory: $KERNELBOT_CACHE, else $XDG_CACHE_HOME/kernelbot, else ~/.cache/kernelbot. */
+/*
+ * The default cache directory: where()->cache (the CLI's: $KERNELBOT_CACHE,
+ * else $XDG_CACHE_HOME/kernelbot, else $HOME/.cache/kernelbot), else
+ * .cache/kernelbot in the home of the user this runs as.
+ */
 int compile_default_cache_dir(char **out);
 
 /*

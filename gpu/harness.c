@@ -16,6 +16,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/spawn.h"
+#include "common/where.h"
 #include "gpu/sandbox.h"
 
 #ifndef KB_DATADIR
@@ -67,8 +68,8 @@ exe_dir(void)
 static void
 locate(void)
 {
-	const char *env_py = getenv("KERNELBOT_PYTHON");
-	const char *env_script = getenv("KERNELBOT_HARNESS");
+	const char *env_py = where()->python;
+	const char *env_script = where()->harness;
 	const char *rel[] = { "/harness/harness.py", "/../../gpu/harness/harness.py",
 		"/../gpu/harness/harness.py", NULL };
 	char *dir, *cand;

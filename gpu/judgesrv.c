@@ -20,29 +20,17 @@
 #include "common/crypto.h"
 #include "common/fsx.h"
 #include "common/jsonx.h"
+#include "common/where.h"
 #include "gpu/compile.h"
 #include "gpu/harness.h"
 
 #define REPLY_MAX (256u << 20)	/* as gpu/harness.c */
 #define POLL_MS 50
 
-static long
-env_long(const char *name, long def, long lo, long hi)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
-
-	if (!v || !*v)
-		return def;
-	n = strtol(v, &end, 10);
-	return *end || n < lo || n > hi ? def : n;
-}
-
 int
 judgesrv_dir(char *dir, size_t len, char *err, size_t errlen)
 {
-	const char *env = getenv("KERNELBOT_JUDGE_DIR");
+	const char *env = where()->judge_dir;
 	char *cache = NULL;
 	struct stat st;
 	int error;
@@ -188,8 +176,8 @@ spawn_server(const struct judgesrv *s, char *err, size_t errlen)
 		"--log", s->log, "--running", s->running, "--backend", s->backend, "--device", dev, "--idle", idle, NULL };
 
 	snprintf(dev, sizeof(dev), "%d", s->device);
-	snprintf(idle, sizeof(idle), "%ld", env_long("KERNELBOT_JUDGE_IDLE_S", JUDGESRV_IDLE_S,
-	    1, 7 * 86400));
+	snprintf(idle, sizeof(idle), "%ld", where()->judge_idle_s > 0 ? where()->judge_idle_s :
+	    JUDGESRV_IDLE_S);
 	return harness_launch(args, JUDGESRV_SPAWN_MS, err, errlen);
 }
 
@@ -292,7 +280,7 @@ judgesrv_call(struct judgesrv *s, const json_t *req, int timeout_ms, json_t **re
 	struct buf q = BUF_INIT(REPLY_MAX), r = BUF_INIT(REPLY_MAX);
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	long wait_s = env_long("KERNELBOT_JUDGE_WAIT_S", JUDGESRV_WAIT_S, 0, 86400);
+	long wait_s = where()->judge_wait_s >= 0 ? where()->judge_wait_s : JUDGESRV_WAIT_S;
 	int bfd, rfd = -1, fd = -1, error;
 	double end, t0 = clock_mono_s();
 	json_t *v = NULL;

@@ -13,6 +13,7 @@
 
 #include "common/jsonx.h"
 #include "common/spawn.h"
+#include "common/where.h"
 #include "gpu/eval.h"
 
 #define NCU_FALLBACK "/usr/local/cuda/bin/ncu"
@@ -21,7 +22,7 @@
 int
 profile_ncu_locate(char **path, char *why, size_t whylen)
 {
-	const char *env = getenv("KERNELBOT_NCU");
+	const char *env = where()->ncu;
 	const char *argv[3] = { NULL, "--version", NULL };
 	const char *envp[] = { "PATH=/usr/local/cuda/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL };
 	struct spawn_opts so = { 0 };

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/where.h"
 
 #define DIAG_FD_MIN 128		/* above where the spawner places passed fds */
 
@@ -55,7 +56,7 @@ init_once_fn(void)
 static void
 pretend_missing(struct sandbox_features *f, int *no_cgroup, int *no_disk)
 {
-	const char *env = getenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	const char *env = where()->sandbox_pretend_missing;
 	static const struct { const char *name; size_t off; } names[] = {
 		{ "user_ns", offsetof(struct sandbox_features, user_ns) },
 		{ "mount_ns", offsetof(struct sandbox_features, mount_ns) },

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/where.h"
 
 #define AUTO_PATHS_MAX 4	/* paths shown without being asked for */
 #define TMPFS_SMALL "size=64m"
@@ -256,7 +257,7 @@ auto_add(char **paths, size_t *n, const char *dir, int uid_differs)
 static size_t
 auto_paths(char **paths, int uid_differs)
 {
-	const char *harness = getenv("KERNELBOT_HARNESS"), *py = getenv("KERNELBOT_PYTHON");
+	const char *harness = where()->harness, *py = where()->python;
 	char self[PATH_MAX], path[PATH_MAX + 32], *slash;
 	size_t n = 0;
 	ssize_t len;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/jsonx.h"
+#include "common/where.h"
 
 #ifndef KB_DATADIR
 #define KB_DATADIR "/usr/local/share/kernelbot"
@@ -317,7 +318,7 @@ tmpl_render(const char *tmpl, const json_t *vars, struct buf *out, char *err,
 char *
 tmpl_prompts_dir(const char *dir, char *err, size_t errlen)
 {
-	const char *env = getenv("KERNELBOT_PROMPTS");
+	const char *env = where()->prompts;
 	const char *rel[] = { "/prompts", "/../../pipeline/prompts",
 		"/../pipeline/prompts", NULL };
 	char exe[PATH_MAX], p[PATH_MAX + 64];

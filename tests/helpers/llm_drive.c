@@ -317,6 +317,7 @@ main(int argc, char **argv)
 	char err[512];
 	int rc;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	/* the evaluator runs its workers as "SELF __worker ...": be kernelbot */
 	if (argc > 1 && !strcmp(argv[1], "__worker"))
 		return cmd_worker(argc - 1, argv + 1);

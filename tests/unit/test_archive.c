@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "store/store.h"
 #include "store/store_internal.h"	/* store_schema_migration(1) */
 #include "common/buf.h"
@@ -867,6 +868,7 @@ main(void)
 	char dir[] = "/tmp/archive-test-XXXXXX", sub[300], cmd[400];
 	struct store *s = NULL;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	if (getenv("KB_ROOT"))
 		root = getenv("KB_ROOT");
 	if (!mkdtemp(dir))

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/spawn.h"
 #include "gpu/compile.h"
 #include "gpu/sandbox.h"
@@ -201,6 +202,7 @@ main(void)
 	char add[700], broken[700], add_copy[700], cu[700], *dir = NULL, cmd[600];
 	const char *src_root = getenv("KB_ROOT");
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	snprintf(fixtures, sizeof(fixtures), "%s/tests/fixtures/kernels", src_root ? src_root : ".");
 	snprintf(root, sizeof(root), "/tmp/kb-test-compile-XXXXXX");
 	if (!mkdtemp(root))
@@ -304,16 +306,19 @@ main(void)
 
 	/* The default cache directory. */
 	setenv("KERNELBOT_CACHE", "/srv/kb-cache", 1);
+	cli_where_load();
 	CHECK_INT("cache dir: from KERNELBOT_CACHE", compile_default_cache_dir(&dir), 0);
 	CHECK_STR("cache dir: KERNELBOT_CACHE", dir, "/srv/kb-cache");
 	free(dir);
 	unsetenv("KERNELBOT_CACHE");
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	cli_where_load();
 	compile_default_cache_dir(&dir);
 	CHECK_STR("cache dir: XDG_CACHE_HOME", dir, "/xdg/kernelbot");
 	free(dir);
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", "/home/someone", 1);
+	cli_where_load();
 	compile_default_cache_dir(&dir);
 	CHECK_STR("cache dir: ~/.cache", dir, "/home/someone/.cache/kernelbot");
 	free(dir);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "conf/config.h"
 #include "coord/coord.h"
 #include "t.h"
@@ -47,6 +48,7 @@ main(void)
 	char err[512] = "", ex[4096];
 	const char *root = getenv("KB_ROOT");
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	CHECK_INT("no sections: defaults", load("listen: 127.0.0.1:1\n", &o, err, sizeof(err)), 0);
 	CHECK_INT("auto runners", o.local_runners, COORD_RUNNERS_AUTO);
 	CHECK_INT("coordinator on", o.coordinator, 1);

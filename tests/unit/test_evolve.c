@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/jsonx.h"
@@ -786,6 +787,7 @@ main(void)
 {
 	FILE *f;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/buf.h"
 #include "common/fsx.h"
 #include "gpu/harness.h"
@@ -65,6 +66,7 @@ test_refusals(void)
 
 	if (!getenv("KERNELBOT_HARNESS"))	/* run from the source tree, as tests/run.sh does */
 		setenv("KERNELBOT_HARNESS", "gpu/harness/harness.py", 1);
+	cli_where_load();
 	if (harness_locate(&python, &script, err, sizeof(err)) < 0) {
 		printf("skip: %s\n", err);
 		json_decref(req);
@@ -84,6 +86,7 @@ test_refusals(void)
 	setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "seccomp", 1);
 	unsetenv("KERNELBOT_EVAL_UNSANDBOXED");
 	unsetenv("KERNELBOT_SANDBOX_ALLOW_DEGRADED");
+	cli_where_load();
 	ho.stage = "equivalence check";
 	rc = harness_call_sandboxed(req, 5000, &ho, &reply, err, sizeof(err));
 	CHECK_INT("a host without seccomp: refused", rc, -ENOTSUP);
@@ -92,6 +95,7 @@ test_refusals(void)
 	    strstr(err, "seccomp (") && strstr(err, "KERNELBOT_EVAL_UNSANDBOXED=1"));
 	CHECK("its scratch folder is gone", dir_empty(tmp));
 	unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+	cli_where_load();
 
 	/* Under root the sandbox is uid 65534: a 0600 file cannot be shown. */
 	snprintf(secret, sizeof(secret), "%s/private.py", tmp);
@@ -244,6 +248,7 @@ test_equivalent_untrusted(void)
 int
 main(void)
 {
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	test_failed_checks();
 	test_refusals();
 	test_equivalent_untrusted();

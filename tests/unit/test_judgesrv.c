@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "gpu/judgesrv.h"
 #include "tests/unit/t.h"
 
@@ -23,13 +24,16 @@ main(void)
 	json_t *list = NULL, *reply = NULL, *req;
 	FILE *f;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	if (!mkdtemp(base))
 		return 1;
 	/* The harness as found from the source tree; the interpreter is not run here. */
 	setenv("KERNELBOT_PYTHON", "/usr/bin/python3", 1);
 	setenv("KERNELBOT_HARNESS", "gpu/harness/harness.py", 1);
+	cli_where_load();
 	snprintf(dir, sizeof(dir), "%s/x/judge", base);
 	setenv("KERNELBOT_JUDGE_DIR", dir, 1);
+	cli_where_load();
 
 	CHECK_INT("absent directory: created", judgesrv_dir(got, sizeof(got), err, sizeof(err)), 0);
 	CHECK_STR("the directory is KERNELBOT_JUDGE_DIR", got, dir);
@@ -43,9 +47,11 @@ main(void)
 	snprintf(path, sizeof(path), "%s/link", base);
 	CHECK("symlink made", symlink(dir, path) == 0);
 	setenv("KERNELBOT_JUDGE_DIR", path, 1);
+	cli_where_load();
 	CHECK_INT("a symlink: refused", judgesrv_dir(got, sizeof(got), err, sizeof(err)), -EPERM);
 	CHECK("the refusal names it", strstr(err, "not a directory") != NULL);
 	setenv("KERNELBOT_JUDGE_DIR", dir, 1);
+	cli_where_load();
 
 	CHECK_INT("open cpu 0", judgesrv_open(&a, "cpu", 0, err, sizeof(err)), 0);
 	CHECK_INT("open cpu 0 again", judgesrv_open(&b, "cpu", 0, err, sizeof(err)), 0);
@@ -83,6 +89,7 @@ main(void)
 		snprintf(longdir + 150, sizeof(longdir) - 150, "%s", "");
 		snprintf(path, sizeof(path), "%s/%s", base, longdir);
 		setenv("KERNELBOT_JUDGE_DIR", path, 1);
+		cli_where_load();
 		CHECK_INT("a socket path too long: refused",
 		    judgesrv_open(&a, "cpu", 0, err, sizeof(err)), -ENAMETOOLONG);
 		CHECK("the refusal names the knob", strstr(err, "KERNELBOT_JUDGE_DIR") != NULL);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "common/buf.h"
 #include "pipeline/llm/functionalize.h"
 #include "pipeline/llm/template.h"
@@ -75,6 +76,7 @@ test_prompt(void)
 int
 main(void)
 {
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	test_python_block();
 	test_prompt();
 	return t_done("test_llm_functionalize");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "common/buf.h"
 #include "gpu/profile.h"
 #include "t.h"
@@ -255,6 +256,7 @@ args(void)
 int
 main(void)
 {
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	fixture();
 	real_reports();
 	broken();

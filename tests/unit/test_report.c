@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/jsonx.h"
 #include "pipeline/report/report.h"
 #include "pipeline/report/report_internal.h"
@@ -250,6 +251,7 @@ main(void)
 	const struct gitops_file *f;
 	json_t *man = NULL;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	if (!mkdtemp(root))
 		return 2;
 

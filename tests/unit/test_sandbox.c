@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/spawn.h"
 #include "gpu/sandbox.h"
 #include "t.h"
@@ -224,6 +225,7 @@ main(void)
 	int port = 0, lfd, st;
 	double t0;
 
+	cli_where_load();	/* the settings tests/run.sh gives in the environment */
 	{
 		/* On a host without these, every check below would fail for one reason: say it once. */
 		struct sandbox_features f;
@@ -359,6 +361,7 @@ main(void)
 		CHECK("no tmpfs is left mounted over the scratch", !mounted(scratch));
 		/* Where no quota can be had, the run is refused unless degraded runs are allowed. */
 		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "disk", 1);
+		cli_where_load();
 		so.disk_bytes = 0;
 		st = boxed_opts(&so, 0, &checks, &r, "echo", "hi", NULL);
 		CHECK_INT("no disk quota: refused", st, -1000 - ENOTSUP);
@@ -372,6 +375,7 @@ main(void)
 		checks = NULL;
 		spawn_result_free(&r);
 		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+		cli_where_load();
 	}
 
 	/* W^X (a CPU candidate's lockdown): each way of making code works bare, not after it. */
@@ -514,6 +518,7 @@ main(void)
 		so.scratch = scratch;
 		so.ro_paths = ro;
 		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "seccomp", 1);
+		cli_where_load();
 		CHECK_INT("no seccomp: refused", boxed_opts(&so, 0, &checks, &r, "ptrace", NULL, NULL),
 		    -1000 - ENOTSUP);
 		spawn_result_free(&r);
@@ -530,6 +535,7 @@ main(void)
 		checks = NULL;
 		if (geteuid() == 0) {
 			setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "user_ns", 1);
+			cli_where_load();
 			CHECK_INT("no user namespace, degraded (root): still no secret",
 			    boxed_opts(&so, 0, &checks, &r, "read", secret, NULL), REFUSED);
 			spawn_result_free(&r);
@@ -539,6 +545,7 @@ main(void)
 			checks = NULL;
 		}
 		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "proc_mount", 1);
+		cli_where_load();
 		so.allow_degraded = 0;
 		CHECK_INT("no fresh /proc: refused", boxed_opts(&so, 0, &checks, &r, "echo", "x", NULL),
 		    -1000 - ENOTSUP);
@@ -553,6 +560,7 @@ main(void)
 		json_decref(checks);
 		checks = NULL;
 		setenv("KERNELBOT_SANDBOX_PRETEND_MISSING", "cgroup", 1);
+		cli_where_load();
 		so.allow_degraded = 0;
 		so.mem_bytes = 256u << 20;
 		st = boxed_opts(&so, 0, &checks, &r, "alloc", "2048", NULL);
@@ -588,6 +596,7 @@ main(void)
 		json_decref(checks);
 		checks = NULL;
 		unsetenv("KERNELBOT_SANDBOX_PRETEND_MISSING");
+		cli_where_load();
 	}
 
 	/* The harness named by KERNELBOT_HARNESS is shown without being asked for. */
@@ -604,10 +613,12 @@ main(void)
 		}
 		CHECK_INT("harness: not visible by default", boxed("read", hfile, NULL), REFUSED);
 		setenv("KERNELBOT_HARNESS", hfile, 1);
+		cli_where_load();
 		CHECK_INT("harness: visible with KERNELBOT_HARNESS", boxed("read", hfile, NULL), 0);
 		snprintf(path, sizeof(path), "%s/pwned", hdir);
 		CHECK_INT("harness: read-only", boxed("write", path, NULL), REFUSED);
 		unsetenv("KERNELBOT_HARNESS");
+		cli_where_load();
 	}
 
 	/* The environment builder. */
