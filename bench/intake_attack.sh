@@ -4,7 +4,8 @@
 # turn tests/e2e/attack.py running it for SECONDS while one client from
 # 127.0.0.1 sends genuinely signed pushes, one at a time. Per attack:
 # the share of genuine deliveries answered 202, their p50/p99/max latency,
-# and whether every 202 is an accepted delivery in the store.
+# whether every 202 is an accepted delivery in the store, and the
+# server's resident memory at its largest during the attack and after it.
 #
 #   sh bench/intake_attack.sh [SECONDS]     (ATTACKS="crowd all" runs only those)
 #
@@ -33,6 +34,10 @@
 #               used before (127.100-199.x.y), reopened the moment it is
 #               ended; the deliveries each from a new address too (never
 #               vouched for), connected first and sent after, 4 in flight
+#   bytewise    20 heads sent one byte a segment (TCP_NODELAY) from
+#               127.0.9.1-4, taking turns, as fast as they go
+#   big         24 bodies of 25 MiB sent as fast as the server takes them
+#               (bad signatures) from 127.0.9.10-12, reopened when answered
 #   stall       4 bodies of which 20 MiB are sent at once, then nothing, 127.0.0.8
 #   surge       12 heads declaring 24 MiB bodies, one from each of 127.0.4.1-12,
 #               7/8 of each sent at once, then 2 KiB a second, reopened when
@@ -90,7 +95,7 @@ echo "bench: $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg), ${SEC
 printf '%-13s %9s %8s %8s %8s  %s\n' attack accepted p50_ms p99_ms max_ms "in store / other answers"
 status=0
 all="slowloris:127.0.0.2-6:260 crowd:127.0.0.10:70 idle:127.0.0.30-33:256 bodies:127.0.0.7:60 stall:127.0.0.8:4 replay:127.0.0.60:4"
-for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread halfbody oncourse trickle wall fresh stall replay all kill}; do
+for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodies bodies100 bodiesspread halfbody oncourse trickle wall fresh bytewise big stall replay all kill}; do
 	case $attack in
 	none) specs="" ;;
 	slowloris) specs="slowloris:127.0.0.2-6:260" ;;
@@ -106,6 +111,8 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 	trickle) specs="trickle:127.0.5.1-255:255 trickle:127.0.6.1-5:5" ;;
 	wall) specs="wall:127.0.7.1-255:255 wall:127.0.8.1-45:45 --deliver-plain" ;;
 	fresh) specs="fresh:127.100-199.0-255.1-254:400 --deliver-plain --deliver-conc 4 --deliver-fresh 127.3.0-255.1-254" ;;
+	bytewise) specs="bytewise:127.0.9.1-4:20" ;;
+	big) specs="big:127.0.9.10-12:24" ;;
 	stall) specs="stall:127.0.0.8:4" ;;
 	surge) specs="surge:127.0.4.1-12:12 surge:127.0.4.1-12:120:65536" ;;
 	replay) specs="replay:127.0.0.60:4" ;;
@@ -130,6 +137,14 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 			start_serve
 		done
 	fi
+	# The server's resident memory at its largest during the attack (a
+	# sample every half second), and once it is over.
+	rss=0
+	while kill -0 "$apid" 2>/dev/null; do
+		r=$(awk '/^VmRSS/ { print $2 }' "/proc/$PID/status" 2>/dev/null)
+		[ "${r:-0}" -gt "$rss" ] && rss=$r
+		sleep 0.5
+	done
 	wait "$apid"
 	d=$(grep '^DELIVER ' "$TMP/$attack/out")
 	v() { printf '%s\n' "$d" | sed -nE "s/.* $1=([^ ]+).*/\1/p"; }
@@ -142,6 +157,8 @@ for attack in ${ATTACKS:-none slowloris slowloris1000 crowd idle idlespread bodi
 	printf '%-13s %4s/%-4s %8s %8s %8s  %s/%s stored, answers %s\n' "$attack" "$(v accepted)" \
 	    "$(v sent)" "$(v p50_ms)" "$(v p99_ms)" "$(v max_ms)" "$stored" "$ids" "$(v codes)"
 	grep '^ATTACK ' "$TMP/$attack/out" | sed 's/^/              /'
+	echo "              RSS max_mb=$((rss / 1024)) after_mb=$(($(awk '/^VmRSS/ { print $2 }' \
+	    "/proc/$PID/status" 2>/dev/null || echo 0) / 1024))"
 	if [ "$attack" = kill ]; then
 		echo "              KILL sigkill=$kills (the deliveries sent while it was down are not counted)"
 		[ "$stored" = "$ids" ] || status=1

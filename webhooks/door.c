@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -15,6 +16,27 @@
 #define DOOR_METHOD_MAX	32	/* longer than any method worth a handler */
 #define DOOR_DRAIN_MAX	(64u << 10)	/* bytes read and dropped before a 400 */
 #define DOOR_ACCEPT_MAX	16	/* accepted per wakeup, so ended ones are closed between */
+/*
+ * Peeks of a head that found more, at most: each reads the head from its
+ * start, so a head sent a byte a segment cost the door's thread the
+ * square of its length (the tenth outside attack: 30,000 bytes one per
+ * segment on each of 5 connections from one address kept every delivery
+ * and /healthz out, and the queue of such connections kept it busy for
+ * minutes after). A head of max_header_bytes in this many pieces is 128
+ * bytes a piece; a client's is one to a few.
+ */
+#define DOOR_READS_MAX	256
+/*
+ * The receive buffer of a connection in the door, and after: a peek of
+ * the head walks the socket's queue once for each segment it copies
+ * from, so a queue of thousands of one-byte segments made one peek take
+ * seconds (the same attack: 98% of the door's time in the kernel's
+ * tcp_recvmsg_locked). A small buffer makes the kernel collapse such a
+ * queue into a few full segments whenever it is full; twice the largest
+ * head fits in it. A head handed over, the body gets a larger one.
+ */
+#define DOOR_RCVBUF_MIN		(64 << 10)
+#define DOOR_RCVBUF_BODY	(1 << 20)
 /*
  * The accept queue: a flood of connects that fills it makes the kernel
  * drop a genuine sender's SYN, which it sends again only after a second
@@ -28,6 +50,8 @@ struct pending {
 	int fd;
 	int line_in;		/* its request line is in: the guard was told */
 	size_t seen;		/* bytes peeked so far */
+	unsigned reads;		/* peeks that found more */
+	struct wh_head_scan scan;	/* the header lines judged so far */
 	struct wh_guard_conn *conn;
 	struct sockaddr_storage peer;
 	socklen_t len;
@@ -59,6 +83,7 @@ static const char BAD_BYTE_JSON[] =
 static const char LONG_LINE_JSON[] = "{\"error\":\"request line too long\"}\n";
 static const char LARGE_HEAD_JSON[] = "{\"error\":\"request head too large\"}\n";
 static const char BAD_FIELD_JSON[] = "{\"error\":\"malformed header field name\"}\n";
+static const char PIECES_JSON[] = "{\"error\":\"request head sent in too many pieces\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -163,29 +188,48 @@ bad_field(const char *b, const char *nl)
 }
 
 enum wh_line
-wh_door_head_check(const char *buf, size_t n)
+wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 {
-	const char *b = buf, *end = buf + n, *nl;
-	int bad = 0;
+	const char *b = buf + st->next, *end = buf + n, *nl;
 
-	while (b < end && (*b == '\r' || *b == '\n'))
-		b++;	/* empty lines before the request line */
-	if (!(nl = memchr(b, '\n', (size_t)(end - b))))
-		return WH_LINE_INCOMPLETE;
-	for (b = nl + 1; b < end; b = nl + 1) {
+	if (!st->next) {
+		for (b = buf; b < end && (*b == '\r' || *b == '\n'); b++)
+			;	/* empty lines before the request line */
+		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+			return WH_LINE_INCOMPLETE;
+		b = nl + 1;
+		st->next = (size_t)(b - buf);
+	}
+	for (; b < end; b = nl + 1) {
 		if (*b == ' ' || *b == '\t')
 			return WH_LINE_BAD;
 		if (*b == '\n' || (*b == '\r' && b + 1 < end && b[1] == '\n'))
-			return bad ? WH_LINE_BAD_LENGTH : WH_LINE_OK;	/* the head is whole */
+			return st->bad_length ? WH_LINE_BAD_LENGTH : WH_LINE_OK;	/* the head is whole */
 		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
 			break;
 		if (bad_byte(b, nl))
 			return WH_LINE_BAD_BYTE;
 		if (bad_field(b, nl))
 			return WH_LINE_BAD_FIELD;
-		bad |= bad_length(b, nl);
+		st->bad_length |= bad_length(b, nl);
+		st->next = (size_t)(nl + 1 - buf);
 	}
 	return WH_LINE_INCOMPLETE;
+}
+
+enum wh_line
+wh_door_head_check(const char *buf, size_t n)
+{
+	struct wh_head_scan st = { 0, 0 };
+
+	return wh_door_head_scan(&st, buf, n);
+}
+
+/* The socket's receive buffer, as SO_RCVBUF (the kernel doubles it); best effort. */
+static void
+set_rcvbuf(int fd, int bytes)
+{
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
 static void
@@ -243,6 +287,7 @@ hand_over(struct wh_door *d, struct pending *p, int whole)
 {
 	wh_guard_handing_over(d->guard, p->conn, whole);
 	unlink_pending(d, p);
+	set_rcvbuf(p->fd, DOOR_RCVBUF_BODY);
 	if (d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len) < 0)
 		wh_guard_close(d->guard, p->conn);	/* refused and closed at once */
 	free(p);
@@ -261,41 +306,59 @@ hand_over(struct wh_door *d, struct pending *p, int whole)
 static void
 on_readable(struct wh_door *d, struct pending *p, unsigned events)
 {
-	ssize_t n = recv(p->fd, d->peek, d->max_head, MSG_PEEK | MSG_DONTWAIT);
 	int done = (events & (EPOLLRDHUP | EPOLLHUP)) != 0;	/* nothing more comes */
+	int queued = 0;
+	ssize_t n;
 
+	/*
+	 * What is queued now, and no more: a peek asked for more goes on
+	 * copying what arrives while it runs (the socket's backlog is taken
+	 * in between), for as long as the client keeps sending one byte at a
+	 * time. 1 byte when nothing is: tells an end from nothing new.
+	 */
+	if (ioctl(p->fd, FIONREAD, &queued) < 0 || queued < 0)
+		queued = 0;
+	n = recv(p->fd, d->peek, queued ? ((size_t)queued < d->max_head ? (size_t)queued :
+	    d->max_head) : 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
 		drop(d, p);	/* gone, or shut down by the guard's deadline */
 		return;
 	}
+	if ((size_t)n <= p->seen && !done)
+		return;		/* nothing new */
 	if ((size_t)n > p->seen) {
 		p->seen = (size_t)n;
 		wh_guard_heard(d->guard, p->conn);
-	}
-	switch (wh_door_line_check(d->peek, (size_t)n)) {
-	case WH_LINE_OK:
-		break;
-	case WH_LINE_BAD:
-	case WH_LINE_BAD_LENGTH:
-	case WH_LINE_BAD_BYTE:
-	case WH_LINE_BAD_FIELD:
-		ANSWER_400(d, p, BAD_LINE_JSON);
-		return;
-	case WH_LINE_INCOMPLETE:
-		/* A request line longer than a head may be. */
-		if ((size_t)n == d->max_head)
-			answer(d, p, "414 URI Too Long", LONG_LINE_JSON, sizeof(LONG_LINE_JSON) - 1);
-		else if (done)
-			ANSWER_400(d, p, BAD_LINE_JSON);	/* the client is done sending */
-		return;
+		if (++p->reads > DOOR_READS_MAX) {
+			ANSWER_400(d, p, PIECES_JSON);
+			return;
+		}
 	}
 	if (!p->line_in) {
+		switch (wh_door_line_check(d->peek, (size_t)n)) {
+		case WH_LINE_OK:
+			break;
+		case WH_LINE_BAD:
+		case WH_LINE_BAD_LENGTH:
+		case WH_LINE_BAD_BYTE:
+		case WH_LINE_BAD_FIELD:
+			ANSWER_400(d, p, BAD_LINE_JSON);
+			return;
+		case WH_LINE_INCOMPLETE:
+			/* A request line longer than a head may be. */
+			if ((size_t)n == d->max_head)
+				answer(d, p, "414 URI Too Long", LONG_LINE_JSON,
+				    sizeof(LONG_LINE_JSON) - 1);
+			else if (done)
+				ANSWER_400(d, p, BAD_LINE_JSON);	/* the client is done sending */
+			return;
+		}
 		p->line_in = 1;
 		wh_guard_line_done(d->guard, p->conn);
 	}
-	switch (wh_door_head_check(d->peek, (size_t)n)) {
+	switch (wh_door_head_scan(&p->scan, d->peek, (size_t)n)) {
 	case WH_LINE_OK:
 		hand_over(d, p, 1);
 		break;
@@ -344,6 +407,8 @@ on_accept(struct wh_door *d)
 			close(fd);
 			continue;
 		}
+		set_rcvbuf(fd, d->max_head * 2 > DOOR_RCVBUF_MIN ? (int)d->max_head * 2 :
+		    DOOR_RCVBUF_MIN);
 		p->fd = fd;
 		p->peer = ss;
 		p->len = len;

@@ -95,4 +95,15 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
 #define WH_DOOR_LENGTH_DIGITS	18	/* below 2^63 */
 enum wh_line wh_door_head_check(const char *buf, size_t n);
 
+/*
+ * The same, a piece at a time: buf holds the first n bytes, more each
+ * call, and st (zeroed before the first) remembers the lines already
+ * judged, so each call reads only what is new past them.
+ */
+struct wh_head_scan {
+	size_t next;		/* the first header line not yet whole starts here; 0: none yet */
+	int bad_length;		/* a Content-Length line that is no length was seen */
+};
+enum wh_line wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n);
+
 #endif

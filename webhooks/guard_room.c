@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 /*
@@ -270,11 +271,14 @@ static int
 head_in_socket(const struct wh_guard_conn *v)
 {
 	char buf[WH_GUARD_PEEK + 1];
+	int queued = 0;
 	ssize_t n;
 
-	if (!v->in_door || v->fd < 0)
+	/* What is queued, no more: as the door's peek (webhooks/door.c). */
+	if (!v->in_door || v->fd < 0 || ioctl(v->fd, FIONREAD, &queued) < 0 || queued <= 0)
 		return 0;
-	n = recv(v->fd, buf, WH_GUARD_PEEK, MSG_PEEK | MSG_DONTWAIT);
+	n = recv(v->fd, buf, (size_t)queued < WH_GUARD_PEEK ? (size_t)queued : WH_GUARD_PEEK,
+	    MSG_PEEK | MSG_DONTWAIT);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';

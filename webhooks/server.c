@@ -130,6 +130,16 @@ route_of(const char *url, enum config_forge *forge)
 {
 	static const char prefix[] = "/webhooks/";
 
+	/*
+	 * The absolute form (RFC 9112 section 3.2.2: "http://host/path", which
+	 * a server must accept): its path. The authority is not checked;
+	 * neither is Host.
+	 */
+	if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
+		const char *path = strchr(strstr(url, "//") + 2, '/');
+
+		url = path ? path : "/";
+	}
 	if (!strncmp(url, prefix, sizeof(prefix) - 1)) {
 		for (int f = 0; f < CONFIG_N_FORGES; f++)
 			if (!strcmp(url + sizeof(prefix) - 1,
@@ -182,22 +192,61 @@ serve_metrics(struct wh_server *srv, struct MHD_Connection *c)
 	return ret;
 }
 
+struct header_count {
+	const char *name;
+	int n;
+};
+
+static enum MHD_Result
+count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct header_count *h = cls;
+
+	(void)kind;
+	(void)value;
+	h->n += !strcasecmp(key, h->name);
+	return MHD_YES;
+}
+
+/*
+ * The one value of header name, or NULL; *twice set when it came more
+ * than once (a signature, a delivery id or an event named twice is
+ * ambiguous: libmicrohttpd hands out the first, and a proxy in front may
+ * have judged the last; the tenth outside attack's L2).
+ */
+static const char *
+header_once(struct MHD_Connection *c, const char *name, const char **twice)
+{
+	struct header_count h = { name, 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+	if (h.n > 1 && !*twice)
+		*twice = name;
+	return header(c, name);
+}
+
 static enum MHD_Result
 serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 {
 	struct wh_request in;
 	struct wh_response out;
 	int gitlab = rq->forge == CONFIG_GITLAB, gitea = rq->forge == CONFIG_GITEA;
+	const char *twice = NULL;
+	char msg[128];
 
 	memset(&in, 0, sizeof(in));
 	in.forge = rq->forge;
-	in.content_type = header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
-	in.event = header(c, gitlab ? "X-Gitlab-Event" : gitea ? "X-Gitea-Event" :
-	    "X-GitHub-Event");
-	in.delivery = header(c, gitlab ? "X-Gitlab-Event-UUID" : gitea ?
-	    "X-Gitea-Delivery" : "X-GitHub-Delivery");
-	in.signature = header(c, gitlab ? "X-Gitlab-Token" : gitea ?
-	    "X-Gitea-Signature" : "X-Hub-Signature-256");
+	in.content_type = header_once(c, MHD_HTTP_HEADER_CONTENT_TYPE, &twice);
+	in.event = header_once(c, gitlab ? "X-Gitlab-Event" : gitea ? "X-Gitea-Event" :
+	    "X-GitHub-Event", &twice);
+	in.delivery = header_once(c, gitlab ? "X-Gitlab-Event-UUID" : gitea ?
+	    "X-Gitea-Delivery" : "X-GitHub-Delivery", &twice);
+	in.signature = header_once(c, gitlab ? "X-Gitlab-Token" : gitea ?
+	    "X-Gitea-Signature" : "X-Hub-Signature-256", &twice);
+	if (twice) {
+		snprintf(msg, sizeof(msg), "{\"error\":\"more than one %s header\"}\n", twice);
+		return reply_json(c, 400, msg, NULL, 1);
+	}
 	in.body = buf_cstr(&rq->body);
 	in.len = rq->body.len;
 	wh_handle(&srv->ctx, &in, &out);
@@ -366,6 +415,8 @@ begin(struct wh_server *srv, struct MHD_Connection *c, const char *url,
 			    "other", "too_large");
 			return reply_json(c, 413, "{\"error\":\"body too large\"}\n", NULL, 1);
 		}
+		/* Its buffer grows no larger than what it declares (not twice). */
+		rq->body.max = (size_t)len;
 	}
 	rq->answered = 0;
 	return MHD_YES;

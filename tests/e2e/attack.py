@@ -31,6 +31,11 @@ declare where a kind declares one (its default below):
              127.100-199.0-255.1-254; the ninth outside attack: 400 at
              once, each reconnect from a new address); fresh-KIND is KIND
              so, its connections reopened at once when ended
+  bytewise   a request line, Host, then a header line one byte a segment
+             (TCP_NODELAY), each connection in turn, as fast as it goes,
+             reopened at once when ended (the tenth outside attack: 5 from
+             one address; each peek of such a head walked the socket's
+             queue once per segment)
   pause      connected, 50 ms later a whole bad-signature request (head and
              2-byte body), its answer read, reopened at once (the eighth
              outside attack: curl's pattern, from 1,000 addresses)
@@ -39,6 +44,10 @@ declare where a kind declares one (its default below):
              quick 503 halves what the next one declares (down to 1 KiB), to
              fill a budget reserved from Content-Length exactly
   stall      a whole head declaring a 25 MiB body, 20 MiB at once, then nothing
+  big        a whole head declaring a 25 MiB body and all of it as fast as
+             the server takes it (a bad signature: 401 once it is in),
+             reopened at once when answered (the tenth outside attack's
+             M1: 24 at a time)
   replay     N threads sending one captured, genuinely signed push again
              and again, each time under a fresh delivery id, as fast as
              the server answers (every answer should be 200 duplicate)
@@ -171,10 +180,13 @@ class Attack:
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
+            elif self.kind == "bytewise":
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ")
             elif self.kind == "proxied":
                 s.send((self.HEAD % (self.seq, self.declare)).replace(
                     b"Host: x\r\n", b"Host: x\r\nX-Forwarded-For: 10.9.0.%d\r\n" % (1 + i % 4)))
-            elif self.kind not in ("idle", "wall", "pause"):
+            elif self.kind not in ("idle", "wall", "pause", "bytewise"):
                 s.send(self.HEAD % (self.seq, self.declare))
         except OSError:
             pass
@@ -190,7 +202,7 @@ class Attack:
             return
         self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody",
                                                                    "knock", "trickle", "wall",
-                                                                   "pause")
+                                                                   "pause", "bytewise")
                                              else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:
@@ -214,10 +226,10 @@ class Attack:
             return
         except OSError:
             d = b""
-        if not d or self.kind in ("surge", "trickle", "pause"):
+        if not d or self.kind in ("surge", "trickle", "pause", "big"):
             i = self.live[s][3]
             self.gone(s)
-            if self.fresh or self.kind in ("wall", "pause"):
+            if self.fresh or self.kind in ("wall", "pause", "bytewise", "big"):
                 self.open_one(i)	# at once, not at the next fill
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -225,6 +237,17 @@ class Attack:
 
     def tick(self):
         now = time.monotonic()
+        if self.kind == "bytewise":
+            # One byte a segment on each connection in turn, many rounds a tick.
+            for _ in range(64):
+                for s in list(self.live):
+                    try:
+                        s.send(b"a")
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        self.gone(s)
+            return
         for s, st in list(self.live.items()):
             try:
                 if self.kind == "line" and now - st[1] >= 1:
@@ -249,6 +272,8 @@ class Attack:
                     st[1] = now
                 elif self.kind == "stall" and st[2] < 20 * MIB:
                     st[2] += s.send(b" " * min(MIB, 20 * MIB - st[2]))
+                elif self.kind == "big" and st[2] < self.declare:
+                    st[2] += s.send(b" " * min(MIB, self.declare - st[2]))
                 elif self.kind == "surge" and st[2] < self.declare * 7 // 8:
                     st[2] += s.send(b" " * min(MIB, self.declare * 7 // 8 - st[2]))
                     st[1] = now
@@ -436,10 +461,11 @@ def main(argv):
     ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain,
                     delay, fresh) for i in range(deliver_conc)]
     started = False
+    busy = any(a.kind == "bytewise" for a in attacks)
     while time.monotonic() - start < secs:
         for a in attacks:
             a.fill()
-        for key, _ in sel.select(0.05):
+        for key, _ in sel.select(0 if busy else 0.05):
             key.data.readable(key.fileobj)
         for a in attacks:
             a.tick()

@@ -65,6 +65,16 @@ raw "a header line without a colon" 400 'malformed header field name' \
 raw "HTTP/1.1 without Host" 400 'exactly one Host' 'GET /healthz HTTP/1.1\r\n\r\n'
 raw "two Host headers" 400 'exactly one Host' 'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n'
 raw "HTTP/1.0 without Host is fine" 200 '"ok"' 'GET /healthz HTTP/1.0\r\n\r\n'
+raw "the absolute form (section 3.2.2)" 200 '"ok"' 'GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+# A forge's headers, each once: libmicrohttpd hands out the first, a proxy
+# in front may have judged the last (the tenth outside attack's L2).
+W='POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n'
+raw "two signatures" 400 'more than one X-Hub-Signature-256' \
+    "${W}X-GitHub-Event: push\r\nX-GitHub-Delivery: d2\r\nX-Hub-Signature-256: sha256=00\r\nX-Hub-Signature-256: sha256=01\r\n\r\n{}"
+raw "two delivery ids" 400 'more than one X-GitHub-Delivery' \
+    "${W}X-GitHub-Event: push\r\nX-GitHub-Delivery: d3\r\nX-GitHub-Delivery: d4\r\nX-Hub-Signature-256: sha256=00\r\n\r\n{}"
+raw "two events" 400 'more than one X-GitHub-Event' \
+    "${W}X-GitHub-Event: push\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d5\r\nX-Hub-Signature-256: sha256=00\r\n\r\n{}"
 raw "space before the colon (section 5.1)" 400 'malformed header field name' \
     "${H}Content-Length : 2\r\n\r\n{}"
 

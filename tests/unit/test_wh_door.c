@@ -245,11 +245,41 @@ test_door(void)
 	config_free(c);
 }
 
+/*
+ * wh_door_head_scan() a byte at a time, as the door does when a head comes
+ * a byte a segment: never a verdict before the whole head's, then the
+ * whole head's.
+ */
+static void
+test_head_pieces(void)
+{
+	static const struct { const char *s; enum wh_line want; } heads[] = {
+		{ "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n", WH_LINE_OK },
+		{ "\r\nGET / HTTP/1.1\nX-A: a\n\n", WH_LINE_OK },
+		{ "POST / HTTP/1.1\r\nContent-Length: x\r\nHost: a\r\n\r\n", WH_LINE_BAD_LENGTH },
+		{ "GET / HTTP/1.1\r\nX-A: a\r\n b\r\n\r\n", WH_LINE_BAD },
+		{ "GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", WH_LINE_BAD_BYTE },
+		{ "GET / HTTP/1.1\r\nNoColon\r\n\r\n", WH_LINE_BAD_FIELD },
+	};
+
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		struct wh_head_scan st = { 0, 0 };
+		size_t len = strlen(heads[i].s), n;
+		enum wh_line got = WH_LINE_INCOMPLETE;
+
+		for (n = 1; n <= len && got == WH_LINE_INCOMPLETE; n++)
+			got = wh_door_head_scan(&st, heads[i].s, n);
+		CHECK_INT(heads[i].s, got, heads[i].want);
+		CHECK_INT("the same as the whole at once", wh_door_head_check(heads[i].s, len), got);
+	}
+}
+
 int
 main(void)
 {
 	test_lines();
 	test_heads();
+	test_head_pieces();
 	test_door();
 	return t_done("test_wh_door");
 }
