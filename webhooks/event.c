@@ -8,21 +8,15 @@
 #include <strings.h>
 
 #include "common/jsonx.h"
-
-static const char *const github_events[] = { "push", "issue_comment",
-	"pull_request", "ping", NULL };
-static const char *const gitlab_events[] = { "Push Hook", "Note Hook",
-	"Merge Request Hook", "Tag Push Hook", NULL };
-static const char *const gitea_events[] = { "push", "issue_comment",
-	"pull_request", NULL };
+#include "webhooks/forges.h"
 
 const char *
 wh_event_label(enum config_forge forge, const char *event)
 {
-	const char *const *list = forge == CONFIG_GITHUB ? github_events :
-	    forge == CONFIG_GITLAB ? gitlab_events : gitea_events;
+	const struct wh_forge *f = wh_forge(forge);
+	const char *const *list = f ? f->events : NULL;
 
-	if (!event)
+	if (!event || !list)
 		return "other";
 	for (; *list; list++)
 		if (!strcmp(*list, event))
@@ -232,7 +226,8 @@ parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
 		if (strcmp(action, "created"))
 			ignore(ev, "comment not newly created");
 		else if (!json_is_object(jsonx_path(r, "issue.pull_request")) &&
-		    !(forge == CONFIG_GITEA && jsonx_bool(r, "is_pull", 0)))
+		    !(wh_forge(forge)->comment_on_pull &&
+		    jsonx_bool(r, wh_forge(forge)->comment_on_pull, 0)))
 			ignore(ev, "comment on an issue, not a pull request");
 		else
 			return comment_command(ev, body);
@@ -353,7 +348,7 @@ wh_event_parse(enum config_forge forge, const char *event, const char *body,
 		error = -EINVAL;
 		goto out;
 	}
-	if (forge == CONFIG_GITLAB)
+	if (wh_forge(forge)->dialect == WH_DIALECT_LAB)
 		error = parse_gitlab(event, &ev, err, errlen);
 	else
 		error = parse_hub(forge, event, &ev, err, errlen);
@@ -402,7 +397,7 @@ repo_ok(enum config_forge forge, const char *repo)
 		if (len++ == 0 && *p == '-')
 			return 0;
 	}
-	return forge == CONFIG_GITLAB ? segs >= 2 && segs <= WH_MAX_REPO_DEPTH :
+	return wh_forge(forge)->nested_groups ? segs >= 2 && segs <= WH_MAX_REPO_DEPTH :
 	    segs == 2;
 }
 
@@ -464,15 +459,14 @@ int
 wh_event_check(const struct wh_event *ev, enum config_forge forge,
     int local_clone, char *err, size_t errlen)
 {
-	int lab = forge == CONFIG_GITLAB;
+	const struct wh_forge *f = wh_forge(forge);
 	char branch[1024 + 12];
 
 	if (ev->repo && !repo_ok(forge, ev->repo)) {
 		snprintf(err, errlen, "%s: '%.100s' is not %s of letters, digits, "
 		    "'.', '_' and '-' (none '.', '..', starting with '-' or "
-		    "ending in '.' or '.git')",
-		    lab ? "project.path_with_namespace" : "repository.full_name",
-		    ev->repo, lab ? "GROUP/NAME" : "OWNER/NAME");
+		    "ending in '.' or '.git')", f->repo_key, ev->repo,
+		    f->nested_groups ? "GROUP/NAME" : "OWNER/NAME");
 		return -EINVAL;
 	}
 	if (ev->ref && !ref_ok(ev->ref)) {
@@ -484,14 +478,12 @@ wh_event_check(const struct wh_event *ev, enum config_forge forge,
 	    !ref_ok((snprintf(branch, sizeof(branch), "refs/heads/%s",
 	    ev->default_branch), branch)))) {
 		snprintf(err, errlen, "%s: '%.100s' is not a branch name git allows",
-		    lab ? "project.default_branch" : "repository.default_branch",
-		    ev->default_branch);
+		    f->branch_key, ev->default_branch);
 		return -EINVAL;
 	}
 	if (ev->kind == WH_PUSH && !clone_url_ok(ev->clone_url, local_clone)) {
 		snprintf(err, errlen, "%s: '%.100s' is not an https, http, ssh or "
-		    "git URL of a host", lab ? "project.git_http_url" :
-		    "repository.clone_url", ev->clone_url);
+		    "git URL of a host", f->clone_key, ev->clone_url);
 		return -EINVAL;
 	}
 	return 0;

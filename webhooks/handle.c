@@ -15,7 +15,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "webhooks/event.h"
-#include "webhooks/verify.h"
+#include "webhooks/forges.h"
 
 #define WH_LOG_JUNK_PER_S 10
 
@@ -132,17 +132,9 @@ verify(const struct wh_ctx *ctx, const struct wh_request *rq)
 {
 	size_t slen;
 	const char *secret = config_forge_secret(ctx->cfg, rq->forge, &slen);
+	const struct wh_forge *f = wh_forge(rq->forge);
 
-	switch (rq->forge) {
-	case CONFIG_GITHUB:
-		return wh_verify_github(secret, slen, rq->signature, rq->body, rq->len);
-	case CONFIG_GITEA:
-		return wh_verify_gitea(secret, slen, rq->signature, rq->body, rq->len);
-	case CONFIG_GITLAB:
-		return wh_verify_gitlab(secret, slen, rq->signature);
-	default:
-		return -EINVAL;
-	}
+	return f ? f->verify(secret, slen, rq->signature, rq->body, rq->len) : -EINVAL;
 }
 
 /* The little of the payload a job keeps: what a later stage may want to show. */
@@ -255,7 +247,7 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		answer_error(rs, 404, "unconfigured", "this forge's webhook is not configured");
 		return;
 	}
-	if (kind == BODY_OTHER || (kind == BODY_FORM && rq->forge == CONFIG_GITLAB)) {
+	if (kind == BODY_OTHER || (kind == BODY_FORM && !wh_forge(rq->forge)->form_bodies)) {
 		answer_error(rs, 415, "unsupported",
 		    "content type must be application/json (or application/x-www-form-urlencoded for GitHub and Gitea)");
 		return;
@@ -269,7 +261,7 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		answer_error(rs, 400, "malformed", "missing event header");
 		return;
 	}
-	if (!delivery && rq->forge == CONFIG_GITLAB) {
+	if (!delivery && wh_forge(rq->forge)->body_identity) {
 		/* Older GitLab sends no X-Gitlab-Event-UUID: the body is the identity. */
 		memcpy(hashid, "sha256:", 7);
 		crypto_sha256_hex(rq->body, rq->len, hashid + 7);

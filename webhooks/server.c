@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "webhooks/forges.h"
 #include "webhooks/door.h"
 #include "webhooks/guard.h"
 #include "webhooks/handle.h"
@@ -230,19 +231,16 @@ serve_webhook(struct wh_server *srv, struct MHD_Connection *c, struct req *rq)
 {
 	struct wh_request in;
 	struct wh_response out;
-	int gitlab = rq->forge == CONFIG_GITLAB, gitea = rq->forge == CONFIG_GITEA;
+	const struct wh_forge *f = wh_forge(rq->forge);
 	const char *twice = NULL;
 	char msg[128];
 
 	memset(&in, 0, sizeof(in));
 	in.forge = rq->forge;
 	in.content_type = header_once(c, MHD_HTTP_HEADER_CONTENT_TYPE, &twice);
-	in.event = header_once(c, gitlab ? "X-Gitlab-Event" : gitea ? "X-Gitea-Event" :
-	    "X-GitHub-Event", &twice);
-	in.delivery = header_once(c, gitlab ? "X-Gitlab-Event-UUID" : gitea ?
-	    "X-Gitea-Delivery" : "X-GitHub-Delivery", &twice);
-	in.signature = header_once(c, gitlab ? "X-Gitlab-Token" : gitea ?
-	    "X-Gitea-Signature" : "X-Hub-Signature-256", &twice);
+	in.event = header_once(c, f->event_header, &twice);
+	in.delivery = header_once(c, f->delivery_header, &twice);
+	in.signature = header_once(c, f->signature_header, &twice);
 	if (twice) {
 		snprintf(msg, sizeof(msg), "{\"error\":\"more than one %s header\"}\n", twice);
 		return reply_json(c, 400, msg, NULL, 1);
