@@ -84,6 +84,7 @@ static const char LONG_LINE_JSON[] = "{\"error\":\"request line too long\"}\n";
 static const char LARGE_HEAD_JSON[] = "{\"error\":\"request head too large\"}\n";
 static const char BAD_FIELD_JSON[] = "{\"error\":\"malformed header field name\"}\n";
 static const char PIECES_JSON[] = "{\"error\":\"request head sent in too many pieces\"}\n";
+static const char VERSION_JSON[] = "{\"error\":\"HTTP/1.0 and HTTP/1.1 only\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -225,6 +226,25 @@ wh_door_head_check(const char *buf, size_t n)
 	return wh_door_head_scan(&st, buf, n);
 }
 
+/*
+ * Is the version of the whole request line in buf HTTP/1.0 or HTTP/1.1
+ * (libmicrohttpd answered any other, HTTP/2's preface included, with its
+ * own HTML page)?
+ */
+static int
+version_ours(const char *buf, size_t n)
+{
+	const char *b = buf, *end = buf + n, *nl;
+
+	while (b < end && (*b == '\r' || *b == '\n'))
+		b++;	/* empty lines before the request line */
+	if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+		return 0;
+	if (nl > b && nl[-1] == '\r')
+		nl--;
+	return nl - b >= 8 && (!memcmp(nl - 8, "HTTP/1.1", 8) || !memcmp(nl - 8, "HTTP/1.0", 8));
+}
+
 /* The socket's receive buffer, as SO_RCVBUF (the kernel doubles it); best effort. */
 static void
 set_rcvbuf(int fd, int bytes)
@@ -339,6 +359,11 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	if (!p->line_in) {
 		switch (wh_door_line_check(d->peek, (size_t)n)) {
 		case WH_LINE_OK:
+			if (!version_ours(d->peek, (size_t)n)) {
+				answer(d, p, "505 HTTP Version Not Supported", VERSION_JSON,
+				    sizeof(VERSION_JSON) - 1);
+				return;
+			}
 			break;
 		case WH_LINE_BAD:
 		case WH_LINE_BAD_LENGTH:

@@ -88,7 +88,8 @@ raw "a control byte in the target" 400 'malformed request line' 'GET /heal\x01th
 raw "a bad method byte" 400 'malformed request line' 'G(T /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
 raw "a line cut off by the client" 400 'malformed request line' 'GET /heal' --shut
 raw "an empty line first is fine" 200 '"ok"' '\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
-raw "HTTP/9.9 is a version, just not ours" 505 '' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'
+raw "HTTP/9.9 is a version, just not ours" 505 'HTTP/1.0 and HTTP/1.1 only' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'
+raw "HTTP/2's preface" 505 'HTTP/1.0 and HTTP/1.1 only' 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
 
 # Sound framing, both ways, reaches the handler (401: the signature is wrong).
 raw "one Content-Length" 401 'signature' "${H}Content-Length: 2\r\n\r\n{}"
