@@ -375,6 +375,66 @@ store_results(struct runner *rn, const struct store_task *t, const char *out,
 	}
 }
 
+/*
+ * The command line of task t: kernelbot eval of kernel (a benchmark's:
+ * the PR's kernel, relative to src) or optimize (or runners.command)
+ * over the checkout src into out, on this runner's device, then
+ * runners.optimize_args (benchmark_args) and the repository's budget.
+ * argv has RUNNER_MAX_ARGS; dev and text hold what it points to.
+ */
+static void
+task_argv(struct runner *rn, const struct store_task *t, const char *src, const char *out,
+    const char *kernel, const char **argv, char dev[16], char text[][BUDGET_ARG_LEN])
+{
+	const json_t *extra = rn->opts->optimize_args, *it;
+	size_t i, n = 0;
+
+	if (kernel) {
+		argv[n++] = rn->self;
+		argv[n++] = "eval";
+		argv[n++] = t->module;
+		argv[n++] = kernel;
+		argv[n++] = "--class";
+		argv[n++] = t->class_name;
+		argv[n++] = "--backend";
+		argv[n++] = rn->backend;
+		argv[n++] = "--json";
+		extra = rn->opts->benchmark_args;
+	} else if (rn->opts->command) {
+		json_array_foreach(rn->opts->command, i, it)
+			if (n < RUNNER_MAX_ARGS - 40)
+				argv[n++] = json_string_value(it);
+	} else {
+		argv[n++] = rn->self;
+		argv[n++] = "optimize";
+	}
+	if (!kernel) {
+		argv[n++] = src;
+		argv[n++] = t->module;
+		argv[n++] = "--backend";
+		argv[n++] = rn->backend;
+		argv[n++] = "--out";
+		argv[n++] = out;
+		argv[n++] = "--json";
+		if (rn->config_file) {
+			argv[n++] = "--config";
+			argv[n++] = rn->config_file;
+		}
+	}
+	if (rn->gpu >= 0) {
+		snprintf(dev, 16, "%d", rn->gpu);
+		argv[n++] = "--device";
+		argv[n++] = dev;
+	}
+	json_array_foreach(extra, i, it)
+		if (n < RUNNER_MAX_ARGS - BUDGET_MAX_ARGS - 1)
+			argv[n++] = json_string_value(it);
+	/* After optimize_args: the repository's budget replaces their defaults. */
+	if (!kernel)
+		repo_budget_args(rn, t, src, argv, &n, text);
+	argv[n] = NULL;
+}
+
 /* Run one claimed task to its end and record it. */
 static void
 run_task(struct runner *rn, struct store_task *t)
@@ -392,8 +452,6 @@ run_task(struct runner *rn, struct store_task *t)
 	char budget_text[BUDGET_MAX_ARGS][BUDGET_ARG_LEN];
 	char *summary = NULL;
 	int bench = !strcmp(t->kind, "benchmark");
-	const json_t *extra = rn->opts->optimize_args, *it;
-	size_t i, n = 0;
 	int rc, hb_started = 0;
 
 	memset(&res, 0, sizeof(res));
@@ -419,56 +477,13 @@ run_task(struct runner *rn, struct store_task *t)
 		snprintf(err, sizeof(err), "out of memory");
 		goto finish;
 	}
-	if (bench) {
+	if (bench && bench_kernel(rn, t, src, kernel, sizeof(kernel)) < 0) {
 		/* The PR's kernel against the module, both at the job's commit: no search. */
-		if (bench_kernel(rn, t, src, kernel, sizeof(kernel)) < 0) {
-			snprintf(err, sizeof(err), "no kernel to benchmark: kernels/%s/ "
-			    "has none for %s (%s)", t->slug, rn->arch, rn->backend);
-			goto finish;
-		}
-		argv[n++] = rn->self;
-		argv[n++] = "eval";
-		argv[n++] = t->module;
-		argv[n++] = kernel;
-		argv[n++] = "--class";
-		argv[n++] = t->class_name;
-		argv[n++] = "--backend";
-		argv[n++] = rn->backend;
-		argv[n++] = "--json";
-		extra = rn->opts->benchmark_args;
-	} else if (rn->opts->command) {
-		json_array_foreach(rn->opts->command, i, it)
-			if (n < RUNNER_MAX_ARGS - 40)
-				argv[n++] = json_string_value(it);
-	} else {
-		argv[n++] = rn->self;
-		argv[n++] = "optimize";
+		snprintf(err, sizeof(err), "no kernel to benchmark: kernels/%s/ "
+		    "has none for %s (%s)", t->slug, rn->arch, rn->backend);
+		goto finish;
 	}
-	if (!bench) {
-		argv[n++] = src;
-		argv[n++] = t->module;
-		argv[n++] = "--backend";
-		argv[n++] = rn->backend;
-		argv[n++] = "--out";
-		argv[n++] = out;
-		argv[n++] = "--json";
-		if (rn->config_file) {
-			argv[n++] = "--config";
-			argv[n++] = rn->config_file;
-		}
-	}
-	if (rn->gpu >= 0) {
-		snprintf(dev, sizeof(dev), "%d", rn->gpu);
-		argv[n++] = "--device";
-		argv[n++] = dev;
-	}
-	json_array_foreach(extra, i, it)
-		if (n < RUNNER_MAX_ARGS - BUDGET_MAX_ARGS - 1)
-			argv[n++] = json_string_value(it);
-	/* After optimize_args: the repository's budget replaces their defaults. */
-	if (!bench)
-		repo_budget_args(rn, t, src, argv, &n, budget_text);
-	argv[n] = NULL;
+	task_argv(rn, t, src, out, bench ? kernel : NULL, argv, dev, budget_text);
 
 	memset(&x, 0, sizeof(x));
 	x.store = rn->store;
