@@ -200,6 +200,44 @@ fileset_free(struct fileset *fs)
 	fs->n = 0;
 }
 
+/*
+ * What publish did, on stdout: the JSON of res, or one line (outcome,
+ * branch, commit, the pull request and the comment); and on stderr, a
+ * branch it could not update. 0, or -ENOMEM.
+ */
+static int
+print_result(const struct deliver_result *res, int json)
+{
+	struct buf out = BUF_INIT(BUF_MAX_DEFAULT);
+	json_t *j;
+	int rc = 0;
+
+	if (res->push.outcome == GITOPS_PUBLISH_MOVED)
+		fprintf(stderr, "kernelbot publish: %s was not updated: its tip is "
+		    "by %s; %s\n", res->branch, res->push.moved_by, res->have_pr ?
+		    "said so in the pull request" : "and it has no pull request");
+	if (json) {
+		j = deliver_result_json(res);
+		if (!j || jsonx_dump(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, &out) < 0)
+			rc = -ENOMEM;
+		else
+			printf("%s\n", buf_cstr(&out));
+		json_decref(j);
+		buf_free(&out);
+		return rc;
+	}
+	printf("%s %s %s", gitops_publish_outcome_name(res->push.outcome),
+	    res->branch, res->push.commit);
+	if (res->have_pr)
+		printf(" pr #%lld %s %s", res->pr.number,
+		    forge_result_name(res->pr.result), res->pr.url);
+	if (res->have_comment)
+		printf(" comment %lld %s", res->comment.id,
+		    forge_result_name(res->comment.result));
+	printf("\n");
+	return 0;
+}
+
 int
 cmd_publish(int argc, char **argv)
 {
@@ -241,19 +279,16 @@ cmd_publish(int argc, char **argv)
 	const char *reviewers[PUBLISH_MAX_LIST + 1] = { NULL };
 	struct deliver_req q;
 	struct deliver_result res;
-	struct fileset *fs = calloc(1, sizeof(*fs));
+	struct fileset *fs;
 	struct gitops_repo *repo = NULL;
 	struct forge *forge = NULL;
-	struct buf msg = BUF_INIT(BUF_MAX_SMALL), out = BUF_INIT(BUF_MAX_DEFAULT);
+	struct buf msg = BUF_INIT(BUF_MAX_SMALL);
 	char *body = NULL, *comment = NULL, err[1024];
 	char base[GITOPS_OID_HEX];
 	size_t nl = 0, nr = 0;
 	int c, json = 0, rc = 1;
-	json_t *j = NULL;
 
 	memset(&q, 0, sizeof(q));
-	if (!fs)
-		return 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_CONFIG: config = optarg; break;
@@ -288,30 +323,24 @@ cmd_publish(int argc, char **argv)
 		case O_JSON: json = 1; break;
 		case 'h':
 			fputs(publish_usage, stdout);
-			free(fs);
 			return 0;
 		default:
 			fputs(publish_usage, stderr);
-			free(fs);
 			return EXIT_USAGE;
 		}
 	}
 	if (!config || !fname || !repo_name || !gitdir || !q.base_sha ||
 	    !q.base_branch || !q.module_path || !files_dir || !q.title ||
-	    !body_file || optind != argc) {
-		free(fs);
+	    !body_file || optind != argc)
 		return cli_usage_error("publish", "missing or extra arguments "
 		    "(see kernelbot publish --help)");
-	}
-	if (!!status != !!q.status_context) {
-		free(fs);
+	if (!!status != !!q.status_context)
 		return cli_usage_error("publish", "--status and --context go together");
-	}
-	if (status && forge_state_parse(status, &q.status_state) < 0) {
-		free(fs);
+	if (status && forge_state_parse(status, &q.status_state) < 0)
 		return cli_usage_error("publish", "--status: '%s' is not pending, "
 		    "success, failure, error or neutral", status);
-	}
+	if (!(fs = calloc(1, sizeof(*fs))))
+		return 1;
 	if (!(body = slurp(body_file, BUF_MAX_DEFAULT, "publish")) ||
 	    (comment_file && !(comment = slurp(comment_file, BUF_MAX_DEFAULT,
 	    "publish"))) || collect(files_dir, "", fs) < 0)
@@ -343,31 +372,8 @@ cmd_publish(int argc, char **argv)
 		fprintf(stderr, "kernelbot publish: %s\n", err);
 		goto out;
 	}
-	if (res.push.outcome == GITOPS_PUBLISH_MOVED)
-		fprintf(stderr, "kernelbot publish: %s was not updated: its tip is "
-		    "by %s; %s\n", res.branch, res.push.moved_by, res.have_pr ?
-		    "said so in the pull request" : "and it has no pull request");
-	if (json) {
-		j = deliver_result_json(&res);
-		if (!j || jsonx_dump(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER,
-		    &out) < 0)
-			goto out;
-		printf("%s\n", buf_cstr(&out));
-	} else {
-		printf("%s %s %s", gitops_publish_outcome_name(res.push.outcome),
-		    res.branch, res.push.commit);
-		if (res.have_pr)
-			printf(" pr #%lld %s %s", res.pr.number,
-			    forge_result_name(res.pr.result), res.pr.url);
-		if (res.have_comment)
-			printf(" comment %lld %s", res.comment.id,
-			    forge_result_name(res.comment.result));
-		printf("\n");
-	}
-	rc = 0;
+	rc = print_result(&res, json) < 0;
 out:
-	json_decref(j);
-	buf_free(&out);
 	buf_free(&msg);
 	free(body);
 	free(comment);
