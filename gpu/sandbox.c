@@ -339,6 +339,25 @@ plan_rest(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 	return missing;
 }
 
+/*
+ * The pipe the child's setup reports through (struct sbx_diag): its write
+ * end above where the spawner places passed descriptors. 0 or -errno;
+ * p[] stays -1 where not open.
+ */
+static int
+diag_pipe(int p[2])
+{
+	int hi;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if ((hi = fcntl(p[1], F_DUPFD_CLOEXEC, DIAG_FD_MIN)) < 0)
+		return -errno;
+	close(p[1]);
+	p[1] = hi;
+	return 0;
+}
+
 int
 sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
     struct spawn_result *r, json_t **checks)
@@ -446,19 +465,8 @@ sandbox_run(const struct sandbox_opts *so, const struct spawn_opts *o,
 	sbx_check(ck, "scratch", 1, "%s is the only writable host directory%s", scratch,
 	    root ? " (handed to the sandbox uid)" : "");
 
-	if (pipe2(diag_p, O_CLOEXEC) < 0) {
-		error = -errno;
+	if ((error = diag_pipe(diag_p)) < 0)
 		goto out;
-	}
-	{
-		int hi = fcntl(diag_p[1], F_DUPFD_CLOEXEC, DIAG_FD_MIN);
-		if (hi < 0) {
-			error = -errno;
-			goto out;
-		}
-		close(diag_p[1]);
-		diag_p[1] = hi;
-	}
 	p->diag_fd = diag_p[1];
 	p->parent = getpid();
 	run.cwd = NULL;
