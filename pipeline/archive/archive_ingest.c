@@ -257,6 +257,70 @@ history_result(const struct one *o, const json_t *h)
 	return r;
 }
 
+/*
+ * After the best (o->k[0]), the problem's other correct candidates in
+ * history cands, fastest first, one per source, until o holds cap: each
+ * read from o->dir's candidates/ and kept only when its text hashes to
+ * the source_sha the history gives it. Those refused are counted in st.
+ * 0, or -ENOMEM.
+ */
+static int
+add_others(struct one *o, const struct archive_provenance *prov, const char *module,
+    const json_t *cands, const char *best_sha, size_t cap, struct archive_ingest_stats *st)
+{
+	json_t *h, **others = NULL;
+	size_t nothers = 0, i;
+	char *text = NULL, why[512];
+
+	if (json_array_size(cands) &&
+	    !(others = calloc(json_array_size(cands), sizeof(*others))))
+		return -ENOMEM;
+	json_array_foreach(cands, i, h)
+		if (json_is_true(json_object_get(h, "correct")) &&
+		    !strcmp(jsonx_str(h, "status", ""), "correct") &&
+		    jsonx_num(h, "ms", 0) > 0 && strcmp(jsonx_str(h, "source_sha", ""), best_sha))
+			others[nothers++] = h;
+	if (nothers)
+		qsort(others, nothers, sizeof(*others), cmp_ms);
+	for (i = 0; i < nothers && o->n < cap; i++) {
+		const char *rel = jsonx_str(others[i], "file", "");
+		char csha[CRYPTO_SHA256_HEX];
+		size_t j;
+
+		for (j = 0; j < i && strcmp(jsonx_str(others[j], "source_sha", ""),
+		    jsonx_str(others[i], "source_sha", "")); j++)
+			;
+		if (j < i)
+			continue;	/* the same source evaluated twice */
+		if (!safe_rel(rel) || strncmp(rel, "candidates/", 11) ||
+		    read_text(o->dir, rel, &text, why, sizeof(why)) < 0) {
+			st->refused++;
+			continue;
+		}
+		crypto_sha256_hex(text, strlen(text), csha);
+		if (strcmp(csha, jsonx_str(others[i], "source_sha", csha))) {
+			free(text);
+			text = NULL;
+			st->refused++;
+			continue;
+		}
+		fill_kernel(o, prov, module, others[i], text, history_result(o, others[i]));
+		text = NULL;
+		if (archive_build(&o->k[o->n - 1], &o->b[o->n - 1], why, sizeof(why)) < 0) {
+			/* Not stored: take the slot back. */
+			o->n--;
+			free(o->kernel[o->n]);
+			json_decref(o->res[o->n]);
+			json_decref(o->parents[o->n]);
+			o->kernel[o->n] = NULL;
+			o->res[o->n] = o->parents[o->n] = NULL;
+			st->refused++;
+		}
+	}
+	free(others);
+	return 0;
+}
+
 static int
 ingest_one(struct store *s, const char *dir, const char *slug,
     const struct archive_provenance *prov, struct archive_ingest_stats *st,
@@ -264,11 +328,10 @@ ingest_one(struct store *s, const char *dir, const char *slug,
 {
 	struct one o = { .dir = dir };
 	const json_t *best, *cands;
-	json_t *h, **others = NULL;
 	const char *best_rel, *module, *p;
 	char sha[CRYPTO_SHA256_HEX], why[512], name[128];
 	size_t cap = prov->per_problem > 0 ? (size_t)prov->per_problem :
-	    ARCHIVE_DEFAULT_PER_PROBLEM, nothers = 0, i;
+	    ARCHIVE_DEFAULT_PER_PROBLEM, i;
 	int error, *res = NULL;
 	char *text = NULL;
 
@@ -360,53 +423,8 @@ ingest_one(struct store *s, const char *dir, const char *slug,
 		goto out;
 	}
 	/* The other correct candidates, fastest first, while there is room. */
-	if (json_array_size(cands) &&
-	    !(others = calloc(json_array_size(cands), sizeof(*others)))) {
-		error = -ENOMEM;
+	if ((error = add_others(&o, prov, module, cands, sha, cap, st)) < 0)
 		goto out;
-	}
-	json_array_foreach(cands, i, h)
-		if (json_is_true(json_object_get(h, "correct")) &&
-		    !strcmp(jsonx_str(h, "status", ""), "correct") &&
-		    jsonx_num(h, "ms", 0) > 0 && strcmp(jsonx_str(h, "source_sha", ""), sha))
-			others[nothers++] = h;
-	if (nothers)
-		qsort(others, nothers, sizeof(*others), cmp_ms);
-	for (i = 0; i < nothers && o.n < cap; i++) {
-		const char *rel = jsonx_str(others[i], "file", "");
-		char csha[CRYPTO_SHA256_HEX];
-		size_t j;
-
-		for (j = 0; j < i && strcmp(jsonx_str(others[j], "source_sha", ""),
-		    jsonx_str(others[i], "source_sha", "")); j++)
-			;
-		if (j < i)
-			continue;	/* the same source evaluated twice */
-		if (!safe_rel(rel) || strncmp(rel, "candidates/", 11) ||
-		    read_text(dir, rel, &text, why, sizeof(why)) < 0) {
-			st->refused++;
-			continue;
-		}
-		crypto_sha256_hex(text, strlen(text), csha);
-		if (strcmp(csha, jsonx_str(others[i], "source_sha", csha))) {
-			free(text);
-			text = NULL;
-			st->refused++;
-			continue;
-		}
-		fill_kernel(&o, prov, module, others[i], text, history_result(&o, others[i]));
-		text = NULL;
-		if (archive_build(&o.k[o.n - 1], &o.b[o.n - 1], why, sizeof(why)) < 0) {
-			/* Not stored: take the slot back. */
-			o.n--;
-			free(o.kernel[o.n]);
-			json_decref(o.res[o.n]);
-			json_decref(o.parents[o.n]);
-			o.kernel[o.n] = NULL;
-			o.res[o.n] = o.parents[o.n] = NULL;
-			st->refused++;
-		}
-	}
 	{
 		struct store_archive_entry *e = calloc(o.n, sizeof(*e));
 
@@ -433,7 +451,6 @@ out:
 	if (error == -ENOMEM && err[0] == '\0')
 		snprintf(err, errlen, "out of memory");
 	free(text);
-	free(others);
 	free(res);
 	one_free(&o, cap);
 	return error;
