@@ -85,6 +85,8 @@ static const char LARGE_HEAD_JSON[] = "{\"error\":\"request head too large\"}\n"
 static const char BAD_FIELD_JSON[] = "{\"error\":\"malformed header field name\"}\n";
 static const char PIECES_JSON[] = "{\"error\":\"request head sent in too many pieces\"}\n";
 static const char VERSION_JSON[] = "{\"error\":\"HTTP/1.0 and HTTP/1.1 only\"}\n";
+static const char MANY_FIELDS_JSON[] = "{\"error\":\"more than "
+    DOOR_XSTR(WH_DOOR_FIELDS_MAX) " header lines\"}\n";
 static const char FOLDED_JSON[] =
     "{\"error\":\"obs-fold: a header line continued on the next is not accepted\"}\n";
 
@@ -212,6 +214,8 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 			return WH_LINE_BAD_BYTE;
 		if (bad_field(b, nl))
 			return WH_LINE_BAD_FIELD;
+		if (++st->fields > WH_DOOR_FIELDS_MAX)
+			return WH_LINE_TOO_MANY;
 		st->bad_length |= bad_length(b, nl);
 		st->next = (size_t)(nl + 1 - buf);
 	}
@@ -221,7 +225,7 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
-	struct wh_head_scan st = { 0, 0 };
+	struct wh_head_scan st = { 0, 0, 0 };
 
 	return wh_door_head_scan(&st, buf, n);
 }
@@ -369,6 +373,7 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		case WH_LINE_BAD_LENGTH:
 		case WH_LINE_BAD_BYTE:
 		case WH_LINE_BAD_FIELD:
+		case WH_LINE_TOO_MANY:
 			ANSWER_400(d, p, BAD_LINE_JSON);
 			return;
 		case WH_LINE_INCOMPLETE:
@@ -398,6 +403,10 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 		break;
 	case WH_LINE_BAD_FIELD:
 		ANSWER_400(d, p, BAD_FIELD_JSON);
+		break;
+	case WH_LINE_TOO_MANY:
+		answer(d, p, "431 Request Header Fields Too Large", MANY_FIELDS_JSON,
+		    sizeof(MANY_FIELDS_JSON) - 1);
 		break;
 	case WH_LINE_INCOMPLETE:
 		/* Past max_head: too large; cut short: libmicrohttpd closes it. */

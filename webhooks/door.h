@@ -70,6 +70,7 @@ enum wh_line {
 	WH_LINE_BAD_LENGTH,	/* a head with a Content-Length that is no length */
 	WH_LINE_BAD_BYTE,	/* a header line with a NUL or a bare CR */
 	WH_LINE_BAD_FIELD,	/* a header line that is not NAME: value */
+	WH_LINE_TOO_MANY,	/* more than WH_DOOR_FIELDS_MAX header lines */
 };
 
 /*
@@ -86,13 +87,15 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
  * before it, WH_LINE_BAD_BYTE for a whole header line before it that
  * holds a NUL or a CR not before its LF, WH_LINE_BAD_FIELD for one that
  * is not a token, a colon and a value (no colon, or whitespace before
- * it: RFC 9112 section 5.1), else once it is in
+ * it: RFC 9112 section 5.1), WH_LINE_TOO_MANY past WH_DOOR_FIELDS_MAX
+ * header lines, else once it is in
  * WH_LINE_BAD_LENGTH for a Content-Length
  * line whose value is not 1 to WH_DOOR_LENGTH_DIGITS digits (RFC 9110
  * section 8.6: 1*DIGIT; libmicrohttpd answers such a head with its
  * status line and headers twice), else WH_LINE_INCOMPLETE.
  */
 #define WH_DOOR_LENGTH_DIGITS	18	/* below 2^63 */
+#define WH_DOOR_FIELDS_MAX	256	/* header lines in a head, at most (WH_LINE_TOO_MANY) */
 enum wh_line wh_door_head_check(const char *buf, size_t n);
 
 /*
@@ -103,6 +106,7 @@ enum wh_line wh_door_head_check(const char *buf, size_t n);
 struct wh_head_scan {
 	size_t next;		/* the first header line not yet whole starts here; 0: none yet */
 	int bad_length;		/* a Content-Length line that is no length was seen */
+	unsigned fields;	/* header lines judged */
 };
 enum wh_line wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n);
 

@@ -113,6 +113,18 @@ test_heads(void)
 	HEAD("a name not a token", "GET / HTTP/1.1\r\nX(A): x\r\n\r\n", WH_LINE_BAD_FIELD);
 	HEAD("an empty value is a field", "GET / HTTP/1.1\r\nX-A:\r\n\r\n", WH_LINE_OK);
 	HEAD("a colon in the value is fine", "GET / HTTP/1.1\r\nHost: a:80\r\n\r\n", WH_LINE_OK);
+	{
+		/* WH_DOOR_FIELDS_MAX header lines, then one more. */
+		char many[64 + (WH_DOOR_FIELDS_MAX + 1) * 16];
+		size_t n = (size_t)snprintf(many, sizeof(many), "GET / HTTP/1.1\r\n");
+
+		for (int i = 0; i < WH_DOOR_FIELDS_MAX; i++)
+			n += (size_t)snprintf(many + n, sizeof(many) - n, "X%d: b\r\n", i % 1000);
+		CHECK_INT("as many fields as allowed", wh_door_head_check(many,
+		    n + (size_t)snprintf(many + n, sizeof(many) - n, "\r\n")), WH_LINE_OK);
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "Y: b\r\n\r\n");
+		CHECK_INT("one more", wh_door_head_check(many, n), WH_LINE_TOO_MANY);
+	}
 }
 
 struct got {
@@ -263,7 +275,7 @@ test_head_pieces(void)
 	};
 
 	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-		struct wh_head_scan st = { 0, 0 };
+		struct wh_head_scan st = { 0, 0, 0 };
 		size_t len = strlen(heads[i].s), n;
 		enum wh_line got = WH_LINE_INCOMPLETE;
 
