@@ -231,6 +231,7 @@ struct wh_guard_stats {
 	unsigned long long ended_room_young;	/* ... a head in its grace, all being young */
 	unsigned long long ended_budget;	/* slow bodies ended for the memory for bodies */
 	unsigned long long ended_late;		/* ended at a deadline (408) */
+	unsigned long long ended_gone;		/* bodies whose client closed before the end */
 	unsigned long long refused_full;	/* newcomers refused: nothing to end */
 	unsigned long long struck;		/* clients struck (no request line) */
 	unsigned long long refused_addr;	/* newcomers refused: their address's share */

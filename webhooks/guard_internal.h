@@ -59,6 +59,8 @@ struct wh_guard_conn {
 	int passing;		/* handed over, not yet adopted (state PASS, or DEAD) */
 	struct timespec passed;	/* when it was handed over */
 	size_t received;	/* body bytes of the request so far */
+	int gone_seen;		/* the reaper saw the client's end closed (guard.c peer_gone()) */
+	size_t gone_at;		/* ... with this much received */
 	struct timespec last_rx;	/* the body's last bytes (its start before any) */
 	size_t expected;	/* its Content-Length; 0: not known (chunked) */
 	size_t charged;		/* of them held, charged to client */

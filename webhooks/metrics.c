@@ -218,10 +218,11 @@ wh_metrics_render_guard(const struct wh_guard_stats *st, struct buf *out)
 	    "kernelbot_http_connections_ended_total{reason=\"room_slow_body\"} %llu\n"
 	    "kernelbot_http_connections_ended_total{reason=\"room_young\"} %llu\n"
 	    "kernelbot_http_connections_ended_total{reason=\"body_memory\"} %llu\n"
-	    "kernelbot_http_connections_ended_total{reason=\"deadline\"} %llu\n",
+	    "kernelbot_http_connections_ended_total{reason=\"deadline\"} %llu\n"
+	    "kernelbot_http_connections_ended_total{reason=\"client_closed\"} %llu\n",
 	    st->ended_room_line, st->ended_room_head, st->ended_room_body, st->ended_room_young,
 	    st->ended_budget,
-	    st->ended_late);
+	    st->ended_late, st->ended_gone);
 	error |= buf_printf(out,
 	    "# HELP kernelbot_http_connections_refused_total New connections closed at once, by reason.\n"
 	    "# TYPE kernelbot_http_connections_refused_total counter\n"

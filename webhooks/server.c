@@ -606,13 +606,12 @@ wh_server_start(const struct config *cfg, struct store *store,
 	    /* Per address limits are the guard's: it knows trusted proxies. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->connection_timeout_s,
 	    /*
-	     * The head, its fields' records (WH_DOOR_FIELDS_MAX at most, the
-	     * door's count) and the answer: libmicrohttpd answered a head of
-	     * 500 short fields, 5 KB, with its own HTML 431 when the pool was
-	     * max_header_bytes.
+	     * The head and its fields' records: the door passes no head that
+	     * would not fit (WH_DOOR_FIELD_COST). Not more: libmicrohttpd maps
+	     * a larger pool for each connection, which under a flood of
+	     * connects cost a third of the genuine deliveries (t1028).
 	     */
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes * 2 +
-	    WH_DOOR_FIELDS_MAX * 64 + 16384,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->max_header_bytes,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 	    MHD_OPTION_END);

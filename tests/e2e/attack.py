@@ -31,6 +31,10 @@ declare where a kind declares one (its default below):
              127.100-199.0-255.1-254; the ninth outside attack: 400 at
              once, each reconnect from a new address); fresh-KIND is KIND
              so, its connections reopened at once when ended
+  finhead    a request line and a part of a header line, then a close
+             (FIN), nothing kept: N such connects each fill (50 a
+             second; the eleventh outside attack: its slot was held to the
+             head deadline, 26 connects a second kept every slot full)
   bytewise   a request line, Host, then a header line one byte a segment
              (TCP_NODELAY), each connection in turn, as fast as it goes,
              reopened at once when ended (the tenth outside attack: 5 from
@@ -180,6 +184,11 @@ class Attack:
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
+            elif self.kind == "finhead":
+                s.send(b"GET /healthz HTTP/1.1\r\nHost")
+                s.close()   # the head can never be whole; nothing kept
+                self.opened += 1
+                return
             elif self.kind == "bytewise":
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ")
@@ -202,7 +211,8 @@ class Attack:
             return
         self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody",
                                                                    "knock", "trickle", "wall",
-                                                                   "pause", "bytewise")
+                                                                   "pause", "bytewise",
+                                                                   "finhead")
                                              else 0.2)
         i = 0
         while len(self.live) < self.n and i < self.n:

@@ -45,9 +45,12 @@ raw "a NUL in a header value" 400 'a header line holds a NUL' 'GET /healthz HTTP
 raw "a bare CR in a header value" 400 'a header line holds a NUL or a CR' 'GET /healthz HTTP/1.1\r\nHost: x\ry\r\n\r\n'
 raw "a request line past the head limit" 414 'request line too long' \
     "GET /$(head -c 70000 /dev/zero | tr '\0' a) HTTP/1.1\r\nHost: x\r\n\r\n"
-# libmicrohttpd answered 500 short header lines (5 KB) with its HTML 431.
-raw "300 header lines" 431 'more than 256 header lines' \
+# libmicrohttpd answered 256 header lines of 10 bytes (4 KB), or one of
+# 31,500 bytes, with its HTML 431.
+raw "300 header lines" 431 'more than 100 header lines' \
     "GET /healthz HTTP/1.1\r\nHost: x\r\n$(i=0; while [ $i -lt 300 ]; do printf 'X%d: b\\r\\n' $i; i=$((i + 1)); done)\r\n"
+raw "one header line of 31,500 bytes" 431 'request head too large' \
+    "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: $(head -c 31500 /dev/zero | tr '\0' a)\r\n\r\n"
 raw "a head past the head limit" 431 'request head too large' \
     "GET /healthz HTTP/1.1\r\nX-A: $(head -c 70000 /dev/zero | tr '\0' a)\r\n\r\n"
 raw "Content-Length then chunked" 400 'Content-Length with Transfer-Encoding' \

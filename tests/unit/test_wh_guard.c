@@ -619,6 +619,40 @@ test_room_strikes(void)
 	config_free(c);
 }
 
+/*
+ * The eleventh outside attack's M2: a whole head, two bytes of its body,
+ * then the client's close: libmicrohttpd held the slot to the body's rate
+ * deadline. The reaper ends such a body (seen gone on two ticks with
+ * nothing received between); one whose client is still there it leaves.
+ */
+static void
+test_body_client_closed(void)
+{
+	struct config *c = load("http:\n  max_connections: 4\n");
+	struct wh_guard *g = NULL;
+	const char *const from[2] = { "127.0.14.1", "127.0.14.2" };
+	struct wh_guard_stats st;
+	struct pairs p;
+
+	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
+		return;
+	pairs_init(&p, 2, from);
+	for (int i = 0; i < 2; i++) {
+		pairs_open(g, &p, i);
+		wh_guard_line_done(g, p.conn[i]);
+		wh_guard_head(g, p.conn[i], NULL, 1, 10);
+		wh_guard_body(g, p.conn[i], 2, 1);
+	}
+	shutdown(p.sp[0][1], SHUT_WR);		/* the first client's end closes */
+	CHECK("a body whose client closed is ended", peer_sees_eof(p.sp[0][1]));
+	CHECK("one whose client is there is not", left_alone(p.sp[1][1], 300));
+	wh_guard_stats(g, &st);
+	CHECK_INT("counted as client_closed", (long long)st.ended_gone, 1);
+	pairs_free(g, &p, 0);
+	wh_guard_free(g);
+	config_free(c);
+}
+
 static long
 ms_since(const struct timespec *t0)
 {
@@ -1283,6 +1317,7 @@ main(void)
 	test_room_lone_grace();
 	test_room_strikes();
 	test_room_young_wall();
+	test_body_client_closed();
 	test_room_vouched();
 	test_room_bodies_for_a_busy_forge();
 	test_room_head_in_socket();
