@@ -191,15 +191,30 @@ bad_field(const char *b, const char *nl)
 	return b == s || b == nl || *b != ':';
 }
 
+/*
+ * The LF that ends the request line in the first n bytes of buf, past
+ * the empty lines allowed before it (RFC 9112 section 2.2), or NULL when
+ * it has not come; *start (if not NULL) gets where the line starts.
+ */
+static const char *
+line_end(const char *buf, size_t n, const char **start)
+{
+	const char *b = buf, *end = buf + n;
+
+	while (b < end && (*b == '\r' || *b == '\n'))
+		b++;
+	if (start)
+		*start = b;
+	return memchr(b, '\n', (size_t)(end - b));
+}
+
 enum wh_line
 wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 {
 	const char *b = buf + st->next, *end = buf + n, *nl;
 
 	if (!st->next) {
-		for (b = buf; b < end && (*b == '\r' || *b == '\n'); b++)
-			;	/* empty lines before the request line */
-		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+		if (!(nl = line_end(buf, n, NULL)))
 			return WH_LINE_INCOMPLETE;
 		b = nl + 1;
 		st->next = (size_t)(b - buf);
@@ -239,11 +254,9 @@ wh_door_head_check(const char *buf, size_t n)
 static int
 version_ours(const char *buf, size_t n)
 {
-	const char *b = buf, *end = buf + n, *nl;
+	const char *b, *nl = line_end(buf, n, &b);
 
-	while (b < end && (*b == '\r' || *b == '\n'))
-		b++;	/* empty lines before the request line */
-	if (!(nl = memchr(b, '\n', (size_t)(end - b))))
+	if (!nl)
 		return 0;
 	if (nl > b && nl[-1] == '\r')
 		nl--;
