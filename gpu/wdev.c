@@ -249,6 +249,39 @@ wdev_can_permute(const struct wdev *d)
 	return !d->cuda || wdev_cuda_has_permute(d->c);
 }
 
+void
+wdev_xor_normal_host(void *p, size_t n, int elsize, uint64_t mask)
+{
+	if (elsize == 4) {
+		uint32_t *v = p, m = (uint32_t)mask, e;
+
+		for (size_t i = 0; i < n; i++)
+			if ((e = v[i] & 0x7f800000u) != 0 && e != 0x7f800000u)
+				v[i] ^= m;
+	} else if (elsize == 8) {
+		uint64_t *v = p, e;
+
+		for (size_t i = 0; i < n; i++)
+			if ((e = v[i] & 0x7ff0000000000000ull) != 0 && e != 0x7ff0000000000000ull)
+				v[i] ^= mask;
+	}
+}
+
+int
+wdev_xor_normal(struct wdev *d, void *p, size_t n, int elsize, uint64_t mask)
+{
+	if (d->cuda)
+		return wdev_cuda_xor_normal(d->c, p, n, elsize, mask);
+	wdev_xor_normal_host(p, n, elsize, mask);
+	return 0;
+}
+
+int
+wdev_can_xor_normal(const struct wdev *d)
+{
+	return !d->cuda || wdev_cuda_has_xor_normal(d->c);
+}
+
 const char *
 wdev_put_elems_how(const struct wdev *d)
 {

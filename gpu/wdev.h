@@ -102,6 +102,20 @@ int wdev_permute(struct wdev *d, void *dst, const void *src, size_t n, int elsiz
 int wdev_can_permute(const struct wdev *d);
 
 /*
+ * The mask of a refresh: bits ^= mask for each of n elements of elsize
+ * bytes (4: float32, 8: float64) whose exponent is neither all zeros nor
+ * all ones, so zeros, subnormals, infinities and NaNs stay and a normal
+ * value stays in its binade where mask is below 2^23 (2^52). After
+ * wdev_permute, before the judge's changes. Synchronous; on CUDA one
+ * kernel; -EIO where wdev_can_xor_normal is 0. _host: the same on host
+ * memory (the CPU's, and what the CUDA kernel's trial is held to).
+ */
+int wdev_xor_normal(struct wdev *d, void *p, size_t n, int elsize, uint64_t mask);
+void wdev_xor_normal_host(void *p, size_t n, int elsize, uint64_t mask);
+/* 1 where wdev_xor_normal works (the CPU; CUDA where its kernel passed its trial). */
+int wdev_can_xor_normal(const struct wdev *d);
+
+/*
  * How wdev_put_elems writes, for the worker's hello: "stores" (the CPU),
  * "scatter" (the CUDA kernel), "copies" (CUDA, a copy per element: the
  * kernel did not load or failed its trial).

@@ -1,4 +1,5 @@
 #include "gpu/wdev_cuda.h"
+#include "gpu/wdev_ptx.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -113,6 +114,8 @@ struct wdev_cuda {
 	CUmodule mod;		/* the scatter kernel's, NULL without it */
 	CUfunction scatter;
 	CUfunction permute;	/* NULL: no refresh (it did not load or failed its trial) */
+	CUmodule xmod;		/* kb_xor_normal's, NULL without it */
+	CUfunction xor_normal;	/* NULL: no mask (it did not load or failed its trial) */
 	struct scatter_rec *recs;	/* host side of a scatter's list */
 	CUdeviceptr drecs;		/* ... and its device copy */
 	size_t recs_cap;		/* records both hold */
@@ -133,96 +136,6 @@ struct scatter_rec {
 };
 
 #define SCATTER_BLOCK 256
-
-static const char scatter_ptx[] =
-	".version 6.0\n"
-	".target sm_50\n"
-	".address_size 64\n"
-	".visible .entry kb_scatter(.param .u64 recs, .param .u64 n)\n"
-	"{\n"
-	"	.reg .pred %p<5>;\n"
-	"	.reg .b16 %h<2>;\n"
-	"	.reg .b32 %r<6>;\n"
-	"	.reg .b64 %rd<10>;\n"
-	"	ld.param.u64 %rd1, [recs];\n"
-	"	ld.param.u64 %rd2, [n];\n"
-	"	mov.u32 %r1, %ctaid.x;\n"
-	"	mov.u32 %r2, %ntid.x;\n"
-	"	mov.u32 %r3, %tid.x;\n"
-	"	mul.wide.u32 %rd3, %r1, %r2;\n"
-	"	cvt.u64.u32 %rd4, %r3;\n"
-	"	add.u64 %rd3, %rd3, %rd4;\n"
-	"	setp.ge.u64 %p0, %rd3, %rd2;\n"
-	"	@%p0 bra DONE;\n"
-	"	cvta.to.global.u64 %rd5, %rd1;\n"
-	"	mad.lo.u64 %rd5, %rd3, 24, %rd5;\n"
-	"	ld.global.u64 %rd6, [%rd5];\n"
-	"	ld.global.u64 %rd7, [%rd5+8];\n"
-	"	ld.global.u32 %r4, [%rd5+16];\n"
-	"	cvta.to.global.u64 %rd6, %rd6;\n"
-	"	cvt.u32.u64 %r5, %rd7;\n"
-	"	cvt.u16.u32 %h1, %r5;\n"
-	"	setp.eq.u32 %p1, %r4, 8;\n"
-	"	setp.eq.u32 %p2, %r4, 4;\n"
-	"	setp.eq.u32 %p3, %r4, 2;\n"
-	"	setp.eq.u32 %p4, %r4, 1;\n"
-	"	@%p1 st.global.u64 [%rd6], %rd7;\n"
-	"	@%p2 st.global.u32 [%rd6], %r5;\n"
-	"	@%p3 st.global.u16 [%rd6], %h1;\n"
-	"	@%p4 st.global.u8 [%rd6], %h1;\n"
-	"DONE:\n"
-	"	ret;\n"
-	"}\n"
-	/* dst[e] = src[(a * e + b) mod n], elements of es bytes; grid-stride. */
-	".visible .entry kb_permute(.param .u64 dst, .param .u64 src, .param .u64 n,\n"
-	"	.param .u64 a, .param .u64 b, .param .u32 es)\n"
-	"{\n"
-	"	.reg .pred %p<5>;\n"
-	"	.reg .b16 %h<2>;\n"
-	"	.reg .b32 %r<8>;\n"
-	"	.reg .b64 %rd<16>;\n"
-	"	ld.param.u64 %rd1, [dst];\n"
-	"	ld.param.u64 %rd2, [src];\n"
-	"	ld.param.u64 %rd3, [n];\n"
-	"	ld.param.u64 %rd4, [a];\n"
-	"	ld.param.u64 %rd5, [b];\n"
-	"	ld.param.u32 %r1, [es];\n"
-	"	cvta.to.global.u64 %rd1, %rd1;\n"
-	"	cvta.to.global.u64 %rd2, %rd2;\n"
-	"	mov.u32 %r2, %ctaid.x;\n"
-	"	mov.u32 %r3, %ntid.x;\n"
-	"	mov.u32 %r4, %tid.x;\n"
-	"	mul.wide.u32 %rd6, %r2, %r3;\n"
-	"	cvt.u64.u32 %rd7, %r4;\n"
-	"	add.u64 %rd6, %rd6, %rd7;\n"
-	"	mov.u32 %r5, %nctaid.x;\n"
-	"	mul.wide.u32 %rd8, %r5, %r3;\n"
-	"	cvt.u64.u32 %rd10, %r1;\n"
-	"	setp.eq.u32 %p1, %r1, 8;\n"
-	"	setp.eq.u32 %p2, %r1, 4;\n"
-	"	setp.eq.u32 %p3, %r1, 2;\n"
-	"	setp.eq.u32 %p4, %r1, 1;\n"
-	"P_LOOP:\n"
-	"	setp.ge.u64 %p0, %rd6, %rd3;\n"
-	"	@%p0 bra P_DONE;\n"
-	"	mul.lo.u64 %rd9, %rd4, %rd6;\n"
-	"	add.u64 %rd9, %rd9, %rd5;\n"
-	"	rem.u64 %rd9, %rd9, %rd3;\n"
-	"	mad.lo.u64 %rd11, %rd9, %rd10, %rd2;\n"
-	"	mad.lo.u64 %rd12, %rd6, %rd10, %rd1;\n"
-	"	@%p1 ld.global.u64 %rd13, [%rd11];\n"
-	"	@%p1 st.global.u64 [%rd12], %rd13;\n"
-	"	@%p2 ld.global.u32 %r6, [%rd11];\n"
-	"	@%p2 st.global.u32 [%rd12], %r6;\n"
-	"	@%p3 ld.global.u16 %h1, [%rd11];\n"
-	"	@%p3 st.global.u16 [%rd12], %h1;\n"
-	"	@%p4 ld.global.u8 %h1, [%rd11];\n"
-	"	@%p4 st.global.u8 [%rd12], %h1;\n"
-	"	add.u64 %rd6, %rd6, %rd8;\n"
-	"	bra P_LOOP;\n"
-	"P_DONE:\n"
-	"	ret;\n"
-	"}\n";
 
 /* Record "what: driver message (code)" and return -EIO when rc failed. */
 static int
@@ -324,6 +237,7 @@ cu_load(struct cu *cu, char *err, size_t errlen)
 
 static void scatter_open(struct wdev_cuda *c);
 static void scatter_close(struct wdev_cuda *c);
+static void xor_open(struct wdev_cuda *c);
 
 int
 wdev_cuda_open(struct wdev_cuda **out, int ordinal, char *name, size_t namelen,
@@ -352,6 +266,7 @@ wdev_cuda_open(struct wdev_cuda **out, int ordinal, char *name, size_t namelen,
 	    (error = cu_check(c, c->cu.event_create(&c->ev[1], 0), "cuEventCreate")) < 0)
 		goto fail;
 	scatter_open(c);
+	xor_open(c);
 	*l2_bytes = l2 > 0 ? (size_t)l2 : 0;
 	*out = c;
 	return 0;
@@ -601,7 +516,7 @@ scatter_open(struct wdev_cuda *c)
 	if (!c->cu.module_load_data || !c->cu.module_get_function || !c->cu.module_unload ||
 	    !c->cu.launch || !c->cu.htod_async)
 		return;
-	if (c->cu.module_load_data(&c->mod, scatter_ptx) != 0) {
+	if (c->cu.module_load_data(&c->mod, wdev_ptx) != 0) {
 		c->mod = NULL;
 		return;
 	}
@@ -655,6 +570,49 @@ scatter_close(struct wdev_cuda *c)
 	free(c->recs);
 	if (c->mod)
 		c->cu.module_unload(c->mod);
+	if (c->xmod)
+		c->cu.module_unload(c->xmod);
+}
+
+/*
+ * Load the refresh's mask kernel and try it on a float32 and a float64 of
+ * each kind (zero, normal, subnormal, infinity); anything but the bits
+ * the CPU's loop gives leaves c->xor_normal NULL: the worker then says it
+ * cannot mask, and the judge sends no masks.
+ */
+static void
+xor_open(struct wdev_cuda *c)
+{
+	uint32_t f[4] = { 0x00000000u, 0x3fc00000u, 0x00000005u, 0x7f800000u };
+	uint64_t g[2] = { 0x3ff8000000000000ull, 0x8000000000000000ull };
+	uint32_t fw[4], fg[4];
+	uint64_t gw[2], gg[2];
+	CUdeviceptr buf = 0;
+	int ok;
+
+	if (!c->cu.module_load_data || c->cu.module_load_data(&c->xmod, wdev_xor_ptx) != 0) {
+		c->xmod = NULL;
+		return;
+	}
+	memcpy(fw, f, sizeof(f));
+	memcpy(gw, g, sizeof(g));
+	wdev_xor_normal_host(fw, 4, 4, 0x5a);
+	wdev_xor_normal_host(gw, 2, 8, 0x15a5a);
+	ok = c->cu.module_get_function(&c->xor_normal, c->xmod, "kb_xor_normal") == 0 &&
+	    c->cu.mem_alloc(&buf, 32) == 0 &&
+	    c->cu.htod(buf, f, sizeof(f)) == 0 && c->cu.htod(buf + 16, g, sizeof(g)) == 0 &&
+	    wdev_cuda_xor_normal(c, (void *)(uintptr_t)buf, 4, 4, 0x5a) == 0 &&
+	    wdev_cuda_xor_normal(c, (void *)(uintptr_t)(buf + 16), 2, 8, 0x15a5a) == 0 &&
+	    c->cu.dtoh(fg, buf, sizeof(fg)) == 0 && c->cu.dtoh(gg, buf + 16, sizeof(gg)) == 0 &&
+	    !memcmp(fg, fw, sizeof(fw)) && !memcmp(gg, gw, sizeof(gw));
+	if (buf)
+		c->cu.mem_free(buf);
+	if (!ok) {
+		c->xor_normal = NULL;
+		c->cu.module_unload(c->xmod);
+		c->xmod = NULL;
+	}
+	c->err[0] = 0;
 }
 
 int
@@ -691,6 +649,36 @@ wdev_cuda_permute(struct wdev_cuda *c, void *dst, const void *src, size_t n, int
 	if ((error = wdev_cuda_sync(c)) < 0 ||
 	    (error = cu_check(c, c->cu.launch(c->permute, (unsigned)blocks, 1, 1, SCATTER_BLOCK, 1,
 	    1, 0, c->stream, args, NULL), "cuLaunchKernel(permute)")) < 0)
+		return error;
+	return wdev_cuda_sync(c);
+}
+
+int
+wdev_cuda_has_xor_normal(const struct wdev_cuda *c)
+{
+	return c->xor_normal != NULL;
+}
+
+int
+wdev_cuda_xor_normal(struct wdev_cuda *c, void *p, size_t n, int elsize, uint64_t mask)
+{
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+	uint64_t nn = n;
+	uint32_t es = (uint32_t)elsize;
+	void *args[] = { &d, &nn, &mask, &es };
+	size_t blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK;
+	int error;
+
+	if (!c->xor_normal) {
+		snprintf(c->err, sizeof(c->err), "refresh: no mask kernel on this device");
+		return -EIO;
+	}
+	if (blocks > 4096)
+		blocks = 4096;
+	if (blocks == 0)
+		return 0;
+	if ((error = cu_check(c, c->cu.launch(c->xor_normal, (unsigned)blocks, 1, 1,
+	    SCATTER_BLOCK, 1, 1, 0, c->stream, args, NULL), "cuLaunchKernel(xor_normal)")) < 0)
 		return error;
 	return wdev_cuda_sync(c);
 }

@@ -29,6 +29,9 @@ int wdev_cuda_permute(struct wdev_cuda *c, void *dst, const void *src, size_t n,
     uint64_t a, uint64_t b);
 /* Whether wdev_cuda_permute has its kernel (loaded and passed its trial). */
 int wdev_cuda_has_permute(const struct wdev_cuda *c);
+int wdev_cuda_xor_normal(struct wdev_cuda *c, void *p, size_t n, int elsize, uint64_t mask);
+/* Whether wdev_cuda_xor_normal has its kernel (loaded and passed its trial). */
+int wdev_cuda_has_xor_normal(const struct wdev_cuda *c);
 int wdev_cuda_get(struct wdev_cuda *c, void *dst, const void *src, size_t n);
 /* Device to device, then a context synchronize. */
 int wdev_cuda_copy(struct wdev_cuda *c, void *dst, const void *src, size_t n);

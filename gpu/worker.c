@@ -593,12 +593,14 @@ worker_main(const struct worker_opts *o)
 	/*
 	 * "share": snapshots may be exported ("export"), CUDA through a
 	 * socket; "state": inputs past forward's arguments (the model's state)
-	 * take the judge's changes like the arguments.
+	 * take the judge's changes like the arguments; "refresh_mask": a
+	 * refresh entry may end in a mask (worker_parse_refresh).
 	 */
-	worker_reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:b, s:b, s:f, s:f}", "ok",
-	    1, "hello", 1, "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
+	worker_reply(&w, json_pack("{s:b, s:i, s:s, s:s, s:I, s:s, s:b, s:b, s:b, s:b, s:f, s:f}",
+	    "ok", 1, "hello", 1, "lockdown", how, "device", wdev_name(w.d), "flush_bytes",
 	    (json_int_t)wdev_flush_bytes(w.d), "perturb_writes", wdev_put_elems_how(w.d),
-	    "refresh", wdev_can_permute(w.d), "state", 1,
+	    "refresh", wdev_can_permute(w.d), "refresh_mask", wdev_can_permute(w.d) &&
+	    wdev_can_xor_normal(w.d), "state", 1,
 	    "share", w.pass_fds && wdev_dl(w.d).device_type == kDLCUDA,
 	    "init_ms", t_init - t0, "load_ms", t_load - t_init));
 	status = serve(&w);

@@ -92,6 +92,7 @@ struct refresh {
 	size_t n;		/* elements */
 	int elsize;
 	uint64_t a, b;		/* element e gets the copy's element (a * e + b) mod n */
+	uint64_t mask;		/* then wdev_xor_normal with it; 0: none */
 	/*
 	 * The copy: src itself, or (nwin > 0) the concatenation of its
 	 * windows [win[2i], win[2i] + win[2i + 1]), in elements, n in all.

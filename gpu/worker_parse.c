@@ -356,13 +356,41 @@ bad:
 }
 
 /*
- * A refresh entry's windows, entries 3.. of e ([start, length] pairs of
- * a source of m elements, lengths summing to n) into r. 0 or -EINVAL.
+ * A refresh entry's mask, its last entry where that is a string: the hex
+ * of a nonzero mask below the mantissa's top bit (2^23 for float32, 2^52
+ * for float64; no other type takes one), into r->mask. 1 with a mask, 0
+ * without, -EINVAL.
  */
 static int
-parse_windows(json_t *e, size_t n, size_t m, struct refresh *r)
+parse_mask(json_t *e, const struct wspec *t, struct refresh *r)
 {
-	size_t k = json_array_size(e) - 3, sum = 0;
+	json_t *v = json_array_get(e, json_array_size(e) - 1);
+	const char *s;
+	char *end;
+	unsigned long long m;
+
+	r->mask = 0;
+	if (!json_is_string(v))
+		return 0;
+	s = json_string_value(v);
+	errno = 0;
+	m = strtoull(s, &end, 16);
+	if (!*s || *end || errno || m == 0 || t->dt.code != kDLFloat ||
+	    !(t->elsize == 4 ? m < (1ull << 23) : t->elsize == 8 && m < (1ull << 52)))
+		return -EINVAL;
+	r->mask = m;
+	return 1;
+}
+
+/*
+ * A refresh entry's windows, entries 3.. of e ([start, length] pairs of
+ * a source of m elements, lengths summing to n) into r, but for a mask
+ * after them (has_mask). 0 or -EINVAL.
+ */
+static int
+parse_windows(json_t *e, int has_mask, size_t n, size_t m, struct refresh *r)
+{
+	size_t k = json_array_size(e) - 3 - (size_t)has_mask, sum = 0;
 
 	if (k % 2 || k > 2 * WORKER_MAX_WINDOWS || (k && !m))
 		return -EINVAL;
@@ -391,7 +419,9 @@ parse_windows(json_t *e, size_t n, size_t m, struct refresh *r)
  * elements (n < 2^31, so a * e stays below 2^62), followed by up to
  * WORKER_MAX_WINDOWS [start, length] windows of the input's source (the
  * manifest's "sources") whose lengths sum to n: the input is rebuilt from
- * the windows, concatenated, or without them from the input as loaded.
+ * the windows, concatenated, or without them from the input as loaded;
+ * then, where the entry ends in a string, that mask is applied
+ * (parse_mask, wdev_xor_normal).
  * Resolved into r, run i's at r[first[i]] .. r[first[i + 1] - 1], with
  * the scratch the windows need allocated. Absent: none.
  */
@@ -431,6 +461,7 @@ worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t 
 			    *jb = json_array_get(e, 2);
 			long long in, a, b;
 			size_t ne;
+			int mk;
 
 			if (json_array_size(e) < 3 || !json_is_integer(ji) || !json_is_integer(ja) ||
 			    !json_is_integer(jb) || (in = json_integer_value(ji)) < 0 || in >= s->nin) {
@@ -446,7 +477,13 @@ worker_parse_refresh(struct worker *w, json_t *rj, struct wslot **order, size_t 
 				    i, j, s->in[in].name);
 				goto bad;
 			}
-			if (parse_windows(e, ne, s->src_nbytes[in] / (size_t)s->in[in].elsize,
+			if ((mk = parse_mask(e, &s->in[in], &r[nr])) < 0) {
+				snprintf(err, errlen, "time: refresh[%zu][%zu]: the mask is not the hex "
+				    "of a nonzero value below the mantissa's top bit of float32 or "
+				    "float64 %s", i, j, s->in[in].name);
+				goto bad;
+			}
+			if (parse_windows(e, mk, ne, s->src_nbytes[in] / (size_t)s->in[in].elsize,
 			    &r[nr]) < 0) {
 				snprintf(err, errlen, "time: refresh[%zu][%zu]: windows out of range of "
 				    "%s's source, or not %zu elements in all", i, j, s->in[in].name, ne);

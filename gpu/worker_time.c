@@ -99,7 +99,8 @@ load_origins(struct worker *w, struct wslot *sl, int k, char *err, size_t errlen
 /*
  * Input r->dst rebuilt for a timed run: its source's windows copied one
  * after another into the scratch and permuted from there, or without
- * windows its copy permuted (struct refresh).
+ * windows its copy permuted, then masked where the judge sent a mask
+ * (struct refresh).
  */
 static int
 refresh_input(struct worker *w, const struct refresh *r)
@@ -116,8 +117,10 @@ refresh_input(struct worker *w, const struct refresh *r)
 			return error;
 		p += len;
 	}
-	return wdev_permute(w->d, r->dst, r->nwin ? w->scratch : r->src, r->n, r->elsize, r->a,
-	    r->b);
+	if ((error = wdev_permute(w->d, r->dst, r->nwin ? w->scratch : r->src, r->n, r->elsize,
+	    r->a, r->b)) < 0)
+		return error;
+	return r->mask ? wdev_xor_normal(w->d, r->dst, r->n, r->elsize, r->mask) : 0;
 }
 
 static struct wslot *

@@ -41,7 +41,7 @@ st=$?
 [ "$st" -eq 0 ] && ok "worker exits 0 after quit" || bad "worker exit $st: $(cat "$tmp/err")"
 line() { sed -n "${1}p" "$tmp/replies"; }
 py() { "$PY" -c "import json,sys; r=json.loads(sys.argv[1]); print($2)" "$3"; }
-[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox" and r["perturb_writes"] == "stores" and r["refresh"] is True' "$(line 1)")" = True ] &&
+[ "$(py x 'r["hello"] == 1 and r["lockdown"] == "sandbox" and r["perturb_writes"] == "stores" and r["refresh"] is True and r["refresh_mask"] is True' "$(line 1)")" = True ] &&
 	ok "hello after lockdown" || bad "hello: $(line 1)"
 [ "$(py x 'r["ok"]' "$(line 2)")" = True ] && ok "noop" || bad "noop: $(line 2)"
 r=$(line 3)
@@ -343,6 +343,31 @@ PYEOF
 for n in 4 5 6 7; do
 	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "windows" in r["error"]' "$(sed -n ${n}p "$tmp/rs")")" = True ] &&
 		ok "malformed windows $n refused" || bad "windows $n: $(sed -n ${n}p "$tmp/rs")"
+done
+# A refresh's mask, the entry's last, a hex string: the low bits of the
+# normal values flipped after the permutation (103.0 ^ 0xff is
+# 103.00389...). Zero, not hex, or reaching the exponent: refused.
+printf '%s\n' '{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,3,"ff"]]]}' \
+	'{"cmd":"dump","set":0,"inputs":1}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,3,"0"]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,3,"fg"]]]}' \
+	'{"cmd":"time","sets":[0],"refresh":[[[0,3,1,2,5,9,3,"800000"]]]}' '{"cmd":"quit"}' |
+	"$KERNELBOT" __worker --backend cpu --dir "$tmp/insrc" --scratch "$tmp/scratch9" \
+	--so "$tmp/correct.so" >"$tmp/rx" 2>/dev/null
+"$PY" - "$(sed -n 3p "$tmp/rx")" <<'PYEOF' && ok "time with a masked refresh: low bits of each value flipped" || bad "mask: $(sed -n 2,3p "$tmp/rx" | cut -c1-300)"
+import json, math, struct, sys
+r = json.loads(sys.argv[1])
+cat = [103.0, 104.0, 105.0, 106.0, 107.0, 110.0, 111.0, 112.0]
+flip = lambda v: struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", v))[0] ^ 0xff))[0]
+want = [flip(cat[(3 * e + 1) % 8]) for e in range(8)]
+x = struct.unpack("<8f", open(r["in_files"][0], "rb").read())
+y = struct.unpack("<8f", open(r["files"][0], "rb").read())
+sys.exit(0 if list(x) == want and x[0] != cat[1] and
+         all(abs(a - math.tanh(v)) < 1e-6 for a, v in zip(y, want)) else 1)
+PYEOF
+for n in 4 5 6; do
+	[ "$(py x 'r["ok"] is False and r["stage"] == "time" and "mask" in r["error"]' "$(sed -n ${n}p "$tmp/rx")")" = True ] &&
+		ok "malformed mask $n refused" || bad "mask $n: $(sed -n ${n}p "$tmp/rx")"
 done
 cp "$tmp/insrc/bad.json" "$tmp/insrc/manifest.json"
 printf '%s\n' '{"cmd":"quit"}' |

@@ -192,7 +192,7 @@ def test_timed_round_checks_runs_of_every_set(tmp_path):
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s, shared=False: 0.0,
                                 echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k, shared=False: 0.0,
-                                refresh_ref_ms=lambda sizes: 0.0)
+                                refresh_ref_ms=lambda sizes, masked=(): 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0
@@ -237,7 +237,7 @@ def test_timed_round_catches_a_skipped_run(tmp_path):
                                 staging=None, model=model, timing_sets=[0, 1, 2], sets=sets,
                                 backend="cpu", timeout_s=10.0, overhead_ref_ms=lambda s, shared=False: 0.0,
                                 echo_ms=lambda: 0.05, snapshot_ref_ms=lambda k, shared=False: 0.0,
-                                refresh_ref_ms=lambda sizes: 0.0)
+                                refresh_ref_ms=lambda sizes, masked=(): 0.0)
     _with_reference(ctx, model)
     run = jr.CandidateRun(ctx, {"id": 0})
     run.pert, run.rtt = jpert.Perturber(ctx), 0.0

@@ -2,7 +2,8 @@
  * test_wdev: the worker device's CPU side through gpu/wdev.h: the judge's
  * element changes (wdev_put_elems, in order, the last to an element
  * wins) and its refresh (wdev_permute, dst[e] = src[(a*e + b) mod n])
- * for every element size, against the formula.
+ * for every element size, against the formula; the refresh's mask
+ * (wdev_xor_normal) flips the low bits of normal values only.
  */
 #include <stdint.h>
 #include <string.h>
@@ -56,6 +57,25 @@ main(void)
 	CHECK("permute 2-byte elements", permute_ok(d, 2, 64, 3, 63));
 	CHECK("permute 1-byte elements", permute_ok(d, 1, 64, 33, 1));
 	CHECK("permute with a = 1 is a rotation by b", permute_ok(d, 4, 10, 1, 9));
+	CHECK_INT("the CPU masks", wdev_can_xor_normal(d), 1);
+	{
+		/* 0, -0, 1.5, -2.75, a subnormal, inf, NaN */
+		uint32_t f[7] = { 0, 0x80000000u, 0x3fc00000u, 0xc0300000u, 5, 0x7f800000u,
+		    0x7fc00001u };
+		uint32_t fw[7] = { 0, 0x80000000u, 0x3fc000ffu, 0xc03000ffu, 5, 0x7f800000u,
+		    0x7fc00001u };
+		uint64_t g[4] = { 0, 0x3ff8000000000000ull, 1, 0xfff0000000000000ull };
+		uint64_t gw[4] = { 0, 0x3ff8001234567890ull, 1, 0xfff0000000000000ull };
+
+		CHECK_INT("mask float32", wdev_xor_normal(d, f, 7, 4, 0xff), 0);
+		CHECK("the mask flips normal float32 values only", !memcmp(f, fw, sizeof(f)));
+		CHECK_INT("mask float64", wdev_xor_normal(d, g, 4, 8, 0x1234567890ull), 0);
+		CHECK("the mask flips normal float64 values only", !memcmp(g, gw, sizeof(g)));
+		CHECK_INT("the same mask again", wdev_xor_normal(d, f, 7, 4, 0xff), 0);
+		fw[2] = 0x3fc00000u;
+		fw[3] = 0xc0300000u;
+		CHECK("the mask undoes itself", !memcmp(f, fw, sizeof(f)));
+	}
 	wdev_close(d);
 	return t_done("test_wdev");
 }

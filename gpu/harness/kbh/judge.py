@@ -253,19 +253,20 @@ class Context:
             self._echo = jt.Echo()
         return self._echo.rtt_ms()
 
-    def refresh_ref_ms(self, sizes):
+    def refresh_ref_ms(self, sizes, masked=()):
         """The judge's own measure of a refresh of inputs of these element
         counts: a copy of the source's windows (judge_skew) and a gather
         of 4-byte elements at (a*e + b) mod n on the device, the index made
-        beforehand (the worker's loop makes it as it goes), ms; once per set
-        of sizes and batch. 0 for none."""
-        key = tuple(sorted(sizes))
+        beforehand (the worker's loop makes it as it goes), and for those
+        of masked (counts too) a pass that flips bits (the mask), ms; once
+        per set of sizes and batch. 0 for none."""
+        key = tuple(sorted(sizes)) + (None,) + tuple(sorted(masked))
         ref = self.__dict__.setdefault("_refresh_ref", {})
         if key not in ref:
             got = []
             for _ in range(3):
                 t = 0.0
-                for n in key:
+                for n in sorted(sizes):
                     idx = (torch.arange(n, dtype=torch.int64, device=self.device) * 3 + 1) % n
                     src = torch.empty(n, dtype=torch.float32, device=self.device)
                     dst = torch.empty_like(src)
@@ -279,6 +280,16 @@ class Context:
                         torch.cuda.synchronize(self.device)
                     t += time.perf_counter() - t0
                     del idx, src, dst
+                for n in sorted(masked):
+                    bits = torch.zeros(n, dtype=torch.int32, device=self.device)
+                    if self.device.type == "cuda":
+                        torch.cuda.synchronize(self.device)
+                    t0 = time.perf_counter()
+                    bits.bitwise_xor_(0x5a)
+                    if self.device.type == "cuda":
+                        torch.cuda.synchronize(self.device)
+                    t += time.perf_counter() - t0
+                    del bits
                 got.append(t * 1e3)
             ref[key] = sorted(got)[1]
         return ref[key]

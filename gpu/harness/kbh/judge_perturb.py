@@ -317,7 +317,7 @@ class Perturber:
     """One candidate's perturbations: what to send before each timed run,
     and the state each set is in."""
 
-    def __init__(self, ctx, refresh=False, state=False):
+    def __init__(self, ctx, refresh=False, state=False, mask=False):
         self.ctx = ctx
         self.pools = pools(ctx)
         # The worker passes writes to the inputs past forward's arguments
@@ -328,6 +328,13 @@ class Perturber:
         # "refresh"): every element of each floating input changes.
         self.refresh = bool(refresh) and getattr(ctx, "perturb", True)
         self.rparams = {}	# k -> {j: (a, b, windows) of the last refresh}
+        # The worker masks a refresh (its hello's "refresh_mask";
+        # judge_skew.xor_normal): no value comes back whole.
+        self.mask = self.refresh and bool(mask)
+        self.rmask = {}		# k -> {j: the last refresh's mask, 0 for none}
+        self.maskable = {}	# (k, j) -> whether input j of set k takes one
+        self.srckeys = {}	# (k, j) -> the source's order keys, sorted
+        self.masked = 0		# elements refreshed with a mask, all runs
         self.rset = {}		# k -> the inputs refreshed before every run
         self.rlog = {}		# k -> {j: (positions, values) changed after it}
         self.refreshed = 0	# elements refreshed, all runs
@@ -366,7 +373,9 @@ class Perturber:
                 st[j] = orig.clone()
             else:
                 n = orig.numel()
-                st[j] = self._source(k, j).cpu()[skew.source(n, *r, torch.arange(n))]
+                st[j] = skew.xor_normal(
+                    self._source(k, j).cpu()[skew.source(n, *r, torch.arange(n))],
+                    self.rmask[k][j])
                 pos, new = self.rlog[k][j]
                 st[j][pos] = new
         if j not in self.touched.setdefault(k, {}):
@@ -417,10 +426,36 @@ class Perturber:
         # all of them, once each, for distinct integers (Pool).
         wins = [0, n] if self.pools[k].inputs[j].get("distinct") else skew.windows(n, self.rng)
         self.rparams.setdefault(k, {})[j] = (a, b, wins)
+        m = self._mask(k, j)
+        self.rmask.setdefault(k, {})[j] = m
         self.now.get(k, {}).pop(j, None)
         self.refreshed += n
         self.last_refreshed += n
-        return [j, a, b] + wins
+        self.masked += n if m else 0
+        return [j, a, b] + wins + (["%x" % m] if m else [])
+
+    def _in_source(self, k, j, vals):
+        """Which of vals (on the CPU) the source of input j of set k
+        holds; the source's sorted keys are made once."""
+        keys = self.srckeys.get((k, j))
+        if keys is None:
+            keys = self.srckeys[(k, j)] = torch.sort(skew.order_key(self._source(k, j))).values
+        g = skew.order_key(vals).to(keys.device)
+        i = torch.searchsorted(keys, g).clamp(max=keys.numel() - 1)
+        return (keys[i] == g).cpu()
+
+    def _mask(self, k, j):
+        """A run's mask for input j of set k (judge_skew.xor_normal): 0
+        where the worker has none or the input takes none (masked())."""
+        if not self.mask:
+            return 0
+        if (k, j) not in self.maskable:
+            p = self.pools[k].inputs[j]
+            self.maskable[(k, j)] = (p["floating"] and not self.pools[k].structured(j) and
+                                     skew.masked(p["vals"]))
+        if not self.maskable[(k, j)]:
+            return 0
+        return skew.draw_mask(self.pools[k].inputs[j]["vals"].dtype, self.rng)
 
     def _apply(self, k, j, pos, new):
         """Record new values at flat positions pos; the run's entries and
@@ -462,6 +497,8 @@ class Perturber:
         if r is not None:
             # Gathered where the set lives: a copy of the whole input to
             # the host every run would cost more than the run itself.
+            # Unmasked: the mask is a bijection, and the new values take
+            # it below.
             src = self._source(k, j)
             now = src[skew.source(math.prod(p["shape"]), *r, pos.to(src.device))].cpu()
         else:
@@ -491,8 +528,19 @@ class Perturber:
             keep = _bits(new) != _bits(now)	# inf, NaN: nothing near them
             pos, new = pos[keep], new[keep]
         if r is not None:
+            # Not a value the source holds where they come from another
+            # draw: the refresh may have put it in the same row (an
+            # honest top-k breaks the tie otherwise than the reference:
+            # 1 row of 80 runs of 512 x 512 held one). Where they are the
+            # input's own (one timing set, a pattern's values) all of
+            # them are, and stay.
+            dup = self._in_source(k, j, new)
+            if 2 * int(dup.sum()) < dup.numel():
+                pos, new = pos[~dup], new[~dup]
             # Every element replaced: the run's state is the refresh and
-            # these, whatever the runs before did.
+            # these, whatever the runs before did. The new values take
+            # the run's mask too: a sample of the draws, else.
+            new = skew.xor_normal(new, self.rmask[k][j])
             self.rlog.setdefault(k, {})[j] = (pos, new)
             hx, w = jio.to_bytes(new).hex(), 2 * new.element_size()
             return [[j, q, hx[i * w:(i + 1) * w]] for i, q in enumerate(pos.tolist())], True
@@ -564,13 +612,16 @@ class Perturber:
         for j in sorted(set(self.chpos.get(k, {})) | set(self.rparams.get(k, {}))):
             r = self.rparams.get(k, {}).get(j)
             if r is not None:
-                # [arg, a, b, windows, bands, positions, values]: the
-                # refresh from the pristine input's source (judge_skew;
-                # its bands from set `bands`, -1 its own), then the
-                # changes of the run after it.
+                # [arg, a, b, windows, bands, (mask,) positions,
+                # values]: the refresh from the pristine input's source
+                # (judge_skew; its bands from set `bands`, -1 its own),
+                # masked where it was, then the changes of the run after
+                # it.
                 pos, new = self.rlog[k][j]
-                out.append([j, r[0], r[1], list(r[2]), self.ctx.sets[k]["source_bands"][j],
-                            jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
+                m = self.rmask[k][j]
+                out.append([j, r[0], r[1], list(r[2]), self.ctx.sets[k]["source_bands"][j]] +
+                           ([m] if m else []) +
+                           [jio.to_bytes(pos).hex(), jio.to_bytes(new).hex()])
                 continue
             pos = self._positions(k, j)
             if pos.numel():
@@ -606,7 +657,7 @@ class Perturber:
                 continue
             src = self._source(k, j)
             ix = ix.to(src.device)
-            v = src[skew.source(t.numel(), *r, ix)]
+            v = skew.xor_normal(src[skew.source(t.numel(), *r, ix)], self.rmask[k][j])
             pos, new = self.rlog[k][j]
             if pos.numel():
                 # The run's changes that fall on sampled indices.
@@ -634,7 +685,10 @@ class Perturber:
         ins = {j: (k, p) for k in self.pools for j, p in self.perturbed(k).items()}
         kept = {j for j, (k, _) in ins.items() if self.pools[k].structured(j)}
         how = ("every element of each %sinput permuted from the set's values before "
-               "every run (%d elements in all), then " % ("other " if kept else "", self.refreshed)
+               "every run (%d elements in all%s), then "
+               % ("other " if kept else "", self.refreshed,
+                  ", %d of them with a mask flipping the low bits of each value, new to the "
+                  "candidate" % self.masked if self.masked else "")
                if self.refreshed else "")
         if kept:
             whole = {j for j, (_, p) in ins.items() if p["vals"].numel() == 0}

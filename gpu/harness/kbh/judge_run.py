@@ -269,6 +269,7 @@ class CandidateRun(TimedRuns):
             w = self.start()
             hello = w.read_reply("start", ctx_start_timeout(self))
             self.worker_refresh = hello.get("refresh") is True
+            self.worker_mask = hello.get("refresh_mask") is True
             # Exported snapshots only where this process can map them:
             # after an export the worker seals no memfd for that set.
             self.share = (hello.get("share") is True and self.ctx.backend == "cuda"
@@ -466,7 +467,8 @@ class CandidateRun(TimedRuns):
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
         self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False),
-                                    state=getattr(self, "worker_state", False))
+                                    state=getattr(self, "worker_state", False),
+                                    mask=getattr(self, "worker_mask", False))
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))

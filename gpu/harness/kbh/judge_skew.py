@@ -48,6 +48,26 @@ before it, where no value moves by more than DISTINCT_ULPS; where it
 would (bfloat16 or float16 over many elements, a draw of few values),
 the ties are the draw's own and stay.
 
+Every value a run places is then one the candidate can know before the
+run (the sources are in its worker's memory; the changes come from a
+sample of the draws), so a kernel that kept f(x) per value it had seen
+(an expensive elementwise f, looked up instead of computed, computed
+only on a miss) ran at several times its honest twin and passed. So a
+run's refresh may end with a mask (xor_normal()): the low MASK_BITS
+bits of every normal float32 or float64 value flipped by a mask drawn
+for the run and input (the changes' new values take it too). A value
+comes back only where a run draws a mask an earlier one drew (float32:
+one of 4095, about 1% of a hundred runs'), else it is new to within
+2^-11 of itself: a table of seen values is then worth no more than a
+table of f over the top 11 bits of the mantissa, which any kernel may
+build on any input and which the tolerance judges like any other
+approximation. The flip is a bijection within each binade (distinct
+values stay distinct; zeros, subnormals, infinities and NaNs stay),
+moves a value by less than 2^-11 of it, and is left out where the
+input's values are few (a mask, class codes held as floats: masked();
+a table of every value is honest there) and for 16-bit floats (a table
+of all 65536 values is honest).
+
 The same layout is computed by the judge, the reference process and the
 tests from the same bits: order_key() orders values totally (-0.0 before
 +0.0, NaNs by their bits), ties by index.
@@ -60,6 +80,38 @@ MID_MIN_DIV = 32
 MID_MAX_DIV = 8
 WINDOWS_MAX = 4		# the worker's limit (gpu/worker_parse.c)
 DISTINCT_ULPS = 8	# the most a value is moved to part it from its equals
+
+
+# The low bits a refresh's mask may flip, by element size: a value moves
+# by less than 2^-11 of itself (see above).
+MASK_BITS = {4: 12, 8: 41}
+_EXP_BITS = {4: 0x7f800000, 8: 0x7ff0000000000000}
+
+
+def masked(sample):
+    """Whether refreshes of an input take a mask, from a sample of its
+    values: float32 or float64, at least half of them distinct."""
+    return (sample.dtype in (torch.float32, torch.float64) and sample.numel() >= 16 and
+            int(torch.unique(sample).numel()) * 2 >= sample.numel())
+
+
+def draw_mask(dtype, rng):
+    """A run's mask for an input of dtype: nonzero, below 2^MASK_BITS;
+    rng a random.Random (the judge's, seeded from the system)."""
+    w = torch.empty(0, dtype=dtype).element_size()
+    return rng.randrange(1, 1 << MASK_BITS[w])
+
+
+def xor_normal(t, m):
+    """t (float32 or float64) with the bits of its normal values xor m:
+    the worker's wdev_xor_normal. t itself where m is 0."""
+    if not m:
+        return t
+    w = t.element_size()
+    bits = t.reshape(-1).view(_bits_dtype(w))
+    e = bits & _EXP_BITS[w]
+    normal = (e != 0) & (e != _EXP_BITS[w])
+    return torch.where(normal, bits ^ m, bits).view(t.dtype).reshape(t.shape)
 
 
 def layout(n):

@@ -210,9 +210,11 @@ class TimedRuns:
                 line = json.dumps(req)
                 t0 = time.perf_counter()
                 json.loads(line)
+                size = lambda j: math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
+                ents = (req.get("refresh") or [[]])[0]
                 self.req_ref_ms[k] = (time.perf_counter() - t0) * 1e3 + self.ctx.refresh_ref_ms(
-                    [math.prod(self.pert.pools[k].inputs[j]["shape"] or [1])
-                     for j, *_ in (req.get("refresh") or [[]])[0]])
+                    [size(e[0]) for e in ents],
+                    [size(e[0]) for e in ents if isinstance(e[-1], str)])
         r = w.request(req, timeout)
         # Exported snapshots, copied at once: inside the judge's clock.
         exported = [k for k in sets if k in self.shared]

@@ -226,16 +226,19 @@ class Ref:
                 raise ValueError("reference: no input %d" % j)
             t = args[j].detach().clone()
             flat = t.reshape(-1)
-            if len(ch) in (5, 7):
+            if len(ch) in (5, 7, 8):
                 # A refresh first: element e from (a * e + b) mod n of the
                 # windows of the input's source (kbh/judge_skew.py; its
                 # bands from set ch[4]'s draw, -1 its own), or of the
-                # input itself without them.
+                # input itself without them; then ch[5]'s mask.
                 a, b, n = int(ch[1]), int(ch[2]), flat.numel()
-                wins = [int(x) for x in ch[3]] if len(ch) == 7 else []
-                k2 = int(ch[4]) if len(ch) == 7 else -1
+                wins = [int(x) for x in ch[3]] if len(ch) >= 7 else []
+                k2 = int(ch[4]) if len(ch) >= 7 else -1
+                m = int(ch[5]) if len(ch) == 8 else 0
                 if not (0 < a < n and 0 <= b < n < (1 << 31)) or (
-                        wins and not self.skew.valid(n, self.skew.source_len(n), wins)):
+                        wins and not self.skew.valid(n, self.skew.source_len(n), wins)) or (
+                        m and not (t.dtype in (torch.float32, torch.float64) and
+                                   0 < m < 1 << self.skew.MASK_BITS[t.element_size()])):
                     raise ValueError("reference: a refresh out of range for input %d" % j)
                 orig = args[j].detach().reshape(-1)
                 if wins:
@@ -247,7 +250,7 @@ class Ref:
                     orig = self.sources[(k, j, k2)]
                 idx = self.skew.source(n, a, b, wins,
                                        torch.arange(n, dtype=torch.int64, device=flat.device))
-                flat.copy_(orig[idx])
+                flat.copy_(self.skew.xor_normal(orig[idx], m))
             n = len(hexpos) // 16
             pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
             if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):

@@ -1,0 +1,27 @@
+#!/bin/sh
+# t3017: no value comes back whole from one timed run to the next. A
+# kernel that kept f(x) per value it had seen (an elementwise series of
+# 24 terms, looked up instead of computed, computed only on a miss) ran
+# at several times its honest twin and passed: every value a refresh
+# placed was one of the draws'. Now the worker flips the low bits of each
+# refreshed value with a mask drawn for the run (kbh/judge_skew.py,
+# xor_normal). memo_tell.c is the witness: honest, but it spoils a call
+# in which half the values or more are ones it has seen (an identical
+# repeat, the determinism trial, aside), so a table of seen values would
+# have paid exactly where it is not correct. series_memo.c, the attack
+# itself, stays correct (it always is; only its speed was the gain).
+. "$(dirname "$0")/eval-lib.sh"
+F="$ROOT/tests/fixtures/valmemo"
+
+mkdir -p "$tmp/c"
+cp "$F/series.c" "$F/series_memo.c" "$F/memo_tell.c" "$tmp/c/"
+cd "$tmp/c"
+eval_cpu series "$F/series.py" series.c series_memo.c memo_tell.c
+cd "$ROOT"
+
+expect "$tmp/series.json" series.c 'r["status"] == "correct"' "honest: correct"
+expect "$tmp/series.json" memo_tell.c 'r["status"] == "correct"' "no timed run held half its values again"
+expect "$tmp/series.json" series_memo.c 'r["status"] == "correct"' "the table of seen values: correct, and of no use"
+expect "$tmp/series.json" series.c '"with a mask" in [c["detail"] for c in r["checks"] if c["name"] == "timing_inputs_fresh"][0]' "the fresh-inputs check names the mask"
+
+done_tests t3017-eval-value-memo
