@@ -128,96 +128,97 @@ pidfd_open_compat(pid_t pid)
 #endif
 }
 
-int
-spawn_run(const struct spawn_opts *o, struct spawn_result *r)
+/*
+ * Our ends of the child's stdio and of its error pipe; -1 once closed.
+ * One struct, so every step of spawn_run() closes the same set on error.
+ */
+struct child_fds {
+	int in_sv[2], out_p[2], err_p[2], fail_p[2];
+	int in_fd, pidfd;
+	int out_open, err_open;	/* stdout, stderr not yet at EOF */
+};
+
+#define CHILD_FDS_INIT { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, -1, -1, 0, 0 }
+
+/* Before the fork: what becomes the child's 0, 1 and 2, and the fail pipe. */
+static int
+open_child_fds(const struct spawn_opts *o, struct child_fds *f)
 {
-	int in_sv[2] = { -1, -1 }, out_p[2] = { -1, -1 }, err_p[2] = { -1, -1 };
-	int fail_p[2] = { -1, -1 }, pidfd = -1, in_fd = -1, error = 0;
-	struct spawn_result res = { 0 };
-	struct child_failure cf;
-	const char *in_data = o->input;
-	size_t in_off = 0;
-	double start, deadline, kill_at = 0;
-	int grace = o->grace_ms > 0 ? o->grace_ms : DEFAULT_GRACE_MS;
-	int status = 0, reaped = 0, out_open, err_open, termed = 0;
-	struct rusage ru;
-	pid_t pid;
-	ssize_t n;
-
-	if (!o->argv || !o->argv[0] || o->n_pass_fds < 0 ||
-	    o->n_pass_fds > PASS_FD_MAX)
-		return -EINVAL;
-	res.out = (struct buf)BUF_INIT(o->out_max ? o->out_max : BUF_MAX_DEFAULT);
-	res.err = (struct buf)BUF_INIT(o->err_max ? o->err_max : BUF_MAX_SMALL);
-
-	if (o->stdio_inherit && o->input)
-		return -EINVAL;
 	if (o->stdio_inherit) {
-		in_fd = -1;	/* the child keeps 0, 1 and 2 as they are */
+		f->in_fd = -1;	/* the child keeps 0, 1 and 2 as they are */
 	} else if (o->input) {
 		/* A socket, so writes to a child that quit early can use MSG_NOSIGNAL. */
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_sv) < 0) {
-			error = -errno;
-			goto out;
-		}
-		shutdown(in_sv[0], SHUT_RD);
-		shutdown(in_sv[1], SHUT_WR);
-		in_fd = in_sv[1];
-	} else if ((in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		error = -errno;
-		goto out;
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->in_sv) < 0)
+			return -errno;
+		shutdown(f->in_sv[0], SHUT_RD);
+		shutdown(f->in_sv[1], SHUT_WR);
+		f->in_fd = f->in_sv[1];
+	} else if ((f->in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		return -errno;
 	}
-	if ((!o->stdio_inherit && (pipe2(out_p, O_CLOEXEC) < 0 ||
-	    pipe2(err_p, O_CLOEXEC) < 0)) || pipe2(fail_p, O_CLOEXEC) < 0) {
-		error = -errno;
-		goto out;
-	}
+	if ((!o->stdio_inherit && (pipe2(f->out_p, O_CLOEXEC) < 0 ||
+	    pipe2(f->err_p, O_CLOEXEC) < 0)) || pipe2(f->fail_p, O_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
 
-	start = clock_mono_s();
-	deadline = o->timeout_ms > 0 ? start + o->timeout_ms / 1000.0 : 0;
-	if ((pid = fork()) < 0) {
-		error = -errno;
-		goto out;
-	}
-	if (pid == 0)
-		child_exec(o, in_fd, out_p[1], err_p[1], fail_p[1]);
-
-	/* Both sides set the group, so neither a kill nor the exec races it. */
-	setpgid(pid, pid);
-	if (o->on_start)
-		o->on_start(pid, o->start_arg);
-	if (out_p[1] >= 0)
-		close(out_p[1]), out_p[1] = -1;
-	if (err_p[1] >= 0)
-		close(err_p[1]), err_p[1] = -1;
-	close(fail_p[1]), fail_p[1] = -1;
+/* After the fork: the child's ends are its own now, so EOF can reach us. */
+static void
+close_child_ends(const struct spawn_opts *o, struct child_fds *f)
+{
+	if (f->out_p[1] >= 0)
+		close(f->out_p[1]), f->out_p[1] = -1;
+	if (f->err_p[1] >= 0)
+		close(f->err_p[1]), f->err_p[1] = -1;
+	close(f->fail_p[1]), f->fail_p[1] = -1;
 	if (o->stdio_inherit) {
 		;
 	} else if (o->input) {
-		close(in_sv[1]), in_sv[1] = -1;
-		in_fd = -1;
-		set_nonblock(in_sv[0]);
+		close(f->in_sv[1]), f->in_sv[1] = -1;
+		f->in_fd = -1;
+		set_nonblock(f->in_sv[0]);
 	} else {
-		close(in_fd), in_fd = -1;
+		close(f->in_fd), f->in_fd = -1;
 	}
+}
 
-	/* The fail pipe gives EOF at a successful exec, a record otherwise. */
+/*
+ * The fail pipe gives EOF at a successful exec, a record otherwise: then
+ * reap the child, set *error and return 1.
+ */
+static int
+exec_failed(int fail_fd, pid_t pid, int *error)
+{
+	struct child_failure cf;
+	ssize_t n;
+
 	do
-		n = read(fail_p[0], &cf, sizeof(cf));
+		n = read(fail_fd, &cf, sizeof(cf));
 	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(cf)) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		error = -cf.err;
-		goto out;
-	}
+	if (n != (ssize_t)sizeof(cf))
+		return 0;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	*error = -cf.err;
+	return 1;
+}
 
-	pidfd = pidfd_open_compat(pid);
-	out_open = err_open = !o->stdio_inherit;
-	if (out_open) {
-		set_nonblock(out_p[0]);
-		set_nonblock(err_p[0]);
-	}
+/*
+ * Until the leader exits: feed its stdin, drain its stdout and stderr,
+ * and kill the group at the deadline (SIGTERM, SIGKILL after the grace).
+ * 0 with *status and *ru of the reaped leader; -errno when poll fails,
+ * the group then killed and reaped.
+ */
+static int
+wait_and_drain(const struct spawn_opts *o, pid_t pid, double deadline,
+    struct child_fds *f, struct spawn_result *res, int *status, struct rusage *ru)
+{
+	const char *in_data = o->input;
+	size_t in_off = 0;
+	double kill_at = 0;
+	int grace = o->grace_ms > 0 ? o->grace_ms : DEFAULT_GRACE_MS;
+	int reaped = 0, termed = 0, error;
+	ssize_t n;
 
 	while (!reaped) {
 		struct pollfd pf[4];
@@ -225,7 +226,7 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 		double t = clock_mono_s();
 
 		if (deadline && !termed && t >= deadline) {
-			res.timed_out = 1;
+			res->timed_out = 1;
 			termed = 1;
 			kill(-pid, SIGTERM);
 			kill_at = t + grace / 1000.0;
@@ -239,22 +240,22 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 		else if (deadline && !termed)
 			wait_ms = (int)((deadline - t) * 1000) + 1;
 
-		if (in_sv[0] >= 0 && in_off < o->input_len) {
+		if (f->in_sv[0] >= 0 && in_off < o->input_len) {
 			idx_in = nf;
-			pf[nf++] = (struct pollfd){ in_sv[0], POLLOUT, 0 };
-		} else if (in_sv[0] >= 0) {
-			close(in_sv[0]), in_sv[0] = -1;
+			pf[nf++] = (struct pollfd){ f->in_sv[0], POLLOUT, 0 };
+		} else if (f->in_sv[0] >= 0) {
+			close(f->in_sv[0]), f->in_sv[0] = -1;
 		}
-		if (out_open) {
+		if (f->out_open) {
 			idx_out = nf;
-			pf[nf++] = (struct pollfd){ out_p[0], POLLIN, 0 };
+			pf[nf++] = (struct pollfd){ f->out_p[0], POLLIN, 0 };
 		}
-		if (err_open) {
+		if (f->err_open) {
 			idx_err = nf;
-			pf[nf++] = (struct pollfd){ err_p[0], POLLIN, 0 };
+			pf[nf++] = (struct pollfd){ f->err_p[0], POLLIN, 0 };
 		}
-		if (pidfd >= 0)
-			pf[nf++] = (struct pollfd){ pidfd, POLLIN, 0 };
+		if (f->pidfd >= 0)
+			pf[nf++] = (struct pollfd){ f->pidfd, POLLIN, 0 };
 		else if (wait_ms < 0 || wait_ms > 20)
 			wait_ms = 20;	/* no pidfd: poll for the exit */
 
@@ -263,25 +264,111 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 			kill(-pid, SIGKILL);
 			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 				;
-			goto out;
+			return error;
 		}
 		if (idx_in >= 0 && pf[idx_in].revents) {
-			n = send(in_sv[0], in_data + in_off, o->input_len - in_off,
+			n = send(f->in_sv[0], in_data + in_off, o->input_len - in_off,
 			    MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0)
 				in_off += (size_t)n;
 			else if (n < 0 && errno != EAGAIN && errno != EINTR)
-				close(in_sv[0]), in_sv[0] = -1;	/* the child stopped reading */
+				close(f->in_sv[0]), f->in_sv[0] = -1;	/* the child stopped reading */
 		}
 		if (idx_out >= 0 && pf[idx_out].revents)
-			out_open = drain(out_p[0], &res.out, &res.out_dropped);
+			f->out_open = drain(f->out_p[0], &res->out, &res->out_dropped);
 		if (idx_err >= 0 && pf[idx_err].revents)
-			err_open = drain(err_p[0], &res.err, &res.err_dropped);
+			f->err_open = drain(f->err_p[0], &res->err, &res->err_dropped);
 
-		n = wait4(pid, &status, WNOHANG, &ru);
+		n = wait4(pid, status, WNOHANG, ru);
 		if (n == pid)
 			reaped = 1;
 	}
+	return 0;
+}
+
+/* The reaped leader's status and usage, as struct spawn_result tells them. */
+static void
+record_exit(struct spawn_result *res, double start, int status,
+    const struct rusage *ru)
+{
+	res->wall_s = clock_mono_s() - start;
+	res->cpu_s = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+	    (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+	res->maxrss_kb = ru->ru_maxrss;
+	if (WIFEXITED(status)) {
+		res->status = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		res->term_signal = WTERMSIG(status);
+		res->status = 128 + res->term_signal;
+	}
+}
+
+/* Every way out of spawn_run() closes whatever is still open. */
+static void
+close_child_fds(struct child_fds *f)
+{
+	for (int i = 0; i < 2; i++) {
+		if (f->in_sv[i] >= 0)
+			close(f->in_sv[i]);
+		if (f->out_p[i] >= 0)
+			close(f->out_p[i]);
+		if (f->err_p[i] >= 0)
+			close(f->err_p[i]);
+		if (f->fail_p[i] >= 0)
+			close(f->fail_p[i]);
+	}
+	if (f->in_fd >= 0 && f->in_fd != f->in_sv[1])
+		close(f->in_fd);
+	if (f->pidfd >= 0)
+		close(f->pidfd);
+}
+
+int
+spawn_run(const struct spawn_opts *o, struct spawn_result *r)
+{
+	struct child_fds f = CHILD_FDS_INIT;
+	struct spawn_result res = { 0 };
+	double start, deadline;
+	int status = 0, error = 0;
+	struct rusage ru;
+	pid_t pid;
+
+	if (!o->argv || !o->argv[0] || o->n_pass_fds < 0 ||
+	    o->n_pass_fds > PASS_FD_MAX)
+		return -EINVAL;
+	res.out = (struct buf)BUF_INIT(o->out_max ? o->out_max : BUF_MAX_DEFAULT);
+	res.err = (struct buf)BUF_INIT(o->err_max ? o->err_max : BUF_MAX_SMALL);
+
+	if (o->stdio_inherit && o->input)
+		return -EINVAL;
+	if ((error = open_child_fds(o, &f)) < 0)
+		goto out;
+
+	start = clock_mono_s();
+	deadline = o->timeout_ms > 0 ? start + o->timeout_ms / 1000.0 : 0;
+	if ((pid = fork()) < 0) {
+		error = -errno;
+		goto out;
+	}
+	if (pid == 0)
+		child_exec(o, f.in_fd, f.out_p[1], f.err_p[1], f.fail_p[1]);
+
+	/* Both sides set the group, so neither a kill nor the exec races it. */
+	setpgid(pid, pid);
+	if (o->on_start)
+		o->on_start(pid, o->start_arg);
+	close_child_ends(o, &f);
+	if (exec_failed(f.fail_p[0], pid, &error))
+		goto out;
+
+	f.pidfd = pidfd_open_compat(pid);
+	f.out_open = f.err_open = !o->stdio_inherit;
+	if (f.out_open) {
+		set_nonblock(f.out_p[0]);
+		set_nonblock(f.err_p[0]);
+	}
+	if ((error = wait_and_drain(o, pid, deadline, &f, &res, &status, &ru)) < 0)
+		goto out;
 
 	/*
 	 * The leader is gone. Whatever it left in its group dies now; then
@@ -289,40 +376,17 @@ spawn_run(const struct spawn_opts *o, struct spawn_result *r)
 	 * the pipes open is dead, so the reads below end.
 	 */
 	kill(-pid, SIGKILL);
-	if (out_open)
-		drain(out_p[0], &res.out, &res.out_dropped);
-	if (err_open)
-		drain(err_p[0], &res.err, &res.err_dropped);
-
-	res.wall_s = clock_mono_s() - start;
-	res.cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-	res.maxrss_kb = ru.ru_maxrss;
-	if (WIFEXITED(status)) {
-		res.status = WEXITSTATUS(status);
-	} else if (WIFSIGNALED(status)) {
-		res.term_signal = WTERMSIG(status);
-		res.status = 128 + res.term_signal;
-	}
+	if (f.out_open)
+		drain(f.out_p[0], &res.out, &res.out_dropped);
+	if (f.err_open)
+		drain(f.err_p[0], &res.err, &res.err_dropped);
+	record_exit(&res, start, status, &ru);
 	*r = res;
 	res = (struct spawn_result){ 0 };
 out:
 	if (error < 0)
 		spawn_result_free(&res);
-	for (int i = 0; i < 2; i++) {
-		if (in_sv[i] >= 0)
-			close(in_sv[i]);
-		if (out_p[i] >= 0)
-			close(out_p[i]);
-		if (err_p[i] >= 0)
-			close(err_p[i]);
-		if (fail_p[i] >= 0)
-			close(fail_p[i]);
-	}
-	if (in_fd >= 0 && in_fd != in_sv[1])
-		close(in_fd);
-	if (pidfd >= 0)
-		close(pidfd);
+	close_child_fds(&f);
 	return error;
 }
 
