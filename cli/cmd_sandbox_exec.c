@@ -92,8 +92,26 @@ print_checks(const json_t *checks, int only_failed)
 	}
 }
 
-int
-cmd_sandbox_exec(int argc, char **argv)
+/*
+ * The command line, and what the command makes of it and frees at the
+ * end: the absolute scratch, program and --ro paths, the library path.
+ */
+struct exec_args {
+	struct sandbox_opts so;
+	const char *ro[SANDBOX_RO_PATHS_MAX + 1];
+	char *owned[SANDBOX_RO_PATHS_MAX];	/* the --ro paths made absolute */
+	const char *extra[SANDBOX_ENV_MAX + 1];
+	const char *report;
+	char scratch[PATH_MAX], *program, *llp_env;
+	int n_ro, n_env, timeout_s, verbose;
+};
+
+/*
+ * The options up to PROGRAM. 0 to go on, 0 with *done set after --help,
+ * or the exit status of a usage error (the message printed).
+ */
+static int
+parse_args(int argc, char **argv, struct exec_args *a, int *done)
 {
 	static const struct option longopts[] = {
 		{ "profile", required_argument, NULL, 'p' },
@@ -114,88 +132,81 @@ cmd_sandbox_exec(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sandbox_opts so = SANDBOX_OPTS_INIT;
-	struct spawn_opts o = SPAWN_OPTS_INIT;
-	struct spawn_result r = { 0 };
-	const char *ro[SANDBOX_RO_PATHS_MAX + 1] = { NULL };
-	char *owned[SANDBOX_RO_PATHS_MAX] = { NULL };
-	const char *extra[SANDBOX_ENV_MAX + 1] = { NULL };
-	const char *report = NULL;
-	char **env = NULL, scratch[PATH_MAX], why[PATH_MAX + 128] = "", *program = NULL;
-	char *llp_env = NULL;
-	json_t *checks = NULL;
-	int n_ro = 0, n_env = 0, c, rc = EXIT_SANDBOX, error, timeout_s = 0, verbose = 0;
+	struct sandbox_opts *so = &a->so;
+	int c;
 
+	*done = 0;
 	optind = 1;
 	/* "+": options end at the first non-option, so PROGRAM's own flags stay its own. */
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!strcmp(optarg, "compiler"))
-				so.profile = SANDBOX_COMPILER;
+				so->profile = SANDBOX_COMPILER;
 			else if (!strcmp(optarg, "candidate"))
-				so.profile = SANDBOX_CANDIDATE;
+				so->profile = SANDBOX_CANDIDATE;
 			else
 				return cli_usage_error("sandbox-exec", "--profile is compiler or candidate");
 			break;
 		case 's':
-			so.scratch = optarg;
+			so->scratch = optarg;
 			break;
 		case 'r':
-			if (n_ro >= SANDBOX_RO_PATHS_MAX)
+			if (a->n_ro >= SANDBOX_RO_PATHS_MAX)
 				return cli_usage_error("sandbox-exec", "at most %d --ro paths", SANDBOX_RO_PATHS_MAX);
-			ro[n_ro++] = optarg;
+			a->ro[a->n_ro++] = optarg;
 			break;
 		case 'm':
-			if (parse_size(optarg, &so.mem_bytes) < 0)
+			if (parse_size(optarg, &so->mem_bytes) < 0)
 				return cli_usage_error("sandbox-exec", "--mem takes bytes (K, M, G suffixes allowed)");
 			break;
 		case 'F':
-			if (parse_size(optarg, &so.fsize_bytes) < 0)
+			if (parse_size(optarg, &so->fsize_bytes) < 0)
 				return cli_usage_error("sandbox-exec", "--fsize takes bytes (K, M, G suffixes allowed)");
 			break;
 		case 'D':
-			if (parse_size(optarg, &so.disk_bytes) < 0)
+			if (parse_size(optarg, &so->disk_bytes) < 0)
 				return cli_usage_error("sandbox-exec", "--disk takes bytes (K, M, G suffixes allowed)");
 			break;
 		case 't':
-			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &timeout_s) < 0)
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &a->timeout_s) < 0)
 				return cli_usage_error("sandbox-exec", "--timeout takes whole seconds, 1 to %d", TIMEOUT_MAX_S);
 			break;
 		case 'g':
-			if (cli_parse_int(optarg, -1, 1023, &so.gpu) < 0)
+			if (cli_parse_int(optarg, -1, 1023, &so->gpu) < 0)
 				return cli_usage_error("sandbox-exec", "--gpu takes a GPU index (or -1 for none)");
 			break;
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=')
 				return cli_usage_error("sandbox-exec", "--env takes NAME=VALUE");
-			if (n_env >= SANDBOX_ENV_MAX)
+			if (a->n_env >= SANDBOX_ENV_MAX)
 				return cli_usage_error("sandbox-exec", "at most %d --env pairs", SANDBOX_ENV_MAX);
-			extra[n_env++] = optarg;
+			a->extra[a->n_env++] = optarg;
 			break;
 		case 'c':
-			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &so.cpu_s) < 0)
+			if (cli_parse_int(optarg, 1, TIMEOUT_MAX_S, &so->cpu_s) < 0)
 				return cli_usage_error("sandbox-exec", "--cpu takes whole seconds");
 			break;
 		case 'n':
-			if (cli_parse_int(optarg, 1, 1 << 20, &so.nproc) < 0)
+			if (cli_parse_int(optarg, 1, 1 << 20, &so->nproc) < 0)
 				return cli_usage_error("sandbox-exec", "--nproc takes a count");
 			break;
 		case 'f':
-			if (cli_parse_int(optarg, 3, 1 << 20, &so.nofile) < 0)
+			if (cli_parse_int(optarg, 3, 1 << 20, &so->nofile) < 0)
 				return cli_usage_error("sandbox-exec", "--nofile takes a count");
 			break;
 		case 'd':
-			so.allow_degraded = 1;
+			so->allow_degraded = 1;
 			break;
 		case 'R':
-			report = optarg;
+			a->report = optarg;
 			break;
 		case 'v':
-			verbose = 1;
+			a->verbose = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			*done = 1;
 			return 0;
 		default:
 			fputs(usage_text, stderr);
@@ -204,46 +215,81 @@ cmd_sandbox_exec(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error("sandbox-exec", "no program given (after --)");
-	if (!so.scratch)
+	if (!so->scratch)
 		return cli_usage_error("sandbox-exec", "--scratch DIR is required");
-	if (!realpath(so.scratch, scratch)) {
-		snprintf(why, sizeof(why), "scratch %s: %s", so.scratch, strerror(errno));
-		goto out;
+	return 0;
+}
+
+/*
+ * Relative paths are the caller's: the scratch, PROGRAM (argv[optind],
+ * replaced) and the --ro paths made absolute before the sandbox moves the
+ * root. -1 with why set when one does not resolve.
+ */
+static int
+absolute_paths(struct exec_args *a, char **argv, char *why, size_t whylen)
+{
+	if (!realpath(a->so.scratch, a->scratch)) {
+		snprintf(why, whylen, "scratch %s: %s", a->so.scratch, strerror(errno));
+		return -1;
 	}
-	so.scratch = scratch;
+	a->so.scratch = a->scratch;
 	/* A relative program path means the caller's directory, not the sandbox's. */
 	if (strchr(argv[optind], '/') && argv[optind][0] != '/') {
-		if (!(program = realpath(argv[optind], NULL))) {
-			snprintf(why, sizeof(why), "%s: %s", argv[optind], strerror(errno));
-			goto out;
+		if (!(a->program = realpath(argv[optind], NULL))) {
+			snprintf(why, whylen, "%s: %s", argv[optind], strerror(errno));
+			return -1;
 		}
-		argv[optind] = program;
+		argv[optind] = a->program;
 	}
 	/* Relative --ro paths are the user's shorthand; the library wants them absolute. */
-	for (int i = 0; i < n_ro; i++) {
-		char *abs = realpath(ro[i], NULL);
+	for (int i = 0; i < a->n_ro; i++) {
+		char *abs = realpath(a->ro[i], NULL);
 		if (!abs) {
-			snprintf(why, sizeof(why), "--ro %s: %s", ro[i], strerror(errno));
-			goto out;
+			snprintf(why, whylen, "--ro %s: %s", a->ro[i], strerror(errno));
+			return -1;
 		}
-		ro[i] = abs;
-		owned[i] = abs;
+		a->ro[i] = abs;
+		a->owned[i] = abs;
 	}
-	so.ro_paths = ro;
-	/*
-	 * The one variable we pass on unasked: the library path we ourselves
-	 * needed to start (device-bundle/run sets it), when the program is
-	 * this very binary (the judge's `kernelbot __worker`).
-	 */
-	{
-		struct stat a, b;
-		const char *llp = getenv("LD_LIBRARY_PATH");
-		if (llp && n_env < SANDBOX_ENV_MAX && stat(argv[optind], &a) == 0 &&
-		    stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
-		    a.st_ino == b.st_ino && asprintf(&llp_env, "LD_LIBRARY_PATH=%s", llp) > 0)
-			extra[n_env++] = llp_env;
-	}
-	if ((error = sandbox_env_build(scratch, extra, &env)) < 0) {
+	a->so.ro_paths = a->ro;
+	return 0;
+}
+
+/*
+ * The one variable we pass on unasked: the library path we ourselves
+ * needed to start (device-bundle/run sets it), when the program is
+ * this very binary (the judge's `kernelbot __worker`).
+ */
+static void
+pass_library_path(struct exec_args *a, const char *program)
+{
+	struct stat st_prog, st_self;
+	const char *llp = getenv("LD_LIBRARY_PATH");
+
+	if (llp && a->n_env < SANDBOX_ENV_MAX && stat(program, &st_prog) == 0 &&
+	    stat("/proc/self/exe", &st_self) == 0 && st_prog.st_dev == st_self.st_dev &&
+	    st_prog.st_ino == st_self.st_ino &&
+	    asprintf(&a->llp_env, "LD_LIBRARY_PATH=%s", llp) > 0)
+		a->extra[a->n_env++] = a->llp_env;
+}
+
+int
+cmd_sandbox_exec(int argc, char **argv)
+{
+	struct exec_args a = { .so = SANDBOX_OPTS_INIT };
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_result r = { 0 };
+	char **env = NULL, why[PATH_MAX + 128] = "";
+	json_t *checks = NULL;
+	int rc, error, done;
+
+	if ((rc = parse_args(argc, argv, &a, &done)) != 0 || done)
+		return rc;
+	rc = EXIT_SANDBOX;
+	if (absolute_paths(&a, argv, why, sizeof(why)) < 0)
+		goto out;
+	pass_library_path(&a, argv[optind]);
+	if ((error = sandbox_env_build(a.scratch, a.extra, &env)) < 0) {
 		snprintf(why, sizeof(why), "environment: %s", strerror(-error));
 		goto out;
 	}
@@ -251,9 +297,9 @@ cmd_sandbox_exec(int argc, char **argv)
 	o.envp = (const char *const *)env;
 	o.search_path = !strchr(argv[optind], '/');
 	o.stdio_inherit = 1;
-	o.timeout_ms = timeout_s * 1000;
+	o.timeout_ms = a.timeout_s * 1000;
 
-	error = sandbox_run(&so, &o, &r, &checks);
+	error = sandbox_run(&a.so, &o, &r, &checks);
 	if (error == -ENOTSUP) {
 		fprintf(stderr, "kernelbot sandbox-exec: this host lacks what the sandbox "
 		    "needs (--allow-degraded runs anyway, reporting it):\n");
@@ -264,17 +310,17 @@ cmd_sandbox_exec(int argc, char **argv)
 		print_checks(checks, 1);
 	} else {
 		rc = r.status;
-		if (verbose)
+		if (a.verbose)
 			print_checks(checks, 0);
-		else if (so.allow_degraded)
+		else if (a.so.allow_degraded)
 			print_checks(checks, 1);
 		if (r.timed_out)
 			fprintf(stderr, "kernelbot sandbox-exec: the deadline (%d s) passed; "
-			    "the process tree was killed\n", o.timeout_ms ? timeout_s :
+			    "the process tree was killed\n", o.timeout_ms ? a.timeout_s :
 			    SANDBOX_DEFAULT_TIMEOUT_MS / 1000);
 	}
-	if (report && checks && json_dump_file(checks, report, JSON_INDENT(2)) < 0) {
-		fprintf(stderr, "kernelbot sandbox-exec: cannot write the report %s\n", report);
+	if (a.report && checks && json_dump_file(checks, a.report, JSON_INDENT(2)) < 0) {
+		fprintf(stderr, "kernelbot sandbox-exec: cannot write the report %s\n", a.report);
 		if (rc == 0)
 			rc = EXIT_SANDBOX;
 	}
@@ -283,15 +329,15 @@ out:
 		/* Failed before the sandbox was tried: the report still says why. */
 		fprintf(stderr, "kernelbot sandbox-exec: %s\n", why);
 		checks = json_pack("[{s:s, s:b, s:s}]", "name", "setup", "passed", 0, "detail", why);
-		if (report && checks)
-			json_dump_file(checks, report, JSON_INDENT(2));
+		if (a.report && checks)
+			json_dump_file(checks, a.report, JSON_INDENT(2));
 	}
 	json_decref(checks);
-	free(program);
-	free(llp_env);
+	free(a.program);
+	free(a.llp_env);
 	spawn_result_free(&r);
 	sandbox_env_free(env);
-	for (int i = 0; i < n_ro; i++)
-		free(owned[i]);
+	for (int i = 0; i < a.n_ro; i++)
+		free(a.owned[i]);
 	return rc;
 }
