@@ -116,6 +116,122 @@ print_human(const json_t *s, const char *out_dir)
 
 /* ------------------------------------------------------------ the command */
 
+/*
+ * The options that bound a problem's search: candidates, generations,
+ * minutes, LLM tokens and dollars. 0, or the exit status of a usage error.
+ */
+static int
+parse_budget_option(int c, struct opt_args *a)
+{
+	int v;
+
+	switch (c) {
+	case 'n':
+		if (cli_parse_int(optarg, 1, 1000000, &v) < 0)
+			return cli_usage_error("optimize", "--budget: candidates, 1 to 1000000");
+		a->eo.budget.candidates = (int)v;
+		break;
+	case 'g':
+		if (cli_parse_int(optarg, 1, 100000, &v) < 0)
+			return cli_usage_error("optimize", "--generations: 1 to 100000");
+		a->eo.budget.generations = (int)v;
+		break;
+	case 'W':
+	case 'G': {
+		char *end;
+		double m = strtod(optarg, &end);
+		if (*end || end == optarg || !(m > 0 && m <= 1e6))
+			return cli_usage_error("optimize", "--%s: minutes, more than 0",
+			    c == 'W' ? "wall-minutes" : "gpu-minutes");
+		if (c == 'W')
+			a->wall_s = m * 60;
+		else
+			a->gpu_s = m * 60;
+		break;
+	}
+	case 'K':
+		if (cli_parse_int(optarg, 1, INT_MAX, &v) < 0)
+			return cli_usage_error("optimize", "--llm-tokens: 1 to %d", INT_MAX);
+		a->eo.budget.tokens = v;
+		break;
+	case 'U': {
+		char *end;
+		double d = strtod(optarg, &end);
+		if (*end || end == optarg || !(d >= 0 && d <= 1e9))
+			return cli_usage_error("optimize", "--llm-usd: dollars, 0 or more");
+		/* 0: stop once anything is spent (a budget of 0 means "no limit"). */
+		a->eo.budget.dollars = d > 0 ? d : 1e-12;
+		break;
+	}
+	}
+	return 0;
+}
+
+/*
+ * The options for how each candidate is evaluated: trials, timing, the
+ * device, and each worker's limits. 0, or the exit status of a usage error.
+ */
+static int
+parse_eval_option(int c, struct opt_args *a)
+{
+	int v;
+
+	switch (c) {
+	case 't':
+		if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
+			return cli_usage_error("optimize", "--trials: 1 to %d", EVAL_MAX_TRIALS);
+		a->eo.trials = (int)v;
+		break;
+	case 'F':
+		if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
+			return cli_usage_error("optimize", "--confirm-trials: 1 to %d", EVAL_MAX_TRIALS);
+		a->eo.confirm_trials = (int)v;
+		break;
+	case 'T':
+		if (cli_parse_int(optarg, 1, 86400, &v) < 0)
+			return cli_usage_error("optimize", "--timeout: seconds, 1 to 86400");
+		a->eo.timeout_s = (int)v;
+		break;
+	case 'r':
+		if (cli_parse_int(optarg, 1, 10000, &v) < 0)
+			return cli_usage_error("optimize", "--rounds: 1 to 10000");
+		a->eo.rounds = (int)v;
+		break;
+	case 'R':
+		if (cli_parse_int(optarg, 1, 256, &v) < 0)
+			return cli_usage_error("optimize", "--reps: 1 to 256");
+		a->eo.reps = (int)v;
+		break;
+	case 'w':
+		if (cli_parse_int(optarg, 0, 256, &v) < 0)
+			return cli_usage_error("optimize", "--warmup: 0 to 256");
+		a->eo.warmup = (int)v;
+		break;
+	case 'd':
+		if (cli_parse_int(optarg, 0, 1023, &v) < 0)
+			return cli_usage_error("optimize", "--device: 0 to 1023");
+		a->eo.device = (int)v;
+		break;
+	case 'M':
+		if (cli_parse_size(optarg, &a->eo.mem_bytes) < 0)
+			return cli_usage_error("optimize", "--mem takes bytes (K, M, G suffixes allowed)");
+		break;
+	case 'D':
+		if (cli_parse_size(optarg, &a->eo.disk_bytes) < 0)
+			return cli_usage_error("optimize", "--disk takes bytes (K, M, G suffixes allowed)");
+		break;
+	case 'X':
+		if (cli_parse_int(optarg, 1, 86400, &a->eo.build_timeout_s) < 0)
+			return cli_usage_error("optimize", "--compile-timeout: 1 to 86400 seconds");
+		break;
+	case 'Q':
+		if (cli_parse_int(optarg, 1, 1024, &a->eo.runners) < 0)
+			return cli_usage_error("optimize", "--runners: 1 to 1024");
+		break;
+	}
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct opt_args *a, int *done)
 {
@@ -164,19 +280,9 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			a->eo.backend = optarg;
 			break;
 		case 'p': a->proposer = optarg; break;
-		case 'n':
-			if (cli_parse_int(optarg, 1, 1000000, &v) < 0)
-				return cli_usage_error("optimize", "--budget: candidates, 1 to 1000000");
-			a->eo.budget.candidates = (int)v;
-			break;
 		case 'C': a->config = optarg; break;
 		case 'o': a->out = optarg; break;
 		case 'j': a->json = 1; break;
-		case 'g':
-			if (cli_parse_int(optarg, 1, 100000, &v) < 0)
-				return cli_usage_error("optimize", "--generations: 1 to 100000");
-			a->eo.budget.generations = (int)v;
-			break;
 		case 'P':
 			if (cli_parse_int(optarg, 1, EVOLVE_MAX_PER_GEN, &v) < 0)
 				return cli_usage_error("optimize", "--per-generation: 1 to %d", EVOLVE_MAX_PER_GEN);
@@ -200,85 +306,16 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 				return cli_usage_error("optimize", "--seed: a positive integer");
 			break;
 		}
-		case 't':
-			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
-				return cli_usage_error("optimize", "--trials: 1 to %d", EVAL_MAX_TRIALS);
-			a->eo.trials = (int)v;
-			break;
-		case 'F':
-			if (cli_parse_int(optarg, 1, EVAL_MAX_TRIALS, &v) < 0)
-				return cli_usage_error("optimize", "--confirm-trials: 1 to %d", EVAL_MAX_TRIALS);
-			a->eo.confirm_trials = (int)v;
-			break;
-		case 'T':
-			if (cli_parse_int(optarg, 1, 86400, &v) < 0)
-				return cli_usage_error("optimize", "--timeout: seconds, 1 to 86400");
-			a->eo.timeout_s = (int)v;
-			break;
-		case 'r':
-			if (cli_parse_int(optarg, 1, 10000, &v) < 0)
-				return cli_usage_error("optimize", "--rounds: 1 to 10000");
-			a->eo.rounds = (int)v;
-			break;
-		case 'R':
-			if (cli_parse_int(optarg, 1, 256, &v) < 0)
-				return cli_usage_error("optimize", "--reps: 1 to 256");
-			a->eo.reps = (int)v;
-			break;
-		case 'w':
-			if (cli_parse_int(optarg, 0, 256, &v) < 0)
-				return cli_usage_error("optimize", "--warmup: 0 to 256");
-			a->eo.warmup = (int)v;
-			break;
-		case 'd':
-			if (cli_parse_int(optarg, 0, 1023, &v) < 0)
-				return cli_usage_error("optimize", "--device: 0 to 1023");
-			a->eo.device = (int)v;
-			break;
 		case 'c': a->class_name = optarg; break;
-		case 'M':
-			if (cli_parse_size(optarg, &a->eo.mem_bytes) < 0)
-				return cli_usage_error("optimize", "--mem takes bytes (K, M, G suffixes allowed)");
+		case 'n': case 'g': case 'W': case 'G': case 'K': case 'U':
+			if ((error = parse_budget_option(c, a)) != 0)
+				return error;
 			break;
-		case 'D':
-			if (cli_parse_size(optarg, &a->eo.disk_bytes) < 0)
-				return cli_usage_error("optimize", "--disk takes bytes (K, M, G suffixes allowed)");
+		case 't': case 'F': case 'T': case 'r': case 'R': case 'w': case 'd':
+		case 'M': case 'D': case 'X': case 'Q':
+			if ((error = parse_eval_option(c, a)) != 0)
+				return error;
 			break;
-		case 'X':
-			if (cli_parse_int(optarg, 1, 86400, &a->eo.build_timeout_s) < 0)
-				return cli_usage_error("optimize", "--compile-timeout: 1 to 86400 seconds");
-			break;
-		case 'Q':
-			if (cli_parse_int(optarg, 1, 1024, &a->eo.runners) < 0)
-				return cli_usage_error("optimize", "--runners: 1 to 1024");
-			break;
-		case 'W':
-		case 'G': {
-			char *end;
-			double m = strtod(optarg, &end);
-			if (*end || end == optarg || !(m > 0 && m <= 1e6))
-				return cli_usage_error("optimize", "--%s: minutes, more than 0",
-				    c == 'W' ? "wall-minutes" : "gpu-minutes");
-			if (c == 'W')
-				a->wall_s = m * 60;
-			else
-				a->gpu_s = m * 60;
-			break;
-		}
-		case 'K':
-			if (cli_parse_int(optarg, 1, INT_MAX, &v) < 0)
-				return cli_usage_error("optimize", "--llm-tokens: 1 to %d", INT_MAX);
-			a->eo.budget.tokens = v;
-			break;
-		case 'U': {
-			char *end;
-			double d = strtod(optarg, &end);
-			if (*end || end == optarg || !(d >= 0 && d <= 1e9))
-				return cli_usage_error("optimize", "--llm-usd: dollars, 0 or more");
-			/* 0: stop once anything is spent (a budget of 0 means "no limit"). */
-			a->eo.budget.dollars = d > 0 ? d : 1e-12;
-			break;
-		}
 		case 'h':
 			fputs(optimize_usage, stdout);
 			*done = 1;
