@@ -333,84 +333,195 @@ limiter_of(const double lim[4])
 	return best < 0 ? NULL : what[best];
 }
 
-int
-profile_parse_csv(const char *text, size_t len, struct profile_report *r,
-    char *err, size_t errlen)
+/*
+ * Where each figure stands in a row, and each column's unit scale, as the
+ * header and the units row say.
+ */
+struct columns {
+	int metric[M_N], stall[PROFILE_N_STALLS], name, cc;
+	double *scale;
+};
+
+/*
+ * Past ncu's own lines to the header and the units row. 0, or an error
+ * with err set (the line counted in *line).
+ */
+static int
+read_header(const char **p, const char *end, size_t *line, struct row *head,
+    struct row *units, char *err, size_t errlen)
 {
-	const char *p = text, *end = text + len;
-	struct row head = { 0 }, units = { 0 }, row = { 0 };
-	int col[M_N], stall_col[PROFILE_N_STALLS], name_col = -1, cc_col = -1;
-	double *scale = NULL;
-	struct profile_report out = PROFILE_REPORT_INIT;
-	size_t cap = 0, line = 0;
-	int error, i;
+	int error;
 
 	/* ncu's own lines ("==PROF== Connected ...") may come first. */
 	/* The input need not be NUL-terminated: never read past end. */
-	while (p < end && (end - p < 4 || memcmp(p, "\"ID\"", 4))) {
-		p = next_line(p, end);
-		line++;
+	while (*p < end && (end - *p < 4 || memcmp(*p, "\"ID\"", 4))) {
+		*p = next_line(*p, end);
+		(*line)++;
 	}
-	if (p >= end) {
+	if (*p >= end) {
 		snprintf(err, errlen, "no ncu CSV report: no header line starting with \"ID\"");
 		return -EPROTO;
 	}
-	if ((error = read_record(&p, end, &head)) <= 0 ||
-	    (error = read_record(&p, end, &units)) <= 0) {
-		snprintf(err, errlen, "line %zu: %s", line + 1, error == -ENOBUFS ?
+	if ((error = read_record(p, end, head)) <= 0 ||
+	    (error = read_record(p, end, units)) <= 0) {
+		snprintf(err, errlen, "line %zu: %s", *line + 1, error == -ENOBUFS ?
 		    "too many columns" : error == -ENOMEM ? "out of memory" :
 		    "the header or the units row is malformed or missing");
-		error = error < 0 ? error : -EPROTO;
-		goto out;
+		return error < 0 ? error : -EPROTO;
 	}
-	line += 2;
-	if (units.n != head.n) {
+	*line += 2;
+	if (units->n != head->n) {
 		snprintf(err, errlen, "line %zu: the units row has %zu fields, the header %zu",
-		    line, units.n, head.n);
-		error = -EPROTO;
-		goto out;
+		    *line, units->n, head->n);
+		return -EPROTO;
 	}
-	for (i = 0; i < M_N; i++)
-		col[i] = -1;
-	for (i = 0; i < PROFILE_N_STALLS; i++)
-		stall_col[i] = -1;
-	if (!(scale = calloc(head.n, sizeof(*scale)))) {
-		error = -ENOMEM;
-		goto out;
-	}
-	for (size_t c = 0; c < head.n; c++) {
-		const char *h = head.f[c];
+	return 0;
+}
 
-		scale[c] = unit_scale(units.f[c]);
+/*
+ * Find the metrics asked for among the header's columns: any may be
+ * absent (the report counts them), the kernel's name may not. 0, -EPROTO
+ * with err set, or -ENOMEM.
+ */
+static int
+map_columns(const struct row *head, const struct row *units, struct columns *cols,
+    char *err, size_t errlen)
+{
+	int i;
+
+	cols->name = cols->cc = -1;
+	for (i = 0; i < M_N; i++)
+		cols->metric[i] = -1;
+	for (i = 0; i < PROFILE_N_STALLS; i++)
+		cols->stall[i] = -1;
+	if (!(cols->scale = calloc(head->n, sizeof(*cols->scale))))
+		return -ENOMEM;
+	for (size_t c = 0; c < head->n; c++) {
+		const char *h = head->f[c];
+
+		cols->scale[c] = unit_scale(units->f[c]);
 		if (!strcmp(h, "Kernel Name"))
-			name_col = (int)c;
+			cols->name = (int)c;
 		else if (!strcmp(h, "CC"))
-			cc_col = (int)c;
+			cols->cc = (int)c;
 		for (i = 0; i < M_N; i++)
 			if (!strcmp(h, metric_names[i]))
-				col[i] = (int)c;
+				cols->metric[i] = (int)c;
 		if (!strncmp(h, STALL_PREFIX, strlen(STALL_PREFIX)))
 			for (i = 0; i < PROFILE_N_STALLS; i++) {
 				size_t n = strlen(profile_stall_names[i]);
 
 				if (!strncmp(h + strlen(STALL_PREFIX), profile_stall_names[i], n) &&
 				    !strcmp(h + strlen(STALL_PREFIX) + n, STALL_SUFFIX))
-					stall_col[i] = (int)c;
+					cols->stall[i] = (int)c;
 			}
 	}
-	if (name_col < 0) {
+	if (cols->name < 0) {
 		snprintf(err, errlen, "the header has no \"Kernel Name\" column");
-		error = -EPROTO;
-		goto out;
+		return -EPROTO;
 	}
+	return 0;
+}
+
+/* One launch's figures from its row, in base units; NAN for the absent. */
+static void
+row_kernel(const struct row *row, const struct columns *cols, struct profile_kernel *k)
+{
+	double lim[4];
+
+#define NUM(m) (cols->metric[m] < 0 ? NAN : \
+    parse_num(row->f[cols->metric[m]], cols->scale[cols->metric[m]]))
+	kernel_clear(k);
+	short_name(k->name, sizeof(k->name), row->f[cols->name]);
+	k->launches = 1;
+	k->time_ns = NUM(M_TIME);
+	k->dram_bytes = NUM(M_DRAM_BYTES);
+	k->dram_pct = NUM(M_DRAM_PCT);
+	k->sm_pct = NUM(M_SM_PCT);
+	k->occ_achieved = NUM(M_OCC);
+	k->occ_theoretical = NUM(M_OCC_THEO);
+	k->smem_block = NUM(M_SMEM);
+	k->sm_hz = NUM(M_HZ);
+	k->cc = cols->cc < 0 ? NAN : parse_num(row->f[cols->cc], 1);
+	{
+		double v;
+
+		if (!isnan(v = NUM(M_REGS)))
+			k->regs = (int)v;
+		if (!isnan(v = NUM(M_BLOCK)))
+			k->block = (int)v;
+		if (!isnan(v = NUM(M_GRID)))
+			k->grid = (long long)v;
+		if (!isnan(v = NUM(M_SMS)))
+			k->sm_count = (int)v;
+		if (!isnan(NUM(M_FFMA)) || !isnan(NUM(M_FADD)) || !isnan(NUM(M_FMUL)))
+			k->fp32_flop = add(add(2 * NUM(M_FFMA), NUM(M_FADD)), NUM(M_FMUL));
+	}
+	lim[0] = NUM(M_LIM_REGS);
+	lim[1] = NUM(M_LIM_SMEM);
+	lim[2] = NUM(M_LIM_WARPS);
+	lim[3] = NUM(M_LIM_BLOCKS);
+	k->limiter = limiter_of(lim);
+	for (int i = 0; i < PROFILE_N_STALLS; i++)
+		if (cols->stall[i] >= 0)
+			k->stall[i] = parse_num(row->f[cols->stall[i]], 1);
+#undef NUM
+}
+
+/*
+ * Launches of one kernel (same name, block and grid) merge into one entry;
+ * a new kernel is appended. 0, -ENOBUFS with err set, or -ENOMEM.
+ */
+static int
+add_kernel(struct profile_report *out, size_t *cap, const struct profile_kernel *k,
+    char *err, size_t errlen)
+{
+	size_t j;
+
+	for (j = 0; j < out->n; j++)
+		if (!strcmp(out->k[j].name, k->name) && out->k[j].block == k->block &&
+		    out->k[j].grid == k->grid)
+			break;
+	if (j < out->n) {
+		merge(&out->k[j], k);
+		return 0;
+	}
+	if (out->n == *cap) {
+		struct profile_kernel *nk;
+
+		if (*cap >= PROFILE_MAX_KERNELS) {
+			snprintf(err, errlen, "more than %d distinct kernels", PROFILE_MAX_KERNELS);
+			return -ENOBUFS;
+		}
+		*cap = *cap ? 2 * *cap : 8;
+		if (!(nk = realloc(out->k, *cap * sizeof(*nk))))
+			return -ENOMEM;
+		out->k = nk;
+	}
+	out->k[out->n++] = *k;
+	return 0;
+}
+
+int
+profile_parse_csv(const char *text, size_t len, struct profile_report *r,
+    char *err, size_t errlen)
+{
+	const char *p = text, *end = text + len;
+	struct row head = { 0 }, units = { 0 }, row = { 0 };
+	struct columns cols = { .scale = NULL };
+	struct profile_report out = PROFILE_REPORT_INIT;
+	size_t cap = 0, line = 0;
+	int error, i;
+
+	if ((error = read_header(&p, end, &line, &head, &units, err, errlen)) < 0 ||
+	    (error = map_columns(&head, &units, &cols, err, errlen)) < 0)
+		goto out;
 	for (i = 0; i < M_N; i++)
-		out.missing += col[i] < 0;
+		out.missing += cols.metric[i] < 0;
 	for (i = 0; i < PROFILE_N_STALLS; i++)
-		out.missing += stall_col[i] < 0;
+		out.missing += cols.stall[i] < 0;
 	while (p < end) {
 		struct profile_kernel k;
-		double lim[4];
-		size_t j;
 
 		line++;
 		if (*p == '=' || *p == '\n' || *p == '\r') {	/* ncu's own lines, blank lines */
@@ -436,67 +547,10 @@ profile_parse_csv(const char *text, size_t len, struct profile_report *r,
 			error = -ENOBUFS;
 			goto out;
 		}
-#define NUM(m) (col[m] < 0 ? NAN : parse_num(row.f[col[m]], scale[col[m]]))
-		kernel_clear(&k);
-		short_name(k.name, sizeof(k.name), row.f[name_col]);
-		k.launches = 1;
-		k.time_ns = NUM(M_TIME);
-		k.dram_bytes = NUM(M_DRAM_BYTES);
-		k.dram_pct = NUM(M_DRAM_PCT);
-		k.sm_pct = NUM(M_SM_PCT);
-		k.occ_achieved = NUM(M_OCC);
-		k.occ_theoretical = NUM(M_OCC_THEO);
-		k.smem_block = NUM(M_SMEM);
-		k.sm_hz = NUM(M_HZ);
-		k.cc = cc_col < 0 ? NAN : parse_num(row.f[cc_col], 1);
-		{
-			double v;
-
-			if (!isnan(v = NUM(M_REGS)))
-				k.regs = (int)v;
-			if (!isnan(v = NUM(M_BLOCK)))
-				k.block = (int)v;
-			if (!isnan(v = NUM(M_GRID)))
-				k.grid = (long long)v;
-			if (!isnan(v = NUM(M_SMS)))
-				k.sm_count = (int)v;
-			if (!isnan(NUM(M_FFMA)) || !isnan(NUM(M_FADD)) || !isnan(NUM(M_FMUL)))
-				k.fp32_flop = add(add(2 * NUM(M_FFMA), NUM(M_FADD)), NUM(M_FMUL));
-		}
-		lim[0] = NUM(M_LIM_REGS);
-		lim[1] = NUM(M_LIM_SMEM);
-		lim[2] = NUM(M_LIM_WARPS);
-		lim[3] = NUM(M_LIM_BLOCKS);
-		k.limiter = limiter_of(lim);
-		for (i = 0; i < PROFILE_N_STALLS; i++)
-			if (stall_col[i] >= 0)
-				k.stall[i] = parse_num(row.f[stall_col[i]], 1);
-#undef NUM
+		row_kernel(&row, &cols, &k);
 		row_free(&row);
-		for (j = 0; j < out.n; j++)
-			if (!strcmp(out.k[j].name, k.name) && out.k[j].block == k.block &&
-			    out.k[j].grid == k.grid)
-				break;
-		if (j < out.n) {
-			merge(&out.k[j], &k);
-			continue;
-		}
-		if (out.n == cap) {
-			struct profile_kernel *nk;
-
-			if (cap >= PROFILE_MAX_KERNELS) {
-				snprintf(err, errlen, "more than %d distinct kernels", PROFILE_MAX_KERNELS);
-				error = -ENOBUFS;
-				goto out;
-			}
-			cap = cap ? 2 * cap : 8;
-			if (!(nk = realloc(out.k, cap * sizeof(*nk)))) {
-				error = -ENOMEM;
-				goto out;
-			}
-			out.k = nk;
-		}
-		out.k[out.n++] = k;
+		if ((error = add_kernel(&out, &cap, &k, err, errlen)) < 0)
+			goto out;
 	}
 	if (out.n > 1)
 		qsort(out.k, out.n, sizeof(*out.k), by_time);
@@ -507,7 +561,7 @@ out:
 	if (error == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	free(out.k);
-	free(scale);
+	free(cols.scale);
 	row_free(&head);
 	row_free(&units);
 	row_free(&row);
