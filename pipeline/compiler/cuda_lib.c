@@ -554,6 +554,105 @@ cu_conv(struct cu *c, int root)
 
 #define KB_SCAN_REGS 32	/* a scan segment this long stays in registers */
 
+/* The wide path, for a scan whose segments stay in registers: a plain
+ * view of a buffer (*leaf), scanned along its contiguous last dim, every
+ * thread a whole segment of 4k elements. 1 when it applies, with the
+ * row's offsets in that buffer and in the output in rin and rout. */
+static int
+scan_wide(struct cu *c, const struct cg_node *n, int dim, int64_t seg, const int *vars, int *leaf,
+    struct buf *rin, struct buf *rout)
+{
+	struct cg_emit *e = &c->e;
+	int64_t L = n->shape[dim], loff = 0, lst[CG_MAX_RANK];
+	int wide = 0;
+
+	if (seg % 4 == 0 && L % c->s->block == 0 && dim == n->rank - 1 &&
+	    cg_dtype_size(n->dtype) == 4 && cg_strided(c->g, n->arg[0], leaf, &loff, lst) == 0 &&
+	    lst[dim] == 1 && loff % 4 == 0 && c->g->nodes[*leaf].dtype == n->dtype) {
+		int64_t ost = L;
+		wide = 1;
+		buf_printf(rin, "%" PRId64, loff);
+		buf_addstr(rout, "0");
+		for (int d = n->rank - 1; d >= 0; d--) {
+			if (d == dim)
+				continue;
+			if (n->shape[d] > 1 && lst[d] % 4)
+				wide = 0;
+			buf_printf(rin, " + %" PRId64 " * %s", lst[d], e->var[vars[d]].name);
+			buf_printf(rout, " + %" PRId64 " * %s", ost, e->var[vars[d]].name);
+			ost *= n->shape[d];
+		}
+	}
+	return wide;
+}
+
+/* Pass 1 of the wide path: the segment into kb_v and its total into
+ * kb_acc, 16 bytes a load where this row allows them; the text ends in
+ * an else, whose branch is the plain loop that follows. */
+static void
+scan_wide_load(struct cu *c, struct cg_scope *O, int root, int leaf, const char *T, int mul,
+    int64_t seg, const char *rin, const char *rout)
+{
+	struct cg_emit *e = &c->e;
+
+	cg_line(e, O, "const bool kb_al = ((((uintptr_t)(%s + %s)) | ((uintptr_t)(%s + %s))) & 15) == 0;",
+	    c->ptrs[leaf], rin, c->ptrs[root], rout);
+	cg_line(e, O, "if (kb_al) {");
+	cg_line(e, O, "#pragma unroll");
+	cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
+	cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w = *reinterpret_cast<const kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q);",
+	    T, T, c->ptrs[leaf], rin);
+	cg_line(e, O, "#pragma unroll");
+	cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
+	cg_line(e, O, "\t\t\tkb_v[4 * kb_q + kb_r] = kb_w.v[kb_r];");
+	cg_line(e, O, "\t\t\tkb_acc %s= kb_w.v[kb_r];", mul ? "*" : "+");
+	cg_line(e, O, "\t\t}");
+	cg_line(e, O, "\t}");
+	cg_line(e, O, "} else");
+	e->used[leaf] = 1;
+}
+
+/* Pass 2 of the wide path: the segment's prefix from kb_v, 16 bytes a
+ * store where the row allows them (kb_al); as in pass 1, an else whose
+ * branch is the plain loop that follows. */
+static void
+scan_wide_store(struct cu *c, struct cg_scope *O, int root, const char *T, int mul, int64_t seg,
+    const char *rout)
+{
+	struct cg_emit *e = &c->e;
+
+	cg_line(e, O, "if (kb_al) {");
+	cg_line(e, O, "#pragma unroll");
+	cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
+	cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w;", T);
+	cg_line(e, O, "#pragma unroll");
+	cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
+	cg_line(e, O, "\t\t\tkb_acc %s= kb_v[4 * kb_q + kb_r];", mul ? "*" : "+");
+	cg_line(e, O, "\t\t\tkb_w.v[kb_r] = kb_acc;");
+	cg_line(e, O, "\t\t}");
+	cg_line(e, O, "\t\t*reinterpret_cast<kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q) = kb_w;", T,
+	    c->ptrs[root], rout);
+	cg_line(e, O, "\t}");
+	cg_line(e, O, "} else");
+}
+
+/* The exclusive prefix of the block's segment totals, each thread's
+ * kb_acc (Hillis-Steele in shared memory). */
+static void
+scan_block_prefix(struct cg_emit *e, struct cg_scope *O, const char *T, const char *init, int mul)
+{
+	cg_line(e, O, "kb_part[threadIdx.x] = kb_acc;");
+	cg_line(e, O, "__syncthreads();");
+	cg_line(e, O, "for (int kb_s = 1; kb_s < blockDim.x; kb_s <<= 1) {");
+	cg_line(e, O, "\t%s kb_t = threadIdx.x >= kb_s ? kb_part[threadIdx.x - kb_s] : %s;", T, init);
+	cg_line(e, O, "\t__syncthreads();");
+	cg_line(e, O, "\tkb_part[threadIdx.x] %s= kb_t;", mul ? "*" : "+");
+	cg_line(e, O, "\t__syncthreads();");
+	cg_line(e, O, "}");
+	cg_line(e, O, "kb_acc = threadIdx.x ? kb_part[threadIdx.x - 1] : %s;", init);
+	cg_line(e, O, "__syncthreads();");
+}
+
 int
 cu_scan(struct cu *c, int root)
 {
@@ -561,8 +660,8 @@ cu_scan(struct cu *c, int root)
 	const struct cg_node *n = &c->g->nodes[root];
 	int dim = (int)n->i[0], vars[CG_MAX_RANK], error, id = c->nk, mul = n->op == CG_CUMPROD;
 	int64_t L = n->shape[dim], nout = ir_numel(n->rank, n->shape) / (L ? L : 1), shape[CG_MAX_RANK];
-	int64_t seg = (L + c->s->block - 1) / c->s->block, loff = 0, lst[CG_MAX_RANK];
-	int regs = seg <= KB_SCAN_REGS, wide = 0, leaf = -1;
+	int64_t seg = (L + c->s->block - 1) / c->s->block;
+	int regs = seg <= KB_SCAN_REGS, wide, leaf = -1;
 	struct buf rin = BUF_INIT(EXPR_MAX), rout = BUF_INIT(EXPR_MAX);
 	struct cg_scope *K, *O, *P1, *P2;
 	struct cg_map m;
@@ -600,25 +699,7 @@ cu_scan(struct cu *c, int root)
 			shape[q++] = n->shape[d];
 		}
 	}
-	/* the wide path: a plain view of a buffer, scanned along its
-	 * contiguous last dim, every thread a whole segment of 4k elements */
-	if (regs && seg % 4 == 0 && L % c->s->block == 0 && dim == n->rank - 1 &&
-	    cg_dtype_size(n->dtype) == 4 && cg_strided(c->g, n->arg[0], &leaf, &loff, lst) == 0 &&
-	    lst[dim] == 1 && loff % 4 == 0 && c->g->nodes[leaf].dtype == n->dtype) {
-		int64_t ost = L;
-		wide = 1;
-		buf_printf(&rin, "%" PRId64, loff);
-		buf_addstr(&rout, "0");
-		for (int d = n->rank - 1; d >= 0; d--) {
-			if (d == dim)
-				continue;
-			if (n->shape[d] > 1 && lst[d] % 4)
-				wide = 0;
-			buf_printf(&rin, " + %" PRId64 " * %s", lst[d], e->var[vars[d]].name);
-			buf_printf(&rout, " + %" PRId64 " * %s", ost, e->var[vars[d]].name);
-			ost *= n->shape[d];
-		}
-	}
+	wide = regs && scan_wide(c, n, dim, seg, vars, &leaf, &rin, &rout);
 	cg_line(e, O, "const int64_t kb_seg = (%" PRId64 " + blockDim.x - 1) / blockDim.x;", L);
 	cg_line(e, O, "const int64_t kb_lo = threadIdx.x * kb_seg;");
 	cg_line(e, O, "const int64_t kb_hi = kb_lo + kb_seg < %" PRId64 " ? kb_lo + kb_seg : %" PRId64 ";", L, L);
@@ -631,24 +712,8 @@ cu_scan(struct cu *c, int root)
 	e->var[vars[dim]].extent = L;
 	if (regs) {
 		cg_line(e, O, "%s kb_v[%d];", T, (int)seg);
-		if (wide) {
-			/* a plain row of a buffer: 16-byte loads where this row allows them */
-			cg_line(e, O, "const bool kb_al = ((((uintptr_t)(%s + %s)) | ((uintptr_t)(%s + %s))) & 15) == 0;",
-			    c->ptrs[leaf], buf_cstr(&rin), c->ptrs[root], buf_cstr(&rout));
-			cg_line(e, O, "if (kb_al) {");
-			cg_line(e, O, "#pragma unroll");
-			cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
-			cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w = *reinterpret_cast<const kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q);",
-			    T, T, c->ptrs[leaf], buf_cstr(&rin));
-			cg_line(e, O, "#pragma unroll");
-			cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
-			cg_line(e, O, "\t\t\tkb_v[4 * kb_q + kb_r] = kb_w.v[kb_r];");
-			cg_line(e, O, "\t\t\tkb_acc %s= kb_w.v[kb_r];", mul ? "*" : "+");
-			cg_line(e, O, "\t\t}");
-			cg_line(e, O, "\t}");
-			cg_line(e, O, "} else");
-			e->used[leaf] = 1;
-		}
+		if (wide)
+			scan_wide_load(c, O, root, leaf, T, mul, seg, buf_cstr(&rin), buf_cstr(&rout));
 		buf_printf(&P1->head, "#pragma unroll\nfor (int kb_j = 0; kb_j < %d; kb_j++)", (int)seg);
 		cg_line(e, P1, "const int64_t %s = kb_lo + kb_j;", e->var[vars[dim]].name);
 		cg_line(e, P1, "if (%s >= kb_hi)", e->var[vars[dim]].name);
@@ -666,17 +731,7 @@ cu_scan(struct cu *c, int root)
 	cg_line(e, P1, "kb_acc %s= %s;", mul ? "*" : "+", cgx_opnd(&v, n->dtype, 0, x, sizeof(x)));
 	if ((error = cg_scope_close(e, P1)) < 0)
 		return error;
-	/* exclusive prefix of the segment totals (Hillis-Steele in shared memory) */
-	cg_line(e, O, "kb_part[threadIdx.x] = kb_acc;");
-	cg_line(e, O, "__syncthreads();");
-	cg_line(e, O, "for (int kb_s = 1; kb_s < blockDim.x; kb_s <<= 1) {");
-	cg_line(e, O, "\t%s kb_t = threadIdx.x >= kb_s ? kb_part[threadIdx.x - kb_s] : %s;", T, init);
-	cg_line(e, O, "\t__syncthreads();");
-	cg_line(e, O, "\tkb_part[threadIdx.x] %s= kb_t;", mul ? "*" : "+");
-	cg_line(e, O, "\t__syncthreads();");
-	cg_line(e, O, "}");
-	cg_line(e, O, "kb_acc = threadIdx.x ? kb_part[threadIdx.x - 1] : %s;", init);
-	cg_line(e, O, "__syncthreads();");
+	scan_block_prefix(e, O, T, init, mul);
 	/* pass 2: rescan the segment from its prefix, writing */
 	if (!(P2 = cg_scope_new(e, O)) || (vars[dim] = cg_var_new(e, P2, "i")) < 0)
 		return e->error;
@@ -684,21 +739,8 @@ cu_scan(struct cu *c, int root)
 	P2->uniform = 0;
 	cg_map_identity(&m, n->rank, vars);
 	if (regs) {
-		if (wide) {
-			cg_line(e, O, "if (kb_al) {");
-			cg_line(e, O, "#pragma unroll");
-			cg_line(e, O, "\tfor (int kb_q = 0; kb_q < %d; kb_q++) {", (int)seg / 4);
-			cg_line(e, O, "\t\tkb_vec_t<%s, 4> kb_w;", T);
-			cg_line(e, O, "#pragma unroll");
-			cg_line(e, O, "\t\tfor (int kb_r = 0; kb_r < 4; kb_r++) {");
-			cg_line(e, O, "\t\t\tkb_acc %s= kb_v[4 * kb_q + kb_r];", mul ? "*" : "+");
-			cg_line(e, O, "\t\t\tkb_w.v[kb_r] = kb_acc;");
-			cg_line(e, O, "\t\t}");
-			cg_line(e, O, "\t\t*reinterpret_cast<kb_vec_t<%s, 4> *>(%s + %s + kb_lo + 4 * kb_q) = kb_w;", T,
-			    c->ptrs[root], buf_cstr(&rout));
-			cg_line(e, O, "\t}");
-			cg_line(e, O, "} else");
-		}
+		if (wide)
+			scan_wide_store(c, O, root, T, mul, seg, buf_cstr(&rout));
 		buf_printf(&P2->head, "#pragma unroll\nfor (int kb_j = 0; kb_j < %d; kb_j++)", (int)seg);
 		cg_line(e, P2, "const int64_t %s = kb_lo + kb_j;", e->var[vars[dim]].name);
 		cg_line(e, P2, "if (%s >= kb_hi)", e->var[vars[dim]].name);

@@ -178,6 +178,166 @@ scratch_kept(const struct cg_node *n)
 	return ir_numel(n->rank, n->shape) * cg_dtype_size(n->dtype) <= (4 << 20);
 }
 
+/* Every register row whose base is the row loop's own index is loaded
+ * first, before any other load (a gather's chain) and the first
+ * reduction, so its latency overlaps theirs. */
+static void
+fill_top_rows(struct cg_emit *e, const int *vars, int k)
+{
+	for (int r = 0; r < e->nrc; r++) {
+		int top = 1;
+		for (int iv = 0; iv < e->nvars; iv++) {
+			int mine = 0;
+			for (int d = 0; d < k; d++)
+				mine |= vars[d] == iv;
+			if (e->rc[r].outer.c[iv] && !mine)
+				top = 0;
+		}
+		if (top)
+			cgx_row_fill(e, r);
+	}
+}
+
+/* A team kernel's loops under K: *op a warp's, a block's or a cluster's
+ * loop over the outer indices (kb_o), and where dims are left beside
+ * the reductions *ip the team's strided loop over them (kb_n), else
+ * NULL; the launch's grid goes into grid. */
+static int
+team_loops(struct cu *c, struct cg_scope *K, int q, const int64_t *shape, int k, int block_team,
+    int vec, int rc_pass, int *vars, struct cg_scope **op, struct cg_scope **ip, char *grid,
+    size_t glen)
+{
+	struct cg_emit *e = &c->e;
+	struct cg_scope *O, *I = NULL;
+	int64_t nout = ir_numel(k, shape), nin = ir_numel(q - k, shape + k);
+
+	if (block_team && c->split > 1) {
+		/* the cluster's blocks are one team: lanes across them,
+		 * a row per cluster (cluster ranks are blockIdx.x % split) */
+		cg_line(e, K, "const int kb_lane = (int)cooperative_groups::this_cluster().block_rank() * "
+		    "blockDim.x + threadIdx.x, kb_team = %d;", c->block * c->split);
+		e->team = c->block * c->split;
+		cg_line(e, K, "unsigned kb_ph = 0;	/* kb_team_t<3>'s slot */");
+	} else if (block_team) {
+		/* the launch's block, a constant: a team loop's trip
+		 * count is known, so its loads unroll into one batch */
+		cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = %d;", c->block);
+		e->team = c->block;
+	} else {
+		cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
+		e->team = 32;
+	}
+	cg_line(e, K, "(void)kb_team;	/* unused when every loop is in registers */");
+	if (!(O = cg_scope_new(e, K)))
+		return e->error;
+	O->uniform = 1;
+	O->level = k;
+	if (block_team && c->split > 1)
+		buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x / %d; kb_o < %" PRId64 "; kb_o += gridDim.x / %d)",
+		    c->split, nout, c->split);
+	else if (block_team)
+		buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x; kb_o < %" PRId64 "; kb_o += gridDim.x)",
+		    nout);
+	else
+		buf_printf(&O->head, "for (int64_t kb_o = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); "
+		    "kb_o < %" PRId64 "; kb_o += (int64_t)gridDim.x * (blockDim.x >> 5))", nout);
+	if (k > 0 && split_index(e, O, "kb_o", shape, 0, k, 1, vars) < 0)
+		return e->error;
+	if (rc_pass && c->rr) {
+		e->row_regs = 1;
+		e->rr_team = block_team ? c->block * c->split : 32;
+		e->rr_len = c->rr_len;
+	}
+	if (k < q) {
+		if (!(I = cg_scope_new(e, O)))
+			return e->error;
+		I->uniform = 0;
+		I->level = q;
+		if (rc_pass == 2 && e->row_regs) {
+			/* the register rows' layout (cg.h), fully unrolled */
+			buf_printf(&I->head, "#pragma unroll\nfor (int64_t kb_ni = 0, kb_n = kb_lane; kb_ni < %"
+			    PRId64 "; kb_ni++, kb_n += %d)", nin / vec / e->rr_team, e->rr_team);
+			snprintf(e->rr_inner, sizeof(e->rr_inner), vec > 1 ? "kb_ni * %d + kb_j" : "kb_ni",
+			    vec);
+		} else {
+			buf_printf(&I->head, "for (int64_t kb_n = kb_lane; kb_n < %" PRId64 "; kb_n += kb_team)",
+			    nin / vec);
+		}
+		if (split_index(e, I, "kb_n", shape, k, q, vec, vars) < 0)
+			return e->error;
+		for (int64_t d = q - 1, st = 1; d >= k; st *= shape[d], d--) {
+			e->var[vars[d]].rowstride = st;
+			e->row_nvars += shape[d] > 1;
+		}
+		e->row_len = nin;
+	}
+	if (rc_pass) {
+		e->row_cache = rc_pass;
+		e->rc_scope = O;
+		if (rc_pass == 1)
+			e->nrc = 0;
+		for (int r = 0; r < e->nrc; r++)
+			e->rc[r].filled = 0;
+	}
+	if (rc_pass == 2 && e->row_regs)
+		fill_top_rows(e, vars, k);
+	if (block_team && c->split > 1)
+		snprintf(grid, glen, "kb_grid(%" PRId64 ", 1) * %d", nout, c->split);
+	else
+		snprintf(grid, glen, "kb_grid(%" PRId64 ", %d)", nout, block_team ? 1 : c->block / 32);
+	*op = O;
+	*ip = I;
+	return 0;
+}
+
+/* The kernel's definition around K's body: KB_VEC and KB_BLOCK_TEAM
+ * tell the prelude's team reductions what the team is (2 a column, 3 a
+ * cluster, whose reductions take its slot, KB_TEAM_PH). */
+static void
+kernel_text(struct cu *c, const struct cg_scope *K, int id, const char *sig, enum cu_mode mode,
+    int k, int block_team, int cl, int vec)
+{
+	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec,
+	    mode == CU_COL ? 2 : cl ? 3 : block_team);
+	if (cl)
+		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH , kb_ph\n");
+	buf_printf(c->kern, "__global__ void ");
+	if (cl)
+		buf_printf(c->kern, "__cluster_dims__(%d, 1, 1) ", c->split);
+	if (mode == CU_TEAM && k > 0 && c->s->min_blocks > 1 && 2048 / c->block >= 2)
+		/* registers capped so that this many blocks fit an SM (not
+		 * for a whole-tensor reduction's one block) */
+		buf_printf(c->kern, "__launch_bounds__(%d, %d)\n%sk%d(%s)\n{\n", c->block,
+		    c->s->min_blocks < 2048 / c->block ? c->s->min_blocks : 2048 / c->block, c->prefix, id, sig);
+	else
+		buf_printf(c->kern, "__launch_bounds__(%d)\n%sk%d(%s)\n{\n", c->block, c->prefix, id, sig);
+	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
+	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n");
+	if (cl)
+		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH\n");
+	buf_printf(c->kern, "\n");
+}
+
+/* The launch: past 48 KiB of dynamic shared memory a kernel must
+ * opt in, in one statement with it (the launch may be an if's
+ * branch); after the first launch, with pdl, through
+ * cudaLaunchKernelEx so that it may start before the last ends. */
+static void
+kernel_launch(struct cu *c, int id, const char *grid, const char *blk, int64_t smem, const char *args,
+    struct buf *launch)
+{
+	if (smem > 48 * 1024)
+		buf_printf(launch, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
+		    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
+	if (c->s->pdl && c->launched)
+		buf_printf(launch, "kb_launch_pdl(%sk%d, %s, %s, %" PRId64 ", st, %s);", c->prefix, id, grid, blk,
+		    smem, args);
+	else
+		buf_printf(launch, "%sk%d<<<%s, %s, %" PRId64 ", st>>>(%s);", c->prefix, id, grid, blk, smem, args);
+	if (smem > 48 * 1024)
+		buf_addstr(launch, " }");
+}
+
 /* One kernel for the group; its launch goes into *launch. */
 static int
 group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode mode, int k,
@@ -186,11 +346,11 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	struct cg_emit *e = &c->e;
 	struct cg_scope *K, *O = NULL, *I = NULL, *cur;
 	int vars[CG_MAX_RANK], error, id = c->nk;
-	int64_t nout = ir_numel(k, shape), nin = ir_numel(q - k, shape + k), smem = 0;
+	int64_t nout = ir_numel(k, shape), smem = 0;
 	struct cg_map m;
 	struct cg_val v;
 	struct buf sig = BUF_INIT(4096), args = BUF_INIT(4096);
-	char lin[64], grid[96], blk[32];
+	char grid[96], blk[32];
 	const char *guard = NULL;
 	int cl = mode == CU_TEAM && block_team && c->split > 1;	/* a cluster team */
 	int pdl_early;
@@ -246,99 +406,10 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 		O = cur;
 		snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", %d)", ns, c->block);
 	} else {
-		if (block_team && c->split > 1) {
-			/* the cluster's blocks are one team: lanes across them,
-			 * a row per cluster (cluster ranks are blockIdx.x % split) */
-			cg_line(e, K, "const int kb_lane = (int)cooperative_groups::this_cluster().block_rank() * "
-			    "blockDim.x + threadIdx.x, kb_team = %d;", c->block * c->split);
-			e->team = c->block * c->split;
-			cg_line(e, K, "unsigned kb_ph = 0;	/* kb_team_t<3>'s slot */");
-		} else if (block_team) {
-			/* the launch's block, a constant: a team loop's trip
-			 * count is known, so its loads unroll into one batch */
-			cg_line(e, K, "const int kb_lane = threadIdx.x, kb_team = %d;", c->block);
-			e->team = c->block;
-		} else {
-			cg_line(e, K, "const int kb_lane = threadIdx.x & 31, kb_team = 32;");
-			e->team = 32;
-		}
-		cg_line(e, K, "(void)kb_team;	/* unused when every loop is in registers */");
-		if (!(O = cg_scope_new(e, K)))
-			return e->error;
-		O->uniform = 1;
-		O->level = k;
-		if (block_team && c->split > 1)
-			buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x / %d; kb_o < %" PRId64 "; kb_o += gridDim.x / %d)",
-			    c->split, nout, c->split);
-		else if (block_team)
-			buf_printf(&O->head, "for (int64_t kb_o = blockIdx.x; kb_o < %" PRId64 "; kb_o += gridDim.x)",
-			    nout);
-		else
-			buf_printf(&O->head, "for (int64_t kb_o = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); "
-			    "kb_o < %" PRId64 "; kb_o += (int64_t)gridDim.x * (blockDim.x >> 5))", nout);
-		if (k > 0 && split_index(e, O, "kb_o", shape, 0, k, 1, vars) < 0)
-			return e->error;
-		cur = O;
-		if (rc_pass && c->rr) {
-			e->row_regs = 1;
-			e->rr_team = block_team ? c->block * c->split : 32;
-			e->rr_len = c->rr_len;
-		}
-		if (k < q) {
-			if (!(I = cg_scope_new(e, O)))
-				return e->error;
-			I->uniform = 0;
-			I->level = q;
-			if (rc_pass == 2 && e->row_regs) {
-				/* the register rows' layout (cg.h), fully unrolled */
-				buf_printf(&I->head, "#pragma unroll\nfor (int64_t kb_ni = 0, kb_n = kb_lane; kb_ni < %"
-				    PRId64 "; kb_ni++, kb_n += %d)", nin / vec / e->rr_team, e->rr_team);
-				snprintf(e->rr_inner, sizeof(e->rr_inner), vec > 1 ? "kb_ni * %d + kb_j" : "kb_ni",
-				    vec);
-			} else {
-				buf_printf(&I->head, "for (int64_t kb_n = kb_lane; kb_n < %" PRId64 "; kb_n += kb_team)",
-				    nin / vec);
-			}
-			snprintf(lin, sizeof(lin), "kb_n");
-			if (split_index(e, I, lin, shape, k, q, vec, vars) < 0)
-				return e->error;
-			cur = I;
-			for (int64_t d = q - 1, st = 1; d >= k; st *= shape[d], d--) {
-				e->var[vars[d]].rowstride = st;
-				e->row_nvars += shape[d] > 1;
-			}
-			e->row_len = nin;
-		}
-		if (rc_pass) {
-			e->row_cache = rc_pass;
-			e->rc_scope = O;
-			if (rc_pass == 1)
-				e->nrc = 0;
-			for (int r = 0; r < e->nrc; r++)
-				e->rc[r].filled = 0;
-		}
-		if (rc_pass == 2 && e->row_regs) {
-			/* every register row whose base is the row loop's own
-			 * index is loaded first, before any other load (a gather's
-			 * chain) and the first reduction, so its latency overlaps
-			 * theirs */
-			for (int r = 0; r < e->nrc; r++) {
-				int top = 1;
-				for (int iv = 0; iv < e->nvars; iv++) {
-					int mine = 0;
-					for (int d = 0; d < k; d++)
-						mine |= vars[d] == iv;
-					if (e->rc[r].outer.c[iv] && !mine)
-						top = 0;
-				}
-				if (top)
-					cgx_row_fill(e, r);
-			}
-		}
-		if (block_team && c->split > 1)
-			snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", 1) * %d", nout, c->split);
-		else
-			snprintf(grid, sizeof(grid), "kb_grid(%" PRId64 ", %d)", nout, block_team ? 1 : c->block / 32);
+		if ((error = team_loops(c, K, q, shape, k, block_team, vec, rc_pass, vars, &O, &I, grid,
+		    sizeof(grid))) < 0)
+			return error;
+		cur = I ? I : O;
 	}
 	if (vec > 1 && q > 0 && !(mode == CU_TEAM && k == q))
 		e->vec_var = vars[q - 1];
@@ -387,42 +458,8 @@ group_kernel(struct cu *c, int root, int q, const int64_t *shape, enum cu_mode m
 	if (cl)
 		cg_line(e, K, "cooperative_groups::this_cluster().sync();	/* kb_team_t<3>: slots stay readable */");
 	kernel_params(c, root, &sig, &args);
-	buf_printf(c->kern, "#define KB_VEC %d\n#define KB_BLOCK_TEAM %d\n", vec,
-	    mode == CU_COL ? 2 : cl ? 3 : block_team);
-	if (cl)
-		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH , kb_ph\n");
-	buf_printf(c->kern, "__global__ void ");
-	if (cl)
-		buf_printf(c->kern, "__cluster_dims__(%d, 1, 1) ", c->split);
-	if (mode == CU_TEAM && k > 0 && c->s->min_blocks > 1 && 2048 / c->block >= 2)
-		/* registers capped so that this many blocks fit an SM (not
-		 * for a whole-tensor reduction's one block) */
-		buf_printf(c->kern, "__launch_bounds__(%d, %d)\n%sk%d(%s)\n{\n", c->block,
-		    c->s->min_blocks < 2048 / c->block ? c->s->min_blocks : 2048 / c->block, c->prefix, id,
-		    buf_cstr(&sig));
-	else
-		buf_printf(c->kern, "__launch_bounds__(%d)\n%sk%d(%s)\n{\n", c->block, c->prefix, id,
-		    buf_cstr(&sig));
-	buf_add(c->kern, K->body.data ? K->body.data : "", K->body.len);
-	buf_printf(c->kern, "}\n#undef KB_VEC\n#undef KB_BLOCK_TEAM\n");
-	if (cl)
-		buf_printf(c->kern, "#undef KB_TEAM_PH\n#define KB_TEAM_PH\n");
-	buf_printf(c->kern, "\n");
-	/* the launch: past 48 KiB of dynamic shared memory a kernel must
-	 * opt in, in one statement with it (the launch may be an if's
-	 * branch); after the first launch, with pdl, through
-	 * cudaLaunchKernelEx so that it may start before the last ends */
-	if (smem > 48 * 1024)
-		buf_printf(launch, "{ if (cudaFuncSetAttribute(%sk%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %"
-		    PRId64 ") != cudaSuccess) { (void)cudaGetLastError(); rc = 4; goto out; } ", c->prefix, id, smem);
-	if (c->s->pdl && c->launched)
-		buf_printf(launch, "kb_launch_pdl(%sk%d, %s, %s, %" PRId64 ", st, %s);", c->prefix, id, grid, blk,
-		    smem, buf_cstr(&args));
-	else
-		buf_printf(launch, "%sk%d<<<%s, %s, %" PRId64 ", st>>>(%s);", c->prefix, id, grid, blk, smem,
-		    buf_cstr(&args));
-	if (smem > 48 * 1024)
-		buf_addstr(launch, " }");
+	kernel_text(c, K, id, buf_cstr(&sig), mode, k, block_team, cl, vec);
+	kernel_launch(c, id, grid, blk, smem, buf_cstr(&args), launch);
 	buf_free(&sig);
 	buf_free(&args);
 	c->nk++;

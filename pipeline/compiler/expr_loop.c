@@ -339,6 +339,49 @@ online_pair(struct cg_emit *e, struct cg_scope *s, struct cg_scope *P, int max, 
 	return e->error;
 }
 
+/* argmax/argmin's step in the inner loop: the first extreme wins; NaN
+ * counts as the extreme, its first one wins. The index is the linear
+ * one over the reduced dims, from their maps in am. */
+static void
+arg_update(struct cg_emit *e, struct cg_scope *inner, const struct cg_node *n,
+    const struct cg_node *an, const struct cg_map *am, const char *acc, const char *x, int fl)
+{
+	struct buf li = BUF_INIT(EXPR_MAX);
+	struct cg_aff L;
+	int64_t stride = 1;
+
+	memset(&L, 0, sizeof(L));
+	for (int d = an->rank - 1; d >= 0; d--)
+		if (n->rmask & (1u << d)) {
+			cgx_aff_axpy(&L, stride, &am->r[d]);
+			stride *= an->shape[d];
+		}
+	cgx_aff_print(e, &L, &li);
+	if (fl)
+		cg_line(e, inner, "if (%s %s %sv || (%s != %s && %sv == %sv)) { %sv = %s; %s = %s; }",
+		    x, n->op == CG_RARGMAX ? ">" : "<", acc, x, x, acc, acc, acc, x, acc, buf_cstr(&li));
+	else
+		cg_line(e, inner, "if (%s %s %sv) { %sv = %s; %s = %s; }", x,
+		    n->op == CG_RARGMAX ? ">" : "<", acc, acc, x, acc, buf_cstr(&li));
+	buf_free(&li);
+}
+
+/* The team's combine of a cooperative reduction's accumulator: a float
+ * max or min carries its NaN into it (kb_op_nmax), one reduction instead
+ * of a second for the flag. */
+static void
+team_combine(struct cg_emit *e, struct cg_scope *P, const struct cg_node *n, const char *acc, int fl)
+{
+	switch (n->op) {
+	case CG_RSUM: cg_line(e, P, "%s = kb_team_sum(%s);", acc, acc); break;
+	case CG_RPROD: cg_line(e, P, "%s = kb_team_prod(%s);", acc, acc); break;
+	case CG_RMAX: cg_line(e, P, "%s = kb_team_%smax(%s);", acc, fl ? "n" : "", acc); break;
+	case CG_RMIN: cg_line(e, P, "%s = kb_team_%smin(%s);", acc, fl ? "n" : "", acc); break;
+	case CG_RARGMAX: cg_line(e, P, "kb_team_argmax(&%sv, &%s);", acc, acc); break;
+	default: cg_line(e, P, "kb_team_argmin(&%sv, &%s);", acc, acc); break;
+	}
+}
+
 int
 cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out)
@@ -456,44 +499,16 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 		if (fl)
 			cg_line(e, inner, "%sn |= %s != %s;", acc, x, x);
 		break;
-	default: {
-		/* the first extreme wins; NaN counts as the extreme, its first one wins */
-		struct buf li = BUF_INIT(EXPR_MAX);
-		struct cg_aff L;
-		int64_t stride = 1;
-		memset(&L, 0, sizeof(L));
-		for (int d = an->rank - 1; d >= 0; d--)
-			if (n->rmask & (1u << d)) {
-				cgx_aff_axpy(&L, stride, &am.r[d]);
-				stride *= an->shape[d];
-			}
-		cgx_aff_print(e, &L, &li);
-		if (fl)
-			cg_line(e, inner, "if (%s %s %sv || (%s != %s && %sv == %sv)) { %sv = %s; %s = %s; }",
-			    x, n->op == CG_RARGMAX ? ">" : "<", acc, x, x, acc, acc, acc, x, acc, buf_cstr(&li));
-		else
-			cg_line(e, inner, "if (%s %s %sv) { %sv = %s; %s = %s; }", x,
-			    n->op == CG_RARGMAX ? ">" : "<", acc, acc, x, acc, buf_cstr(&li));
-		buf_free(&li);
+	default:
+		arg_update(e, inner, n, an, &am, acc, x, fl);
 		break;
-	}
 	}
 	if ((error = close_loops(e, inner, P)) < 0)
 		return error;
 	if (fl && (n->op == CG_RMAX || n->op == CG_RMIN))
 		cg_line(e, P, "if (%sn) %s = NAN;", acc, acc);
-	if (coop && e->lse_local != id) {
-		/* a float max or min carries its NaN into the team's combine
-		 * (kb_op_nmax), one reduction instead of a second for the flag */
-		switch (n->op) {
-		case CG_RSUM: cg_line(e, P, "%s = kb_team_sum(%s);", acc, acc); break;
-		case CG_RPROD: cg_line(e, P, "%s = kb_team_prod(%s);", acc, acc); break;
-		case CG_RMAX: cg_line(e, P, "%s = kb_team_%smax(%s);", acc, fl ? "n" : "", acc); break;
-		case CG_RMIN: cg_line(e, P, "%s = kb_team_%smin(%s);", acc, fl ? "n" : "", acc); break;
-		case CG_RARGMAX: cg_line(e, P, "kb_team_argmax(&%sv, &%s);", acc, acc); break;
-		default: cg_line(e, P, "kb_team_argmin(&%sv, &%s);", acc, acc); break;
-		}
-	}
+	if (coop && e->lse_local != id)
+		team_combine(e, P, n, acc, fl);
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", acc);
 	out->scope = P;

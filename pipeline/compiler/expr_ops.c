@@ -51,6 +51,82 @@ cg_op_name(enum cg_op op)
 	return op < CG_N_OPS && op_names[op] ? op_names[op] : "?";
 }
 
+/* x to the constant power p: the small whole powers and +-0.5 spelled
+ * out (products, square roots, reciprocals), any other through kb_pow. */
+static void
+pows_text(double p, enum ir_dtype ct, const char *f, const char *x, const char *c1, char *text,
+    size_t len)
+{
+	char z[256];
+
+	if (p == 2)
+		snprintf(text, len, "%s * %s", x, x);
+	else if (p == 1)
+		snprintf(text, len, "%s", x);
+	else if (p == 0)
+		snprintf(text, len, "%s", c1);
+	else if (p == 3)
+		snprintf(text, len, "%s * %s * %s", x, x, x);
+	else if (p == 4)
+		snprintf(text, len, "(%s * %s) * (%s * %s)", x, x, x, x);
+	else if (p == 0.5)
+		snprintf(text, len, "kb_sqrt%s(%s)", f, x);
+	else if (p == -0.5)
+		snprintf(text, len, "%s / kb_sqrt%s(%s)", c1, f, x);
+	else if (p == -1)
+		snprintf(text, len, "%s / %s", c1, x);
+	else if (p == -2)
+		snprintf(text, len, "%s / (%s * %s)", c1, x, x);
+	else {
+		cgx_literal(p, ct, z, sizeof(z));
+		snprintf(text, len, "kb_pow%s(%s, %s)", f, x, z);
+	}
+}
+
+/* The ops of two operands (CG_ADD to CG_OR); an integer division by
+ * zero gives 0 rather than a trap. */
+static void
+binary_text(enum cg_op op, int fl, const char *f, const char *x, const char *y, char *text,
+    size_t len)
+{
+	switch (op) {
+	case CG_ADD: snprintf(text, len, "%s + %s", x, y); break;
+	case CG_SUB: snprintf(text, len, "%s - %s", x, y); break;
+	case CG_MUL: snprintf(text, len, "%s * %s", x, y); break;
+	case CG_DIV:
+		if (fl)
+			snprintf(text, len, "%s / %s", x, y);
+		else
+			snprintf(text, len, "(%s == 0 ? 0 : %s / %s)", y, x, y);
+		break;
+	case CG_DIV_TRUNC:
+		if (fl)
+			snprintf(text, len, "kb_trunc%s(%s / %s)", f, x, y);
+		else
+			snprintf(text, len, "(%s == 0 ? 0 : %s / %s)", y, x, y);
+		break;
+	case CG_DIV_FLOOR:
+		if (fl)
+			snprintf(text, len, "kb_floor%s(%s / %s)", f, x, y);
+		else
+			snprintf(text, len, "(%s == 0 ? 0 : %s / %s - ((%s %% %s != 0) && ((%s < 0) != (%s < 0))))",
+			    y, x, y, x, y, x, y);
+		break;
+	case CG_POW: snprintf(text, len, "kb_pow%s(%s, %s)", f, x, y); break;
+	case CG_MAX2: snprintf(text, len, "(%s > %s || %s != %s) ? %s : %s", x, y, x, x, x, y); break;
+	case CG_MIN2: snprintf(text, len, "(%s < %s || %s != %s) ? %s : %s", x, y, x, x, x, y); break;
+	case CG_EQ: snprintf(text, len, "%s == %s", x, y); break;
+	case CG_NE: snprintf(text, len, "%s != %s", x, y); break;
+	case CG_LT: snprintf(text, len, "%s < %s", x, y); break;
+	case CG_LE: snprintf(text, len, "%s <= %s", x, y); break;
+	case CG_GT: snprintf(text, len, "%s > %s", x, y); break;
+	case CG_GE: snprintf(text, len, "%s >= %s", x, y); break;
+	case CG_AND: snprintf(text, len, "%s && %s", x, y); break;
+	case CG_OR: snprintf(text, len, "%s || %s", x, y); break;
+	default: break;
+	}
+}
+
 int
 cgx_pw_text(struct cg_emit *e, const struct cg_node *n, const struct cg_val *a, int na,
     int vec, char *text, size_t len)
@@ -90,6 +166,10 @@ cgx_pw_text(struct cg_emit *e, const struct cg_node *n, const struct cg_val *a, 
 	if (!fl && n->op != CG_NEG && n->op != CG_ABS && n->op != CG_RELU && n->op != CG_SIGN &&
 	    n->op != CG_NOT && n->op != CG_CLAMP && !(n->op >= CG_ADD && n->op <= CG_OR && n->op != CG_POW))
 		return cg_fail(e, -ENOTSUP, "unsupported: %s on %s", cg_op_name(n->op), ir_dtype_name(ct));
+	if (n->op >= CG_ADD && n->op <= CG_OR) {
+		binary_text(n->op, fl, f, x, y, text, len);
+		return 0;
+	}
 	switch (n->op) {
 	case CG_NEG: snprintf(text, len, "-%s", x); break;
 	case CG_ABS:
@@ -174,65 +254,7 @@ cgx_pw_text(struct cg_emit *e, const struct cg_node *n, const struct cg_val *a, 
 			snprintf(text, len, "%s", x);
 		break;
 	}
-	case CG_POWS: {
-		double p = n->f[0];
-		if (p == 2)
-			snprintf(text, len, "%s * %s", x, x);
-		else if (p == 1)
-			snprintf(text, len, "%s", x);
-		else if (p == 0)
-			snprintf(text, len, "%s", c1);
-		else if (p == 3)
-			snprintf(text, len, "%s * %s * %s", x, x, x);
-		else if (p == 4)
-			snprintf(text, len, "(%s * %s) * (%s * %s)", x, x, x, x);
-		else if (p == 0.5)
-			snprintf(text, len, "kb_sqrt%s(%s)", f, x);
-		else if (p == -0.5)
-			snprintf(text, len, "%s / kb_sqrt%s(%s)", c1, f, x);
-		else if (p == -1)
-			snprintf(text, len, "%s / %s", c1, x);
-		else if (p == -2)
-			snprintf(text, len, "%s / (%s * %s)", c1, x, x);
-		else {
-			cgx_literal(p, ct, z, sizeof(z));
-			snprintf(text, len, "kb_pow%s(%s, %s)", f, x, z);
-		}
-		break;
-	}
-	case CG_ADD: snprintf(text, len, "%s + %s", x, y); break;
-	case CG_SUB: snprintf(text, len, "%s - %s", x, y); break;
-	case CG_MUL: snprintf(text, len, "%s * %s", x, y); break;
-	case CG_DIV:
-		if (fl)
-			snprintf(text, len, "%s / %s", x, y);
-		else
-			snprintf(text, len, "(%s == 0 ? 0 : %s / %s)", y, x, y);
-		break;
-	case CG_DIV_TRUNC:
-		if (fl)
-			snprintf(text, len, "kb_trunc%s(%s / %s)", f, x, y);
-		else
-			snprintf(text, len, "(%s == 0 ? 0 : %s / %s)", y, x, y);
-		break;
-	case CG_DIV_FLOOR:
-		if (fl)
-			snprintf(text, len, "kb_floor%s(%s / %s)", f, x, y);
-		else
-			snprintf(text, len, "(%s == 0 ? 0 : %s / %s - ((%s %% %s != 0) && ((%s < 0) != (%s < 0))))",
-			    y, x, y, x, y, x, y);
-		break;
-	case CG_POW: snprintf(text, len, "kb_pow%s(%s, %s)", f, x, y); break;
-	case CG_MAX2: snprintf(text, len, "(%s > %s || %s != %s) ? %s : %s", x, y, x, x, x, y); break;
-	case CG_MIN2: snprintf(text, len, "(%s < %s || %s != %s) ? %s : %s", x, y, x, x, x, y); break;
-	case CG_EQ: snprintf(text, len, "%s == %s", x, y); break;
-	case CG_NE: snprintf(text, len, "%s != %s", x, y); break;
-	case CG_LT: snprintf(text, len, "%s < %s", x, y); break;
-	case CG_LE: snprintf(text, len, "%s <= %s", x, y); break;
-	case CG_GT: snprintf(text, len, "%s > %s", x, y); break;
-	case CG_GE: snprintf(text, len, "%s >= %s", x, y); break;
-	case CG_AND: snprintf(text, len, "%s && %s", x, y); break;
-	case CG_OR: snprintf(text, len, "%s || %s", x, y); break;
+	case CG_POWS: pows_text(n->f[0], ct, f, x, c1, text, len); break;
 	default:
 		return cg_fail(e, -ENOTSUP, "unsupported: %s", cg_op_name(n->op));
 	}
