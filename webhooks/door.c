@@ -143,10 +143,10 @@ wh_door_line_check(const char *buf, size_t n)
  * check's, in the server.
  */
 static int
-bad_length(const char *b, const char *nl)
+bad_length(const char *b, const char *nl, size_t *length)
 {
 	static const char name[] = "content-length:";
-	size_t digits = 0;
+	size_t digits = 0, v = 0;
 
 	if ((size_t)(nl - b) < sizeof(name) - 1 || strncasecmp(b, name, sizeof(name) - 1))
 		return 0;
@@ -156,10 +156,17 @@ bad_length(const char *b, const char *nl)
 	while (b < nl && (*b == ' ' || *b == '\t'))
 		b++;
 	/* Whitespace after the digits: libmicrohttpd takes it for no length. */
-	for (; b < nl; b++, digits++)
+	for (; b < nl; b++, digits++) {
 		if (*b < '0' || *b > '9')
 			return 1;
-	return digits == 0 || digits > WH_DOOR_LENGTH_DIGITS;
+		if (digits < WH_DOOR_LENGTH_DIGITS)
+			v = v * 10 + (size_t)(*b - '0');
+	}
+	if (digits == 0 || digits > WH_DOOR_LENGTH_DIGITS)
+		return 1;
+	if (v > *length)
+		*length = v;
+	return 0;
 }
 
 /*
@@ -222,8 +229,11 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 	for (; b < end; b = nl + 1) {
 		if (*b == ' ' || *b == '\t')
 			return WH_LINE_BAD;
-		if (*b == '\n' || (*b == '\r' && b + 1 < end && b[1] == '\n'))
-			return st->bad_length ? WH_LINE_BAD_LENGTH : WH_LINE_OK;	/* the head is whole */
+		if (*b == '\n' || (*b == '\r' && b + 1 < end && b[1] == '\n')) {
+			/* The head is whole. */
+			st->head_bytes = (size_t)(b - buf) + (*b == '\r' ? 2 : 1);
+			return st->bad_length ? WH_LINE_BAD_LENGTH : WH_LINE_OK;
+		}
 		if (!(nl = memchr(b, '\n', (size_t)(end - b))))
 			break;
 		if (bad_byte(b, nl))
@@ -232,7 +242,7 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 			return WH_LINE_BAD_FIELD;
 		if (++st->fields > WH_DOOR_FIELDS_MAX)
 			return WH_LINE_TOO_MANY;
-		st->bad_length |= bad_length(b, nl);
+		st->bad_length |= bad_length(b, nl, &st->length);
 		st->next = (size_t)(nl + 1 - buf);
 	}
 	return WH_LINE_INCOMPLETE;
@@ -241,7 +251,7 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
-	struct wh_head_scan st = { 0, 0, 0 };
+	struct wh_head_scan st = { 0, 0, 0, 0, 0 };
 
 	return wh_door_head_scan(&st, buf, n);
 }
@@ -323,7 +333,7 @@ answer(struct wh_door *d, struct pending *p, const char *status, const char *jso
 static void
 hand_over(struct wh_door *d, struct pending *p)
 {
-	wh_guard_handing_over(d->guard, p->conn, 1);
+	wh_guard_handing_over(d->guard, p->conn, 1, p->scan.head_bytes + p->scan.length);
 	unlink_pending(d, p);
 	set_rcvbuf(p->fd, DOOR_RCVBUF_BODY);
 	if (d->handoff(d->arg, p->fd, (struct sockaddr *)&p->peer, p->len) < 0)

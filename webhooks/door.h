@@ -117,6 +117,8 @@ struct wh_head_scan {
 	size_t next;		/* the first header line not yet whole starts here; 0: none yet */
 	int bad_length;		/* a Content-Length line that is no length was seen */
 	unsigned fields;	/* header lines judged */
+	size_t length;		/* the largest Content-Length seen; 0: none */
+	size_t head_bytes;	/* the head's, blank line included, once whole */
 };
 enum wh_line wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n);
 

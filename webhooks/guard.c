@@ -507,6 +507,7 @@ wh_guard_head(struct wh_guard *g, struct wh_guard_conn *c, const char *xff,
 		set_state(c, with_body && !error ? CONN_BODY : CONN_WAIT);
 	c->whole = 0;
 	c->head_waiting = 0;
+	c->body_waiting = 0;
 	c->received = 0;
 	c->last_rx = c->since;
 	c->expected = expected;
@@ -527,13 +528,15 @@ wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c)
 }
 
 void
-wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole)
+wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole,
+    size_t request_bytes)
 {
 	if (!c)
 		return;
 	pthread_mutex_lock(&g->lock);
 	c->passing = 1;
 	c->whole = whole;
+	c->request_bytes = request_bytes;
 	c->in_door = 0;
 	clock_gettime(CLOCK_MONOTONIC, &c->passed);
 	if (c->state != CONN_DEAD)

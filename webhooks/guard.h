@@ -69,8 +69,9 @@
  *     its heads were the ones ended). Marks on addresses cannot hold
  *     an attacker that never reuses one: with nothing else to end and
  *     connections yet to show they are genuine (a head not whole, or a
- *     body below WH_GUARD_FULL_RATE, of a client not vouched for, in its
- *     grace or not) holding more than half the slots, a newcomer that
+ *     body below WH_GUARD_FULL_RATE or short of its length without a
+ *     byte for WH_GUARD_YOUNG_STALL_MS, of a client not vouched for, in
+ *     its grace or not) holding more than half the slots, a newcomer that
  *     could end any owner's head ends the oldest of them (a wall of
  *     connections each from a new address, kept in their grace: the
  *     slots turn over in order, and a request sent as its connection
@@ -127,6 +128,9 @@
 #define WH_GUARD_FULL_FLOOR_MS	250	/* ... its time counted as at least this */
 #define WH_GUARD_FULL_RATE	32768	/* ... and past it, slow under this average (B/s) */
 #define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
+#define WH_GUARD_YOUNG_STALL_MS	50	/* a body short this long without a byte is unproven */
+#define WH_GUARD_PARTIAL_MS	5	/* ... and this long, partial (counted, ended last) */
+#define WH_GUARD_PASS_QUEUED	(256 << 10)	/* a handed-over request this queued is not partial */
 #define WH_GUARD_PEEK		8192	/* bytes of a socket peeked for an unread whole head */
 #define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
 #define WH_GUARD_LONE_GRACE_MS	50	/* ... nor, its owner holding no other, this young */
@@ -174,12 +178,16 @@ void wh_guard_heard(struct wh_guard *g, struct wh_guard_conn *c);
  * (no gap for a newcomer, no second count), has no deadline and is not
  * ended for room. whole: its whole head is in; then, until the server
  * has read the head (wh_guard_head()), it is ended for room only as a
- * slow body is (for a newcomer whose address holds fewer), after those. If the server drops the socket unseen,
+ * slow body is (for a newcomer whose address holds fewer), after those,
+ * or, while it waits, as a partial body when its socket holds less than
+ * request_bytes (its head and declared body; 0: not known) WH_GUARD_PARTIAL_MS
+ * after the handover (guard_room.c oldest_unproven()). If the server drops the socket unseen,
  * c is dropped WH_GUARD_PASS_S later, or when its fd number comes back
  * to wh_guard_open(). Nobody closes c but its new owner, or the door
  * when the server refused the socket at once. NULL-safe.
  */
-void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole);
+void wh_guard_handing_over(struct wh_guard *g, struct wh_guard_conn *c, int whole,
+    size_t request_bytes);
 
 /*
  * The server got the socket fd from peer: *out is the connection the door

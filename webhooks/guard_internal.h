@@ -56,6 +56,8 @@ struct wh_guard_conn {
 	int in_door;		/* the door reports progress: idle time counts */
 	int whole;		/* its whole head is in, not yet read by the server */
 	int head_waiting;	/* make_room() found its whole head unread in the socket */
+	int body_waiting;	/* ... or the rest of its body */
+	size_t request_bytes;	/* head and declared body, as handed over; 0: not known */
 	int passing;		/* handed over, not yet adopted (state PASS, or DEAD) */
 	struct timespec passed;	/* when it was handed over */
 	size_t received;	/* body bytes of the request so far */

@@ -227,7 +227,7 @@ room_class(const struct wh_guard *g, const struct wh_guard_conn *v,
 	case CONN_HEAD:
 		return v->whole || v->head_waiting ? 1 : 2;
 	case CONN_BODY:
-		return guard_body_slow(g, v, now);
+		return v->body_waiting ? 0 : guard_body_slow(g, v, now);
 	case CONN_WAIT:
 	case CONN_PASS:
 	case CONN_DEAD:
@@ -283,6 +283,21 @@ head_in_socket(const struct wh_guard_conn *v)
 		return 0;
 	buf[n] = '\0';
 	return memmem(buf, (size_t)n, "\r\n\r\n", 4) || memmem(buf, (size_t)n, "\n\n", 2);
+}
+
+/*
+ * Is the rest of v's body waiting unread in its socket (a delivery written
+ * at once, its head read and its body not yet, on a busy host)? A count
+ * of what is queued, nothing read. Under the lock.
+ */
+static int
+body_in_socket(const struct wh_guard_conn *v)
+{
+	int queued = 0;
+
+	return v->fd >= 0 && v->expected > v->received &&
+	    ioctl(v->fd, FIONREAD, &queued) == 0 && queued > 0 &&
+	    (size_t)queued >= v->expected - v->received;
 }
 
 /*
@@ -383,21 +398,29 @@ goes_first(const struct wh_guard_conn *v, int k, const struct wh_guard_conn *vic
  * Has v yet to show it is a genuine request, though it is in its grace: a
  * head not whole (nor whole and unread in its socket), or a body below
  * WH_GUARD_FULL_RATE so far (its time counted as at least
- * WH_GUARD_FULL_GRACE_MS), from a client not vouched for. A delivery
- * written at once is past both in the milliseconds after its connect.
- * Under the lock.
+ * WH_GUARD_FULL_GRACE_MS) or short of its length without a byte for
+ * WH_GUARD_YOUNG_STALL_MS, from a client not vouched for. A delivery
+ * written at once is past all three in the milliseconds after its
+ * connect. The stall counts whatever the average: half of an 8 KiB body
+ * sent with its head is above a forge's rate for its first 125 ms, and a
+ * wall of such from new addresses, reopened as they went, kept 16-21% of
+ * first deliveries out (the twelfth outside attack). Under the lock.
  */
 static int
 unproven(const struct wh_guard_conn *v, const struct timespec *now)
 {
 	double t;
 
-	if (!v->owner || guard_vouched(v->owner) || v->whole || v->head_waiting)
+	if (!v->owner || guard_vouched(v->owner) || v->whole || v->head_waiting ||
+	    v->body_waiting)
 		return 0;
 	if (v->state == CONN_LINE || v->state == CONN_HEAD)
 		return 1;
 	if (v->state != CONN_BODY)
 		return 0;
+	if (v->expected && v->received < v->expected && v->received &&
+	    since_s(&v->last_rx, now) * 1000 >= WH_GUARD_YOUNG_STALL_MS)
+		return 1;
 	t = since_s(&v->since, now);
 	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
 		t = WH_GUARD_FULL_GRACE_MS / 1000.0;
@@ -405,8 +428,50 @@ unproven(const struct wh_guard_conn *v, const struct timespec *now)
 }
 
 /*
+ * A body short of its length from a client not vouched for, however fast
+ * so far, without a byte for WH_GUARD_PARTIAL_MS: a genuine one is whole
+ * within milliseconds of its head (the wait covers one whose rest the
+ * server has read into its buffer and not yet passed on). Likewise a
+ * request handed over and not yet taken by the server, WH_GUARD_PARTIAL_MS
+ * after the handover, whose socket holds less than its head and declared
+ * body (and less than WH_GUARD_PASS_QUEUED: a large body cannot all
+ * queue): at thousands of such a second the server's thread fell behind
+ * and they held the slots (the twelfth outside attack). Under the lock.
+ */
+static int
+partial(const struct wh_guard_conn *v, const struct timespec *now)
+{
+	int queued = 0;
+
+	if (!v->owner || guard_vouched(v->owner))
+		return 0;
+	if (v->state == CONN_PASS)
+		return v->request_bytes && !v->body_waiting &&
+		    since_s(&v->passed, now) * 1000 >= WH_GUARD_PARTIAL_MS && v->fd >= 0 &&
+		    ioctl(v->fd, FIONREAD, &queued) == 0 && (size_t)queued < v->request_bytes &&
+		    queued < WH_GUARD_PASS_QUEUED;
+	return v->state == CONN_BODY && !v->whole && !v->body_waiting &&
+	    v->received < v->expected && since_s(&v->last_rx, now) * 1000 >= WH_GUARD_PARTIAL_MS;
+}
+
+/*
+ * A request of a client not vouched for whose head is in but not yet its
+ * body's start: a whole head in the door or its socket, or handed over
+ * and not yet adopted. Counted with the unproven (it has shown nothing
+ * yet; at thousands of reconnects a second a busy host held a third of
+ * the slots so), never ended for it. Under the lock.
+ */
+static int
+on_the_way(const struct wh_guard_conn *v)
+{
+	return v->owner && !guard_vouched(v->owner) && v->state != CONN_BODY &&
+	    (v->whole || v->head_waiting || v->passing);
+}
+
+/*
  * The last of all, when nothing else can go and c deserves it: the oldest
- * unproven connection (above), from an owner other than c's. The graces
+ * unproven connection (above), from an owner other than c's; with none,
+ * the oldest partial body (above). The graces
  * keep a genuine request from newcomers while it is on its way, but a
  * wall of connections, each from an address never seen before, kept
  * every slot in its grace, and striking addresses cannot hold one that
@@ -420,8 +485,11 @@ unproven(const struct wh_guard_conn *v, const struct timespec *now)
  * connections before it are ended, more than max_connections / 2 of them
  * (at the fastest flood of connects on loopback, about 17,000 a second,
  * 8 ms or more), in which a client that sends its request as it connects
- * has it in. Only when unproven connections hold more than half the
- * slots: a few are a genuine client's, and keep their grace (a health
+ * has it in. Only when unproven connections and partial bodies (with
+ * requests on the way, below) hold more than half the slots (half an 8 KiB body sent with its head is proven
+ * by its rate for 125 ms and by its last byte for
+ * WH_GUARD_YOUNG_STALL_MS, and at thousands of reconnects a second the
+ * young ones alone held most slots: the twelfth outside attack): a few are a genuine client's, and keep their grace (a health
  * check scheduled out between its connect and its write, while every
  * other slot holds a body on course). Not struck: a connection in its
  * grace has done nothing wrong. Under the lock.
@@ -430,22 +498,40 @@ static struct wh_guard_conn *
 oldest_unproven(struct wh_guard *g, const struct wh_guard_conn *c, const struct timespec *now)
 {
 	for (;;) {
-		struct wh_guard_conn *pick = NULL;
+		struct wh_guard_conn *pick = NULL, *part = NULL;
 		unsigned n = 0;
 
 		for (struct wh_guard_conn *v = g->conns; v; v = v->next) {
-			if (v->owner == c->owner || !unproven(v, now))
+			int u;
+
+			if (v->owner == c->owner)
 				continue;
+			if (!((u = unproven(v, now)) || partial(v, now))) {
+				n += on_the_way(v);
+				continue;
+			}
 			n++;
-			if (!pick || older(&v->opened, &pick->opened))
+			if (u && (!pick || older(&v->opened, &pick->opened)))
 				pick = v;
+			if (!u && (!part || older(&v->opened, &part->opened)))
+				part = v;
 		}
-		if (2 * n <= g->h->max_connections)
+		if (!pick)
+			pick = part;
+		if (!pick || 2 * n <= g->h->max_connections)
 			return NULL;
-		/* A whole head unread in its socket has earned its slot: peeked once. */
-		if (pick->state == CONN_BODY || !head_in_socket(pick))
+		/*
+		 * A whole head, or the rest of a body, unread in its socket has
+		 * earned its slot: looked at once (a request handed over was
+		 * judged by its socket already).
+		 */
+		if (pick->state == CONN_PASS ||
+		    (pick->state == CONN_BODY ? !body_in_socket(pick) : !head_in_socket(pick)))
 			return pick;
-		pick->head_waiting = 1;
+		if (pick->state == CONN_BODY)
+			pick->body_waiting = 1;
+		else
+			pick->head_waiting = 1;
 	}
 }
 
@@ -511,6 +597,11 @@ again:
 	 */
 	if (victim && vclass >= 2 && !victim->head_waiting && head_in_socket(victim)) {
 		victim->head_waiting = 1;
+		goto again;
+	}
+	/* ... and a body whose rest is waiting in its socket, likewise. */
+	if (victim && victim->state == CONN_BODY && body_in_socket(victim)) {
+		victim->body_waiting = 1;
 		goto again;
 	}
 	if (!victim)

@@ -60,6 +60,10 @@ declare where a kind declares one (its default below):
   halfbody   a whole head declaring a 2-byte body and 1 byte of it, then
              nothing (on course by its average until the minimum-rate
              deadline ends it), reopened at once
+  halfbig    a whole head declaring an 8 KiB body and half of it in the same
+             write, then nothing (faster than a forge's rate for its first
+             125 ms by its average), reopened at once (the twelfth outside
+             attack, open-loop from 6,000 new addresses a second)
   knock      a whole bad-signature request (head and 2-byte body) in one
              write, read its answer, reopened at once (a newcomer every few
              milliseconds while the server is full)
@@ -151,6 +155,7 @@ class Attack:
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
         self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
+                                   "halfbig": 8192,
                                    "knock": 2, "surge": 24 * MIB, "trickle": 10,
                                    "proxied": 200000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
@@ -182,6 +187,8 @@ class Attack:
                 s.send(self.HEAD % (self.seq, self.declare) + b" ")
             elif self.kind == "halfbody":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
+            elif self.kind == "halfbig":
+                s.send(self.HEAD % (self.seq, self.declare) + b" " * (self.declare // 2))
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
             elif self.kind == "finhead":
@@ -209,7 +216,7 @@ class Attack:
         # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody",
+        self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody", "halfbig",
                                                                    "knock", "trickle", "wall",
                                                                    "pause", "bytewise",
                                                                    "finhead")

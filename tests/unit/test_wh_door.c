@@ -275,7 +275,7 @@ test_head_pieces(void)
 	};
 
 	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-		struct wh_head_scan st = { 0, 0, 0 };
+		struct wh_head_scan st = { 0, 0, 0, 0, 0 };
 		size_t len = strlen(heads[i].s), n;
 		enum wh_line got = WH_LINE_INCOMPLETE;
 
@@ -283,6 +283,18 @@ test_head_pieces(void)
 			got = wh_door_head_scan(&st, heads[i].s, n);
 		CHECK_INT(heads[i].s, got, heads[i].want);
 		CHECK_INT("the same as the whole at once", wh_door_head_check(heads[i].s, len), got);
+	}
+	/* What the guard is told at the handover: the head's bytes and the largest length. */
+	{
+		static const char h[] = "POST / HTTP/1.1\r\nContent-Length: 12\r\n"
+		    "content-length:  7\r\n\r\n{\"a\": 1}";
+		struct wh_head_scan st = { 0, 0, 0, 0, 0 };
+
+		CHECK_INT("a head with a body after it", wh_door_head_scan(&st, h, sizeof(h) - 1),
+		    WH_LINE_OK);
+		CHECK_INT("its bytes, blank line included", (long long)st.head_bytes,
+		    (long long)(strstr(h, "{") - h));
+		CHECK_INT("the largest Content-Length", (long long)st.length, 12);
 	}
 }
 

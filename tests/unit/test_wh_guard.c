@@ -916,12 +916,14 @@ test_room_for_young_bodies(void)
 
 /*
  * N2: a server of n slots full of bodies, body i from address host[i]
- * having received got[i] of want[i] bytes wait_ms ago; a newcomer from a
- * fresh address: taken (ending the body `ends`) or refused (ends < 0).
+ * having received got[i] of want[i] bytes wait_ms ago (and, where
+ * flowing[i], one more byte just now: a body still arriving); a newcomer
+ * from a fresh address: taken (ending the body `ends`) or refused (ends
+ * < 0).
  */
 static void
-room_among_bodies(const char *label, int n, const int *host, const size_t *want,
-    const size_t *got, int ends, long wait_ms)
+room_among_flows(const char *label, int n, const int *host, const size_t *want,
+    const size_t *got, const int *flowing, int ends, long wait_ms)
 {
 	char yml[96], a[32];
 	struct config *c;
@@ -946,6 +948,9 @@ room_among_bodies(const char *label, int n, const int *host, const size_t *want,
 		wh_guard_body(g, conn[i], got[i], 1);
 	}
 	nanosleep(&(struct timespec){ wait_ms / 1000, wait_ms % 1000 * 1000000L }, NULL);
+	for (int i = 0; flowing && i < n; i++)
+		if (flowing[i])
+			wh_guard_body(g, conn[i], 1, 1);
 	CHECK_INT(label, wh_guard_open(g, sp[n][0], (struct sockaddr *)&sa[n], sizeof(sa[n]),
 	    &conn[n]), ends < 0 ? -EUSERS : 0);
 	for (int i = 0; i < n; i++)
@@ -962,6 +967,13 @@ room_among_bodies(const char *label, int n, const int *host, const size_t *want,
 }
 
 static void
+room_among_bodies(const char *label, int n, const int *host, const size_t *want,
+    const size_t *got, int ends, long wait_ms)
+{
+	room_among_flows(label, n, host, want, got, NULL, ends, wait_ms);
+}
+
+static void
 test_room_among_bodies(void)
 {
 	/* One slow body from each of two addresses: a newcomer alone from a third ends the slower. */
@@ -972,10 +984,19 @@ test_room_among_bodies(void)
 	room_among_bodies("bodies on course from a crowded address: one goes", 3,
 	    (const int[]){ 3, 3, 3 }, (const size_t[]){ 6000, 6000, 6000 },
 	    (const size_t[]){ 5000, 3000, 5500 }, 1, 30);
-	/* Bodies on course, one an address: none goes (a forge's own). */
-	room_among_bodies("bodies on course, one an address: refused", 2,
+	/* Bodies on course and arriving, one an address: none goes (a forge's own). */
+	room_among_flows("bodies on course, one an address: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 6000, 6000 },
-	    (const size_t[]){ 5000, 5000 }, -1, 30);
+	    (const size_t[]){ 5000, 5000 }, (const int[]){ 1, 1 }, -1, 30);
+	/*
+	 * The same without a byte since: partial bodies, of clients not
+	 * vouched for, holding every slot, so the oldest goes (half of an 8
+	 * KiB body with its head, then nothing, from 6,000 new addresses a
+	 * second: the twelfth outside attack).
+	 */
+	room_among_bodies("partial bodies holding every slot: the oldest goes", 2,
+	    (const int[]){ 1, 2 }, (const size_t[]){ 6000, 6000 },
+	    (const size_t[]){ 5000, 5000 }, 0, 30);
 	/*
 	 * Half of a 2-byte body at once, then nothing until the minimum-rate
 	 * deadline, from each of two addresses (the third outside attack's
@@ -994,9 +1015,9 @@ test_room_among_bodies(void)
 	room_among_bodies("the same before they stall, holding every slot: the oldest goes", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 4 },
 	    (const size_t[]){ 1, 3 }, 0, 100);
-	room_among_bodies("one of them beside a body at a forge's rate: refused", 2,
+	room_among_flows("one of them beside a body at a forge's rate: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 2, 1000000 },
-	    (const size_t[]){ 1, 100000 }, -1, 100);
+	    (const size_t[]){ 1, 100000 }, (const int[]){ 0, 1 }, -1, 100);
 	/*
 	 * A tiny body trickled (the sixth intake attack's F1: 10 bytes
 	 * declared, 2.5 B/s): on course and never stalled, but past
@@ -1011,9 +1032,10 @@ test_room_among_bodies(void)
 	room_among_bodies("the same in their first WH_GUARD_FULL_FLOOR_MS: the oldest goes", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 10, 10 },
 	    (const size_t[]){ 2, 1 }, 0, 100);
-	room_among_bodies("bodies at a forge's rate, one an address: refused", 2,
+	room_among_flows("bodies at a forge's rate, one an address: refused", 2,
 	    (const int[]){ 1, 2 }, (const size_t[]){ 1000000, 1000000 },
-	    (const size_t[]){ 100000, 110000 }, -1, WH_GUARD_FULL_FLOOR_MS + 100);
+	    (const size_t[]){ 100000, 110000 }, (const int[]){ 1, 1 }, -1,
+	    WH_GUARD_FULL_FLOOR_MS + 100);
 }
 
 /*
@@ -1265,7 +1287,7 @@ test_handover(void)
 	}
 	wh_guard_open(g, sp[0][0], (struct sockaddr *)&sa[0], sizeof(sa[0]), &conn[0]);
 	wh_guard_line_done(g, conn[0]);
-	wh_guard_handing_over(g, conn[0], 1);
+	wh_guard_handing_over(g, conn[0], 1, 0);
 	CHECK_INT("while a whole head is handed over, a newcomer (as small) is refused",
 	    wh_guard_open(g, sp[1][0], (struct sockaddr *)&sa[1], sizeof(sa[1]), &conn[1]),
 	    -EUSERS);
@@ -1284,7 +1306,7 @@ test_handover(void)
 	CHECK("and is ended for the newcomer", peer_sees_eof(sp[0][1]));
 	/* conn[3] holds the one slot; handed over, and the server drops it unseen. */
 	wh_guard_line_done(g, conn[3]);
-	wh_guard_handing_over(g, conn[3], 1);
+	wh_guard_handing_over(g, conn[3], 1, 0);
 	CHECK_INT("a handover never taken gives its slot back when its fd number comes back",
 	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[4], sizeof(sa[4]), &conn[4]), 0);
 	CHECK("without ending anyone", left_alone(sp[3][1], 100));
