@@ -45,6 +45,13 @@ static const struct rule {
 	    "constructor|\\batexit[[:space:]]*\\(|\\bsignal[[:space:]]*\\(|sigaction|setitimer|\\bptrace\\b|"
 	    "\\bsyscall[[:space:]]*\\(|__builtin_(frame|return)_address|\\b__rdtscp?\\b|\\brdtscp?\\b|"
 	    "\\bvdso\\b|getauxval" },
+	/*
+	 * A declaration renamed by an asm label (int f(void) __asm__("clock"
+	 * "_gettime");): a clock read under a name of its own, which an
+	 * outside attack used to forge the worker's times unseen. Not inline
+	 * asm, which follows a statement's start, not a declarator.
+	 */
+	{ TAMPER, 3, "[A-Za-z0-9_)][[:space:]]*(__asm__|__asm|asm)[[:space:]]*\\([[:space:]]*\"" },
 	{ TAMPER, 4, "time\\.perf_counter|sys\\._getframe|inspect\\.|gc\\.get_objects|"
 	    "sys\\.modules|builtins" },
 	{ LOADING, 3, "cuModuleLoad|cuLibraryLoad|cudaLibraryLoad|cuLink(Create|Add|Complete)|"

@@ -798,8 +798,24 @@ def test_a_masked_run_holds_values_no_earlier_state_held():
         masks.append(m)
     (ch,) = p.changes(0)
     assert len(ch) == 8 and ch[5] == masks[-1]
+    # A relu's output (70% zeros) takes one: its zeros stay, its other
+    # values are many (an outside attack's memo of them passed at 1.8x).
+    r = perturber(ctx_of([torch.relu(torch.randn(128, 256) - 0.5)]), refresh=True, mask=True)
+    r.request([0])
+    assert all(isinstance(e[-1], str) for e in r.last_refresh[0])
     # A constant-free input with few values (a float mask) takes none.
     q = perturber(ctx_of([(torch.rand(64, 64) > 0.5).float() + torch.zeros(64, 64)]),
                   refresh=True, mask=True)
     q.request([0])
     assert all(not isinstance(e[-1], str) for e in q.last_refresh[0])
+
+
+def test_a_refresh_alone_is_a_changed_run():
+    """Integers all distinct (an id per element) take a refresh and no
+    change after it: each run still counts as changed (an honest kernel
+    on such ids was flagged stale_inputs, "31 with nothing to change")."""
+    ids = torch.randperm(1 << 14).reshape(64, 256)
+    p = perturber(ctx_of([ids]), refresh=True)
+    for _ in range(3):
+        p.request([0])
+    assert p.runs == 3 and p.plain == 0 and p.fresh == 3

@@ -413,8 +413,15 @@ test_cuda_compiles(const char *dir)
 	o.timeout_ms = 1200 * 1000;
 	memset(&r, 0, sizeof(r));
 	CHECK("nvcc runs", spawn_run(&o, &r) == 0);
-	if (!CHECK("every CUDA kernel compiles with nvcc", r.status == 0))
-		printf("     %.3000s\n", buf_cstr(&r.err));
+	if (!CHECK("every CUDA kernel compiles with nvcc", r.status == 0)) {
+		/* The errors, not the warnings before them: the end of what it said. */
+		const char *e = buf_cstr(&r.err);
+		size_t len = strlen(e);
+
+		printf("     status %d, signal %d, timed out %d, %.0f s; ...%s\n", r.status,
+		    r.term_signal,
+		    r.timed_out, r.wall_s, e + (len > 3000 ? len - 3000 : 0));
+	}
 	spawn_result_free(&r);
 	for (int i = 0; i < n; i++) {
 		char obj[4300];

@@ -95,6 +95,8 @@ main(void)
 			"void *ra = __builtin_return_address(0);\n",
 			"unsigned long long t = __rdtsc();\n",
 			"void *vd = (void *)getauxval(AT_SYSINFO_EHDR);\n",
+			"extern int now(int, void *) __asm__(\"clock\" \"_gettime\");\n",
+			"extern int tick asm (\"counter\");\n",
 		};
 		for (size_t i = 0; i < sizeof(tamper) / sizeof(tamper[0]); i++) {
 			scan(tamper[i], SRCCHECK_C, 1, &c, &f);
@@ -116,6 +118,13 @@ main(void)
 	scan("float *b = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n",
 	    SRCCHECK_C, 1, &c, &f);
 	CHECK("a writable, not executable mapping is not flagged", !has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
+
+	/* inline asm is a statement, not a renamed declaration */
+	scan("unsigned lane;\nasm(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"
+	    "asm volatile(\"membar.gl;\");\n", SRCCHECK_CUDA, 1, &c, &f);
+	CHECK("inline asm is not timer tampering", !has_flag(f, "timer_tampering"));
 	json_decref(c);
 	json_decref(f);
 

@@ -578,9 +578,11 @@ class Perturber:
             self.sent += len(run)
             self.last += len(run)
             self.most = max(self.most, len(run))
-            if run:
+            # A refresh alone changes every element (distinct integers,
+            # an id per element, take no change after it): a changed run.
+            if run or self.last_refresh[i]:
                 self.runs += 1
-                self.fresh += fresh
+                self.fresh += fresh or bool(self.last_refresh[i])
             else:
                 self.plain += 1
         return out
