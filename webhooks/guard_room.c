@@ -131,8 +131,8 @@ guard_marks_expire(struct wh_guard *g, const struct timespec *now)
  * that has just begun is judged by what it sent in that much time)? A
  * body that has received nothing is never on course; one that trickles,
  * or stalls, falls off course as its time grows; one that has received
- * nothing for WH_GUARD_FULL_STALL_MS short of its length is slow
- * whatever its average (a body that sends most of a small length at once
+ * nothing for WH_GUARD_FULL_STALL_MS short of its length (or, chunked,
+ * of its last chunk) is slow whatever its average (a body that sends most of a small length at once
  * and then waits for its deadline stays on course by its average for its
  * whole life; a whole body never is). Past WH_GUARD_FULL_FLOOR_MS, a body
  * is also slow whose average is under WH_GUARD_FULL_RATE (or
@@ -151,7 +151,7 @@ guard_body_slow(const struct wh_guard *g, const struct wh_guard_conn *c,
 
 	if (t * 1000 < WH_GUARD_FULL_GRACE_MS)
 		return 0;
-	if (c->expected && c->received < c->expected &&
+	if ((!c->expected || c->received < c->expected) &&
 	    since_s(&c->last_rx, now) * 1000 >= WH_GUARD_FULL_STALL_MS)
 		return 1;
 	if (!c->expected)
@@ -395,6 +395,20 @@ goes_first(const struct wh_guard_conn *v, int k, const struct wh_guard_conn *vic
 }
 
 /*
+ * Is v's body still short of its end: of its Content-Length, or, chunked
+ * (no length), not yet at its last chunk (the body's state lasts until
+ * then)? A chunk cut short and left there was proven by its rate for
+ * seconds (64 KB of it at once) and never partial: from new addresses at
+ * 300 connects a second it kept 84% of first deliveries out (the
+ * thirteenth outside attack on the intake).
+ */
+static int
+short_of(const struct wh_guard_conn *v)
+{
+	return v->state == CONN_BODY && (!v->expected || v->received < v->expected);
+}
+
+/*
  * Has v yet to show it is a genuine request, though it is in its grace: a
  * head not whole (nor whole and unread in its socket), or a body below
  * WH_GUARD_FULL_RATE so far (its time counted as at least
@@ -418,7 +432,7 @@ unproven(const struct wh_guard_conn *v, const struct timespec *now)
 		return 1;
 	if (v->state != CONN_BODY)
 		return 0;
-	if (v->expected && v->received < v->expected && v->received &&
+	if (short_of(v) && v->received &&
 	    since_s(&v->last_rx, now) * 1000 >= WH_GUARD_YOUNG_STALL_MS)
 		return 1;
 	t = since_s(&v->since, now);
@@ -450,8 +464,8 @@ partial(const struct wh_guard_conn *v, const struct timespec *now)
 		    since_s(&v->passed, now) * 1000 >= WH_GUARD_PARTIAL_MS && v->fd >= 0 &&
 		    ioctl(v->fd, FIONREAD, &queued) == 0 && (size_t)queued < v->request_bytes &&
 		    queued < WH_GUARD_PASS_QUEUED;
-	return v->state == CONN_BODY && !v->whole && !v->body_waiting &&
-	    v->received < v->expected && since_s(&v->last_rx, now) * 1000 >= WH_GUARD_PARTIAL_MS;
+	return v->state == CONN_BODY && !v->whole && !v->body_waiting && short_of(v) &&
+	    since_s(&v->last_rx, now) * 1000 >= WH_GUARD_PARTIAL_MS;
 }
 
 /*

@@ -64,6 +64,11 @@ declare where a kind declares one (its default below):
              write, then nothing (faster than a forge's rate for its first
              125 ms by its average), reopened at once (the twelfth outside
              attack, open-loop from 6,000 new addresses a second)
+  halfchunk  a whole head with Transfer-Encoding: chunked, then a chunk's
+             size line (BYTES, default 64 KiB) and half of the chunk in the
+             same write, then nothing (no length to be short of; proven by
+             its rate for seconds), reopened at once (the thirteenth
+             outside attack on the intake, 300 connects a second)
   knock      a whole bad-signature request (head and 2-byte body) in one
              write, read its answer, reopened at once (a newcomer every few
              milliseconds while the server is full)
@@ -155,7 +160,7 @@ class Attack:
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
         self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
-                                   "halfbig": 8192,
+                                   "halfbig": 8192, "halfchunk": 65536,
                                    "knock": 2, "surge": 24 * MIB, "trickle": 10,
                                    "proxied": 200000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
@@ -189,6 +194,10 @@ class Attack:
                 s.send(self.HEAD % (self.seq, self.declare) + b"{")
             elif self.kind == "halfbig":
                 s.send(self.HEAD % (self.seq, self.declare) + b" " * (self.declare // 2))
+            elif self.kind == "halfchunk":
+                head = (self.HEAD % (self.seq, 0)).replace(b"Content-Length: 0",
+                                                           b"Transfer-Encoding: chunked")
+                s.send(head + b"%x\r\n" % self.declare + b" " * (self.declare // 2))
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
             elif self.kind == "finhead":
@@ -216,7 +225,7 @@ class Attack:
         # not a busy loop.
         if time.monotonic() < self.next_fill:
             return
-        self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody", "halfbig",
+        self.next_fill = time.monotonic() + (0.02 if self.fresh or self.kind in ("young", "oncourse", "halfbody", "halfbig", "halfchunk",
                                                                    "knock", "trickle", "wall",
                                                                    "pause", "bytewise",
                                                                    "finhead")
