@@ -464,7 +464,7 @@ partial(const struct wh_guard_conn *v, const struct timespec *now)
 		    since_s(&v->passed, now) * 1000 >= WH_GUARD_PARTIAL_MS && v->fd >= 0 &&
 		    ioctl(v->fd, FIONREAD, &queued) == 0 && (size_t)queued < v->request_bytes &&
 		    queued < WH_GUARD_PASS_QUEUED;
-	return v->state == CONN_BODY && !v->whole && !v->body_waiting && short_of(v) &&
+	return short_of(v) && !v->whole && !v->body_waiting &&
 	    since_s(&v->last_rx, now) * 1000 >= WH_GUARD_PARTIAL_MS;
 }
 

@@ -419,8 +419,7 @@ test_cuda_compiles(const char *dir)
 		size_t len = strlen(e);
 
 		printf("     status %d, signal %d, timed out %d, %.0f s; ...%s\n", r.status,
-		    r.term_signal,
-		    r.timed_out, r.wall_s, e + (len > 3000 ? len - 3000 : 0));
+		    r.term_signal, r.timed_out, r.wall_s, e + (len > 3000 ? len - 3000 : 0));
 	}
 	spawn_result_free(&r);
 	for (int i = 0; i < n; i++) {
