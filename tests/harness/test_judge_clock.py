@@ -67,3 +67,13 @@ def test_echo_round_trip():
     # A working echo: every round trip answered (a loaded host may stall one).
     assert len(got) == 20 and all(x > 0 for x in got)
     assert e.p.poll() is not None
+
+
+def test_the_verdict_names_both_accounts():
+    # The worker's own account of the rest, where the runs carry it, is
+    # named beside the judge's references (reported, not believed).
+    runs = [r + (0.3,) for r in _runs(1.3, 1.17, 0.35, 0.0)]
+    why = jr.clock_bound(runs)
+    assert "echo 0.08 ms" in why and "reference for the rest 0.06 ms" in why
+    assert "the worker's account beside the call 0.3 ms" in why
+    assert "worker's account" not in jr.clock_bound(_runs(1.3, 1.17, 0.35, 0.0))

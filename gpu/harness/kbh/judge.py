@@ -12,6 +12,7 @@ interleaved with eager PyTorch and torch.compile (run by the reference
 process) on the same rotated inputs, and decides status, checks and flags.
 """
 import hashlib
+import math
 import os
 import sys
 import time
@@ -42,6 +43,16 @@ PRECISION = 0.0025
 
 def _err(stage, message):
     return {"ok": False, "error": {"stage": stage, "message": message}}
+
+
+def _scatter_step(n):
+    """A unit mod n near 0.618 n: the step of a permutation like those
+    the refresh draws (kbh/judge_perturb.py _refresh: a uniform in 2..n-2,
+    nearly always far from 1), for the judge's reference of its cost."""
+    a = max(1, int(n * 0.618))
+    while a > 1 and math.gcd(a, n) != 1:
+        a -= 1
+    return a
 
 
 def trial_seed(seed, t):
@@ -256,8 +267,10 @@ class Context:
     def refresh_ref_ms(self, sizes, masked=()):
         """The judge's own measure of a refresh of inputs of these element
         counts: a copy of the source's windows (judge_skew) and a gather
-        of 4-byte elements at (a*e + b) mod n on the device, the index made
-        beforehand (the worker's loop makes it as it goes), and for those
+        of 4-byte elements at (a*e + b) mod n on the device, a of the size
+        the refresh draws (neighbours read far apart: a small step reads
+        each sector once and took a quarter of the time on an H100), the
+        index made beforehand (the worker's loop makes it as it goes), and for those
         of masked (counts too) a pass that flips bits (the mask), ms; once
         per set of sizes and batch. 0 for none."""
         key = tuple(sorted(sizes)) + (None,) + tuple(sorted(masked))
@@ -267,7 +280,8 @@ class Context:
             for _ in range(3):
                 t = 0.0
                 for n in sorted(sizes):
-                    idx = (torch.arange(n, dtype=torch.int64, device=self.device) * 3 + 1) % n
+                    idx = (torch.arange(n, dtype=torch.int64, device=self.device) * _scatter_step(n)
+                           + 1) % n
                     src = torch.empty(n, dtype=torch.float32, device=self.device)
                     dst = torch.empty_like(src)
                     cuda = self.device.type == "cuda"

@@ -373,9 +373,7 @@ class Perturber:
                 st[j] = orig.clone()
             else:
                 n = orig.numel()
-                st[j] = skew.xor_normal(
-                    self._source(k, j).cpu()[skew.source(n, *r, torch.arange(n))],
-                    self.rmask[k][j])
+                st[j] = skew.rebuild(self._source(k, j).cpu(), n, *r, self.rmask[k][j])
                 pos, new = self.rlog[k][j]
                 st[j][pos] = new
         if j not in self.touched.setdefault(k, {}):
@@ -439,8 +437,16 @@ class Perturber:
         holds; the source's sorted keys are made once."""
         keys = self.srckeys.get((k, j))
         if keys is None:
-            keys = self.srckeys[(k, j)] = torch.sort(skew.order_key(self._source(k, j))).values
-        g = skew.order_key(vals).to(keys.device)
+            # In the values' own width where that holds them (float32's
+            # keys are int32's): a set's keys stay on the device all batch.
+            src = self._source(k, j)
+            keys = skew.order_key(src)
+            if src.is_floating_point() and src.element_size() == 4:
+                keys = keys.to(torch.int32)
+            keys = self.srckeys[(k, j)] = torch.sort(keys).values
+            if keys.is_cuda:
+                torch.cuda.empty_cache()
+        g = skew.order_key(vals).to(device=keys.device, dtype=keys.dtype)
         i = torch.searchsorted(keys, g).clamp(max=keys.numel() - 1)
         return (keys[i] == g).cpu()
 

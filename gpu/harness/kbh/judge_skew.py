@@ -80,6 +80,7 @@ MID_MIN_DIV = 32
 MID_MAX_DIV = 8
 WINDOWS_MAX = 4		# the worker's limit (gpu/worker_parse.c)
 DISTINCT_ULPS = 8	# the most a value is moved to part it from its equals
+REBUILD_CHUNK = 1 << 24	# elements rebuilt at a time (rebuild())
 
 
 # The low bits a refresh's mask may flip, by element size: a value moves
@@ -143,8 +144,10 @@ def order_key(flat):
     if not t.is_floating_point():
         return t.to(torch.int64)
     w = t.element_size()
-    s = t.view(_bits_dtype(w)).to(torch.int64)
-    return torch.where(s < 0, s ^ ((1 << (8 * w - 1)) - 1), s)
+    s = t.view(_bits_dtype(w)).to(torch.int64, copy=True)
+    neg = s < 0
+    s[neg] ^= (1 << (8 * w - 1)) - 1
+    return s
 
 
 def distinct(src):
@@ -158,15 +161,31 @@ def distinct(src):
     sk, order = torch.sort(order_key(src), stable=True)
     if not bool((sk[1:] == sk[:-1]).any()) or not bool(torch.isfinite(src).all()):
         return src
-    i = torch.arange(sk.numel(), dtype=torch.int64, device=sk.device)
-    new = torch.cummax(sk - i, 0).values + i
-    if int((new - sk).max()) > DISTINCT_ULPS:
+    # new = cummax(sk - i) + i, a piece at a time (the running maximum
+    # carried): in one piece its int64 temporaries were 6 GiB for an
+    # input of 2^28 elements, which the device's allocator then kept.
+    n, new, carry, most = sk.numel(), torch.empty_like(sk), None, 0
+    for s in range(0, n, REBUILD_CHUNK):
+        i = torch.arange(s, min(n, s + REBUILD_CHUNK), dtype=torch.int64, device=sk.device)
+        c = torch.cummax(sk[s:s + i.numel()] - i, 0).values
+        if carry is not None:
+            c = torch.maximum(c, carry)
+        carry = c[-1].clone()
+        c += i
+        most = max(most, int((c - sk[s:s + i.numel()]).max()))
+        new[s:s + i.numel()] = c
+        del i, c
+    del sk
+    if most > DISTINCT_ULPS:
         return src
     w = src.element_size()
     key = torch.empty_like(new)
     key[order] = new
-    bits = torch.where(key < 0, key ^ ((1 << (8 * w - 1)) - 1), key)
-    out = bits.to(_bits_dtype(w)).view(src.dtype)
+    del new, order
+    neg = key < 0
+    key[neg] ^= (1 << (8 * w - 1)) - 1
+    del neg
+    out = key.to(_bits_dtype(w)).view(src.dtype)
     return out if bool(torch.isfinite(out).all()) else src
 
 
@@ -187,12 +206,19 @@ def partition(flat, other=None):
 
 def source_of(flat, other=None):
     """flat's source: its values (and other's, for the bands) laid out,
-    equal values parted (distinct())."""
+    equal values parted (distinct()). Its sorts' temporaries, several
+    times the input, go back to the device: the judge, its reference
+    process and the worker share it, and PyTorch's allocator would keep
+    them for this process alone."""
     flat = flat.detach().reshape(-1)
     if other is None:
-        return distinct(flat[partition(flat)])
-    other = other.detach().reshape(-1).to(flat.device)
-    return distinct(torch.cat([flat, other])[partition(flat, other)])
+        out = distinct(flat[partition(flat)])
+    else:
+        other = other.detach().reshape(-1).to(flat.device)
+        out = distinct(torch.cat([flat, other])[partition(flat, other)])
+    if flat.is_cuda:
+        torch.cuda.empty_cache()
+    return out
 
 
 def windows(n, rng):
@@ -215,6 +241,21 @@ def valid(n, m, wins):
     pairs = list(zip(wins[0::2], wins[1::2]))
     return (sum(l for _, l in pairs) == n and
             all(s >= 0 and l >= 0 and s + l <= m for s, l in pairs))
+
+
+def rebuild(src, n, a, b, wins, m, out=None):
+    """A refreshed input, flat (n elements), from its source src (or
+    from itself without windows): element e is src[source(n, a, b, wins,
+    e)], masked with m: the worker's refresh. Built REBUILD_CHUNK elements
+    at a time: the index of a whole input of 2^28 elements in one piece
+    took 6 GiB of int64 temporaries on the device. Into out when given
+    (n elements of src's dtype, not src's memory)."""
+    if out is None:
+        out = torch.empty(n, dtype=src.dtype, device=src.device)
+    for s in range(0, n, REBUILD_CHUNK):
+        e = torch.arange(s, min(n, s + REBUILD_CHUNK), dtype=torch.int64, device=src.device)
+        out[s:s + e.numel()] = xor_normal(src[source(n, a, b, wins, e)], m)
+    return out
 
 
 def source(n, a, b, wins, e):

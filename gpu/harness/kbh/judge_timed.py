@@ -131,19 +131,28 @@ def clock_bound(runs):
     judge's clock for the calls the worker timed, or None. runs: one
     (request ms on the judge's clock, the worker's call ms, the echo's
     round trip ms, the judge's reference for the rest: its snapshot of the
-    outputs, a parse of the request and the inputs' refresh) per run."""
+    outputs, a parse of the request and the inputs' refresh) per run, and
+    optionally the worker's own overhead_ms for the request (reported
+    only: the worker's clocks can be rewritten)."""
     if not runs:
         return None
-    over = sorted(j - h for j, h, _, _ in runs)
+    over = sorted(r[0] - r[1] for r in runs)
     q = over[int(CLOCK_QUANTILE * (len(over) - 1))]
     h = statistics.median(r[1] for r in runs)
-    ref = statistics.median(r[2] for r in runs) + statistics.median(r[3] for r in runs)
-    allowed = CLOCK_REF_FACTOR * ref + CLOCK_CALL_FACTOR * h + CLOCK_SLACK_MS
+    echo, rest = statistics.median(r[2] for r in runs), statistics.median(r[3] for r in runs)
+    allowed = CLOCK_REF_FACTOR * (echo + rest) + CLOCK_CALL_FACTOR * h + CLOCK_SLACK_MS
     if q > allowed:
-        return ("the judge's clock: in %d of 10 timed runs or more, a request took over %.4g ms "
-                "beyond the call the worker timed (median %.4g ms), where its snapshot and the "
-                "host's scheduling explain %.4g ms: the worker's clock was rewritten?"
-                % (10 - round(10 * CLOCK_QUANTILE), q, h, allowed))
+        why = ("the judge's clock: in %d of 10 timed runs or more, a request took over %.4g ms "
+               "beyond the call the worker timed (median %.4g ms), where its snapshot and the "
+               "host's scheduling explain %.4g ms: the worker's clock was rewritten?"
+               % (10 - round(10 * CLOCK_QUANTILE), q, h, allowed))
+        # What each side says the rest was: the judge's references for
+        # it, and the worker's own account where the runs carry it.
+        why += " (medians: echo %.4g ms, the judge's reference for the rest %.4g ms" % (echo, rest)
+        if all(len(r) > 4 for r in runs):
+            why += "; the worker's account beside the call %.4g ms" % statistics.median(
+                r[4] for r in runs)
+        return why + ")"
     return None
 
 
@@ -258,6 +267,7 @@ class TimedRuns:
                                                      for x in ev + host)
                 or not isinstance(over, (int, float))):
             raise Failed("runtime_error", "worker returned malformed timings")
+        self.last_over_ms = float(over)
         return (ev, host, prep_s + w.walls[-1] - self.rtt, float(over) + float(prep_over),
                 w.walls[-1] * 1e3 + copy_ms)
 
@@ -297,7 +307,8 @@ class TimedRuns:
         keeps only each set's last run); the round's runs share one
         --timeout, as when they were one request. The event times."""
         ctx = self.ctx
-        ev, host, seen, over, used, changes, clock, echo, allow = [], [], 0.0, 0.0, 0.0, 0, [], [], []
+        ev, host, seen, over, used, changes = [], [], 0.0, 0.0, 0.0, 0
+        clock, echo, allow, wover = [], [], [], []
         for k in rot:
             t0 = time.perf_counter()
             n = len(w.walls)
@@ -306,6 +317,7 @@ class TimedRuns:
             changes += self.pert.last + self.pert.last_refreshed * (
                 UNTIMED_PER_REFRESH_MS / UNTIMED_PER_CHANGE_MS)
             clock.append(c)
+            wover.append(self.last_over_ms)
             echo.append(ctx.echo_ms())
             allow.append(self.req_ref_ms.get(k, 0.0))
             self.add_time("timing_candidate", t0)
@@ -335,7 +347,7 @@ class TimedRuns:
             untimed_notes.append(why)
         if clock_runs is not None:
             clock_runs.extend(zip(clock, host, echo, [ctx.snapshot_ref_ms(k, k in self.shared) + a
-                                                      for k, a in zip(rot, allow)]))
+                                                      for k, a in zip(rot, allow)], wover))
         return ev
 
     def spot_check(self, w, k, rnd, full=True):

@@ -248,9 +248,7 @@ class Ref:
                             other = (list(self._args(k2)) + [t for _, t in self.state])[j]
                         self.sources[(k, j, k2)] = self.skew.source_of(orig, other)
                     orig = self.sources[(k, j, k2)]
-                idx = self.skew.source(n, a, b, wins,
-                                       torch.arange(n, dtype=torch.int64, device=flat.device))
-                flat.copy_(self.skew.xor_normal(orig[idx], m))
+                self.skew.rebuild(orig, n, a, b, wins, m, out=flat)
             n = len(hexpos) // 16
             pos = self.jio.from_bytes(bytes.fromhex(hexpos), "int64", [n]).to(flat.device)
             if n and (int(pos.min()) < 0 or int(pos.max()) >= flat.numel()):
