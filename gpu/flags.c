@@ -23,6 +23,8 @@ const struct eval_flag eval_flags[] = {
 	{ "side_stream", ALL & ~EVAL_FLAG_NO_HEADLINE },
 	{ "untimed_work", ALL },
 	{ "stale_inputs", ALL },
+	/* Fast only on what earlier calls left in its process. */
+	{ "state_across_calls", ALL },
 	{ "degenerate_outputs", EVAL_FLAG_DISTRUSTED },
 	/* From the static check: a clock read or rewritten by the candidate. */
 	{ "timer_tampering", EVAL_FLAG_REVIEW },

@@ -10,18 +10,25 @@
 # repeat, the determinism trial, aside), so a table of seen values would
 # have paid exactly where it is not correct. series_memo.c, the attack
 # itself, stays correct (it always is; only its speed was the gain).
+# ids_memo.c keeps f per integer id: ids drawn from 2^20, 2^15 a call,
+# come back across the timed calls whatever a refresh places, so only a
+# fresh process, warmed up on other draws, shows it slow
+# (kbh/judge_fresh.py): flagged state_across_calls; its honest twin not.
 . "$(dirname "$0")/eval-lib.sh"
 F="$ROOT/tests/fixtures/valmemo"
 
 mkdir -p "$tmp/c"
-cp "$F/series.c" "$F/series_memo.c" "$F/memo_tell.c" "$tmp/c/"
+cp "$F/series.c" "$F/series_memo.c" "$F/memo_tell.c" "$F/ids.c" "$F/ids_memo.c" "$tmp/c/"
 cd "$tmp/c"
 eval_cpu series "$F/series.py" series.c series_memo.c memo_tell.c
+eval_cpu ids "$F/ids.py" ids.c ids_memo.c
 cd "$ROOT"
 
 expect "$tmp/series.json" series.c 'r["status"] == "correct"' "honest: correct"
 expect "$tmp/series.json" memo_tell.c 'r["status"] == "correct"' "no timed run held half its values again"
 expect "$tmp/series.json" series_memo.c 'r["status"] == "correct"' "the table of seen values: correct, and of no use"
 expect "$tmp/series.json" series.c '"with a mask" in [c["detail"] for c in r["checks"] if c["name"] == "timing_inputs_fresh"][0]' "the fresh-inputs check names the mask"
+expect "$tmp/ids.json" ids.c 'r["status"] == "correct" and "state_across_calls" not in r["flags"] and [c for c in r["checks"] if c["name"] == "no_state_across_calls"][0]["passed"]' "honest, its first calls in a fresh process as fast"
+expect "$tmp/ids.json" ids_memo.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and r["needs_review"] and r["timing"]["fresh"]["processes"] == 2' "the table of f per id: flagged state_across_calls, confirmed"
 
 done_tests t3017-eval-value-memo

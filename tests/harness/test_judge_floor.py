@@ -92,7 +92,9 @@ def _run(tmp_path, working_set, llc, rounds=4, reps=3):
         # The judge's start-up figure: absurdly low, so using it would flag
         # every candidate. The floor must not look at it.
         bw=1e-6,
-        sets=[{"bytes": working_set, "args": [], "specs": [], "expected": []}])
+        # One trial: no spare draw, so no fresh process (kbh/judge_fresh.py).
+        trials=1,
+        sets=[{"bytes": working_set, "args": [], "specs": [], "expected": [], "variant": 0}])
     run = jr.CandidateRun(ctx, {"id": 0})
     run.spot_check = lambda *a, **k: None
     return run

@@ -26,6 +26,7 @@ from kbh.judge_timed import (SPOT_SAMPLE, Failed, ProblemFailed, TimedRuns,  # n
                               clock_bound, sample_specs, untimed_work)
 from kbh.judge_worker import Worker, WorkerError
 # The flags after the rounds, and their constants, importable from here too.
+from kbh.judge_fresh import Fresh
 from kbh.judge_retime import RETIME_AGREE, RETIME_ROUNDS, SUSPICIOUS_SPEEDUP, Retimed  # noqa: F401
 
 ERRORS_MAX = 8
@@ -37,7 +38,7 @@ SANDBOX_CPU_MAX_S = 7 * 24 * 3600	# sandbox-exec's largest --cpu
 # The flags that make a correct result ask for review instead of standing
 # as a verified speedup (res["needs_review"]).
 REVIEW_FLAGS = ("suspicious_speedup", "below_bandwidth_floor", "side_stream", "untimed_work",
-                "stale_inputs")
+                "stale_inputs", "state_across_calls")
 # Eager runs per round, as a fraction of --reps, when the baselines come
 # from the cache (judge_cache.py): enough for the drift check and the
 # eager speedup's interval, a third of the cost.
@@ -85,7 +86,7 @@ def ctx_start_timeout(run):
     return run.ctx.timeout_s + (run.ctx.build_timeout_s if run.kind != "native" else 0)
 
 
-class CandidateRun(Retimed, TimedRuns):
+class CandidateRun(Retimed, Fresh, TimedRuns):
     def __init__(self, ctx, cand):
         self.ctx = ctx
         self.c = cand
@@ -240,14 +241,16 @@ class CandidateRun(Retimed, TimedRuns):
         n = len(ctx.sets) + 2 * ctx.max_rounds + 2 * NOOP_PROBES + 3
         return (ctx.timeout_s * n + (ctx.build_timeout_s if self.kind != "native" else 0))
 
-    def start(self, **kw):
+    def start(self, tag="", **kw):
+        """A worker for the candidate (argv()'s options); tag names its
+        stderr file beside the first one's."""
         argv, env, mem = self.argv(**kw)
         # The budget is the candidate's: the time its judge waits on the
         # reference process (eager rounds, expected outputs) moves it on,
         # so a slow reference is not the candidate's timeout.
         ref = getattr(self.ctx, "ref", None)
         spent0 = ref.spent if ref is not None else 0.0
-        return Worker(argv, env, os.path.join(self.ctx.workdir, "cand%s.stderr" % self.c.get("id")),
+        return Worker(argv, env, os.path.join(self.ctx.workdir, "cand%s%s.stderr" % (self.c.get("id"), tag)),
                       time.monotonic() + self.budget(), self.ctx.timeout_s, mem,
                       paused=(lambda: ref.spent - spent0) if ref is not None else None)
 
@@ -258,23 +261,12 @@ class CandidateRun(Retimed, TimedRuns):
         w = None
         try:
             w = self.start()
-            hello = w.read_reply("start", ctx_start_timeout(self))
-            self.worker_refresh = hello.get("refresh") is True
-            self.worker_mask = hello.get("refresh_mask") is True
-            # Exported snapshots only where this process can map them:
-            # after an export the worker seals no memfd for that set.
-            self.share = (hello.get("share") is True and self.ctx.backend == "cuda"
-                          and jds.usable())
-            # Writes to the inputs past forward's arguments reach the
-            # kernel: the model's state is perturbed too.
-            self.worker_state = hello.get("state") is True
+            hello = self.greet(w)
             bd["worker_start"] = time.perf_counter() - t0
             if "build_s" in hello:
                 self.res["build_s"] = hello["build_s"]
             self.lockdown_check(hello)
-            for _ in range(NOOP_PROBES):
-                w.request({"cmd": "noop"})
-            self.rtt = statistics.median(w.walls[-NOOP_PROBES:])
+            self.probe_rtt(w)
             t1 = time.perf_counter()
             self.trials(w)
             bd["trials"] = time.perf_counter() - t1
@@ -299,11 +291,7 @@ class CandidateRun(Retimed, TimedRuns):
         finally:
             if w is not None:
                 w.close()
-            for k in list(self.snap):
-                self.close_snap(k)
-            for sh in self.shared.values():
-                sh.close()
-            self.shared = {}
+            self.drop_snapshots()
             self.sandbox_checks()
         if self.res["status"] == "correct" and self.ctx.sanitize:
             t3 = time.perf_counter()
@@ -324,6 +312,40 @@ class CandidateRun(Retimed, TimedRuns):
             shutil.rmtree(self.scratch, ignore_errors=True)
         return self.res
 
+    def drop_snapshots(self):
+        """Close the current worker's snapshots and exported mappings."""
+        for k in list(self.snap):
+            self.close_snap(k)
+        for sh in self.shared.values():
+            sh.close()
+        self.shared = {}
+
+    def greet(self, w):
+        """A started worker's hello, read, and what it offers taken."""
+        hello = w.read_reply("start", ctx_start_timeout(self))
+        self.worker_refresh = hello.get("refresh") is True
+        self.worker_mask = hello.get("refresh_mask") is True
+        # Exported snapshots only where this process can map them:
+        # after an export the worker seals no memfd for that set.
+        self.share = (hello.get("share") is True and self.ctx.backend == "cuda"
+                      and jds.usable())
+        # Writes to the inputs past forward's arguments reach the
+        # kernel: the model's state is perturbed too.
+        self.worker_state = hello.get("state") is True
+        return hello
+
+    def probe_rtt(self, w):
+        """The round trip to worker w, from NOOP_PROBES empty requests."""
+        for _ in range(NOOP_PROBES):
+            w.request({"cmd": "noop"})
+        self.rtt = statistics.median(w.walls[-NOOP_PROBES:])
+
+    def perturber(self):
+        """The perturbations for the worker greet() last read."""
+        return jpert.Perturber(self.ctx, refresh=getattr(self, "worker_refresh", False),
+                               state=getattr(self, "worker_state", False),
+                               mask=getattr(self, "worker_mask", False))
+
     def lockdown_check(self, hello):
         how = hello.get("lockdown", "none")
         if how == "compiler-profile":
@@ -340,17 +362,20 @@ class CandidateRun(Retimed, TimedRuns):
             self.check("sandbox", False, "KERNELBOT_EVAL_UNSANDBOXED=1: developer mode, the worker "
                        "ran without the sandbox; this result must not be trusted")
 
-    def sandbox_checks(self):
+    def sandbox_checks(self, path=None, prefix="sandbox:", failed_only=False):
+        """The sandbox's report (the first worker's, or path) as checks
+        named prefix + its names; failed_only: only those that failed."""
         try:
-            with open(self.report) as f:
+            with open(path or self.report) as f:
                 checks = json.load(f)
         except (OSError, ValueError):
             if self.ctx.sandbox:
-                self.check("sandbox", False, "sandbox-exec wrote no report")
+                self.check(prefix.rstrip(":"), False, "sandbox-exec wrote no report")
             return
         for c in checks if isinstance(checks, list) else []:
-            if isinstance(c, dict) and "name" in c:
-                self.check("sandbox:%s" % c["name"], c.get("passed", False), str(c.get("detail", "")))
+            if isinstance(c, dict) and "name" in c and not (failed_only and c.get("passed")):
+                self.check(prefix + str(c["name"]), c.get("passed", False),
+                           str(c.get("detail", "")))
 
     def read_outs(self, files, specs):
         if not isinstance(files, list) or len(files) != len(specs):
@@ -457,9 +482,7 @@ class CandidateRun(Retimed, TimedRuns):
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
-        self.pert = jpert.Perturber(ctx, refresh=getattr(self, "worker_refresh", False),
-                                    state=getattr(self, "worker_state", False),
-                                    mask=getattr(self, "worker_mask", False))
+        self.pert = self.perturber()
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
         eager_reps = ctx.reps if cached is None else max(1, -(-ctx.reps // EAGER_CACHED_DIV))
@@ -592,6 +615,13 @@ class CandidateRun(Retimed, TimedRuns):
         finally:
             if probe is not None:
                 probe.close()
+        if self.res["status"] == "correct" and not stopped:
+            # The first process goes first: two workers' copies of the
+            # sets need not fit on the device at once.
+            self.drop_snapshots()
+            if w is not None:
+                w.close()
+            self.fresh_process(cand_rounds)
 
     def rotation(self, r):
         """Round r's timed sets: reps runs rotating among the timing sets

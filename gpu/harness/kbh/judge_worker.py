@@ -276,6 +276,11 @@ class Worker:
                 pass
 
     def close(self):
+        # Once: a second close must not signal a process group whose
+        # number another may have taken since.
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         _live.discard(self)
         if self.proc.poll() is None:
             try:

@@ -1,0 +1,72 @@
+"""A fresh process (kbh/judge_fresh.py): the candidate's first calls on
+the timing sets in a worker of its own, warmed up on spare draws, set
+against the rounds; flagged only when a second fresh process agrees."""
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "harness"))
+
+from kbh import judge_run as jr  # noqa: E402
+
+
+def _run(tmp_path, fresh_ms, trials=5):
+    sets = [{"variant": 0, "trial": t} for t in range(trials)]
+    ctx = types.SimpleNamespace(workdir=str(tmp_path), problem_flags=[], timing_sets=[0, 1, 2][:trials],
+                                sets=sets, trials=trials)
+    run = jr.CandidateRun(ctx, {"id": 0})
+    run.res["timing"] = {}
+    seen = []
+
+    def fresh_once(i, spare):
+        seen.append(list(spare))
+        return fresh_ms[i]
+    run.fresh_once = fresh_once
+    return run, seen
+
+
+def _check(run):
+    return [c for c in run.res["checks"] if c["name"] == "no_state_across_calls"][0]
+
+
+ROUNDS = [[1.0, 1.1, 0.9]] * 5 + [[1.4, 1.5, 1.3]] * 3
+
+
+def test_honest_one_process_passes(tmp_path):
+    run, seen = _run(tmp_path, [1.3, 9.0])
+    run.fresh_process(ROUNDS)
+    assert seen == [[3, 4]]	# warmed up on the draws past the timing sets
+    assert _check(run)["passed"] and "state_across_calls" not in run.res["flags"]
+    assert run.res["timing"]["fresh"]["processes"] == 1
+
+
+def test_kept_state_flagged_when_two_agree(tmp_path):
+    run, _ = _run(tmp_path, [12.0, 11.0])
+    run.fresh_process(ROUNDS)
+    assert not _check(run)["passed"] and "state_across_calls" in run.res["flags"]
+    assert "12 ms, 11 ms" in _check(run)["detail"]
+    assert run.res["timing"]["fresh"]["tripped"] is True
+
+
+def test_one_slow_process_is_not_enough(tmp_path):
+    # A loaded host slowed the first fresh process; the second was not.
+    run, _ = _run(tmp_path, [12.0, 1.2])
+    run.fresh_process(ROUNDS)
+    assert _check(run)["passed"] and "state_across_calls" not in run.res["flags"]
+    assert run.res["timing"]["fresh"]["processes"] == 2
+
+
+def test_figure_is_an_upper_quantile_of_the_rounds(tmp_path):
+    # Twice the median round (1.0) but under twice the 75th percentile
+    # of the per-round medians (1.4): a host slower for some rounds.
+    run, _ = _run(tmp_path, [2.5, 2.5])
+    run.fresh_process(ROUNDS)
+    assert _check(run)["passed"]
+    assert run.res["timing"]["fresh"]["rounds_ms"] == 1.4
+
+
+def test_no_spare_draw_no_fresh_process(tmp_path):
+    run, seen = _run(tmp_path, [12.0, 12.0], trials=3)
+    run.fresh_process(ROUNDS)
+    assert seen == [] and _check(run)["passed"] and "not run" in _check(run)["detail"]
+    assert "--trials 3" in _check(run)["detail"]
