@@ -84,6 +84,13 @@ class Fresh:
         self.drop_snapshots()
         scratch = "%s-fresh%d" % (self.scratch, i)
         os.makedirs(scratch, exist_ok=True)
+        built = os.path.join(self.scratch, "torch_extensions")
+        if self.kind != "native" and os.path.isdir(built):
+            # A solution's extension, built by the first process: copied
+            # with its times, so the fresh one loads it instead of
+            # compiling it again (a CUDA build is a minute).
+            shutil.copytree(built, os.path.join(scratch, "torch_extensions"), symlinks=True,
+                            dirs_exist_ok=True)
         # Its own scratch and report while it runs: the first process's
         # files are not its to read, and its report is the first's.
         saved = self.scratch, self.report
