@@ -308,7 +308,7 @@ static void
 answer(struct wh_door *d, struct pending *p, const char *status, const char *json,
     size_t jlen)
 {
-	char head[200], scratch[4096];
+	char head[256], scratch[4096], date[WH_HTTP_DATE_LEN];
 	size_t drained = 0;
 	ssize_t n;
 	int len;
@@ -316,9 +316,10 @@ answer(struct wh_door *d, struct pending *p, const char *status, const char *jso
 	while (drained < DOOR_DRAIN_MAX && (n = recv(p->fd, scratch, sizeof(scratch),
 	    MSG_DONTWAIT)) > 0)
 		drained += (size_t)n;
-	len = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\n"
+	wh_http_date(date);
+	len = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nDate: %s\r\n"
 	    "Connection: close\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n\r\n%s", status, jlen, json);
+	    "Content-Length: %zu\r\n\r\n%s", status, date, jlen, json);
 	(void)!send(p->fd, head, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(p->fd, SHUT_WR);
 	drop(d, p);

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,9 +17,24 @@
 
 static void release_request(struct wh_guard *g, struct wh_guard_conn *c);
 
-static const char TIMEOUT_408[] = "HTTP/1.1 408 Request Timeout\r\n"
-    "Connection: close\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n"
-    "{\"error\":\"request too slow\"}\n";
+static const char TIMEOUT_408_BODY[] = "{\"error\":\"request too slow\"}\n";
+
+void
+wh_http_date(char out[WH_HTTP_DATE_LEN])
+{
+	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+	    "Aug", "Sep", "Oct", "Nov", "Dec" };
+	time_t t = time(NULL);
+	struct tm tm;
+
+	/* Not strftime: its %a and %b follow the locale. */
+	gmtime_r(&t, &tm);
+	snprintf(out, WH_HTTP_DATE_LEN, "%s, %02u %s %04u %02u:%02u:%02u GMT",
+	    days[(unsigned)tm.tm_wday % 7], (unsigned)tm.tm_mday % 100,
+	    months[(unsigned)tm.tm_mon % 12], (unsigned)(tm.tm_year + 1900) % 10000,
+	    (unsigned)tm.tm_hour % 100, (unsigned)tm.tm_min % 100, (unsigned)tm.tm_sec % 100);
+}
 
 static unsigned
 client_hash(int family, const unsigned char *addr)
@@ -169,9 +185,17 @@ uncharge(struct wh_guard *g, struct wh_guard_conn *c)
 void
 guard_kill_conn(struct wh_guard *g, struct wh_guard_conn *c, int answer)
 {
-	if (answer)
-		(void)!send(c->fd, TIMEOUT_408, sizeof(TIMEOUT_408) - 1,
-		    MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (answer) {
+		char msg[256], date[WH_HTTP_DATE_LEN];
+		int n;
+
+		wh_http_date(date);
+		n = snprintf(msg, sizeof(msg), "HTTP/1.1 408 Request Timeout\r\nDate: %s\r\n"
+		    "Connection: close\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %zu\r\n\r\n%s", date, sizeof(TIMEOUT_408_BODY) - 1,
+		    TIMEOUT_408_BODY);
+		(void)!send(c->fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
 	shutdown(c->fd, SHUT_RDWR);
 	c->state = CONN_DEAD;
 	g->live--;

@@ -282,4 +282,12 @@ size_t wh_guard_buffered(struct wh_guard *g, const struct wh_guard_conn *c);
 int wh_guard_cidr_match(const struct config_cidr *list, size_t n, int family,
     const void *addr);
 
+/*
+ * Now as an HTTP Date field value (IMF-fixdate, RFC 9110 section 5.6.7,
+ * "Sun, 06 Nov 1994 08:49:37 GMT"), for the answers the guard and the
+ * door write themselves (libmicrohttpd dates its own).
+ */
+#define WH_HTTP_DATE_LEN 30
+void wh_http_date(char out[WH_HTTP_DATE_LEN]);
+
 #endif

@@ -261,6 +261,7 @@ struct framing {
 	int chunked_only;	/* the one Transfer-Encoding is exactly "chunked" */
 	int bad_name;		/* a field name that is not a token ("Content-Length :") */
 	int host;		/* Host headers seen */
+	int bad_host;		/* one that is not uri-host [":" port] */
 };
 
 static enum MHD_Result
@@ -275,6 +276,14 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
 		f->bad_name = 1;
 	if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
 		f->host++;
+		/*
+		 * RFC 9110 section 7.2, RFC 3986 section 3.2.2: a name, an
+		 * IPv4 address or a bracketed IP literal, and a port; "a b"
+		 * is none of them.
+		 */
+		if (value && value[strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789-._~!$&'()*+,;=%:[]")])
+			f->bad_host = 1;
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
 		f->content_length++;
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
@@ -284,15 +293,6 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_YES;
 }
 
-/*
- * RFC 9112 section 6: a body's length must be unambiguous, or a proxy in
- * front and this server could split the stream into different requests.
- * libmicrohttpd reads the first Content-Length and lets chunked win over
- * it, and takes "Content-Length : 5" as some other field (section 5.1
- * says reject); the whole head is checked here before a byte of body is
- * read.
- * NULL when the framing is sound, else the 400 answer.
- */
 /*
  * RFC 9110 section 5.3: the lines of a list field are one list, joined by
  * commas in order. A proxy may add its own X-Forwarded-For line rather
@@ -319,10 +319,20 @@ join_xff(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 	return MHD_YES;
 }
 
+/*
+ * RFC 9112 section 6: a body's length must be unambiguous, or a proxy in
+ * front and this server could split the stream into different requests.
+ * libmicrohttpd reads the first Content-Length and lets chunked win over
+ * it, and takes "Content-Length : 5" as some other field (section 5.1
+ * says reject); the whole head is checked here before a byte of body is
+ * read. An HTTP/1.0 message with Transfer-Encoding is faulty whatever
+ * else it says (section 6.1). NULL when the framing is sound, else the
+ * 400 answer.
+ */
 static const char *
 framing_error(struct MHD_Connection *c, const char *version)
 {
-	struct framing f = { 0, 0, 0, 0, 0 };
+	struct framing f = { 0, 0, 0, 0, 0, 0 };
 
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
 	if (f.bad_name)
@@ -330,6 +340,10 @@ framing_error(struct MHD_Connection *c, const char *version)
 	/* RFC 9112 section 3.2: HTTP/1.1 needs one Host; no request more than one. */
 	if (f.host > 1 || (!f.host && strcmp(version, MHD_HTTP_VERSION_1_0)))
 		return "{\"error\":\"an HTTP/1.1 request needs exactly one Host header\"}\n";
+	if (f.bad_host)
+		return "{\"error\":\"a Host that is no host and port\"}\n";
+	if (f.transfer_encoding && !strcmp(version, MHD_HTTP_VERSION_1_0))
+		return "{\"error\":\"Transfer-Encoding in an HTTP/1.0 request\"}\n";
 	if (f.content_length > 1)
 		return "{\"error\":\"more than one Content-Length\"}\n";
 	if (f.content_length && f.transfer_encoding)

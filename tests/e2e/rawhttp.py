@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""rawhttp.py [--shut] PORT REQUEST [ADDR]
+"""rawhttp.py [--shut] [--dated] PORT REQUEST [ADDR]
 
 Sends REQUEST, its backslash escapes decoded ("POST / HTTP/1.1\\r\\n...",
 "\\x16"), byte for byte over one TCP connection to ADDR (default 127.0.0.1):PORT,
 then reads until the server closes or 10 s pass. Prints the response's
 status code and, on a second line, its body; "none" when no status line
 came back, "two-answers" when the body is another status line. --shut: the client's sending side is shut down after REQUEST
-(a request cut off by its client). For what clients like curl refuse to
-send.
+(a request cut off by its client). --dated: " dated" follows the status
+code when the answer has a Date field. For what clients like curl refuse
+to send.
 """
 import codecs
 import socket
@@ -15,8 +16,8 @@ import sys
 
 
 def main(argv):
-    shut = "--shut" in argv
-    argv = [a for a in argv if a != "--shut"]
+    shut, dated = "--shut" in argv, "--dated" in argv
+    argv = [a for a in argv if a not in ("--shut", "--dated")]
     port, raw = int(argv[1]), codecs.escape_decode(argv[2].encode())[0]
     addr = argv[3] if len(argv) > 3 else "127.0.0.1"
     s = socket.create_connection((addr, port), 10)
@@ -46,7 +47,9 @@ def main(argv):
     body = data.partition(b"\r\n\r\n")[2]
     # One answer per request: a second status line where the body should
     # be is a server that answered twice.
-    print("two-answers" if body.startswith(b"HTTP/") else line[1].decode())
+    head = data.partition(b"\r\n\r\n")[0].lower()
+    mark = " dated" if dated and b"\r\ndate: " in head else ""
+    print("two-answers" if body.startswith(b"HTTP/") else line[1].decode() + mark)
     print(body.decode(errors="replace").strip())
     return 0
 

@@ -96,6 +96,17 @@ raw "a line cut off by the client" 400 'malformed request line' 'GET /heal' --sh
 raw "an empty line first is fine" 200 '"ok"' '\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
 raw "HTTP/9.9 is a version, just not ours" 505 'HTTP/1.0 and HTTP/1.1 only' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'
 raw "HTTP/2's preface" 505 'HTTP/1.0 and HTTP/1.1 only' 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
+# Host is uri-host [":" port] (RFC 9110 section 7.2); Transfer-Encoding
+# in HTTP/1.0 is faulty framing whatever else the head says (RFC 9112
+# section 6.1).
+raw "a Host with a space" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n'
+raw "a bracketed address and a port" 200 '' 'GET /healthz HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n'
+raw "chunked in HTTP/1.0" 400 'Transfer-Encoding in an HTTP/1.0 request' \
+    'POST /webhooks/github HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'
+# An origin server with a clock sends Date (RFC 9110 section 6.6.1): the
+# door's own answers too, not only libmicrohttpd's.
+raw "the door's answers" "505 dated" '' 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n' --dated
+raw "libmicrohttpd's" "200 dated" '' 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' --dated
 
 # Sound framing, both ways, reaches the handler (401: the signature is wrong).
 raw "one Content-Length" 401 'signature' "${H}Content-Length: 2\r\n\r\n{}"

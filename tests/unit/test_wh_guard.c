@@ -340,7 +340,7 @@ test_eviction(void)
 		"127.0.1.2", "127.0.1.4" };
 	struct sockaddr_in sa[6];
 	int sp[6][2];
-	char got[64] = "";
+	char got[256] = "";
 
 	if (!CHECK("config", c) || wh_guard_new(config_http(c), &g) < 0)
 		return;
@@ -357,6 +357,7 @@ test_eviction(void)
 	    wh_guard_open(g, sp[3][0], (struct sockaddr *)&sa[3], sizeof(sa[3]), &conn[3]), 0);
 	(void)!read(sp[1][1], got, sizeof(got) - 1);
 	CHECK("the oldest head of the fullest address gets 408", !strncmp(got, "HTTP/1.1 408 ", 13));
+	CHECK("dated", strstr(got, "\r\nDate: ") && strstr(got, " GMT\r\n"));
 	CHECK("and is shut down", peer_sees_eof(sp[1][1]));
 	{
 		struct pollfd p[2] = { { .fd = sp[0][1], .events = POLLIN },
@@ -660,6 +661,23 @@ ms_since(const struct timespec *t0)
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The Date of the guard's and the door's own answers: IMF-fixdate, now. */
+static void
+test_http_date(void)
+{
+	char d[WH_HTTP_DATE_LEN];
+	struct tm tm = { 0 };
+	const char *end;
+	time_t t0 = time(NULL), t;
+
+	wh_http_date(d);
+	CHECK_INT("29 characters", (long long)strlen(d), 29);
+	end = strptime(d, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	CHECK("IMF-fixdate", end && *end == '\0');
+	t = timegm(&tm);
+	CHECK("now", t >= t0 - 1 && t <= time(NULL) + 1);
 }
 
 /*
@@ -1339,6 +1357,7 @@ main(void)
 	test_room_lone_grace();
 	test_room_strikes();
 	test_room_young_wall();
+	test_http_date();
 	test_body_client_closed();
 	test_room_vouched();
 	test_room_bodies_for_a_busy_forge();
