@@ -28,6 +28,13 @@ const struct eval_flag eval_flags[] = {
 	{ "degenerate_outputs", EVAL_FLAG_DISTRUSTED },
 	/* From the static check: a clock read or rewritten by the candidate. */
 	{ "timer_tampering", EVAL_FLAG_REVIEW },
+	/*
+	 * ... files, sockets or the environment: a kernel has no business
+	 * there, and one read the judge's input files at its first, untimed,
+	 * call to know every value its timed calls would hold (an outside
+	 * attack: 8.8x eager, unflagged, its honest twin 1.0x).
+	 */
+	{ "file_or_network_access", ALL },
 	{ NULL, 0 }
 };
 

@@ -61,8 +61,10 @@ static const struct rule {
 	    "__builtin___clear_cache|\\b__clear_cache\\b|pthread_jit_write_protect" },
 	{ LOADING, 4, "RawKernel|RawModule|cuModuleLoad|\\bnvrtc|load_cubin|PROT_EXEC|memfd_create|"
 	    "\\bmprotect\\b" },
-	{ IO, 3, "\\bf?open(at)?[[:space:]]*\\(|\\bsocket[[:space:]]*\\(|\\bconnect[[:space:]]*\\(|"
-	    "\\bgetenv[[:space:]]*\\(|\\benviron\\b|/etc/|/tmp/|/home/|/root/" },
+	{ IO, 3, "\\bf?open(at2?)?(64)?[[:space:]]*\\(|\\bfreopen|\\bcreat(64)?[[:space:]]*\\(|"
+	    "\\b(open|read|scan)dir|\\bfdopen|\\b[io]?fstream\\b|\\bsocket[[:space:]]*\\(|"
+	    "\\bconnect[[:space:]]*\\(|\\bgetenv[[:space:]]*\\(|\\benviron\\b|/etc/|/tmp/|"
+	    "/home/|/root/|kernelbot-eval" },
 	{ IO, 4, "\\bopen[[:space:]]*\\(|os\\.environ|getenv|socket|urllib|requests\\.|/etc/|/home/" },
 	{ PRECISION, 3, "__half|\\bhalf2?\\b|__nv_bfloat16|__float2half|__float2bfloat16|\\bbf16\\b|"
 	    "[Tt][Ff]32|_FAST_16B?F|CUBLAS_TENSOR_OP_MATH|ALLOW_CONVERSION|\\bwmma::|_Float16|"

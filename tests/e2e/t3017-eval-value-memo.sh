@@ -14,14 +14,18 @@
 # come back across the timed calls whatever a refresh places, so only a
 # fresh process, warmed up on other draws, shows it slow
 # (kbh/judge_fresh.py): flagged state_across_calls; its honest twin not.
+# ids_files.c reads the judge's input files at its first, untimed call
+# and computes f for every id in them (an outside attack): the fresh
+# process gets a timing set's files only just before its first run there,
+# so it is flagged too (and its reads by the static check).
 . "$(dirname "$0")/eval-lib.sh"
 F="$ROOT/tests/fixtures/valmemo"
 
 mkdir -p "$tmp/c"
-cp "$F/series.c" "$F/series_memo.c" "$F/memo_tell.c" "$F/ids.c" "$F/ids_memo.c" "$tmp/c/"
+cp "$F/series.c" "$F/series_memo.c" "$F/memo_tell.c" "$F/ids.c" "$F/ids_memo.c" "$F/ids_files.c" "$tmp/c/"
 cd "$tmp/c"
 eval_cpu series "$F/series.py" series.c series_memo.c memo_tell.c
-eval_cpu ids "$F/ids.py" ids.c ids_memo.c
+eval_cpu ids "$F/ids.py" ids.c ids_memo.c ids_files.c
 cd "$ROOT"
 
 expect "$tmp/series.json" series.c 'r["status"] == "correct"' "honest: correct"
@@ -30,5 +34,6 @@ expect "$tmp/series.json" series_memo.c 'r["status"] == "correct"' "the table of
 expect "$tmp/series.json" series.c '"with a mask" in [c["detail"] for c in r["checks"] if c["name"] == "timing_inputs_fresh"][0]' "the fresh-inputs check names the mask"
 expect "$tmp/ids.json" ids.c 'r["status"] == "correct" and "state_across_calls" not in r["flags"] and [c for c in r["checks"] if c["name"] == "no_state_across_calls"][0]["passed"]' "honest, its first calls in a fresh process as fast"
 expect "$tmp/ids.json" ids_memo.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and r["needs_review"] and r["timing"]["fresh"]["processes"] == 2' "the table of f per id: flagged state_across_calls, confirmed"
+expect "$tmp/ids.json" ids_files.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and "file_or_network_access" in r["flags"] and r["needs_review"]' "the ids read ahead from the judge's files: flagged, at run time and statically"
 
 done_tests t3017-eval-value-memo

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "gpu", "harness"))
 from kbh import judge_run  # noqa: E402
 
 # Raised by the evaluator's static check, never by the judge.
-EVALUATOR_ONLY = {"timer_tampering"}
+EVALUATOR_ONLY = {"timer_tampering", "file_or_network_access"}
 
 
 def table():

@@ -70,3 +70,20 @@ def test_no_spare_draw_no_fresh_process(tmp_path):
     run.fresh_process(ROUNDS)
     assert seen == [] and _check(run)["passed"] and "not run" in _check(run)["detail"]
     assert "--trials 3" in _check(run)["detail"]
+
+
+def test_a_fresh_clock_trip_counts_as_slow(tmp_path):
+    # The judge's clock tripped in both fresh processes (fresh_once's
+    # inf): flagged, and the detail says why.
+    run, _ = _run(tmp_path, [float("inf"), float("inf")])
+    run.fresh_clock = []
+    orig = run.fresh_once
+
+    def once(i, spare):
+        run.fresh_clock.append("the judge's clock: forged")
+        return orig(i, spare)
+    run.fresh_once = once
+    run.fresh_process(ROUNDS)
+    assert "state_across_calls" in run.res["flags"]
+    assert "the judge's clock tripped" in _check(run)["detail"]
+    assert run.res["timing"]["fresh"]["medians_ms"] == [None, None]

@@ -87,6 +87,24 @@ main(void)
 	json_decref(c);
 	json_decref(f);
 
+	/* file access under other names: each is flagged, and a member named bin is not */
+	{
+		static const char *const io[] = { "int fd = open64(p, 0);", "FILE *f = fopen64(p, \"r\");",
+		    "std::ifstream in(p);", "DIR *d = opendir(p);", "int fd = openat2(3, p, &h, 24);",
+		    "freopen(p, \"r\", stdin);", "const char *d = \"kernelbot-eval\";" };
+
+		for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
+			scan(io[i], SRCCHECK_C, 1, &c, &f);
+			CHECK(io[i], has_flag(f, "file_or_network_access"));
+			json_decref(c);
+			json_decref(f);
+		}
+		scan("h.bin[i] += 1; float open_ratio = 0;", SRCCHECK_C, 1, &c, &f);
+		CHECK("a histogram's bins are not files", !has_flag(f, "file_or_network_access"));
+		json_decref(c);
+		json_decref(f);
+	}
+
 	/* the worker's clock read or reached around the names the scan knows */
 	{
 		static const char *const tamper[] = {

@@ -14,21 +14,28 @@ places: a table of f per id ran at 27x its honest twin, correct, before
 this check (tests/fixtures/valmemo/ids_memo.c). The fresh process is
 warmed up on the spare draws (the trials' main inputs past the timing
 sets: the same shapes, other values), then times one run on each timing
-set, its first call there, spot-checked as the rounds' runs are. Where
+set, its first call there, spot-checked as the rounds' runs are. Its
+inputs folder gets a timing set's files only just before that run: a
+kernel that read them all at an untimed call was as fast here as in the
+first process (ids_files.c, an outside attack's). Where
 the median of those runs is above FRESH_FACTOR x the rounds' (the
-FRESH_QUANTILE of their per-round medians), a second fresh process is
-timed, and only both together flag `state_across_calls` (a loaded host
-can slow a few runs). Without spare draws (fewer trials than timing sets
+FRESH_QUANTILE of their per-round medians), or the judge's clock bounds
+those calls below what the worker reported (clock_bound, as in the
+rounds: a clock rewritten in the fresh process only), a second fresh
+process is timed, and only both together flag `state_across_calls` (a
+loaded host can slow a few runs). Without spare draws (fewer trials than timing sets
 and one) it does not run, and its check says so. A mixin of
 judge_run.CandidateRun (start, greet, probe_rtt, perturber, timed_round
 and the per-worker snapshot state)."""
+import json
+import math
 import os
 import shutil
 import statistics
 import time
 
 from kbh import judge_checks as jchk
-from kbh.judge_timed import Failed
+from kbh.judge_timed import Failed, clock_bound
 
 # Fresh processes at most: the second only confirms the first.
 FRESH_TRIES = 2
@@ -56,19 +63,24 @@ class Fresh:
         per = sorted(statistics.median(r) for r in rounds if r)
         ref = per[int(FRESH_QUANTILE * (len(per) - 1))]
         t0 = time.perf_counter()
-        meds = []
+        meds, self.fresh_clock = [], []
         for i in range(FRESH_TRIES):
             meds.append(self.fresh_once(i, spare))
             if meds[-1] <= FRESH_FACTOR * ref:
                 break
         self.add_time("timing_fresh", t0)
         tripped = len(meds) == FRESH_TRIES and all(m > FRESH_FACTOR * ref for m in meds)
-        self.res["timing"]["fresh"] = {"processes": len(meds), "medians_ms": meds,
+        self.res["timing"]["fresh"] = {"processes": len(meds),
+                                       "medians_ms": [m if m < math.inf else None for m in meds],
                                        "rounds_ms": ref, "tripped": tripped}
         how = ("the first call on each timing set in %d fresh process%s (warmed up on %d spare "
                "draw%s): median %s, against %.4g ms in the rounds" % (
                    len(meds), "es" if len(meds) > 1 else "", len(spare),
-                   "s" if len(spare) > 1 else "", ", ".join("%.4g ms" % m for m in meds), ref))
+                   "s" if len(spare) > 1 else "",
+                   ", ".join("%.4g ms" % m if m < math.inf else "(the judge's clock tripped)"
+                             for m in meds), ref))
+        if self.fresh_clock:
+            how += "; " + "; ".join(self.fresh_clock)
         if tripped:
             self.flag("state_across_calls")
             self.check("no_state_across_calls", False, how + ": fast only on what earlier calls "
@@ -91,10 +103,23 @@ class Fresh:
             # compiling it again (a CUDA build is a minute).
             shutil.copytree(built, os.path.join(scratch, "torch_extensions"), symlinks=True,
                             dirs_exist_ok=True)
-        # Its own scratch and report while it runs: the first process's
-        # files are not its to read, and its report is the first's.
+        # Its own scratch, report and inputs while it runs: the first
+        # process's files are not its to read, and its report is the
+        # first's. Its inputs folder holds the manifest and the spare
+        # sets; a timing set's files come just before its first run
+        # (deliver()): a kernel that read the sets' files at an untimed
+        # call knew every value its timed calls would hold, and was as
+        # fast here as there (an outside attack).
+        inputs = "%s-fresh%d-inputs" % (self.scratch, i)
+        shutil.rmtree(inputs, ignore_errors=True)
+        os.makedirs(inputs)
+        main_inputs = ctx.inputs_dir
+        self.deliver(main_inputs, inputs, "manifest.json")
+        for k in spare:
+            self.deliver_set(main_inputs, inputs, k)
         saved = self.scratch, self.report
         self.scratch, self.report = scratch, "%s.fresh%d" % (self.report, i)
+        ctx.inputs_dir = inputs
         w = None
         try:
             w = self.start(tag="-fresh%d" % i)
@@ -110,13 +135,55 @@ class Fresh:
                 if r.get("rc", [0, 0]) != [0, 0]:
                     raise Failed("runtime_error", "a fresh process's warm-up: "
                                  "kernelbot_forward returned %s" % r.get("rc"))
-            return statistics.median(self.timed_round(w, list(ctx.timing_sets), 0, [], []))
+            clock, ev = [], []
+            for k in ctx.timing_sets:
+                self.deliver_set(main_inputs, inputs, k)
+                ev += self.timed_round(w, [k], 0, [], [], clock)
+            # The judge's own clock bounds these calls as it bounds the
+            # rounds': a clock rewritten in this process only would
+            # otherwise report the fast times it needs here.
+            why = clock_bound(clock)
+            if why:
+                self.fresh_clock.append(why)
+                return math.inf
+            return statistics.median(ev)
         finally:
             if w is not None:
                 w.close()
             self.drop_snapshots()
             fresh_report = self.report
             self.scratch, self.report = saved
+            ctx.inputs_dir = main_inputs
+            shutil.rmtree(inputs, ignore_errors=True)
             self.sandbox_checks(fresh_report, "sandbox:fresh%d:" % i, failed_only=True)
             if not os.environ.get("KERNELBOT_EVAL_KEEP"):
                 shutil.rmtree(scratch, ignore_errors=True)
+
+    def deliver_set(self, src, dst, k):
+        """Set k's files (its inputs, and its refresh's sources) from
+        folder src into dst."""
+        e = self.manifest_entry(src, k) or {}
+        srcs = e.get("sources")
+        for n in [e.get("file"), srcs.get("file") if isinstance(srcs, dict) else None]:
+            if isinstance(n, str) and n and os.path.basename(n) == n:
+                self.deliver(src, dst, n)
+
+    def manifest_entry(self, folder, k):
+        """Set k's entry of the manifest in folder (read once)."""
+        if getattr(self, "_manifest", None) is None:
+            with open(os.path.join(folder, "manifest.json")) as f:
+                self._manifest = json.load(f)
+        sets = self._manifest.get("sets") or []
+        return sets[k] if k < len(sets) else None
+
+    @staticmethod
+    def deliver(src, dst, name):
+        """File name from folder src into dst: a hard link where both are
+        on one file system (GPU sets are hundreds of MiB), else a copy."""
+        a, b = os.path.join(src, name), os.path.join(dst, name)
+        if os.path.exists(b) or not os.path.exists(a):
+            return
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
