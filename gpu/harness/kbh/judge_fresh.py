@@ -23,8 +23,9 @@ FRESH_QUANTILE of their per-round medians), or the judge's clock bounds
 those calls below what the worker reported (clock_bound, as in the
 rounds: a clock rewritten in the fresh process only), a second fresh
 process is timed, and only both together flag `state_across_calls` (a
-loaded host can slow a few runs). Without spare draws (fewer trials than timing sets
-and one) it does not run, and its check says so. A mixin of
+loaded host can slow a few runs). With no more trials than timing sets
+the judge draws one spare past them (kbh/judge.py); without any spare
+draw it does not run, and its check says so. A mixin of
 judge_run.CandidateRun (start, greet, probe_rtt, perturber, timed_round
 and the per-worker snapshot state)."""
 import json
@@ -56,9 +57,8 @@ class Fresh:
         spare = [i for i, s in enumerate(ctx.sets)
                  if s["variant"] == 0 and i not in ctx.timing_sets]
         if not spare:
-            self.check("no_state_across_calls", True, "not run: no spare draws to warm a fresh "
-                       "process on (--trials %d; it takes %d or more)"
-                       % (ctx.trials, len(ctx.timing_sets) + 1))
+            self.check("no_state_across_calls", True, "not run: no spare draw to warm a fresh "
+                       "process on")
             return
         per = sorted(statistics.median(r) for r in rounds if r)
         ref = per[int(FRESH_QUANTILE * (len(per) - 1))]

@@ -112,13 +112,17 @@ class PyWorker:
         torch.manual_seed(int(self.manifest.get("seed", 0)))
         model = cls(*init).eval().to(self.device)
         # The reference's parameters travel with the inputs; a ModelNew
-        # with the same names and shapes gets exactly them.
-        s0 = self.sets[0]
+        # with the same names and shapes gets exactly them. Every set
+        # holds them: read from the first whose file is here (a fresh
+        # process gets a timing set's only before its run there).
+        k0 = next((k for k, s in enumerate(self.sets)
+                   if os.path.exists(os.path.join(self.args.dir, s["file"]))), 0)
+        s0 = self.sets[k0]
         state = {e["name"]: e for e in s0["inputs"][s0["n_args"]:]}
         own = dict(model.state_dict())
         if state and all(k in own and list(own[k].shape) == state[k]["shape"]
                          and self.jio.DTYPES.get(own[k].dtype) == state[k]["dtype"] for k in state):
-            tensors = self.load_tensors(0)[s0["n_args"]:]
+            tensors = self.load_tensors(k0)[s0["n_args"]:]
             with torch.no_grad():
                 for (name, _), t in zip(state.items(), tensors):
                     own[name].copy_(t)
