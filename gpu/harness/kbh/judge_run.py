@@ -623,7 +623,7 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
             self.drop_snapshots()
             if w is not None:
                 w.close()
-            self.fresh_process(cand_rounds)
+            self.fresh_process(cand_rounds, clock_runs)
 
     def rotation(self, r):
         """Round r's timed sets: reps runs rotating among the timing sets
