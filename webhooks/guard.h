@@ -75,7 +75,10 @@
  *     could end any owner's head ends the oldest of them (a wall of
  *     connections each from a new address, kept in their grace: the
  *     slots turn over in order, and a request sent as its connection
- *     opens is in before its turn).
+ *     opens is in before its turn); those opened under
+ *     WH_GUARD_UNPROVEN_YOUNG_MS ago go only after every body short of
+ *     its length without a byte for WH_GUARD_PARTIAL_MS (partial: a
+ *     genuine request's head is on its way in its first milliseconds).
  *     After heads, a body under way is ended for room when it is slow:
  *     under way for WH_GUARD_FULL_GRACE_MS and, at its average rate so
  *     far (its time counted as at least WH_GUARD_FULL_FLOOR_MS), not on
@@ -130,6 +133,7 @@
 #define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
 #define WH_GUARD_YOUNG_STALL_MS	50	/* a body short this long without a byte is unproven */
 #define WH_GUARD_PARTIAL_MS	5	/* ... and this long, partial (counted, ended last) */
+#define WH_GUARD_UNPROVEN_YOUNG_MS 20	/* an unproven head this young goes after partial bodies */
 #define WH_GUARD_PASS_QUEUED	(256 << 10)	/* a handed-over request this queued is not partial */
 #define WH_GUARD_PEEK		8192	/* bytes of a socket peeked for an unread whole head */
 #define WH_GUARD_HEAD_GRACE_MS	5	/* a head is not ended for room this young */
