@@ -30,6 +30,12 @@ main(void)
 	CHECK("stale_inputs asks for review and bars a best",
 	    (eval_flag_use("stale_inputs") & (EVAL_FLAG_REVIEW | EVAL_FLAG_BARS_BEST)) ==
 	    (EVAL_FLAG_REVIEW | EVAL_FLAG_BARS_BEST));
+	CHECK("state kept across calls: every use",
+	    eval_flag_use("state_across_calls") == (EVAL_FLAG_REVIEW | EVAL_FLAG_BARS_BEST |
+	    EVAL_FLAG_NO_HEADLINE | EVAL_FLAG_DISTRUSTED));
+	CHECK("files read by the kernel: every use",
+	    eval_flag_use("file_or_network_access") == (EVAL_FLAG_REVIEW | EVAL_FLAG_BARS_BEST |
+	    EVAL_FLAG_NO_HEADLINE | EVAL_FLAG_DISTRUSTED));
 	CHECK("an unknown flag has no use", eval_flag_use("no_such_flag") == 0);
 	CHECK("every distrusted review flag but degenerate_outputs",
 	    eval_flag_use("degenerate_outputs") == EVAL_FLAG_DISTRUSTED);
