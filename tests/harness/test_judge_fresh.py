@@ -45,7 +45,7 @@ def test_kept_state_flagged_when_two_agree(tmp_path):
     run, _ = _run(tmp_path, [12.0, 11.0])
     run.fresh_process(ROUNDS)
     assert not _check(run)["passed"] and "state_across_calls" in run.res["flags"]
-    assert "median 12 ms, 11 ms" in _check(run)["detail"]
+    assert "the least 12 ms, 11 ms" in _check(run)["detail"]
     assert run.res["timing"]["fresh"]["tripped"] is True
 
 

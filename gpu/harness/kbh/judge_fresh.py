@@ -14,11 +14,14 @@ places: a table of f per id ran at 27x its honest twin, correct, before
 this check (tests/fixtures/valmemo/ids_memo.c). The fresh process is
 warmed up on the spare draws (the trials' main inputs past the timing
 sets: the same shapes, other values), then times one run on each timing
-set, its first call there, spot-checked as the rounds' runs are. Its
+set, its first call there, spot-checked as the rounds' runs are; the
+least of those runs is its figure (an honest kernel's times in the
+rounds spread 3 to 24 ms a run on a host loaded by the suite, and the
+median of two first calls flagged an honest compiled kernel there). Its
 inputs folder gets a timing set's files only just before that run: a
 kernel that read them all at an untimed call was as fast here as in the
 first process (ids_files.c, an outside attack's). Where
-the median of those runs is above FRESH_FACTOR x the rounds' (the
+the least of those runs is above FRESH_FACTOR x the rounds' (the
 FRESH_QUANTILE of their per-round medians), or the judge's own clock
 around those requests is above FRESH_CLOCK_FACTOR x its figure for the
 rounds' requests and FRESH_CLOCK_SLACK_MS (a clock rewritten in the
@@ -38,9 +41,12 @@ import time
 from kbh import judge_checks as jchk
 from kbh.judge_timed import Failed
 
+# Warm-up requests (two calls each) at least, whatever --warmup says.
+FRESH_WARMUP_MIN = 3
 # Fresh processes at most: the second only confirms the first.
 FRESH_TRIES = 2
-# A fresh process's median above this many times the rounds' trips ...
+# A fresh process's least first call above this many times the rounds'
+# trips ...
 FRESH_FACTOR = 2.0
 # ... the rounds' figure being this quantile of their per-round medians
 # (for the judge's clock, of their runs).
@@ -72,6 +78,14 @@ class Fresh:
             return
         per = sorted(statistics.median(r) for r in rounds if r)
         ref = per[int(FRESH_QUANTILE * (len(per) - 1))]
+        # A first call on new buffers may cost an honest kernel more than
+        # its later ones (an OpenMP GEMM compiled here: 1.8 to 2.7 ms
+        # against 0.95 ms): the first process's own first calls, in its
+        # warm-up, are the figure where they are slower. A table of
+        # results already held every value there (the trials ran them).
+        first = getattr(self, "warm_first", None)
+        if first is not None and first > ref:
+            ref = first
         clk = sorted(c[0] for c in clock_runs)
         ref_clk = clk[int(FRESH_QUANTILE * (len(clk) - 1))] if clk else None
 
@@ -89,9 +103,10 @@ class Fresh:
         tripped = len(meds) == FRESH_TRIES and all(slow(m) for m in meds)
         self.res["timing"]["fresh"] = {"processes": len(meds), "medians_ms": [m[0] for m in meds],
                                        "clock_ms": [m[1] for m in meds], "rounds_ms": ref,
-                                       "rounds_clock_ms": ref_clk, "tripped": tripped}
+                                       "rounds_clock_ms": ref_clk, "warm_first_ms": first,
+                                       "tripped": tripped}
         how = ("the first call on each timing set in %d fresh process%s (warmed up on %d spare "
-               "draw%s): median %s (the judge's clock around the requests: %s), against %.4g ms "
+               "draw%s): the least %s (the judge's clock around the requests: %s), against %.4g ms "
                "in the rounds (%s)" % (
                    len(meds), "es" if len(meds) > 1 else "", len(spare),
                    "s" if len(spare) > 1 else "", ", ".join("%.4g ms" % m[0] for m in meds),
@@ -105,7 +120,7 @@ class Fresh:
             self.check("no_state_across_calls", True, how)
 
     def fresh_once(self, i, spare):
-        """(The median ms, and the median of the judge's clock around the
+        """(The least ms, and the least of the judge's clock around the
         requests) of one timed run on each timing set in a new worker
         process warmed up on the spare sets, its scratch and sandbox
         report its own."""
@@ -144,7 +159,7 @@ class Fresh:
             self.probe_rtt(w)
             self.pert = self.perturber()
             # The warm-up: two calls a request, as the trials run them.
-            for j in range(max(1, -(-ctx.warmup // 2))):
+            for j in range(max(FRESH_WARMUP_MIN, -(-ctx.warmup // 2))):
                 s = ctx.sets[spare[j % len(spare)]]
                 p0 = jchk.draw_poison(s["specs"], self.prng)
                 r = w.request({"cmd": "run", "set": spare[j % len(spare)],
@@ -156,10 +171,13 @@ class Fresh:
             for k in ctx.timing_sets:
                 self.deliver_set(main_inputs, inputs, k)
                 ev += self.timed_round(w, [k], 0, [], [], clock)
-            # And the judge's own clock around those requests, set against
-            # the same clock in the rounds: a clock rewritten in this
-            # process only would report the fast times it needs here.
-            return statistics.median(ev), statistics.median(c[0] for c in clock)
+            # The least of them: a loaded host only adds time, and a
+            # kernel fast only on what earlier calls left is slow on every
+            # first call. And the judge's own clock around those requests,
+            # set against the same clock in the rounds: a clock rewritten
+            # in this process only would report the fast times it needs
+            # here.
+            return min(ev), min(c[0] for c in clock)
         finally:
             if w is not None:
                 w.close()

@@ -492,7 +492,10 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
             # Warm-up times are not judged: first calls may load modules
             # (and the worker loads its timing sets on first use).
             t0 = time.perf_counter()
-            self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)])
+            ev = self.timed(w, [S[i % len(S)] for i in range(ctx.warmup)])[0]
+            # Each timing set's first call on its buffers (the fresh
+            # process's figure is one too: kbh/judge_fresh.py).
+            self.warm_first = min(ev[:len(S)]) if ev else None
             self.add_time("timing_warmup", t0)
         self.sched = jchk.Schedule(getattr(ctx, "check_fraction", jchk.CHECK_FRACTION), self.prng)
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
