@@ -214,6 +214,7 @@ class Context:
                                      "outputs": jio.out_specs(s["expected"])})
             s["specs"] = manifest["sets"][-1]["outputs"]
             s["in_specs"] = entries
+            s["files"] = [fname]	# what the worker reads for it (judge_fresh delivers them)
             s["out_bytes"] = sum(o["nbytes"] for o in s["specs"])
             s["bytes"] = sum(e["nbytes"] for e in entries) + s["out_bytes"]
         self._write_sources(manifest)
@@ -239,6 +240,7 @@ class Context:
             fname = "src%d.bin" % k
             entries = jio.write_set(os.path.join(self.inputs_dir, fname),
                                     [("src%d" % j, t) for j, t in src.items()], self.staging)
+            self.sets[k]["files"].append(fname)
             manifest["sets"][k]["sources"] = {
                 "file": fname, "inputs": [{"input": j, "offset": e["offset"], "nbytes": e["nbytes"]}
                                           for j, e in zip(src, entries)]}

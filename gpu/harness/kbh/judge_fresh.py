@@ -32,7 +32,6 @@ the judge draws one spare past them (kbh/judge.py); without any spare
 draw it does not run, and its check says so. A mixin of
 judge_run.CandidateRun (start, greet, probe_rtt, perturber, timed_round
 and the per-worker snapshot state)."""
-import json
 import os
 import shutil
 import statistics
@@ -193,19 +192,8 @@ class Fresh:
     def deliver_set(self, src, dst, k):
         """Set k's files (its inputs, and its refresh's sources) from
         folder src into dst."""
-        e = self.manifest_entry(src, k) or {}
-        srcs = e.get("sources")
-        for n in [e.get("file"), srcs.get("file") if isinstance(srcs, dict) else None]:
-            if isinstance(n, str) and n and os.path.basename(n) == n:
-                self.deliver(src, dst, n)
-
-    def manifest_entry(self, folder, k):
-        """Set k's entry of the manifest in folder (read once)."""
-        if getattr(self, "_manifest", None) is None:
-            with open(os.path.join(folder, "manifest.json")) as f:
-                self._manifest = json.load(f)
-        sets = self._manifest.get("sets") or []
-        return sets[k] if k < len(sets) else None
+        for n in self.ctx.sets[k].get("files", []):
+            self.deliver(src, dst, n)
 
     @staticmethod
     def deliver(src, dst, name):
