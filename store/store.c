@@ -335,6 +335,14 @@ static const char SQL_INTAKE_KEY[] =
 static const char SQL_DELIVERY_SEEN[] =
     "UPDATE deliveries SET duplicates = duplicates + 1, last_duplicate = ?3"
     " WHERE provider = ?1 AND delivery_id = ?2";
+/*
+ * An id held by a delivery kernelbot ignored, now asked for work: the
+ * row becomes this delivery's (see intake_one). Its id, or no row.
+ */
+static const char SQL_DELIVERY_TAKE[] =
+    "UPDATE deliveries SET event = ?3, repo = ?4, outcome = ?5"
+    " WHERE provider = ?1 AND delivery_id = ?2 AND outcome = 'ignored'"
+    " RETURNING id";
 static const char SQL_KEY_SEEN[] =
     "UPDATE deliveries SET duplicates = duplicates + 1, last_duplicate = ?4"
     " WHERE id = (SELECT delivery FROM intake_keys"
@@ -694,11 +702,38 @@ intake_seen(struct store *s, const struct store_delivery *d, int64_t now)
 	return step_done(s, st);
 }
 
+/* 1 and *id when d took the row of an ignored delivery under its id, 0
+ * when the id's row is not such a row. */
+static int
+take_ignored(struct store *s, const struct store_delivery *d, int64_t *id)
+{
+	sqlite3_stmt *st;
+	int rc, error;
+
+	if ((error = store_stmt(s, SQL_DELIVERY_TAKE, &st)) < 0)
+		return error;
+	bind_text(st, 1, d->provider);
+	bind_text(st, 2, d->delivery_id);
+	bind_text(st, 3, d->event);
+	bind_text(st, 4, d->repo);
+	bind_text(st, 5, d->outcome);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		error = 1;
+		rc = sqlite3_step(st);
+	}
+	if (rc != SQLITE_DONE)
+		error = store_sqlerr(s, rc);
+	sqlite3_reset(st);
+	return error;
+}
+
 static int
 intake_one(struct store *s, struct store_delivery *d, int64_t now)
 {
 	sqlite3_stmt *st;
-	int64_t delivery;
+	int64_t delivery = 0;
 	int error;
 
 	d->duplicate = 0;
@@ -718,12 +753,29 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 	if ((error = step_done(s, st)) < 0)
 		goto fail;
 	if (sqlite3_changes(s->db) == 0) {
-		if ((error = intake_seen(s, d, now)) < 0)
+		/*
+		 * The id is taken. By a delivery that asked for nothing, while
+		 * this one asks for work: the work is what the id stands for.
+		 * Neither the id nor the event header is signed, so a replay of
+		 * a signed push under its id and an event kernelbot ignores
+		 * ("ping", "push ") took the id first, and the forge's own
+		 * delivery, or its redelivery of one refused, came back a
+		 * duplicate and was lost (the eighth intake attack). The work
+		 * is still claimed by its key below: a replay of work already
+		 * done is a duplicate there.
+		 */
+		if (d->work != STORE_WORK_NONE &&
+		    (error = take_ignored(s, d, &delivery)) < 0)
 			goto fail;
-		d->duplicate = 1;
-		return store_exec(s, "RELEASE delivery");
+		if (d->work == STORE_WORK_NONE || error == 0) {
+			if ((error = intake_seen(s, d, now)) < 0)
+				goto fail;
+			d->duplicate = 1;
+			return store_exec(s, "RELEASE delivery");
+		}
+	} else {
+		delivery = sqlite3_last_insert_rowid(s->db);
 	}
-	delivery = sqlite3_last_insert_rowid(s->db);
 	if ((error = intake_key(s, d, delivery, now)) < 0)
 		goto fail;
 	if (error == 1) {

@@ -163,6 +163,31 @@ check_match "and says so" "$(cat "$TMP/err")" 'no kernelbot.db'
 "$KERNELBOT" jobs --data-dir a --config b >/dev/null 2>&1
 check_eq "jobs with both sources is a usage error" "$?" 2
 
+# --- a push's id taken first by the same body under an event ignored ---
+# Neither the id nor the event header is signed: a replay of a captured
+# push under its id as "ping" (or "push " with a space) took the id, and
+# the forge's own delivery, or its redelivery, came back a duplicate.
+sed 's/76ae82c7b1a177c8/76ae82c7b1a177c9/' "$FX/github-push.json" >"$TMP/squat.json"
+squat() {
+	http POST "$URL" -H "Content-Type: application/json" -H "X-GitHub-Event: $1" \
+	    -H "X-GitHub-Delivery: squat-$2" \
+	    -H "X-Hub-Signature-256: $(sig_github "$GH_SECRET" "$TMP/squat.json")" \
+	    --data-binary "@$TMP/squat.json"
+}
+squat ping 1
+check_eq "the push body as ping: 200 ignored" "$HTTP_CODE:$(printf '%s' "$HTTP_BODY" | grep -c ignored)" "200:1"
+squat push 1
+check_eq "then the push under that id: 202" "$HTTP_CODE" 202
+check_eq "its row is the push's" "$(db "SELECT event, outcome FROM deliveries WHERE delivery_id = 'squat-1'")" \
+    "push|accepted"
+squat push 1
+check_eq "redelivered: duplicate" "$HTTP_CODE:$HTTP_BODY" '200:{"status":"duplicate"}'
+sed 's/76ae82c7b1a177c8/76ae82c7b1a177ca/' "$FX/github-push.json" >"$TMP/squat.json"
+squat 'push ' 2
+check_eq "an event with whitespace after it is that event: 202" "$HTTP_CODE" 202
+check_eq "stored as push" "$(db "SELECT event FROM deliveries WHERE delivery_id = 'squat-2'")" push
+check_eq "four jobs" "$(db 'SELECT count(*) FROM jobs')" 4
+
 kb_serve_stop TERM
 check_eq "SIGTERM: exit 0" "$KB_STATUS" 0
 check "log never shows the secret" sh -c "! grep -q \"Secret to Everybody\" '$TMP/serve.log'"

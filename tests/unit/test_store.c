@@ -229,6 +229,59 @@ ignored_replays(const char *dir)
 }
 
 /*
+ * An id taken by a delivery kernelbot ignored (a signed push replayed
+ * under its id with an event that is not "push": the eighth intake
+ * attack) does not make the delivery that asks for work under it a
+ * duplicate: the work takes the row. The work is still claimed by its
+ * key, in a batch and across batches.
+ */
+static void
+ignored_then_work(const char *dir)
+{
+	struct store *s = NULL;
+	struct store_delivery d[2];
+	char sub[300], db[400];
+	const char *a = "cccc000000000000000000000000000000000000000000000000000000000003";
+	int64_t cnt;
+
+	snprintf(sub, sizeof(sub), "%s/taken", dir);
+	snprintf(db, sizeof(db), "%s/kernelbot.db", sub);
+	if (store_open(sub, 0, &s) < 0)
+		return;
+	d[0] = ignored("t-1", "acme/model", a);
+	d[0].event = "ping";
+	CHECK_INT("the ignored spelling first", store_intake(s, d, 1), 0);
+	d[0] = push("t-1", "7777777777777777777777777777777777777777");
+	CHECK_INT("then the push under its id", store_intake(s, d, 1), 0);
+	CHECK("the push makes its job", d[0].work_id > 0 && !d[0].duplicate && !d[0].error);
+	d[0] = push("t-1", "7777777777777777777777777777777777777777");
+	CHECK_INT("redelivered", store_intake(s, d, 1), 0);
+	CHECK("the redelivery: duplicate", d[0].duplicate && !d[0].work_id);
+	d[0] = ignored("t-2", "acme/model", NULL);
+	d[1] = push("t-2", "7777777777777777777777777777777777777777");
+	CHECK_INT("a batch: ignored, then the same push under its id", store_intake(s, d, 2), 0);
+	CHECK("work already claimed: duplicate", d[1].duplicate && !d[1].work_id);
+	d[0] = ignored("t-3", "acme/model", NULL);
+	d[1] = push("t-3", "8888888888888888888888888888888888888888");
+	CHECK_INT("a batch: ignored, then another push under its id", store_intake(s, d, 2), 0);
+	CHECK("new work: its job", d[1].work_id > 0 && !d[1].duplicate);
+	d[0] = push("t-3", "9999999999999999999999999999999999999999");
+	CHECK_INT("another push under an id that holds work", store_intake(s, d, 1), 0);
+	CHECK("an id that holds work: duplicate", d[0].duplicate && !d[0].work_id);
+	store_count(s, "jobs", &cnt);
+	CHECK_INT("two jobs", cnt, 2);
+	store_count(s, "deliveries", &cnt);
+	CHECK_INT("a row per id", cnt, 3);
+	CHECK_INT("the taken row is the push's",
+	    sql_int(db, "SELECT count(*) FROM deliveries WHERE delivery_id = 't-1' AND event = 'push'"
+	    " AND outcome = 'accepted'"), 1);
+	CHECK_INT("a row whose work was a duplicate stays ignored",
+	    sql_int(db, "SELECT count(*) FROM deliveries WHERE delivery_id = 't-2' AND outcome = 'ignored'"),
+	    1);
+	store_close(s);
+}
+
+/*
  * A delivery is a duplicate by what it asks for, whatever its id: the
  * same push (repo, ref, commit) or the same comment, in a batch, across
  * batches and connections, after a reopen and after the migration that
@@ -657,6 +710,7 @@ main(void)
 	}
 	replays(dir);
 	ignored_replays(dir);
+	ignored_then_work(dir);
 	spellings(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
