@@ -115,6 +115,12 @@ void cg_free(struct cg *g);
  * what the schedule's fusion boundaries ask for). */
 void cg_plan(struct cg *g, const struct schedule *s);
 
+/* A node of the group rooted at root to materialize when that group's
+ * kernel needs more than CG_NV index variables: the fused node whose
+ * inlined expression holds about half of the group's loops. -1 when the
+ * group has no node to cut at. */
+int cg_plan_cut(const struct cg *g, int root);
+
 int cg_is_pointwise(enum cg_op op);
 int cg_is_reduction(enum cg_op op);
 const char *cg_op_name(enum cg_op op);
@@ -210,6 +216,7 @@ struct cg_emit {
 		int team_read;		/* dry pass: a team loop reads it whole */
 	} rc[CG_ROW_CACHE_MAX];
 	int error;			/* first error (-ENOTSUP ...) */
+	int over_vars;			/* that error is CG_NV reached, in root's kernel */
 	char err[CG_ERR_MAX];
 };
 

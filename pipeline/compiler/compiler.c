@@ -51,7 +51,7 @@ versions(const struct ir_graph *ir, const struct ir_graph **gs, int *from, char 
 }
 
 static int
-emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src,
+emit_once(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src,
     enum schedule_backend backend, char *err, size_t errlen)
 {
 	int error;
@@ -59,12 +59,49 @@ emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src
 	/* lowered under v->s: some choices (bn_fold) change the graph */
 	cg_free(v->g);
 	v->g = NULL;
+	v->over_root = -1;
 	if ((error = cg_lower(ir, &v->s, &v->g, err, errlen)) < 0)
 		return error;
 	cg_plan(v->g, &v->s);
+	for (int i = 0; i < v->ncuts; i++)
+		v->g->nodes[v->cuts[i]].materialize = 1;
 	if (backend == SCHED_CUDA)
 		return emit_cuda(v, src, err, errlen);
 	return emit_cpu(v, src, err, errlen);
+}
+
+/*
+ * One version. A group whose kernel needs more index variables than a
+ * kernel has (a whole network fused into its last op) is cut: one of its
+ * nodes is materialized and the version emitted again, until every
+ * kernel fits. Lowering is deterministic, so node numbers hold across
+ * the attempts.
+ */
+static int
+emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src,
+    enum schedule_backend backend, char *err, size_t errlen)
+{
+	size_t kl = src->kern.len, fl = src->fns.len;
+	int error, cut;
+
+	v->ncuts = 0;
+	for (;;) {
+		error = emit_once(v, ir, src, backend, err, errlen);
+		if (error != -E2BIG || v->over_root < 0 || v->ncuts == EMIT_MAX_CUTS ||
+		    (cut = cg_plan_cut(v->g, v->over_root)) < 0)
+			break;
+		buf_truncate(&src->kern, kl);
+		buf_truncate(&src->fns, fl);
+		err[0] = '\0';
+		v->cuts[v->ncuts++] = cut;
+	}
+	if (error < 0 && v->g && v->over_root >= 0) {
+		const struct cg_node *r = &v->g->nodes[v->over_root];
+		size_t n = strlen(err);
+		snprintf(err + n, errlen - n, " (the kernel of node %s, op %s)", r->name ? r->name : "?",
+		    cg_op_name(r->op));
+	}
+	return error;
 }
 
 int

@@ -13,6 +13,7 @@ extern const char emit_cuda_prelude[];
 extern const char emit_check_fn[];
 
 #define EMIT_MAX_VERSIONS (1 + IR_MAX_VARIANTS)
+#define EMIT_MAX_CUTS 256	/* group cuts compiler.c may add to fit CG_NV */
 
 /*
  * One version of the kernel: a graph lowered and planned for one set of
@@ -25,6 +26,10 @@ struct emit_version {
 	struct cg *g;
 	struct schedule s;	/* what it was built with */
 	int fallback;		/* the search's schedule failed here: the default's */
+	int over_root;		/* emission failed: this group's kernel needed more
+				 * than CG_NV index variables; else -1 */
+	int ncuts;		/* nodes materialized beyond cg_plan's choice, */
+	int cuts[EMIT_MAX_CUTS];	/* so that such groups fit (compiler.c) */
 	char prefix[16];	/* of its kernels and statics */
 	char fn[32];		/* its entry */
 };

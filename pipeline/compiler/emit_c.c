@@ -505,6 +505,7 @@ emit_cpu(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 	}
 	if (e.error) {
 		error = e.error;
+		v->over_root = e.over_vars ? e.root : -1;
 		snprintf(err, errlen, "%s", e.err);
 		goto out;
 	}

@@ -593,6 +593,7 @@ emit_group(struct cu *c, int root)
 	if (error == -EAGAIN && vec > 1) {
 		/* vector lanes met an index computation: scalar lanes */
 		e->error = 0;
+		e->over_vars = 0;
 		c->kern->len = klen;
 		buf_reset(&l1);
 		vec = 1;
@@ -743,6 +744,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 	}
 	if (c.e.error) {
 		error = c.e.error;
+		v->over_root = c.e.over_vars ? c.e.root : -1;
 		snprintf(err, errlen, "%s", c.e.err);
 		goto out;
 	}

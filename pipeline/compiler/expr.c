@@ -205,6 +205,8 @@ cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix)
 	int v;
 
 	if (e->nvars >= CG_NV) {
+		if (!e->error)
+			e->over_vars = 1;
 		cg_fail(e, -E2BIG, "unsupported: a kernel needs more than %d index variables", CG_NV);
 		return -1;
 	}

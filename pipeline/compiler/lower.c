@@ -556,6 +556,13 @@ cg_lower(const struct ir_graph *ir, const struct schedule *s, struct cg **out, c
 	if (L.error) {
 		error = L.error;
 		snprintf(err, errlen, "%s", g->err);
+		/* which node of the graph, where the message does not say */
+		if (error == -ENOTSUP && L.cur && !L.cur->is_input && L.cur->name &&
+		    !strstr(err, L.cur->name)) {
+			size_t n = strlen(err);
+			snprintf(err + n, errlen - n, " (node %s, op %s)", L.cur->name,
+			    L.cur->op ? L.cur->op : "?");
+		}
 		goto out;
 	}
 	for (int o = 0; o < ir->n_outputs; o++) {

@@ -3,6 +3,7 @@
  * and strided views for library calls.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/compiler/cg.h"
@@ -71,6 +72,14 @@ cg_plan(struct cg *g, const struct schedule *s)
 		int leaf;
 		int64_t off, st[CG_MAX_RANK];
 
+		/* CPU convolution: im2col + GEMM (emit_c.c) once its operands
+		 * are in memory; inline (direct) it recomputes a computed
+		 * operand once per tap and output channel */
+		if (n->op == CG_CONV && s->backend == SCHED_CPU && n->dtype == IR_F32 &&
+		    n->i[CG_CONV_NSP] >= 1 && n->i[CG_CONV_NSP] <= 2)
+			for (int a = 0; a < 2; a++)
+				if (cg_strided(g, n->arg[a], &leaf, &off, st) < 0)
+					g->nodes[n->arg[a]].materialize = 1;
 		if (n->op == CG_CUMSUM || n->op == CG_CUMPROD || n->op == CG_GEMM ||
 		    (n->op == CG_CONV && s->backend == SCHED_CUDA) ||
 		    (s->backend == SCHED_CPU && emit_cpu_conv_gemm_ok(g, i)))
@@ -225,4 +234,79 @@ cg_group_root_map(const struct cg *g, int root, int q, const int64_t *shape, con
 			i--;
 		}
 	}
+}
+
+/* ------------------------------------------------------------ cuts */
+
+/* Loop variables and index temps a node adds to the kernel it is
+ * inlined into, roughly: one per reduced dim or convolution window dim,
+ * one for an index computation, and one per computed node so that long
+ * pointwise chains count too. */
+static int64_t
+own_vars(const struct cg_node *n)
+{
+	switch (n->op) {
+	case CG_VIEW: case CG_RESHAPE: case CG_INPUT: case CG_CONST:
+		return 0;
+	case CG_CONV:
+		return 4 * (n->i[CG_CONV_NSP] + 1) + 1;
+	case CG_TAKE: case CG_LOOKUP: case CG_PAD: case CG_CAT:
+		return 4 + 1;
+	default:
+		return cg_is_reduction(n->op) ? 4 * __builtin_popcount(n->rmask) + 1 : 1;
+	}
+}
+
+int
+cg_plan_cut(const struct cg *g, int root)
+{
+	int64_t *w = calloc((size_t)g->n, sizeof(*w)), total, best_d = -1;
+	unsigned char *in = calloc((size_t)g->n, 1);
+	int best = -1;
+
+	if (!w || !in || root < 0 || root >= g->n)
+		goto out;
+	/* args come before their users: weights bottom up, counting a node
+	 * once per use, as inlining recomputes it */
+	for (int i = 0; i <= root; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		w[i] = own_vars(n);
+		for (int a = 0; a < 3; a++) {
+			const struct cg_node *an;
+			if (n->arg[a] < 0)
+				continue;
+			an = &g->nodes[n->arg[a]];
+			if (!an->materialize && an->op != CG_INPUT)
+				w[i] += w[n->arg[a]];
+		}
+		if (w[i] > (INT64_C(1) << 40))
+			w[i] = INT64_C(1) << 40;
+	}
+	in[root] = 1;
+	for (int i = root; i >= 0; i--) {
+		const struct cg_node *n = &g->nodes[i];
+		if (!in[i])
+			continue;
+		for (int a = 0; a < 3; a++)
+			if (n->arg[a] >= 0 && !g->nodes[n->arg[a]].materialize &&
+			    g->nodes[n->arg[a]].op != CG_INPUT)
+				in[n->arg[a]] = 1;
+	}
+	total = w[root];
+	for (int i = 0; i < root; i++) {
+		const struct cg_node *n = &g->nodes[i];
+		int64_t d;
+		if (!in[i] || !own_vars(n) || w[i] <= 0)
+			continue;
+		d = 2 * w[i] - total;
+		d = d < 0 ? -d : d;
+		if (best < 0 || d < best_d || (d == best_d && w[i] > w[best])) {
+			best = i;
+			best_d = d;
+		}
+	}
+out:
+	free(w);
+	free(in);
+	return best;
 }

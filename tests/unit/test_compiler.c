@@ -105,12 +105,38 @@ test_unsupported(void)
 
 	CHECK_INT("an unknown op is refused", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)),
 	    -ENOTSUP);
-	CHECK_STR("with unsupported: OP", err, "unsupported: sort");
+	CHECK_STR("with unsupported: OP, naming the node", err, "unsupported: sort (node y, op sort)");
 	CHECK("and no source", src == NULL);
 	json_decref(j);
 	j = json_loads(half, 0, NULL);
 	CHECK_INT("fp16 is refused", compile_json(j, SCHED_CPU, NULL, &src, err, sizeof(err)), -ENOTSUP);
 	CHECK("naming the dtype", strstr(err, "unsupported: dtype float16") == err);
+	json_decref(j);
+}
+
+/* A group whose loop nest needs more index variables than a kernel has
+ * (twelve overlapping windows, fused) is cut into kernels that fit, on
+ * both backends, and the header lists them. */
+static void
+test_group_cut(void)
+{
+	static const enum schedule_backend be[] = { SCHED_CPU, SCHED_CUDA };
+	json_t *j = fixture("deep_windows");
+	char err[256];
+
+	for (int b = 0; b < 2 && j; b++) {
+		char *src = NULL, label[128];
+		int kernels = 0;
+		snprintf(label, sizeof(label), "%s: twelve windows in a row compile",
+		    b ? "cuda" : "cpu");
+		if (!CHECK(label, compile_json(j, be[b], NULL, &src, err, sizeof(err)) == 0))
+			printf("     %s\n", err);
+		for (const char *t = src; t && (t = strstr(t, " -> scratch {")); t++)
+			kernels++;
+		snprintf(label, sizeof(label), "%s: cut into several kernels", b ? "cuda" : "cpu");
+		CHECK(label, kernels >= 2);
+		free(src);
+	}
 	json_decref(j);
 }
 
@@ -928,7 +954,7 @@ main(void)
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
 		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
-		"attention_tiles", "conv_chain", "shape_variants", "bn_fold", NULL,
+		"attention_tiles", "conv_chain", "shape_variants", "bn_fold", "deep_windows", NULL,
 	};
 	static const char *const folds[] = { "08_conv2d_batchnorm_silu", "bn_fold", NULL };
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
@@ -944,6 +970,7 @@ main(void)
 	root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
 	test_ir_refusals();
 	test_unsupported();
+	test_group_cut();
 	test_schedule();
 	test_schedule_from_source();
 	test_cpu_codegen();
