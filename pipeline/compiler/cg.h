@@ -25,6 +25,14 @@
 #define CG_LARGE_REDUCTION 64	/* reductions this long get a loop level of their own */
 #define CG_CPU_GRAIN	131072	/* CPU: less work than this (elements) runs on one thread */
 #define CG_ROW_CACHE_MAX 8	/* rows a CUDA team kernel keeps in shared memory */
+/* A reduction inlined where the loops around it run it more often than it
+ * has elements (a group norm's statistics read per element of a pooling
+ * window, through an index it cannot be hoisted past) is materialized
+ * when the repeated work, in elements reduced, passes both what one
+ * evaluation of it reduces and this (a kernel launch's worth on CUDA, an
+ * OpenMP region's on the CPU): compiler.c. */
+#define CG_RECOMPUTE_CPU	(INT64_C(1) << 16)
+#define CG_RECOMPUTE_CUDA	(INT64_C(1) << 24)
 #define CG_UNROLL_ALL	16	/* CUDA team loops of at most this many steps a thread unroll fully */
 
 enum cg_op {
@@ -158,6 +166,9 @@ struct cg_emit {
 		struct cg_scope *scope;	/* where it is defined */
 		int vec;		/* CUDA: varies across a thread's vector lanes */
 		int64_t extent;		/* 0 <= var < extent; 0 when unknown */
+		int iter;		/* enumerates an iteration space (a loop's, or a
+					 * CUDA kernel's dim from its thread's linear
+					 * index), not an index computed from others */
 		int coop;		/* CUDA: 1 a team loop's variable (lane + i * team);
 					 * 2 derived from one */
 		int64_t rowstride;	/* CUDA: a team kernel's inner variable, its
@@ -215,6 +226,9 @@ struct cg_emit {
 		int uses;		/* dry pass: reads seen */
 		int team_read;		/* dry pass: a team loop reads it whole */
 	} rc[CG_ROW_CACHE_MAX];
+	int recompute;			/* the first reduction emitted inside loops that
+					 * run it more often than it has elements, at a
+					 * cost past CG_RECOMPUTE_*; -1 */
 	int error;			/* first error (-ENOTSUP ...) */
 	int over_vars;			/* that error is CG_NV reached, in root's kernel */
 	char err[CG_ERR_MAX];

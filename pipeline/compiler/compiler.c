@@ -60,6 +60,7 @@ emit_once(struct emit_version *v, const struct ir_graph *ir, struct emit_src *sr
 	cg_free(v->g);
 	v->g = NULL;
 	v->over_root = -1;
+	v->recompute = -1;
 	if ((error = cg_lower(ir, &v->s, &v->g, err, errlen)) < 0)
 		return error;
 	cg_plan(v->g, &v->s);
@@ -74,8 +75,9 @@ emit_once(struct emit_version *v, const struct ir_graph *ir, struct emit_src *sr
  * One version. A group whose kernel needs more index variables than a
  * kernel has (a whole network fused into its last op) is cut: one of its
  * nodes is materialized and the version emitted again, until every
- * kernel fits. Lowering is deterministic, so node numbers hold across
- * the attempts.
+ * kernel fits. So is a reduction that a kernel repeats at a cost (the
+ * cost model of cg.h, CG_RECOMPUTE_*). Lowering is deterministic, so
+ * node numbers hold across the attempts.
  */
 static int
 emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src,
@@ -87,7 +89,11 @@ emit_one(struct emit_version *v, const struct ir_graph *ir, struct emit_src *src
 	v->ncuts = 0;
 	for (;;) {
 		error = emit_once(v, ir, src, backend, err, errlen);
-		if (error != -E2BIG || v->over_root < 0 || v->ncuts == EMIT_MAX_CUTS ||
+		if (v->ncuts == EMIT_MAX_CUTS)
+			break;
+		if (error == 0 && v->recompute >= 0)
+			cut = v->recompute;	/* cheaper in memory than repeated */
+		else if (error != -E2BIG || v->over_root < 0 ||
 		    (cut = cg_plan_cut(v->g, v->over_root)) < 0)
 			break;
 		buf_truncate(&src->kern, kl);

@@ -695,6 +695,7 @@ cu_scan(struct cu *c, int root)
 			if ((vars[d] = cgx_index_var(e, O, text)) < 0)
 				return e->error;
 			e->var[vars[d]].extent = n->shape[d];
+			e->var[vars[d]].iter = 1;
 			stride *= n->shape[d];
 			shape[q++] = n->shape[d];
 		}

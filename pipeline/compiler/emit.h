@@ -28,6 +28,8 @@ struct emit_version {
 	int fallback;		/* the search's schedule failed here: the default's */
 	int over_root;		/* emission failed: this group's kernel needed more
 				 * than CG_NV index variables; else -1 */
+	int recompute;		/* a reduction its kernels repeat at a cost
+				 * (cg_emit.recompute); else -1 */
 	int ncuts;		/* nodes materialized beyond cg_plan's choice, */
 	int cuts[EMIT_MAX_CUTS];	/* so that such groups fit (compiler.c) */
 	char prefix[16];	/* of its kernels and statics */

@@ -527,6 +527,7 @@ emit_cpu(struct emit_version *v, struct emit_src *src, char *err, size_t errlen)
 out:
 	if (error == -ENOMEM && !err[0])
 		snprintf(err, errlen, "out of memory");
+	v->recompute = e.recompute;
 	cg_emit_fini(&e);
 	free(names);
 	free(ptrs);

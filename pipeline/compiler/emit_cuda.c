@@ -118,6 +118,7 @@ split_index(struct cg_emit *e, struct cg_scope *S, const char *lin, const int64_
 		if ((vars[d] = cgx_index_var(e, S, text)) < 0)
 			return e->error;
 		e->var[vars[d]].extent = shape[d];
+		e->var[vars[d]].iter = 1;
 		stride *= ext;
 	}
 	return 0;
@@ -775,6 +776,7 @@ emit_cuda(struct emit_version *v, struct emit_src *src, char *err, size_t errlen
 out:
 	if (error == -ENOMEM && !err[0])
 		snprintf(err, errlen, "out of memory");
+	v->recompute = c.e.recompute;
 	cg_emit_fini(&c.e);
 	buf_free(&host);
 	free(names);

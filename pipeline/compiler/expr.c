@@ -83,6 +83,7 @@ cg_emit_init(struct cg_emit *e, const struct cg *g, const struct schedule *s,
 	e->vec = 1;
 	e->root = -1;
 	e->cut = -1;
+	e->recompute = -1;
 	e->lse_local = -1;
 	e->used = calloc((size_t)(g->n > 0 ? g->n : 1), 1);
 	if (!e->used)
@@ -215,6 +216,7 @@ cg_var_new(struct cg_emit *e, struct cg_scope *s, const char *prefix)
 	e->var[v].scope = s;
 	e->var[v].vec = 0;
 	e->var[v].extent = 0;
+	e->var[v].iter = 1;
 	e->var[v].coop = 0;
 	e->var[v].rowstride = 0;
 	e->var[v].ridx[0] = '\0';
@@ -373,6 +375,7 @@ cgx_index_var(struct cg_emit *e, struct cg_scope *s, const char *expr)
 
 	if (v < 0)
 		return -1;
+	e->var[v].iter = 0;
 	cg_line(e, s, "int64_t %s = %s;", e->var[v].name, expr);
 	return v;
 }

@@ -382,6 +382,41 @@ team_combine(struct cg_emit *e, struct cg_scope *P, const struct cg_node *n, con
 	}
 }
 
+/* How many times the loops around scope P run it: the product of the
+ * extents of the iteration variables defined at or above it (unknown
+ * ones: 1). */
+static int64_t
+trips(const struct cg_emit *e, const struct cg_scope *P)
+{
+	int64_t t = 1;
+
+	for (const struct cg_scope *sc = P; sc; sc = sc->parent)
+		for (int v = 0; v < e->nvars; v++)
+			if (e->var[v].scope == sc && e->var[v].iter && e->var[v].extent > 1) {
+				if (t > (INT64_C(1) << 50) / e->var[v].extent)
+					return INT64_C(1) << 50;
+				t *= e->var[v].extent;
+			}
+	return t;
+}
+
+/* Note reduction id, placed at P, when the loops around P repeat it at a
+ * cost past CG_RECOMPUTE_* (cg.h). */
+static void
+note_recompute(struct cg_emit *e, const struct cg_scope *P, int id)
+{
+	const struct cg_node *n = &e->g->nodes[id], *an = &e->g->nodes[n->arg[0]];
+	int64_t el = ir_numel(n->rank, n->shape), len = lw_reduced(an, n->rmask);
+	int64_t t = trips(e, P), floor = e->backend == CG_CUDA ? CG_RECOMPUTE_CUDA : CG_RECOMPUTE_CPU;
+	double extra;
+
+	if (e->recompute >= 0 || el < 1 || t <= el || len < 2)
+		return;
+	extra = (double)(t - el) * (double)len;
+	if (extra > (double)el * (double)len && extra >= (double)floor)
+		e->recompute = id;
+}
+
 int
 cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
     struct cg_val *out)
@@ -407,6 +442,7 @@ cgx_reduce(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m
 	P = cgx_deeper(P, cgx_guard_floor(s));
 	if (!P)
 		P = cgx_outermost(s);
+	note_recompute(e, P, id);
 	isarg = n->op == CG_RARGMAX || n->op == CG_RARGMIN;
 	if (!isarg && n->op != CG_RMAX && n->op != CG_RMIN)
 		vt = at;

@@ -138,6 +138,25 @@ test_group_cut(void)
 		free(src);
 	}
 	json_decref(j);
+	/* the cost model: a group norm's statistics, read per element of a
+	 * pooling window, get kernels of their own instead of being reduced
+	 * again for each */
+	j = fixture("groupnorm_pool");
+	for (int b = 0; b < 2 && j; b++) {
+		char *src = NULL, label[128];
+		int stats = 0;
+		snprintf(label, sizeof(label), "%s: a group norm under a pooling compiles",
+		    b ? "cuda" : "cpu");
+		if (!CHECK(label, compile_json(j, be[b], NULL, &src, err, sizeof(err)) == 0))
+			printf("     %s\n", err);
+		for (const char *t = src; t && (t = strstr(t, "sum -> scratch {2, 4, 1}")); t++)
+			stats++;
+		snprintf(label, sizeof(label), "%s: its statistics materialized, not recomputed per window",
+		    b ? "cuda" : "cpu");
+		CHECK(label, stats == 2);
+		free(src);
+	}
+	json_decref(j);
 }
 
 /* A kernel's leading comment gives its schedule back (the archive's
@@ -954,7 +973,8 @@ main(void)
 		"08_conv2d_batchnorm_silu", "09_mean_tanh", "10_logsumexp_rows",
 		"11_causal_attention", "12_mlp_block", "13_cross_entropy", "14_cumsum",
 		"15_linear_groupnorm_swish", "16_maxpool_relu_scale", "reduce_paths",
-		"attention_tiles", "conv_chain", "shape_variants", "bn_fold", "deep_windows", NULL,
+		"attention_tiles", "conv_chain", "shape_variants", "bn_fold", "deep_windows",
+		"groupnorm_pool", NULL,
 	};
 	static const char *const folds[] = { "08_conv2d_batchnorm_silu", "bn_fold", NULL };
 	const char *argv[2 * MAX_PAIRS + 4], *envp[] = { "PATH=/usr/bin:/bin", "OMP_NUM_THREADS=2",
