@@ -114,49 +114,47 @@ test_unsupported(void)
 	json_decref(j);
 }
 
+/* Compile fixture name for backend b (checked, labelled what): how many
+ * times needle occurs in the source; -1 when it does not compile. */
+static int
+occurrences(const char *name, enum schedule_backend b, const char *what, const char *needle)
+{
+	json_t *j = fixture(name);
+	char err[256], label[160], *src = NULL;
+	int n = 0;
+
+	snprintf(label, sizeof(label), "%s: %s compiles", b == SCHED_CUDA ? "cuda" : "cpu", what);
+	if (!j || !CHECK(label, compile_json(j, b, NULL, &src, err, sizeof(err)) == 0)) {
+		printf("     %s\n", j ? err : "no fixture");
+		json_decref(j);
+		return -1;
+	}
+	for (const char *t = src; (t = strstr(t, needle)); t++)
+		n++;
+	free(src);
+	json_decref(j);
+	return n;
+}
+
 /* A group whose loop nest needs more index variables than a kernel has
  * (twelve overlapping windows, fused) is cut into kernels that fit, on
- * both backends, and the header lists them. */
+ * both backends, and the header lists them. The cost model: a group
+ * norm's statistics, read per element of a pooling window, get kernels
+ * of their own instead of being reduced again for each. */
 static void
 test_group_cut(void)
 {
 	static const enum schedule_backend be[] = { SCHED_CPU, SCHED_CUDA };
-	json_t *j = fixture("deep_windows");
-	char err[256];
 
-	for (int b = 0; b < 2 && j; b++) {
-		char *src = NULL, label[128];
-		int kernels = 0;
-		snprintf(label, sizeof(label), "%s: twelve windows in a row compile",
-		    b ? "cuda" : "cpu");
-		if (!CHECK(label, compile_json(j, be[b], NULL, &src, err, sizeof(err)) == 0))
-			printf("     %s\n", err);
-		for (const char *t = src; t && (t = strstr(t, " -> scratch {")); t++)
-			kernels++;
-		snprintf(label, sizeof(label), "%s: cut into several kernels", b ? "cuda" : "cpu");
-		CHECK(label, kernels >= 2);
-		free(src);
+	for (int b = 0; b < 2; b++) {
+		CHECK(b ? "cuda: twelve windows cut into several kernels" :
+		    "cpu: twelve windows cut into several kernels",
+		    occurrences("deep_windows", be[b], "twelve windows in a row", " -> scratch {") >= 2);
+		CHECK(b ? "cuda: group statistics materialized, not recomputed per window" :
+		    "cpu: group statistics materialized, not recomputed per window",
+		    occurrences("groupnorm_pool", be[b], "a group norm under a pooling",
+		    "sum -> scratch {2, 4, 1}") == 2);
 	}
-	json_decref(j);
-	/* the cost model: a group norm's statistics, read per element of a
-	 * pooling window, get kernels of their own instead of being reduced
-	 * again for each */
-	j = fixture("groupnorm_pool");
-	for (int b = 0; b < 2 && j; b++) {
-		char *src = NULL, label[128];
-		int stats = 0;
-		snprintf(label, sizeof(label), "%s: a group norm under a pooling compiles",
-		    b ? "cuda" : "cpu");
-		if (!CHECK(label, compile_json(j, be[b], NULL, &src, err, sizeof(err)) == 0))
-			printf("     %s\n", err);
-		for (const char *t = src; t && (t = strstr(t, "sum -> scratch {2, 4, 1}")); t++)
-			stats++;
-		snprintf(label, sizeof(label), "%s: its statistics materialized, not recomputed per window",
-		    b ? "cuda" : "cpu");
-		CHECK(label, stats == 2);
-		free(src);
-	}
-	json_decref(j);
 }
 
 /* A kernel's leading comment gives its schedule back (the archive's
