@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crypto.h"
 #include "common/fsx.h"
 #include "common/log.h"
 
@@ -343,6 +344,8 @@ static const char SQL_DELIVERY_TAKE[] =
     "UPDATE deliveries SET event = ?3, repo = ?4, outcome = ?5"
     " WHERE provider = ?1 AND delivery_id = ?2 AND outcome = 'ignored'"
     " RETURNING id";
+static const char SQL_KEY_HELD[] =
+    "SELECT 1 FROM intake_keys WHERE provider = ?1 AND repo = ?2 AND key = ?3";
 static const char SQL_KEY_SEEN[] =
     "UPDATE deliveries SET duplicates = duplicates + 1, last_duplicate = ?4"
     " WHERE id = (SELECT delivery FROM intake_keys"
@@ -600,50 +603,45 @@ fold(char *s, size_t from)
 }
 
 /*
- * Claim the key of what d asks for (see store_intake()); inside its
- * savepoint, after its delivery row. 1 when another delivery holds it: d
- * is a duplicate, its row is rolled back and the holder's count bumped
- * instead. 0 when d now holds it or has no key.
+ * The key of what d asks for (see store_intake()), and its repository as
+ * keys hold it: 1 with *key and *repo (free both), 0 when d has no key.
+ *
+ * The key is what the forge means, not how the delivery spells it (the
+ * fourth outside attack's F3): a repository's name is the same
+ * repository in any case (GitHub, Gitea and GitLab look names up
+ * case-insensitively, as allow_repos matches them), and a commit id the
+ * same commit in upper or lower hex. The rows keep the spelling the
+ * forge sent.
  */
 static int
-intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
-    int64_t now)
+work_key(const struct store_delivery *d, char **key, char **repo)
 {
-	sqlite3_stmt *st;
-	char *key = NULL, *repo = NULL;
 	size_t len;
-	int n, error;
+	int n;
 
-	/*
-	 * The key is what the forge means, not how the delivery spells it
-	 * (the fourth outside attack's F3): a repository's name is the same
-	 * repository in any case (GitHub, Gitea and GitLab look names up
-	 * case-insensitively, as allow_repos matches them), and a commit id
-	 * the same commit in upper or lower hex. The rows keep the spelling
-	 * the forge sent.
-	 */
+	*key = *repo = NULL;
 	if (d->work == STORE_WORK_JOB) {
 		if (!d->repo || !d->ref || !d->sha)
 			return -EINVAL;
 		len = strlen(d->ref) + strlen(d->sha) + 7;
-		if (!(key = malloc(len)))
+		if (!(*key = malloc(len)))
 			return -ENOMEM;
-		n = snprintf(key, len, "push %s ", d->ref);
-		snprintf(key + n, len - (size_t)n, "%s", d->sha);
-		fold(key, (size_t)n);
+		n = snprintf(*key, len, "push %s ", d->ref);
+		snprintf(*key + n, len - (size_t)n, "%s", d->sha);
+		fold(*key, (size_t)n);
 	} else if (d->work == STORE_WORK_COMMAND && d->comment_id != 0 && d->repo) {
-		if (!(key = malloc(32)))
+		if (!(*key = malloc(32)))
 			return -ENOMEM;
-		snprintf(key, 32, "comment %lld", (long long)d->comment_id);
+		snprintf(*key, 32, "comment %lld", (long long)d->comment_id);
 	} else if (d->work == STORE_WORK_CLEANUP && d->repo) {
 		/* One close of one PR at one head: a replay cleans up nothing new. */
 		len = 64 + strlen(d->head_ref ? d->head_ref : "") + strlen(d->sha ? d->sha : "");
-		if (!(key = malloc(len)))
+		if (!(*key = malloc(len)))
 			return -ENOMEM;
-		n = snprintf(key, len, "cleanup %lld %d %s ", (long long)d->pr, d->merged,
+		n = snprintf(*key, len, "cleanup %lld %d %s ", (long long)d->pr, d->merged,
 		    d->head_ref ? d->head_ref : "");
-		snprintf(key + n, len - (size_t)n, "%s", d->sha ? d->sha : "");
-		fold(key, (size_t)n);
+		snprintf(*key + n, len - (size_t)n, "%s", d->sha ? d->sha : "");
+		fold(*key, (size_t)n);
 	} else if (d->work == STORE_WORK_NONE && d->body_key) {
 		/*
 		 * The same signed body asks for nothing again, whatever its
@@ -651,18 +649,56 @@ intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
 		 * with new ids added a row each).
 		 */
 		len = strlen(d->body_key) + 6;
-		if (!(key = malloc(len)))
+		if (!(*key = malloc(len)))
 			return -ENOMEM;
-		snprintf(key, len, "body %s", d->body_key);
-		fold(key, 5);
+		snprintf(*key, len, "body %s", d->body_key);
+		fold(*key, 5);
 	} else {
 		return 0;
 	}
-	if (!(repo = strdup(d->repo ? d->repo : ""))) {
-		error = -ENOMEM;
-		goto out;
+	if (!(*repo = strdup(d->repo ? d->repo : ""))) {
+		free(*key);
+		*key = NULL;
+		return -ENOMEM;
 	}
-	fold(repo, 0);
+	fold(*repo, 0);
+	return 1;
+}
+
+/* 1 when a delivery holds key, 0 when none does. */
+static int
+key_held(struct store *s, const char *provider, const char *repo, const char *key)
+{
+	sqlite3_stmt *st;
+	int rc, error;
+
+	if ((error = store_stmt(s, SQL_KEY_HELD, &st)) < 0)
+		return error;
+	bind_text(st, 1, provider);
+	bind_text(st, 2, repo);
+	bind_text(st, 3, key);
+	rc = sqlite3_step(st);
+	error = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : store_sqlerr(s, rc);
+	sqlite3_reset(st);
+	return error;
+}
+
+/*
+ * Claim the key of what d asks for; inside its savepoint, after its
+ * delivery row. 1 when another delivery holds it: d is a duplicate, its
+ * row is rolled back and the holder's count bumped instead. 0 when d now
+ * holds it or has no key.
+ */
+static int
+intake_key(struct store *s, struct store_delivery *d, int64_t delivery,
+    int64_t now)
+{
+	sqlite3_stmt *st;
+	char *key, *repo;
+	int error;
+
+	if ((error = work_key(d, &key, &repo)) <= 0)
+		return error;
 	if ((error = store_stmt(s, SQL_INTAKE_KEY, &st)) < 0)
 		goto out;
 	bind_text(st, 1, d->provider);
@@ -702,6 +738,65 @@ intake_seen(struct store *s, const struct store_delivery *d, int64_t now)
 	return step_done(s, st);
 }
 
+/* d's row under delivery id: 1 and *row, or 0 when that id has one. */
+static int
+insert_delivery(struct store *s, const struct store_delivery *d, const char *id, int64_t now,
+    int64_t *row)
+{
+	sqlite3_stmt *st;
+	int error;
+
+	if ((error = store_stmt(s, SQL_DELIVERY, &st)) < 0)
+		return error;
+	bind_text(st, 1, d->provider);
+	bind_text(st, 2, id);
+	bind_text(st, 3, d->event);
+	bind_text(st, 4, d->repo);
+	sqlite3_bind_int64(st, 5, now);
+	bind_text(st, 6, d->outcome);
+	if ((error = step_done(s, st)) < 0 || sqlite3_changes(s->db) == 0)
+		return error;
+	*row = sqlite3_last_insert_rowid(s->db);
+	return 1;
+}
+
+/*
+ * d asks for work under an id whose row holds other work. Neither the id
+ * nor the event is signed: a captured signed delivery that kernelbot had
+ * not recorded, sent under the id of another genuine one, made that one
+ * (and each redelivery of it) a duplicate (the ninth intake attack, 45 of
+ * 45). So when no delivery holds d's work yet, d gets a row of its own
+ * under ID~KEYHASH (the first 12 hex digits of its key's SHA-256): 1 and
+ * *id. 0 when its work is held (a duplicate) or that row exists.
+ */
+static int
+id_of_other_work(struct store *s, struct store_delivery *d, int64_t now, int64_t *id)
+{
+	char *key, *repo, hex[CRYPTO_SHA256_HEX], *alt = NULL;
+	size_t len;
+	int error;
+
+	if ((error = work_key(d, &key, &repo)) <= 0)
+		return error;
+	if ((error = key_held(s, d->provider, repo, key)) != 0) {
+		error = error == 1 ? 0 : error;
+		goto out;
+	}
+	crypto_sha256_hex(key, strlen(key), hex);
+	len = strlen(d->delivery_id) + 14;
+	if (!(alt = malloc(len))) {
+		error = -ENOMEM;
+		goto out;
+	}
+	snprintf(alt, len, "%s~%.12s", d->delivery_id, hex);
+	error = insert_delivery(s, d, alt, now, id);
+out:
+	free(alt);
+	free(repo);
+	free(key);
+	return error;
+}
+
 /* 1 and *id when d took the row of an ignored delivery under its id, 0
  * when the id's row is not such a row. */
 static int
@@ -732,7 +827,6 @@ take_ignored(struct store *s, const struct store_delivery *d, int64_t *id)
 static int
 intake_one(struct store *s, struct store_delivery *d, int64_t now)
 {
-	sqlite3_stmt *st;
 	int64_t delivery = 0;
 	int error;
 
@@ -742,17 +836,9 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 		return -EINVAL;
 	if ((error = store_exec(s, "SAVEPOINT delivery")) < 0)
 		return error;
-	if ((error = store_stmt(s, SQL_DELIVERY, &st)) < 0)
+	if ((error = insert_delivery(s, d, d->delivery_id, now, &delivery)) < 0)
 		goto fail;
-	bind_text(st, 1, d->provider);
-	bind_text(st, 2, d->delivery_id);
-	bind_text(st, 3, d->event);
-	bind_text(st, 4, d->repo);
-	sqlite3_bind_int64(st, 5, now);
-	bind_text(st, 6, d->outcome);
-	if ((error = step_done(s, st)) < 0)
-		goto fail;
-	if (sqlite3_changes(s->db) == 0) {
+	if (error == 0) {
 		/*
 		 * The id is taken. By a delivery that asked for nothing, while
 		 * this one asks for work: the work is what the id stands for.
@@ -765,7 +851,9 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 		 * done is a duplicate there.
 		 */
 		if (d->work != STORE_WORK_NONE &&
-		    (error = take_ignored(s, d, &delivery)) < 0)
+		    (error = take_ignored(s, d, &delivery)) == 0)
+			error = id_of_other_work(s, d, now, &delivery);
+		if (error < 0)
 			goto fail;
 		if (d->work == STORE_WORK_NONE || error == 0) {
 			if ((error = intake_seen(s, d, now)) < 0)
@@ -773,8 +861,6 @@ intake_one(struct store *s, struct store_delivery *d, int64_t now)
 			d->duplicate = 1;
 			return store_exec(s, "RELEASE delivery");
 		}
-	} else {
-		delivery = sqlite3_last_insert_rowid(s->db);
 	}
 	if ((error = intake_key(s, d, delivery, now)) < 0)
 		goto fail;

@@ -261,6 +261,12 @@ handle(const struct wh_ctx *ctx, const struct wh_request *rq,
 		answer_error(rs, 400, "malformed", "missing event header");
 		return;
 	}
+	if (delivery && wh_forge(rq->forge)->body_identity && !strncmp(delivery, "sha256:", 7)) {
+		/* kernelbot's own form for a delivery without an id */
+		answer_error(rs, 400, "malformed", "a delivery id may not begin with sha256: "
+		    "(the form kernelbot gives deliveries that come without one)");
+		return;
+	}
 	if (!delivery && wh_forge(rq->forge)->body_identity) {
 		/* Older GitLab sends no X-Gitlab-Event-UUID: the body is the identity. */
 		memcpy(hashid, "sha256:", 7);

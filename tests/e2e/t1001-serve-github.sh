@@ -187,6 +187,17 @@ squat 'push ' 2
 check_eq "an event with whitespace after it is that event: 202" "$HTTP_CODE" 202
 check_eq "stored as push" "$(db "SELECT event FROM deliveries WHERE delivery_id = 'squat-2'")" push
 check_eq "four jobs" "$(db 'SELECT count(*) FROM jobs')" 4
+# Another captured push (one kernelbot had not recorded), sent first under
+# the genuine delivery's id: each is its own work.
+sed 's/76ae82c7b1a177c8/76ae82c7b1a177cb/' "$FX/github-push.json" >"$TMP/squat.json"
+squat push 3
+check_eq "a captured push under the genuine one's id: 202" "$HTTP_CODE" 202
+sed 's/76ae82c7b1a177c8/76ae82c7b1a177cc/' "$FX/github-push.json" >"$TMP/squat.json"
+squat push 3
+check_eq "the genuine push under its own id: 202, not a duplicate" "$HTTP_CODE" 202
+squat push 3
+check_eq "and its redelivery: duplicate" "$HTTP_CODE:$HTTP_BODY" '200:{"status":"duplicate"}'
+check_eq "six jobs" "$(db 'SELECT count(*) FROM jobs')" 6
 
 kb_serve_stop TERM
 check_eq "SIGTERM: exit 0" "$KB_STATUS" 0

@@ -51,6 +51,8 @@ gl "Push Hook" "$TMP/gl-push2.json" "$GL_TOKEN"
 check_eq "same body without UUID: duplicate by body hash" "$HTTP_BODY" '{"status":"duplicate"}'
 check_match "body-hash delivery id recorded" \
     "$(db "SELECT delivery_id FROM deliveries WHERE provider = 'gitlab' ORDER BY id DESC LIMIT 1")" '^sha256:[0-9a-f]{64}$'
+gl "Push Hook" "$TMP/gl-push2.json" "$GL_TOKEN" "sha256:0123"
+check_eq "a UUID in kernelbot's own sha256: form: 400" "$HTTP_CODE" 400
 gl "Note Hook" "$FX/gitlab-note.json" "$GL_TOKEN" "u-4"
 check_eq "gitlab MR note command: 202" "$HTTP_CODE" 202
 check_eq "gitlab command stored" "$(db "SELECT repo, pr, command, actor FROM commands")" "acme/ml/model|1|benchmark|root"

@@ -265,13 +265,26 @@ ignored_then_work(const char *dir)
 	d[1] = push("t-3", "8888888888888888888888888888888888888888");
 	CHECK_INT("a batch: ignored, then another push under its id", store_intake(s, d, 2), 0);
 	CHECK("new work: its job", d[1].work_id > 0 && !d[1].duplicate);
+	/*
+	 * Other work under an id that holds work: a captured delivery sent
+	 * under another genuine one's id (the ninth intake attack) made the
+	 * genuine one a duplicate. Now each is its own work; the second row
+	 * is ID~KEYHASH, and its redelivery a duplicate by its key.
+	 */
 	d[0] = push("t-3", "9999999999999999999999999999999999999999");
 	CHECK_INT("another push under an id that holds work", store_intake(s, d, 1), 0);
-	CHECK("an id that holds work: duplicate", d[0].duplicate && !d[0].work_id);
+	CHECK("other work under a taken id: its job", d[0].work_id > 0 && !d[0].duplicate);
+	d[0] = push("t-3", "9999999999999999999999999999999999999999");
+	d[1] = push("t-3", "8888888888888888888888888888888888888888");
+	CHECK_INT("both redelivered", store_intake(s, d, 2), 0);
+	CHECK("each redelivery: duplicate", d[0].duplicate && d[1].duplicate && !d[0].work_id &&
+	    !d[1].work_id);
 	store_count(s, "jobs", &cnt);
-	CHECK_INT("two jobs", cnt, 2);
+	CHECK_INT("three jobs", cnt, 3);
 	store_count(s, "deliveries", &cnt);
-	CHECK_INT("a row per id", cnt, 3);
+	CHECK_INT("a row per id, and one for the other work", cnt, 4);
+	CHECK_INT("the other work's row is the id with its key's hash", sql_int(db,
+	    "SELECT count(*) FROM deliveries WHERE delivery_id LIKE 't-3~____________'"), 1);
 	CHECK_INT("the taken row is the push's",
 	    sql_int(db, "SELECT count(*) FROM deliveries WHERE delivery_id = 't-1' AND event = 'push'"
 	    " AND outcome = 'accepted'"), 1);
@@ -357,7 +370,7 @@ replays(const char *dir)
 	    "SELECT count(*) FROM deliveries WHERE delivery_id IN ('r-2', 'r-4', 'r-5')"), 0);
 	/* the same id again: counted on its own row, nothing added */
 	d[0] = push("r-1", "1111111111111111111111111111111111111111");
-	d[1] = push("r-1", "9999999999999999999999999999999999999999");
+	d[1] = push("r-1", "1111111111111111111111111111111111111111");
 	CHECK_INT("the same id twice", store_intake(s, d, 2), 0);
 	CHECK("the same id: duplicates", d[0].duplicate && d[1].duplicate);
 	store_count(s, "deliveries", &cnt);
@@ -519,7 +532,7 @@ main(void)
 
 	/* intake: a batch with a job, a duplicate within the batch, a command, an ignored event */
 	d[0] = push("d-1", "1111111111111111111111111111111111111111");
-	d[1] = push("d-1", "2222222222222222222222222222222222222222");
+	d[1] = push("d-1", "1111111111111111111111111111111111111111");
 	memset(&d[2], 0, sizeof(d[2]));
 	d[2].provider = "github"; d[2].delivery_id = "d-2"; d[2].event = "issue_comment";
 	d[2].repo = "acme/model"; d[2].outcome = "accepted"; d[2].work = STORE_WORK_COMMAND;
@@ -543,7 +556,7 @@ main(void)
 	CHECK_INT("unknown table refused", store_count(s, "sqlite_master", &cnt), -EINVAL);
 
 	/* redelivery in a later transaction; other provider same id is not a duplicate */
-	d[0] = push("d-1", "3333333333333333333333333333333333333333");
+	d[0] = push("d-1", "1111111111111111111111111111111111111111");
 	d[1] = push("d-1", "4444444444444444444444444444444444444444");
 	d[1].provider = "gitea";
 	CHECK_INT("second batch", store_intake(s, d, 2), 0);
