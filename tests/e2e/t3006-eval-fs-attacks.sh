@@ -2,7 +2,8 @@
 # t3006: attacks on the judge's file reading and on the sandbox's limits,
 # each a CPU candidate next to a correct one that must stay correct:
 # output files swapped for symlinks to a host file; code made at run time
-# (W^X); a scratch filled without end (the disk quota); a build that never
+# (W^X); a fault handler for work after the call returns (no signal
+# handlers, no userfaultfd); a scratch filled without end (the disk quota); a build that never
 # ends (the compile deadline); the limits echoed in the result.
 . "$(dirname "$0")/eval-lib.sh"
 P="$ROOT/tests/fixtures/eval/scale_bias.py"
@@ -13,7 +14,8 @@ mkdir -p "$tmp/c"
 # 31337.25f (bytes 00 d4 f4 46): what the judge would report, were it to
 # follow the candidate's symlink.
 "$PY" -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<f",31337.25)*64*256)' "$tmp/host.bin"
-for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c disk_fill.c compile_forever.c; do
+for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c fault_handler.c disk_fill.c \
+    compile_forever.c; do
 	sed -e "s|@HOST_OUT_PATH@|$tmp/host.bin|" "$X/$f" >"$tmp/c/$f"
 done
 
@@ -22,8 +24,8 @@ cd "$tmp/c"
 # arguments, so any left behind can be found (a one-shot judge: no judge
 # server keeps running in it afterwards).
 export KERNELBOT_CACHE="$tmp/cache"
-"$KERNELBOT" eval "$P" correct.c symlink_swap.c jit_rwx.c jit_mprotect.c disk_fill.c \
-	compile_forever.c \
+"$KERNELBOT" eval "$P" correct.c symlink_swap.c jit_rwx.c jit_mprotect.c fault_handler.c \
+	disk_fill.c compile_forever.c \
 	--backend cpu --json --trials 3 --rounds 2 --reps 3 --warmup 1 --timeout 8 \
 	--mem 2G --disk 16M --compile-timeout 3 --no-judge-server \
 	>"$tmp/out.json" 2>"$tmp/err"
@@ -39,8 +41,9 @@ if [ "$SANDBOX" = 1 ]; then
 	expect "$tmp/out.json" jit_rwx.c 'r["status"] == "runtime_error"' "a JIT through a writable+executable mapping: runtime_error"
 	expect "$tmp/out.json" jit_mprotect.c 'r["status"] == "runtime_error"' "a JIT through mprotect (W then X): runtime_error"
 	expect "$tmp/out.json" jit_rwx.c '"runtime_code_loading" in r["flags"]' "executable memory flagged statically"
+	expect "$tmp/out.json" fault_handler.c 'r["status"] == "correct"' "a SIGSEGV handler and userfaultfd: refused (its witness output stays right)"
 else
-	skipped "jit_rwx.c, jit_mprotect.c (no sandbox-exec in this build)"
+	skipped "jit_rwx.c, jit_mprotect.c, fault_handler.c (no sandbox-exec in this build)"
 fi
 
 expect "$tmp/out.json" correct.c 'r["limits"] == {"mem_bytes": 2 << 30, "disk_bytes": 16 << 20, "compile_timeout_s": 3}' "the limits it ran under are in the result"
