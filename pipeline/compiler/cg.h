@@ -59,6 +59,7 @@ enum cg_op {
 	CG_CAT,		/* arg[0] ++ arg[1] along dim i[0] */
 	CG_LOOKUP,	/* arg[0] (1-D) at index arg[1] (the node's shape) */
 	CG_TAKE,	/* arg[0] at dim i[0] indexed by arg[1]; the node's dims are arg[0]'s without i[0] */
+	CG_IOTA,	/* f[0] + f[1] * (the index along dim i[0]): arange */
 	/* views */
 	CG_VIEW,	/* arg index = map(node index), affine */
 	CG_RESHAPE,	/* same elements, row-major order */

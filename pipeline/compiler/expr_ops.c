@@ -40,6 +40,7 @@ static const char *const op_names[CG_N_OPS] = {
 	[CG_LT] = "lt", [CG_LE] = "le", [CG_GT] = "gt", [CG_GE] = "ge", [CG_AND] = "and",
 	[CG_OR] = "or", [CG_WHERE] = "where", [CG_TRIU] = "triu", [CG_TRIL] = "tril",
 	[CG_PAD] = "pad", [CG_CAT] = "cat", [CG_LOOKUP] = "lookup", [CG_TAKE] = "take",
+	[CG_IOTA] = "arange",
 	[CG_VIEW] = "view", [CG_RESHAPE] = "reshape", [CG_RSUM] = "sum", [CG_RPROD] = "prod",
 	[CG_RMAX] = "max", [CG_RMIN] = "min", [CG_RARGMAX] = "argmax", [CG_RARGMIN] = "argmin",
 	[CG_CUMSUM] = "cumsum", [CG_CUMPROD] = "cumprod", [CG_GEMM] = "gemm", [CG_CONV] = "conv",

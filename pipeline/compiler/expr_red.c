@@ -313,6 +313,32 @@ ev_tri(struct cg_emit *e, struct cg_scope *s, const struct cg_node *n, const str
 	return e->error;
 }
 
+/* arange: start + step * the index along dim i[0], computed in int64 for
+ * integers and in double for floats, as torch does */
+static int
+ev_iota(struct cg_emit *e, struct cg_scope *s, const struct cg_node *n, const struct cg_map *m,
+    struct cg_val *out)
+{
+	const struct cg_aff *a = &m->r[n->i[0]];
+	struct buf b = BUF_INIT(EXPR_MAX);
+	char st[64], sp[64];
+
+	if (cgx_aff_vec(e, a))
+		return cg_fail(e, -EAGAIN, "vector lanes through arange");
+	if (ir_dtype_is_float(n->dtype)) {
+		cgx_literal(n->f[0], IR_F64, st, sizeof(st));
+		cgx_literal(n->f[1], IR_F64, sp, sizeof(sp));
+		buf_printf(&b, "(%s)(%s + %s * (double)(", cg_ctype(n->dtype), st, sp);
+	} else {
+		buf_printf(&b, "(%s)(INT64_C(%" PRId64 ") + INT64_C(%" PRId64 ") * (", cg_ctype(n->dtype),
+		    (int64_t)n->f[0], (int64_t)n->f[1]);
+	}
+	cgx_aff_print(e, a, &b);
+	buf_addstr(&b, "))");
+	cgx_temp(e, place(e, s, a, NULL), n->dtype, 0, buf_cstr(&b), out);
+	buf_free(&b);
+	return e->error;
+}
 
 int
 cgx_special(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *m,
@@ -328,6 +354,7 @@ cgx_special(struct cg_emit *e, struct cg_scope *s, int id, const struct cg_map *
 	case CG_LOOKUP: return ev_gather(e, s, n, m, out);
 	case CG_TRIU:
 	case CG_TRIL: return ev_tri(e, s, n, m, out);
+	case CG_IOTA: return ev_iota(e, s, n, m, out);
 	case CG_CONV:
 		if (e->backend == CG_CPU)
 			return cgx_conv(e, s, id, m, out);

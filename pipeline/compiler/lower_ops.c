@@ -481,6 +481,38 @@ lower_addmm(struct lower *L)
 	return c == -2 ? y : lw_binary(L, CG_ADD, c, y);
 }
 
+/*
+ * embedding(idx, weight [V, D]): out[..., d] = weight[idx[...], d], a take
+ * along the table's rows: the table seen (broadcast) as [idx dims.., V, D]
+ * and the ids as [idx dims.., 1], read at each output's d.
+ */
+static int
+lower_embedding(struct lower *L, const struct ir_value *v)
+{
+	int idx = lw_ref(L, lw_arg(L, 0)), w = lw_ref(L, lw_arg(L, 1)), x;
+	int64_t shape[CG_MAX_RANK];
+	struct cg_node *ni, *nw;
+	int r;
+
+	if (idx < 0 || w < 0)
+		return -1;
+	ni = lw_N(L, idx);
+	nw = lw_N(L, w);
+	if (nw->rank != 2 || ni->rank + 2 > CG_MAX_RANK || ir_dtype_is_float(ni->dtype))
+		return LW_UNSUP(L, "unsupported: embedding of a %d-d table or %d-d ids", nw->rank,
+		    ni->rank), -1;
+	r = ni->rank;
+	memcpy(shape, ni->shape, sizeof(int64_t) * (size_t)r);
+	shape[r] = nw->shape[0];
+	shape[r + 1] = nw->shape[1];
+	w = lw_expand(L, w, r + 2, shape);
+	idx = lw_unsqueeze(L, idx, r);
+	x = lw_nnew(L, CG_TAKE, v->dtype, v->rank, v->shape, w, idx, -1);
+	if (x >= 0)
+		lw_N(L, x)->i[0] = r;
+	return x;
+}
+
 int
 lw_node(struct lower *L, const struct ir_value *v, int i)
 {
@@ -548,6 +580,21 @@ lw_node(struct lower *L, const struct ir_value *v, int i)
 			lw_N(L, x)->f[0] = val;
 		return x;
 	}
+	if (!strcmp(op, "arange")) {
+		double start, step;
+		if (lw_num(lw_kw(L, "start"), &start) < 0 || lw_num(lw_kw(L, "step"), &step) < 0 ||
+		    v->rank != 1)
+			return lw_lfail(L, -EINVAL, "arange: start and step are numbers, the result 1-d"), -1;
+		x = lw_nnew(L, CG_IOTA, v->dtype, 1, v->shape, -1, -1, -1);
+		if (x >= 0) {
+			lw_N(L, x)->f[0] = start;
+			lw_N(L, x)->f[1] = step;
+			lw_N(L, x)->i[0] = 0;
+		}
+		return x;
+	}
+	if (!strcmp(op, "embedding"))
+		return lower_embedding(L, v);
 	if (!strcmp(op, "sum"))
 		return lower_reduction(L, CG_RSUM);
 	if (!strcmp(op, "mean"))

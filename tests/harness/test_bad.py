@@ -21,6 +21,8 @@ CASES = [
                                  "if x.sum() > 0:"]),
     ("item", "trace", [".item()", "data-dependent", "item.py:8"]),
     ("unsupported_op", "trace", ["torch.sort", "unsupported operation", "unsupported_op.py:8"]),
+    ("random_in_forward", "trace", ["torch.randn", "random tensor inside forward",
+                                    "random_in_forward.py:8"]),
     ("shape_error", "shape", ["matmul", "cannot be multiplied", "shape_error.py:8"]),
 ]
 

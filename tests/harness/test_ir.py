@@ -115,7 +115,9 @@ def test_constant_tensors():
     consts = [i for i in r["ir"]["inputs"] if i["role"] == "constant"]
     assert [c["name"] for c in consts] == ["scale_vec", "_tensor_constant0"]
     assert consts[0]["shape"] == [8] and len(consts[0]["data"]) == 8
-    assert consts[1]["data"] == [1.0] * 8
+    assert consts[1]["data"] == [0.5] * 8
+    # torch.ones(M) in forward: a full node, not a constant
+    assert [n["op"] for n in r["ir"]["nodes"]] == ["mul", "full", "add", "sub"]
 
 
 def test_scalar_inputs_are_specialized():

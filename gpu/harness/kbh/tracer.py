@@ -103,6 +103,58 @@ class ConcreteAttribute(Attribute, ConcreteProxy):
         return self.node.meta.get("kb_val")
 
 
+# Tensor factories: called inside forward they take no tensor, so fx
+# records nothing (and a `device=x.device` proxy makes the call fail);
+# while tracing they are recorded as nodes of the graph instead, so a
+# tensor made in forward is part of the IR (docs/graph-ir.md), not a
+# constant read from the module.
+_FACTORIES = ("arange", "zeros", "ones", "full", "empty", "eye", "randn", "rand", "randint",
+              "randn_like", "rand_like", "randint_like", "randperm", "normal", "bernoulli")
+
+
+def _has_proxy(x):
+    if isinstance(x, Proxy):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_proxy(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_proxy(v) for v in x.values())
+    return False
+
+
+class _Factories:
+    """While tracing, torch's factories make graph nodes (see _FACTORIES)."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.saved = {}
+
+    def __enter__(self):
+        for name in _FACTORIES:
+            fn = getattr(torch, name, None)
+            if fn is None:
+                continue
+            self.saved[name] = fn
+            setattr(torch, name, self._wrap(fn))
+        return self
+
+    def _wrap(self, fn):
+        tracer = self.tracer
+
+        def factory(*args, **kwargs):
+            if getattr(tracer, "kb_tracing", False) and (
+                    _has_proxy((args, kwargs)) or tracer._user_line() is not None):
+                return tracer.create_proxy("call_function", fn, args, kwargs)
+            return fn(*args, **kwargs)
+        factory.__wrapped__ = fn
+        return factory
+
+    def __exit__(self, *exc):
+        for name, fn in self.saved.items():
+            setattr(torch, name, fn)
+        return False
+
+
 class ConcreteTracer(torch.fx.Tracer):
     """Tracer that computes each node's value as it records it.
 
@@ -125,6 +177,14 @@ class ConcreteTracer(torch.fx.Tracer):
 
     def proxy(self, node):
         return ConcreteProxy(node, self)
+
+    def trace(self, root, concrete_args=None):
+        self.kb_tracing = True
+        try:
+            with _Factories(self):
+                return super().trace(root, concrete_args)
+        finally:
+            self.kb_tracing = False
 
     def _user_line(self):
         if self.kb_path is None:

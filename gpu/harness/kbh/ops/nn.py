@@ -83,6 +83,22 @@ def _linear(b, input, weight, bias=None):
 impl("linear")(lambda x, w, bias: F.linear(x, w, bias))
 
 
+@spell("F.embedding")
+def _embedding(b, input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+               scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        b.fail("embedding with max_norm renormalizes the weight in place at every call")
+    return b.out("embedding", [b.t(input), b.t(weight)])
+
+
+@spell("torch.embedding")
+def _torch_embedding(b, weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return b.out("embedding", [b.t(input), b.t(weight)])
+
+
+impl("embedding")(lambda idx, w: F.embedding(idx, w))
+
+
 @spell("torch.matmul", "op.matmul", ".matmul", "torch.mm", ".mm")
 def _matmul(b, input, other, out=None):
     return b.out("matmul", [b.t(input), b.t(other)])

@@ -402,7 +402,39 @@ def _factory(value_of):
 spell("torch.zeros")(_factory(lambda a: 0))
 spell("torch.ones")(_factory(lambda a: 1))
 spell("torch.full")(_factory(lambda a: a[1]))
+# empty's values are any: zeros are some
+spell("torch.empty")(_factory(lambda a: 0))
 impl("full")(lambda shape, value, dtype: torch.full(shape, value, dtype=dtype))
+
+
+@spell("torch.arange")
+def _arange(b, *args, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
+            out=None):
+    if any(isinstance(a, Ref) for a in args) or not 1 <= len(args) <= 3:
+        b.fail("arange takes 1 to 3 numbers (end; start, end; start, end, step)")
+    start = args[0] if len(args) > 1 else 0
+    step = args[2] if len(args) > 2 else 1
+    return b.out("arange", [], {"start": start, "step": step, "length": _out_shape(b)[0],
+                                "dtype": b.value.dtype})
+
+
+def _arange_impl(start, step, length, dtype):
+    # start + i * step, as torch computes it (in double for floats)
+    i = torch.arange(length, dtype=torch.float64 if dtype.is_floating_point else torch.int64)
+    return (i * step + start).to(dtype)
+
+
+impl("arange")(_arange_impl)
+
+
+def _random(b, *args, **kwargs):
+    b.fail("makes a random tensor inside forward: the module's output is then not a function "
+           "of its inputs, which no kernel can be checked against (pass the noise as an input, "
+           "or draw it in get_inputs())")
+
+
+spell("torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like",
+      "torch.randint_like", "torch.randperm", "torch.normal", "torch.bernoulli")(_random)
 
 
 def _data_dependent(b, *args, **kwargs):
