@@ -766,8 +766,9 @@ insert_delivery(struct store *s, const struct store_delivery *d, const char *id,
  * not recorded, sent under the id of another genuine one, made that one
  * (and each redelivery of it) a duplicate (the ninth intake attack, 45 of
  * 45). So when no delivery holds d's work yet, d gets a row of its own
- * under ID~KEYHASH (the first 12 hex digits of its key's SHA-256): 1 and
- * *id. 0 when its work is held (a duplicate) or that row exists.
+ * under ID~KEYHASH (the first 12 hex digits of the SHA-256 of its forge,
+ * repository and key; all 64 where those 12 name a row already): 1 and
+ * *id. 0 when its work is held (a duplicate).
  */
 static int
 id_of_other_work(struct store *s, struct store_delivery *d, int64_t now, int64_t *id)
@@ -782,14 +783,25 @@ id_of_other_work(struct store *s, struct store_delivery *d, int64_t now, int64_t
 		error = error == 1 ? 0 : error;
 		goto out;
 	}
-	crypto_sha256_hex(key, strlen(key), hex);
-	len = strlen(d->delivery_id) + 14;
+	/*
+	 * The hash names what the key table does: the forge, the repository
+	 * and the key (a key alone is the same in a mirror's repository: the
+	 * third intake attack on this lost the mirror's push). A name taken
+	 * all the same gets the whole hash.
+	 */
+	len = strlen(d->provider) + strlen(repo) + strlen(key) + strlen(d->delivery_id) +
+	    CRYPTO_SHA256_HEX + 4;
 	if (!(alt = malloc(len))) {
 		error = -ENOMEM;
 		goto out;
 	}
-	snprintf(alt, len, "%s~%.12s", d->delivery_id, hex);
-	error = insert_delivery(s, d, alt, now, id);
+	snprintf(alt, len, "%s %s %s", d->provider, repo, key);
+	crypto_sha256_hex(alt, strlen(alt), hex);
+	for (int full = 0; full < 2; full++) {
+		snprintf(alt, len, "%s~%.*s", d->delivery_id, full ? CRYPTO_SHA256_HEX - 1 : 12, hex);
+		if ((error = insert_delivery(s, d, alt, now, id)) != 0)
+			break;
+	}
 out:
 	free(alt);
 	free(repo);

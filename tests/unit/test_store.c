@@ -285,6 +285,18 @@ ignored_then_work(const char *dir)
 	CHECK_INT("a row per id, and one for the other work", cnt, 4);
 	CHECK_INT("the other work's row is the id with its key's hash", sql_int(db,
 	    "SELECT count(*) FROM deliveries WHERE delivery_id LIKE 't-3~____________'"), 1);
+	/*
+	 * The same push in a mirror's repository, under the same taken id:
+	 * the hash names the repository too (the third intake attack on
+	 * this: a key alone named one row for both, and the mirror's push
+	 * was lost).
+	 */
+	d[0] = push("t-3", "6666666666666666666666666666666666666666");
+	d[1] = push("t-3", "6666666666666666666666666666666666666666");
+	d[1].repo = "acme/model-mirror";
+	CHECK_INT("a push and its mirror's under a taken id", store_intake(s, d, 2), 0);
+	CHECK("each its job", d[0].work_id > 0 && d[1].work_id > 0 && !d[0].duplicate &&
+	    !d[1].duplicate);
 	CHECK_INT("the taken row is the push's",
 	    sql_int(db, "SELECT count(*) FROM deliveries WHERE delivery_id = 't-1' AND event = 'push'"
 	    " AND outcome = 'accepted'"), 1);
