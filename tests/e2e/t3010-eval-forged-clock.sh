@@ -5,9 +5,13 @@
 # each timed request, and the honest kernel of the same arithmetic in the
 # same batch is not: the comparison reads the runs the host disturbed
 # least, so it holds on a loaded machine too. Check that the forgery
-# landed (its reported median is far below the honest one's), else the
-# flag would prove nothing. A kernel whose source reaches for its caller's
-# frame is flagged timer_tampering by the static check and asks for review.
+# landed (runs the judge's floor lifted: a CPU run counts at least the
+# judge's clock around it less the allowance), else the flag would prove
+# nothing. forged_partial.c forges 3 calls of 4 at random, so the runs the
+# flag reads are honest (an outside attack passed so at 5x): the floor
+# keeps its reported median near the honest one. A kernel whose source
+# reaches for its caller's frame is flagged timer_tampering by the static
+# check and asks for review.
 . "$(dirname "$0")/eval-lib.sh"
 X="$ROOT/tests/fixtures/exploits/cpu"
 # scale_bias.py at 256 x 1024: a CPU call of a few milliseconds, so what
@@ -18,13 +22,13 @@ sed -e 's/^rows = 64$/rows = 256/' -e 's/^features = 256$/features = 1024/' \
 grep -q '^rows = 256$' "$P" && grep -q '^features = 1024$' "$P" || bad "the wide problem was not made"
 
 mkdir -p "$tmp/c"
-cp "$X/correct.c" "$X/forged_clock.c" "$tmp/c/"
+cp "$X/correct.c" "$X/forged_clock.c" "$X/forged_partial.c" "$tmp/c/"
 # The honest arithmetic beside a reach for the caller's frame (how a
 # forgery finds the worker's start time without naming a clock): the
 # static check's timer_tampering asks for review.
 { cat "$X/correct.c"; printf 'void *kb_frame(void);\nvoid *kb_frame(void) { return __builtin_frame_address(0); }\n'; } >"$tmp/c/frame.c"
 cd "$tmp/c"
-"$KERNELBOT" eval "$P" correct.c forged_clock.c frame.c --backend cpu --json --trials 2 --rounds 5 --reps 6 \
+"$KERNELBOT" eval "$P" correct.c forged_clock.c forged_partial.c frame.c --backend cpu --json --trials 2 --rounds 5 --reps 6 \
 	--warmup 2 --timeout 30 >"$tmp/out.json" 2>"$tmp/err"
 st=$?
 cd "$ROOT"
@@ -32,11 +36,17 @@ cd "$ROOT"
 
 expect "$tmp/out.json" correct.c 'r["status"] == "correct" and "untimed_work" not in r["flags"]' "the honest kernel: correct, not flagged"
 expect "$tmp/out.json" correct.c 'any(c["name"] == "no_untimed_work" and c["passed"] and "the judge" in c["detail"] for c in r["checks"])' "its no_untimed_work check passed, the judge's clock included"
-"$PY" - "$tmp/out.json" <<'PYEOF' && ok "the forgery landed: its reported median under a third of the honest one" || bad "the forged clock did not take effect: $(cat "$tmp/out.json" | head -c 300)"
+"$PY" - "$tmp/out.json" <<'PYEOF' && ok "the forgeries landed (runs floored), and gained little: reported medians over half the honest one" || bad "floor: $(cat "$tmp/out.json" | head -c 400)"
 import json, sys
 by = {r["candidate"].rsplit("/", 1)[-1]: r for r in json.load(open(sys.argv[1]))}
-h, f = (by[n]["timings_ms"]["candidate"]["median"] for n in ("correct.c", "forged_clock.c"))
-sys.exit(0 if f < h / 3 else 1)
+h = by["correct.c"]["timings_ms"]["candidate"]["median"]
+ok = True
+for n in ("forged_clock.c", "forged_partial.c"):
+    r = by[n]
+    floored, f = r["timing"].get("clock_floored", 0), r["timings_ms"]["candidate"]["median"]
+    print("# %s: %d runs floored, median %.4g ms against the honest %.4g ms" % (n, floored, f, h))
+    ok = ok and floored >= r["timing"]["rounds"] and f > h / 2
+sys.exit(0 if ok else 1)
 PYEOF
 expect "$tmp/out.json" forged_clock.c '"untimed_work" in r["flags"]' "the forged clock: flagged untimed_work"
 expect "$tmp/out.json" forged_clock.c 'any(c["name"] == "no_untimed_work" and not c["passed"] and "the judge'"'"'s clock" in c["detail"] for c in r["checks"])' "no_untimed_work failed, naming the judge's clock"

@@ -547,7 +547,8 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
                               "max_rounds": ctx.max_rounds, "target_precision": ctx.precision,
                               "median_precision": precision if precision is not None else
                               stats.median_precision(cand_rounds, seed),
-                              "checks": self.sched.info()}
+                              "checks": self.sched.info(),
+                              "clock_floored": getattr(self, "clock_floored", 0)}
         if stopped:
             self.res["timing"]["stopped"] = stopped
         for x in eager_rounds:
