@@ -438,6 +438,27 @@ lw_nn(struct lower *L, const struct ir_value *v, int i)
 			p[k] = (int)dims[k];
 		return lw_permute(L, x, p);
 	}
+	if (!strcmp(op, "flip")) {
+		/* a view read backwards along dims; kept in memory, so a library
+		 * call never sees a negative stride */
+		int n = lw_kwints(L, "dims", dims, CG_MAX_RANK), id;
+		struct cg_vmap m;
+		if (n < 0 || x < 0)
+			return lw_lfail(L, -EINVAL, "flip: bad dims"), -1;
+		memset(&m, 0, sizeof(m));
+		for (int d = 0; d < lw_N(L, x)->rank; d++)
+			m.c[d][d] = 1;
+		for (int k = 0; k < n; k++) {
+			if (dims[k] < 0 || dims[k] >= lw_N(L, x)->rank)
+				return lw_lfail(L, -EINVAL, "flip: bad dims"), -1;
+			m.c[dims[k]][dims[k]] = -1;
+			m.k[dims[k]] = lw_N(L, x)->shape[dims[k]] - 1;
+		}
+		id = lw_view(L, x, lw_N(L, x)->rank, lw_N(L, x)->shape, &m);
+		if (id >= 0)
+			lw_N(L, id)->keep = 1;
+		return id;
+	}
 	if (!strcmp(op, "transpose"))
 		return lw_transpose(L, x, (int)lw_kwnum(L, "dim0", 0), (int)lw_kwnum(L, "dim1", 1));
 	if (!strcmp(op, "squeeze")) {

@@ -252,6 +252,22 @@ def _div_impl(a, b, rounding_mode=None):
     return torch.div(as_tensor(a), b, rounding_mode=rounding_mode)
 
 
+def _mod(rounding):
+    def bind(b, input, other, out=None):
+        # a - round(a / b) * b: the floor (remainder, Python's %) or the
+        # truncation (fmod) of the quotient, so the result has the sign of
+        # the divisor or of the dividend as torch's does
+        if not (is_tensor_ref(input) or is_tensor_ref(other)):
+            b.fail("%s needs a tensor operand" % ("fmod" if rounding == "trunc" else "remainder"))
+        q = b.emit("div", [input, other], {"rounding_mode": rounding})
+        return b.out("sub", [input, b.emit("mul", [q, other])])
+    return bind
+
+
+spell("torch.remainder", "op.mod", ".remainder", inplace=True)(_mod("floor"))
+spell("torch.fmod", ".fmod", inplace=True)(_mod("trunc"))
+
+
 @spell("torch.where", ".where")
 def _where(b, condition, input=None, other=None):
     if input is None or other is None:

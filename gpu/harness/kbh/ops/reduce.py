@@ -130,3 +130,52 @@ def _softmax(name):
 
 _softmax("softmax")
 _softmax("log_softmax")
+
+
+def _pnorm(b, x, p, dim, keepdim, final=True):
+    """A vector p-norm over dim (all dims for None) from the IR's own ops:
+    the current node's result (final), else an intermediate."""
+    kw = {"dim": b.dims(x, dim), "keepdim": bool(keepdim)}
+    mk = b.out if final else b.emit
+    if not x.dtype.is_floating_point:
+        b.fail("norm of an integer tensor")
+    if p in (None, "fro", 2, 2.0):
+        return mk("sqrt", [b.emit("sum", [b.emit("mul", [x, x])], kw)])
+    if p in (float("inf"), "inf"):
+        return mk("amax", [b.emit("abs", [x])], kw)
+    if p in (float("-inf"), "-inf"):
+        return mk("amin", [b.emit("abs", [x])], kw)
+    if p in (1, 1.0):
+        return mk("sum", [b.emit("abs", [x])], kw)
+    if not isinstance(p, (int, float)) or p == 0:
+        b.fail("norm with p=%r (p-norms with p > 0, inf and -inf are supported)" % (p,))
+    return mk("pow", [b.emit("sum", [b.emit("pow", [b.emit("abs", [x]), float(p)])], kw),
+                      1.0 / float(p)])
+
+
+@spell("F.normalize")
+def _normalize(b, input, p=2.0, dim=1, eps=1e-12, out=None):
+    x = b.t(input)
+    n = b.emit("clamp", [_pnorm(b, x, p, dim, True, final=False)], {"min": float(eps), "max": None})
+    return b.out("div", [x, n], {"rounding_mode": None})
+
+
+@spell("torch.norm", ".norm")
+def _norm(b, input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    x = b.cast(b.t(input), dtype)
+    return _pnorm(b, x, p, dim, keepdim)
+
+
+@spell("torch.linalg.vector_norm")
+def _vector_norm(b, x, ord=2, dim=None, keepdim=False, out=None, dtype=None):
+    return _pnorm(b, b.cast(b.t(x), dtype), ord, dim, keepdim)
+
+
+@spell("torch.linalg.norm")
+def _linalg_norm(b, input, ord=None, dim=None, keepdim=False, out=None, dtype=None):
+    x = b.cast(b.t(input), dtype)
+    nd = x.ndim if dim is None else (len(dim) if isinstance(dim, (list, tuple)) else 1)
+    if ord is not None and nd != 1:
+        b.fail("linalg.norm with ord=%r over %d dims is a matrix norm" % (ord, nd))
+    return _pnorm(b, x, ord, dim, keepdim)
+

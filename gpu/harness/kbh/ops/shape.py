@@ -70,6 +70,20 @@ def _permute_m(b, input, *dims):
     return b.out("permute", [x], {"dims": dims})
 
 
+@spell("torch.flip", ".flip")
+def _flip(b, input, *dims):
+    x = b.t(input)
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    ds = sorted({b.dim(x, d) for d in dims})
+    if not ds:
+        return x
+    return b.out("flip", [x], {"dims": ds})
+
+
+impl("flip")(lambda x, dims: torch.flip(x, dims))
+
+
 @spell("torch.permute")
 def _permute_t(b, input, dims):
     return _permute_m(b, input, dims)
