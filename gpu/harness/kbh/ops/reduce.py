@@ -179,3 +179,61 @@ def _linalg_norm(b, input, ord=None, dim=None, keepdim=False, out=None, dtype=No
         b.fail("linalg.norm with ord=%r over %d dims is a matrix norm" % (ord, nd))
     return _pnorm(b, x, ord, dim, keepdim)
 
+
+
+def _emit_perm(b, x, dims):
+    """x with its dims in this order, as an intermediate (canonical: a swap
+    of two dims is transpose)."""
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if not moved:
+        return x
+    if len(moved) == 2:
+        return b.emit("transpose", [x], {"dim0": moved[0], "dim1": moved[1]})
+    return b.emit("permute", [x], {"dims": list(dims)})
+
+
+@spell("torch.einsum")
+def _einsum(b, equation, *operands):
+    """einsum as the products and sums it means: each operand's dims put
+    in one order of all the letters (missing ones as size 1), the
+    operands multiplied (broadcast), the letters not in the output summed,
+    the rest put in the output's order. A contraction of two operands
+    is then a reduction over an inline product, which the compiler fuses
+    (not a library GEMM)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str) or not operands:
+        b.fail("einsum needs an equation and operands")
+    eq = equation.replace(" ", "")
+    if "." in eq:
+        b.fail("einsum with '...' is not supported")
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        b.fail("einsum: %d operands for %d terms" % (len(operands), len(ins)))
+    letters = []
+    for t in ins:
+        if len(set(t)) != len(t):
+            b.fail("einsum: a letter repeated within one operand (%r: a diagonal)" % t)
+        letters += [c for c in t if c not in letters]
+    if not arrow:
+        # implicit output: the letters that appear once, in alphabetical order
+        out = "".join(sorted(c for c in letters if lhs.count(c) == 1))
+    if len(set(out)) != len(out) or any(c not in letters for c in out):
+        b.fail("einsum: output %r is not letters of the inputs, each once" % out)
+    order = list(out) + [c for c in letters if c not in out]
+    acc = None
+    for t, x in zip(ins, operands):
+        x = b.t(x)
+        if x.ndim != len(t):
+            b.fail("einsum: term %r for a %d-d operand" % (t, x.ndim))
+        present = [c for c in order if c in t]
+        x = _emit_perm(b, x, [t.index(c) for c in present])
+        for i, c in enumerate(order):
+            if c not in t:
+                x = b.emit("unsqueeze", [x], {"dim": i})
+        acc = x if acc is None else b.emit("mul", [acc, x])
+    red = list(range(len(out), len(order)))
+    if red:
+        acc = b.emit("sum", [acc], {"dim": red, "keepdim": False})
+    return acc
