@@ -1,10 +1,13 @@
 #!/bin/sh
 # t5001: where schedules matter on the CPU, the search's best is faster
 # than its first candidate (issue #6, item 7). tests/fixtures/optimize/
-# col_center.py: the default schedule fuses a column mean into its
-# consumer and recomputes it per element (512x more work than the one
-# schedule that cuts it out); the gap is two to three orders of magnitude,
-# so comparing the two recorded medians cannot flip by noise. The test
+# outer_chain.py: the default schedule fuses a chain of transcendental ops
+# into the outer product that reads it twice, and computes it again for
+# every output element (512x more chains than the one schedule that cuts
+# it out); the gap is two orders of magnitude, so comparing the two
+# recorded medians cannot flip by noise. (col_center.py, a column mean
+# recomputed per element, served until the compiler's cost model cut such
+# reductions by default.) The test
 # compares the times the evaluator recorded; it times nothing itself.
 . "$KB_ROOT/tests/e2e/lib.sh"
 t_init t5001
@@ -14,7 +17,7 @@ export KERNELBOT_PYTHON=${KERNELBOT_PYTHON:-/usr/bin/python3}
 # region waits milliseconds for a descheduled thread, and one evaluation's
 # median can come out 100x slow, enough to swamp even this gap.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-P="$KB_ROOT/tests/fixtures/optimize/col_center.py"
+P="$KB_ROOT/tests/fixtures/optimize/outer_chain.py"
 OUT="$TMP/out"
 
 json_get() {

@@ -301,7 +301,7 @@ class TimedRuns:
         except jds.ShareError as e:
             raise Failed("runtime_error", "cannot map the worker's exported snapshot: %s" % e)
 
-    def timed_round(self, w, rot, rnd, side_notes, untimed_notes, clock_runs=None):
+    def timed_round(self, w, rot, rnd, side_notes, untimed_notes, clock_runs=None, floor=True):
         """One round of the candidate: a request per timed run, so the
         judge can decide after each run whether to check it (the worker
         keeps only each set's last run); the round's runs share one
@@ -322,7 +322,7 @@ class TimedRuns:
             echo.append(ctx.echo_ms())
             allow.append(self.req_ref_ms.get(k, 0.0))
             self.add_time("timing_candidate", t0)
-            if ctx.backend == "cpu":
+            if floor and ctx.backend == "cpu":
                 e = [self.clock_floor(e[0], c, echo[-1], ctx.snapshot_ref_ms(k, shared) + allow[-1])]
             ev += e
             host += h
