@@ -11,7 +11,7 @@
 #include "gpu/worker.h"
 
 static const char worker_usage[] =
-    "usage: kernelbot __worker --so PATH --dir INPUTS --scratch DIR\n"
+    "usage: kernelbot __worker (--so PATH | --null) --dir INPUTS --scratch DIR\n"
     "                          [--backend cpu|cuda] [--device N] [--no-lockdown]\n"
     "                          [--mem-limit BYTES]\n";
 
@@ -26,6 +26,7 @@ cmd_worker(int argc, char **argv)
 		{ "device", required_argument, NULL, 'D' },
 		{ "no-lockdown", no_argument, NULL, 'L' },
 		{ "mem-limit", required_argument, NULL, 'M' },
+		{ "null", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -55,11 +56,12 @@ cmd_worker(int argc, char **argv)
 			if (*end)
 				return cli_usage_error("__worker", "bad --mem-limit '%s'", optarg);
 			break;
+		case 'N': o.null = 1; break;
 		case 'h': fputs(worker_usage, stdout); return 0;
 		default: fputs(worker_usage, stderr); return EXIT_USAGE;
 		}
 	}
-	if (!o.so_path || !o.dir || !o.scratch || optind != argc) {
+	if (!o.so_path == !o.null || !o.dir || !o.scratch || optind != argc) {
 		fputs(worker_usage, stderr);
 		return EXIT_USAGE;
 	}

@@ -488,7 +488,8 @@ serve(struct worker *w)
 		} else if (!strcmp(cmd, "time")) {
 			status = worker_cmd_time(w, json_object_get(c, "sets"), json_object_get(c, "perturb"),
 			    json_object_get(c, "refresh"), json_object_get(c, "poison"),
-			    json_is_true(json_object_get(c, "prepared")));
+			    json_is_true(json_object_get(c, "prepared")),
+			    json_is_true(json_object_get(c, "mark")));
 		} else if (!strcmp(cmd, "export")) {
 			status = worker_cmd_export(w, k);
 		} else if (!strcmp(cmd, "prepare")) {
@@ -523,6 +524,14 @@ slot_free(struct worker *w, struct wslot *sl)
 	wdev_free_shared(w->d, sl->shared, sl->shared_size);
 	wdev_host_free(w->d, sl->pristine);
 	memset(sl, 0, sizeof(*sl));
+}
+
+/* The null worker's forward (worker_opts.null): no work, no writes. */
+static int
+null_forward(const DLTensor *in, int nin, DLTensor *out, int nout, void *stream)
+{
+	(void)in, (void)nin, (void)out, (void)nout, (void)stream;
+	return 0;
 }
 
 int
@@ -577,13 +586,15 @@ worker_main(const struct worker_opts *o)
 		how = "sandbox";
 	}
 	/* Only now does candidate code run (its constructors included). */
-	if (!(so = dlopen(o->so_path, RTLD_NOW | RTLD_LOCAL))) {
+	if (o->null) {
+		w.fn = null_forward;
+	} else if (!(so = dlopen(o->so_path, RTLD_NOW | RTLD_LOCAL))) {
 		snprintf(err, sizeof(err), "cannot load the candidate: %s", dlerror());
 		worker_reply_error(&w, "load", err);
 		status = 3;
 		goto out;
 	}
-	if (!(w.fn = (wdev_forward_fn)dlsym(so, "kernelbot_forward"))) {
+	if (!o->null && !(w.fn = (wdev_forward_fn)dlsym(so, "kernelbot_forward"))) {
 		worker_reply_error(&w, "load", "the candidate does not export kernelbot_forward "
 		    "(the kernel ABI, docs/design.md)");
 		status = 3;

@@ -33,7 +33,7 @@
 #define WORKER_DEFER_MS 5		/* wait before the second look at outputs */
 
 struct worker_opts {
-	const char *so_path;	/* the candidate */
+	const char *so_path;	/* the candidate; NULL with null */
 	const char *dir;	/* the judge's input directory (manifest.json) */
 	const char *scratch;	/* where output files go */
 	int cuda;		/* backend */
@@ -41,9 +41,12 @@ struct worker_opts {
 	int lockdown;		/* 0 only under compute-sanitizer */
 	size_t mem_limit;	/* INTERIM unsandboxed runs: address space the
 				 * candidate may add beyond the worker's own; 0 = none */
+	int null;		/* no candidate: a forward that returns at once,
+				 * whose requests the judge times for what a
+				 * request holds beside the call (its clock floor) */
 };
 
-#define WORKER_OPTS_INIT { NULL, NULL, NULL, 0, 0, 1, 0 }
+#define WORKER_OPTS_INIT { NULL, NULL, NULL, 0, 0, 1, 0, 0 }
 
 /*
  * Run the worker until "quit" or end of input. Returns the process exit

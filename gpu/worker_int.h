@@ -166,7 +166,7 @@ void worker_reply_error(struct worker *w, const char *stage, const char *msg);
 int worker_cmd_prepare(struct worker *w, int k, json_t *poison);
 int worker_cmd_export(struct worker *w, int k);
 int worker_cmd_time(struct worker *w, json_t *sets, json_t *perturb, json_t *refresh,
-    json_t *poison, int prepared);
+    json_t *poison, int prepared, int mark);
 int worker_cmd_dump(struct worker *w, int k, json_t *sample, long long n_in, int outputs);
 
 #endif

@@ -77,3 +77,41 @@ def test_the_verdict_names_both_accounts():
     assert "echo 0.08 ms" in why and "reference for the rest 0.06 ms" in why
     assert "the worker's account beside the call 0.3 ms" in why
     assert "worker's account" not in jr.clock_bound(_runs(1.3, 1.17, 0.35, 0.0))
+
+
+def _floor_run():
+    import types
+    ctx = types.SimpleNamespace(workdir="/nonexistent", problem_flags=[])
+    run = jr.CandidateRun.__new__(jr.CandidateRun)
+    run.ctx, run.res = ctx, {"timing": {"rounds": 1}}
+    return run
+
+
+def test_the_floor_reads_the_clock_from_the_mark():
+    # A 110 ms call on 8 MiB inputs reported as 10 ms: the request took
+    # 140 ms, 30 of them the refresh and the changes before the mark,
+    # whose allowance on the judge's references (3 x (echo + 30 ms)) left
+    # the forgery 60 ms. From the mark: the call and a 1.2 ms snapshot,
+    # against a null worker's 1.0 ms there.
+    run = _floor_run()
+    got = run.clock_floor(10.0, 140.0, 0.1, 30.0, 111.2, 1.0)
+    assert got == 111.2 - (jr.CLOCK_NULL_FACTOR * 1.0 + 0.1 + jr.CLOCK_SLACK_MS)
+    assert got > 0.97 * 110 and run.clock_floored == 1 and run.res["timing"]["clock_floored"] == 1
+    # No null worker (it could not run), or no mark: the whole request's
+    # reading alone, as before.
+    whole = 140.0 - (3 * 30.1 + 0.5)
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, 111.2, None) == whole
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, None, 1.0) == whole
+    # A relay that held the mark back until late gains nothing over the
+    # whole request's reading: the larger floor stands.
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, 5.0, 1.0) == whole
+    # The mark's reading alone (a fresh process's first requests).
+    assert _floor_run().clock_floor(10.0, None, 0.1, 30.0, 111.2, 1.0) == got
+    assert _floor_run().clock_floor(10.0, None, 0.1, 30.0, None, 1.0) == 10.0
+
+
+def test_an_honest_run_keeps_its_time():
+    # The worker's time stands where the judge's clock allows it.
+    run = _floor_run()
+    assert run.clock_floor(110.0, 140.0, 0.1, 30.0, 111.2, 1.0) == 110.0
+    assert getattr(run, "clock_floored", 0) == 0

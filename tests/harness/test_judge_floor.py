@@ -88,7 +88,7 @@ def _run(tmp_path, working_set, llc, rounds=4, reps=3):
         warmup=0, rounds=rounds, max_rounds=rounds, adaptive=False, precision=None, seed=7,
         eager_fn=None, compile_fn=None, cache_info={}, eager_all=[], compile_all=[],
         eager_rounds_all=[], compile_rounds_all=[], backend="cpu", device=torch.device("cpu"),
-        perturb=False, llc_bytes=llc, baselines_ready=lambda: None,
+        perturb=False, llc_bytes=llc, baselines_ready=lambda: None, clock_ref=lambda: None,
         # The judge's start-up figure: absurdly low, so using it would flag
         # every candidate. The floor must not look at it.
         bw=1e-6,

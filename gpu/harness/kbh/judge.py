@@ -29,7 +29,7 @@ from kbh import judge_stats as stats
 from kbh import judge_timing as jt
 from kbh.judge_worker import Worker, WorkerError
 from kbh.judge_checks import CHECK_FRACTION
-from kbh.judge_run import CandidateRun, SPOT_SAMPLE, RETIME_ROUNDS
+from kbh.judge_run import CandidateRun, Failed, NullRun, SPOT_SAMPLE, RETIME_ROUNDS
 
 MASK63 = (1 << 63) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -271,6 +271,21 @@ class Context:
         if "_echo" not in self.__dict__:
             self._echo = jt.Echo()
         return self._echo.rtt_ms()
+
+    def clock_ref(self):
+        """{timing set: the judge's clock from a worker's mark before the
+        call to its reply where the call returns at once, ms}: measured
+        once per batch on a null worker (judge_run.NullRun); None where
+        that worker could not run (the floor then reads the whole request
+        only: judge_timed.clock_floor)."""
+        if "_clock_ref" not in self.__dict__:
+            try:
+                self._clock_ref = NullRun(self).measure()
+            except (WorkerError, Failed) as e:
+                sys.stderr.write("judge: the null worker failed (%s); the clock floor uses the "
+                                 "judge's references\n" % str(e)[:300])
+                self._clock_ref = None
+        return self._clock_ref
 
     def refresh_ref_ms(self, sizes, masked=()):
         """The judge's own measure of a refresh of inputs of these element

@@ -173,12 +173,14 @@ class Fresh:
             clock, ev = [], []
             for k in ctx.timing_sets:
                 self.deliver_set(main_inputs, inputs, k)
-                # No clock floor here (judge_timed.clock_floor): a first
-                # request in a new worker also faults its snapshot room in,
-                # which the floor credited to an honest kernel's call (4.4
-                # ms a call flagged, under the suite's load); the judge's
-                # clock check below bounds these requests instead.
-                ev += self.timed_round(w, [k], 0, [], [], clock, floor=False)
+                # The clock floor's reading from the worker's mark only
+                # (judge_timed.clock_floor): a first request in a new
+                # worker also builds its refresh's buffers, which the
+                # reading around the whole request credited to an honest
+                # 4.4 ms call (flagged, under the suite's load); the mark
+                # comes after them, and the snapshot's pages were mapped
+                # when it was allocated.
+                ev += self.timed_round(w, [k], 0, [], [], clock, floor="mark")
             # The least of them: a loaded host only adds time, and a
             # kernel fast only on what earlier calls left is slow on every
             # first call. And the judge's own clock around those requests,

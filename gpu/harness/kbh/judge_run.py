@@ -22,7 +22,8 @@ from kbh import judge_profile
 from kbh import judge_sanitize as jsan
 from kbh import judge_stats as stats
 # The timed runs' names stay importable from here (judge.py, judge_ref.py, the tests).
-from kbh.judge_timed import (SPOT_SAMPLE, Failed, ProblemFailed, TimedRuns,  # noqa: F401
+from kbh.judge_timed import (CLOCK_NULL_FACTOR, CLOCK_SLACK_MS, SPOT_SAMPLE, Failed,  # noqa: F401
+                              ProblemFailed, TimedRuns,
                               clock_bound, sample_specs, untimed_work)
 from kbh.judge_worker import Worker, WorkerError
 # The flags after the rounds, and their constants, importable from here too.
@@ -52,6 +53,8 @@ ADAPTIVE_WALL_FACTOR = 4
 # check still runs).
 SLOW_FACTOR = 10.0
 SLOW_MIN_ROUNDS = 2
+# The null worker's requests per timing set (NullRun).
+NULL_RUNS = 7
 PRECEDENCE = {"correct": 0, "mismatch": 1, "runtime_error": 2, "rejected": 3, "timeout": 4}
 
 
@@ -140,11 +143,12 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         of the sanitizer's options (kbh/judge_sanitize.py)."""
         ctx, scratch = self.ctx, scratch or self.scratch
         if self.kind == "native":
-            inner = [ctx.kernelbot, "__worker", "--so", self.c["so"], "--backend", ctx.backend,
+            so = ["--null"] if self.c.get("null") else ["--so", self.c["so"]]
+            inner = [ctx.kernelbot, "__worker"] + so + ["--backend", ctx.backend,
                      "--dir", ctx.inputs_dir, "--scratch", scratch, "--device", "0"]
             if sanitizer or profiler:
                 inner.append("--no-lockdown")	# the tool needs its own IPC
-            ro = [self.c["so"]]
+            ro = [] if self.c.get("null") else [self.c["so"]]
         else:
             inner = [sys.executable, "-u", ctx.harness_py, "pyworker", "--solution", self.c["path"],
                      "--dir", ctx.inputs_dir, "--scratch", scratch, "--backend", ctx.backend]
@@ -484,6 +488,10 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
+        # A CPU run's time is floored by the judge's clock from the mark
+        # less what a null worker's requests held there (clock_floor):
+        # measured before this candidate's worker runs any round.
+        clock_ref = ctx.clock_ref() if ctx.backend == "cpu" and self.kind == "native" else None
         self.pert = self.perturber()
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.
@@ -548,7 +556,9 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
                               "median_precision": precision if precision is not None else
                               stats.median_precision(cand_rounds, seed),
                               "checks": self.sched.info(),
-                              "clock_floored": getattr(self, "clock_floored", 0)}
+                              "clock_floored": getattr(self, "clock_floored", 0),
+                              "clock_ref_ms": clock_ref and {str(k): round(v, 4)
+                                                             for k, v in clock_ref.items()}}
         if stopped:
             self.res["timing"]["stopped"] = stopped
         for x in eager_rounds:
@@ -692,3 +702,42 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
             for f in found:
                 self.error(f)
         return took
+
+
+class NullRun(CandidateRun):
+    """The judge's clock reference (judge_timed.clock_floor): a worker with
+    no candidate (`kernelbot __worker --null`, whose forward returns at
+    once), started like a candidate's and sent the same timed requests on
+    the timing sets (prepare, then the perturbations, the refresh, the
+    mark, the call and the snapshot), so what a request holds from the
+    mark to the reply beside the call (the snapshot and the reply) is
+    measured by code the candidate never touched, not estimated from the
+    judge's own references: an allowance of 3x those for the whole
+    request let a rewritten clock hide 1.5 to 15x of a 110 ms kernel on
+    8 MiB inputs (an outside attack)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, {"id": "null", "kind": "native", "null": True})
+
+    def measure(self, runs=NULL_RUNS):
+        """{set: the median of the judge's clock from the worker's mark
+        before the call to its reply (the snapshot and the reply: the call
+        returns at once) over runs requests per timing set, ms} after a
+        warm-up request per set; raises WorkerError or Failed."""
+        w = self.start()
+        try:
+            self.greet(w)
+            self.probe_rtt(w)
+            self.pert = self.perturber()
+            S = self.ctx.timing_sets
+            self.timed(w, list(S))
+            over = {k: [] for k in S}
+            for _ in range(runs):
+                for k in S:
+                    self.timed(w, [k])
+                    over[k].append(self.last_mark_ms)
+            return {k: statistics.median(v) for k, v in over.items()}
+        finally:
+            w.close()
+            self.drop_snapshots()
+            shutil.rmtree(self.scratch, ignore_errors=True)

@@ -117,6 +117,7 @@ class Worker:
         self.err_thread = threading.Thread(target=self._drain_stderr, args=(rd,), daemon=True)
         self.err_thread.start()
         self.walls = []
+        self.marks = []
         self.fds = []		# received with the reply being read
         self.last_fds = []	# received with the last reply, not yet taken
         _live.add(self)
@@ -173,16 +174,18 @@ class Worker:
         return WorkerError("runtime_error", "worker %s during %s%s" % (
             desc, what, (": " + tail[-1500:]) if tail else ""))
 
-    def read_reply(self, what, timeout=None, survive=False):
+    def read_reply(self, what, timeout=None, survive=False, keep_fds=False):
         """The next reply; WorkerError (and the process killed) on a
         deadline, a broken protocol or an error reply, except that with
         survive an error reply leaves the process running (the reference
-        process's answer that the problem's own forward raised)."""
+        process's answer that the problem's own forward raised).
+        keep_fds: descriptors already received belong to this reply."""
         if timeout is None:
             timeout = self.per_request
         end = min(self.deadline + self.paused(), time.monotonic() + timeout)
         fd = self.sock.fileno()
-        self.drop_fds()
+        if not keep_fds:
+            self.drop_fds()
         while b"\n" not in self.buf:
             check_cancel()
             left = end - time.monotonic()
@@ -246,15 +249,31 @@ class Worker:
         """Send one command; the reply, with the judge-observed wall time
         in seconds appended to self.walls (from the first byte sent: the
         judge's encoding of a request's thousands of changes is not the
-        worker's time)."""
+        worker's time). A command with "mark" (a prepared timed run) is
+        answered by the worker's mark just before its call, then the
+        reply: the seconds from the mark's arrival to the reply's go to
+        self.marks."""
+        what = cmd.get("cmd", "?")
+        if timeout is None:
+            timeout = self.per_request
         line = (json.dumps(cmd) + "\n").encode()
         t0 = time.perf_counter()
         try:
             self.proc.stdin.write(line)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise self._died(cmd.get("cmd", "?"))
-        reply = self.read_reply(cmd.get("cmd", "?"), timeout, survive)
+            raise self._died(what)
+        reply = self.read_reply(what, timeout, survive)
+        if cmd.get("mark"):
+            t1 = time.perf_counter()
+            if reply.get("calling") is not True:
+                self.kill()
+                raise WorkerError("runtime_error", "worker broke the protocol: its %s reply came "
+                                  "without the mark before the call" % what)
+            # What came in the same read as the mark belongs to the reply.
+            self.fds, self.last_fds = self.last_fds + self.fds, []
+            reply = self.read_reply(what, max(0.001, timeout - (t1 - t0)), survive, keep_fds=True)
+            self.marks.append(time.perf_counter() - t1)
         self.walls.append(time.perf_counter() - t0)
         return reply
 

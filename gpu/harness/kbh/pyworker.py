@@ -350,11 +350,15 @@ class PyWorker:
         self.prepared[k] = pats
         return {"ok": True, "overhead_ms": (time.perf_counter() - t0) * 1e3}
 
-    def cmd_time(self, sets, perturb=None, poison=None, prepared=False):
+    def cmd_time(self, sets, perturb=None, poison=None, prepared=False, mark=None):
+        """mark: sends the mark just before the call (a prepared run;
+        the native worker's "mark", docs/evaluation.md)."""
         torch = self.torch
         ev, host, over = [], [], 0.0
         if perturb is not None and len(perturb) != len(sets):
             raise ValueError("time: perturb holds one list per timed run")
+        if mark is not None and not prepared:
+            raise ValueError("time: mark only when prepared")
         if prepared:
             if len(sets) != 1 or sets[0] not in self.prepared:
                 raise ValueError("time: prepared runs one set, after its prepare")
@@ -371,8 +375,10 @@ class PyWorker:
             fargs = self.forward_args(k)
             if self.cuda:
                 torch.cuda.synchronize()
+            over += time.perf_counter() - t0
+            if mark is not None:
+                mark()
             t1 = time.perf_counter()
-            over += t1 - t0
             with torch.no_grad():
                 if self.cuda:
                     self.ev[0].record()
@@ -462,8 +468,12 @@ def main(argv):
             elif cmd == "run":
                 r = w.cmd_run(int(c["set"]), _tag(c), c.get("poison"))
             elif cmd == "time":
+                mark = None
+                if c.get("mark") is True:
+                    def mark():
+                        _reply(out, {"ok": True, "calling": True})
                 r = w.cmd_time([int(k) for k in c["sets"]], c.get("perturb"), c.get("poison"),
-                               c.get("prepared") is True)
+                               c.get("prepared") is True, mark)
             elif cmd == "prepare":
                 r = w.cmd_prepare(int(c["set"]), c.get("poison"))
             elif cmd == "dump":
