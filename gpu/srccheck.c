@@ -45,6 +45,10 @@ static const struct rule {
 	    "constructor|\\batexit[[:space:]]*\\(|\\bsignal[[:space:]]*\\(|sigaction|setitimer|\\bptrace\\b|"
 	    "\\bsyscall[[:space:]]*\\(|__builtin_(frame|return)_address|\\b__rdtscp?\\b|\\brdtscp?\\b|"
 	    "\\bvdso\\b|getauxval" },
+	/* The other clocks a host program reads: a kernel has no use for one. */
+	{ TAMPER, 3, "\\bomp_get_wtime\\b|\\btimespec_get\\b|\\bchrono::|\\bclock[[:space:]]*\\([[:space:]]*\\)|"
+	    "\\bCLOCK_(MONOTONIC|REALTIME|BOOTTIME|TAI|PROCESS_CPUTIME_ID|THREAD_CPUTIME_ID)|"
+	    "__builtin_ia32_rdtscp?|\\bgetrusage\\b|\\btimes[[:space:]]*\\([[:space:]]*&" },
 	/*
 	 * A declaration renamed by an asm label (int f(void) __asm__("clock"
 	 * "_gettime");): a clock read under a name of its own, which an

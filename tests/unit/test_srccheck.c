@@ -115,6 +115,12 @@ main(void)
 			"void *vd = (void *)getauxval(AT_SYSINFO_EHDR);\n",
 			"extern int now(int, void *) __asm__(\"clock\" \"_gettime\");\n",
 			"extern int tick asm (\"counter\");\n",
+			"double t = omp_get_wtime();\n",
+			"auto t = std::chrono::steady_clock::now();\n",
+			"struct timespec ts; timespec_get(&ts, TIME_UTC);\n",
+			"clock_t c = clock ();\n",
+			"int id = CLOCK_MONOTONIC_RAW;\n",
+			"unsigned long long t = __builtin_ia32_rdtsc();\n",
 		};
 		for (size_t i = 0; i < sizeof(tamper) / sizeof(tamper[0]); i++) {
 			scan(tamper[i], SRCCHECK_C, 1, &c, &f);
@@ -136,6 +142,12 @@ main(void)
 	scan("float *b = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n",
 	    SRCCHECK_C, 1, &c, &f);
 	CHECK("a writable, not executable mapping is not flagged", !has_flag(f, "runtime_code_loading"));
+	json_decref(c);
+	json_decref(f);
+
+	scan("float clock_rate = 1.0f, wtime = clock_rate * 2;\n", SRCCHECK_C, 1, &c, &f);
+	CHECK("names that only start like a clock are not timer tampering",
+	    !has_flag(f, "timer_tampering"));
 	json_decref(c);
 	json_decref(f);
 
