@@ -488,10 +488,10 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         cached = ctx.cached
         cand_rounds, eager_rounds, comp_rounds = [], [], []
         side_notes, untimed_notes, clock_runs = [], [], []
-        # A CPU run's time is floored by the judge's clock from the mark
-        # less what a null worker's requests held there (clock_floor):
+        # A run's time is floored by the judge's clock from the mark less
+        # what a null worker's requests held there (clock_floor):
         # measured before this candidate's worker runs any round.
-        clock_ref = ctx.clock_ref() if ctx.backend == "cpu" and self.kind == "native" else None
+        clock_ref = ctx.clock_ref() if self.kind == "native" else None
         self.pert = self.perturber()
         probe = self.bw_probe()
         # With cached baselines eager is the drift check: fewer runs a round.

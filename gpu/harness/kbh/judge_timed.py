@@ -70,10 +70,10 @@ CLOCK_QUANTILE = 0.1
 CLOCK_REF_FACTOR = 3.0
 CLOCK_CALL_FACTOR = 0.1
 CLOCK_SLACK_MS = 0.5
-# clock_floor: what a timed request holds beside the call, as a null
-# worker's requests on the same set measured it (judge_run.NullRun), may
-# be this many times its median on a candidate's (whose call leaves the
-# caches cold for the snapshot).
+# clock_floor: what a timed request holds from the worker's mark to its
+# reply beside the call, as a null worker's requests on the same set
+# measured it (judge_run.NullRun), may be this many times its median on
+# a candidate's (whose call leaves the caches cold for the snapshot).
 CLOCK_NULL_FACTOR = 1.5
 
 
@@ -320,8 +320,9 @@ class TimedRuns:
         clock from the worker's mark to its reply against a null
         worker's there where both were measured, else the clock around
         the whole request against the judge's references. floor: each
-        CPU run's time floored by clock_floor; "mark": by its reading from
-        the mark only (a fresh process's first requests)."""
+        run's time floored by clock_floor (both readings on the CPU, the
+        mark's on CUDA); "mark": by the mark's reading only (a fresh
+        process's first requests)."""
         ctx = self.ctx
         ev, host, seen, over, used, changes = [], [], 0.0, 0.0, 0.0, 0
         clock, echo, rest, wover = [], [], [], []
@@ -329,7 +330,7 @@ class TimedRuns:
         # The null worker stands for a native worker only (a KernelBench
         # solution's Python worker copies its snapshot through torch).
         ref = (getattr(ctx, "clock_ref", lambda: None)()
-               if ctx.backend == "cpu" and getattr(self, "kind", "native") == "native" else None)
+               if getattr(self, "kind", "native") == "native" else None)
         for k in rot:
             t0 = time.perf_counter()
             n = len(w.walls)
@@ -345,9 +346,11 @@ class TimedRuns:
             wover.append(self.last_over_ms)
             echo.append(ctx.echo_ms())
             self.add_time("timing_candidate", t0)
-            if floor and ctx.backend == "cpu":
-                e = [self.clock_floor(e[0], c if floor is True else None, echo[-1], judged,
-                                      mark, null)]
+            # CUDA's event times get the mark's reading only: the whole
+            # request's allowance bounds them too loosely to matter.
+            if floor and (ctx.backend == "cpu" or marked):
+                whole = floor is True and ctx.backend == "cpu"
+                e = [self.clock_floor(e[0], c if whole else None, echo[-1], judged, mark, null)]
             ev += e
             host += h
             seen += s
@@ -382,7 +385,7 @@ class TimedRuns:
         return ev
 
     def clock_floor(self, ev_ms, clock_ms, echo_ms, rest_ms, mark_ms=None, null_ms=None):
-        """A CPU run's time: the worker's, but never less than what the
+        """A run's time: the worker's, but never less than what the
         judge's clock says it can have been. Two readings: the clock
         around the whole request (clock_ms; None: not read) less
         clock_bound's allowance on the judge's references (rest_ms: the
