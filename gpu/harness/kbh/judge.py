@@ -198,7 +198,8 @@ class Context:
         os.makedirs(self.inputs_dir, exist_ok=True)
         init_args = self.init_args
         manifest = {"sets": [], "n_args": None, "seed": self.seed,
-                    "init_args": init_args if _jsonable(init_args) else None}
+                    "init_args": init_args if _jsonable(init_args) else None,
+                    "scalars": getattr(self, "scalars", [])}
         for i, s in enumerate(self.sets):
             names = self.arg_names(len(s["args"]))
             named = list(zip(names, s["args"])) + self.state

@@ -44,14 +44,34 @@ def device_ctx(device):
     return contextlib.nullcontext()
 
 
-def tensors_only(what, values):
+# Python values a problem's inputs may hold beside tensors: the trace
+# bakes them into the graph (kbh/tracer.py), so a kernel never receives
+# them, and the judge passes them to the reference as they were drawn.
+SCALARS = (bool, int, float)
+
+
+def split_inputs(what, values):
+    """(the tensors of an input list, [(position, value)] of its Python
+    scalars); ProblemError for anything else."""
     if not isinstance(values, (list, tuple)):
         raise ProblemError("%s must return a list, got %s" % (what, type(values).__name__))
+    tensors, scalars = [], []
     for i, v in enumerate(values):
-        if not isinstance(v, torch.Tensor):
-            raise ProblemError("%s()[%d] is a %s; the kernel ABI passes tensors only"
-                               % (what, i, type(v).__name__))
-    return list(values)
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, SCALARS) or v is None:
+            scalars.append((i, v))
+        else:
+            raise ProblemError("%s()[%d] is a %s; the kernel ABI passes tensors (and Python "
+                               "numbers, baked into the kernel)" % (what, i, type(v).__name__))
+    return tensors, scalars
+
+
+def with_scalars(tensors, scalars):
+    """A forward's argument list: the tensors with the scalars put back at
+    their positions."""
+    at, it = dict(scalars), iter(tensors)
+    return [at[i] if i in at else next(it) for i in range(len(tensors) + len(scalars))]
 
 
 class Problem:
@@ -68,6 +88,23 @@ class Problem:
         self.variants_fn = getattr(self.mod, variants_fn, None)
         with open(self.path, "rb") as f:
             self.sha256 = hashlib.sha256(f.read()).hexdigest()
+        # [(position, value)] of the Python numbers among forward's
+        # arguments, the same in every draw (split_inputs); None before
+        # the first draw.
+        self.scalars = None
+
+    def take_scalars(self, what, scalars):
+        """Check an input list's scalars against every draw's before."""
+        if self.scalars is None:
+            self.scalars = scalars
+        elif scalars != self.scalars:
+            was, now = dict(self.scalars), dict(scalars)
+            i = min(set(was.items()) ^ set(now.items()))[0]
+            raise ProblemError("%s()[%d] is %r here and %r in another draw: a Python number "
+                               "among the inputs is baked into the kernel, so it must be the "
+                               "same in every draw and variant (make it a tensor, or a "
+                               "constant)" % (what, i, now.get(i, "a tensor"),
+                                               was.get(i, "a tensor")))
 
     def init_args(self):
         try:
@@ -79,6 +116,12 @@ class Problem:
         return list(args)
 
     def build(self, seed, device):
+        """The model under seed. Where forward's arguments hold Python
+        numbers (a draw under the same seed says), its forward takes the
+        tensors only and puts them back (bind_scalars): every caller, the
+        baselines included, passes what the kernel gets."""
+        if self.scalars is None:
+            self.draw(seed, device)
         torch.manual_seed(seed)
         try:
             model = self.cls(*self.init_args())
@@ -86,20 +129,24 @@ class Problem:
             raise
         except Exception as e:
             raise ProblemError("%s(...) failed: %s: %s" % (self.cls.__name__, type(e).__name__, e))
-        return model.eval().to(device)
+        return bind_scalars(model.eval().to(device), self.scalars)
 
     def draw(self, seed, device):
         """[main input list] + the declared variants, under one seed."""
         torch.manual_seed(seed)
         try:
             with device_ctx(device):
-                sets = [tensors_only("get_inputs", self.inputs_fn())]
+                lists = [("get_inputs", self.inputs_fn())]
                 if self.variants_fn is not None:
                     variants = self.variants_fn()
                     if not isinstance(variants, (list, tuple)):
                         raise ProblemError("get_input_variants must return a list of input lists")
-                    for v in variants:
-                        sets.append(tensors_only("get_input_variants", v))
+                    lists += [("get_input_variants", v) for v in variants]
+                sets = []
+                for what, values in lists:
+                    tensors, scalars = split_inputs(what, values)
+                    self.take_scalars(what, scalars)
+                    sets.append(tensors)
         except ProblemError:
             raise
         except Exception as e:
@@ -107,11 +154,28 @@ class Problem:
         return [[t.to(device).contiguous() for t in s] for s in sets]
 
 
+def bind_scalars(model, scalars):
+    """model, its forward taking the tensors of its arguments only where
+    scalars ([(position, value)]) are not empty; the original stays as
+    model.kb_forward (arg_names reads its signature)."""
+    if scalars:
+        inner = model.forward
+
+        def forward(*tensors):
+            return inner(*with_scalars(tensors, scalars))
+        model.kb_forward, model.kb_scalars = inner, list(scalars)
+        model.forward = forward
+    return model
+
+
 def arg_names(model, n):
+    """The names of forward's first n tensor arguments."""
     try:
-        params = list(inspect.signature(model.forward).parameters)
+        params = list(inspect.signature(getattr(model, "kb_forward", model.forward)).parameters)
     except (TypeError, ValueError):
         params = []
+    skip = {i for i, _ in getattr(model, "kb_scalars", [])}
+    params = [p for i, p in enumerate(params) if i not in skip]
     return [params[i] if i < len(params) else "arg%d" % i for i in range(n)]
 
 

@@ -265,6 +265,11 @@ class RefProc:
         ctx.forward_names = [_name(v, None) for v in names[:64]]
         init = b.get("init_args")
         ctx.init_args = init if isinstance(init, list) else None
+        # forward's Python numbers (baked into a kernel; a KernelBench
+        # solution's Python worker gets them in the manifest).
+        sc = b.get("scalars")
+        ctx.scalars = [list(e) for e in sc] if isinstance(sc, list) and all(
+            isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) for e in sc) else []
         ctx.sets, n_var = [], None
         for tr in range(trials):
             d = self.call({"cmd": "draw", "trial": tr, "seed": trial_seed(seed, tr),

@@ -110,7 +110,10 @@ class PyWorker:
         if init is None:
             raise jp.ProblemError("the problem's init arguments are not JSON values")
         torch.manual_seed(int(self.manifest.get("seed", 0)))
-        model = cls(*init).eval().to(self.device)
+        # forward's Python numbers, as the reference drew them: ModelNew
+        # takes the same arguments as Model.
+        scalars = [tuple(e) for e in self.manifest.get("scalars") or []]
+        model = jp.bind_scalars(cls(*init).eval().to(self.device), scalars)
         # The reference's parameters travel with the inputs; a ModelNew
         # with the same names and shapes gets exactly them. Every set
         # holds them: read from the first whose file is here (a fresh

@@ -116,7 +116,8 @@ class Ref:
         except (TypeError, ValueError):
             init = None
         return {"state": [_spec(n, t, self.jio) for n, t in state], "init_args": init,
-                "arg_names": jp.arg_names(self.model, 64), "state_fixed": fixed}
+                "arg_names": jp.arg_names(self.model, 64), "state_fixed": fixed,
+                "scalars": self.problem.scalars or []}
 
     def fixed_state(self, seed, state):
         """Per state tensor, whether the model computes it rather than
