@@ -87,7 +87,9 @@
  *     byte for WH_GUARD_FULL_STALL_MS, or past WH_GUARD_FULL_FLOOR_MS,
  *     not whole and averaging under WH_GUARD_FULL_RATE (or
  *     min_body_bytes_per_s if more: a tiny body trickled is on course
- *     but not a forge's); the lowest rate first, then the oldest;
+ *     but not a forge's), or of unknown length (chunked) under way for
+ *     WH_GUARD_FULL_CHUNKED_MS or holding less than that long at
+ *     WH_GUARD_FULL_CHUNKED_RATE; the lowest rate first, then the oldest;
  *     and only for a newcomer whose owner holds fewer connections, or
  *     one alone from its owner against an owner holding one, or one
  *     whose owner's every other connection has earned its slot (a
@@ -131,6 +133,8 @@
 #define WH_GUARD_FULL_FLOOR_MS	250	/* ... its time counted as at least this */
 #define WH_GUARD_FULL_RATE	32768	/* ... and past it, slow under this average (B/s) */
 #define WH_GUARD_FULL_STALL_MS	500	/* ... and slow after this long without a byte */
+#define WH_GUARD_FULL_CHUNKED_MS 250	/* ... and, of unknown length, once under way this long */
+#define WH_GUARD_FULL_CHUNKED_RATE (256 << 10)	/* ... or holding less than that long at this (B/s) */
 #define WH_GUARD_YOUNG_STALL_MS	50	/* a body short this long without a byte is unproven */
 #define WH_GUARD_PARTIAL_MS	5	/* ... and this long, partial (counted, ended last) */
 #define WH_GUARD_UNPROVEN_YOUNG_MS 20	/* an unproven head this young goes after partial bodies */

@@ -69,6 +69,12 @@ declare where a kind declares one (its default below):
              same write, then nothing (no length to be short of; proven by
              its rate for seconds), reopened at once (the thirteenth
              outside attack on the intake, 300 connects a second)
+  chunktrickle a whole head with Transfer-Encoding: chunked, a chunk's size
+             line (BYTES, default 1 MiB) and 60 KB of it in the same write,
+             then a byte of it every 3 ms (never 50 ms without one), on
+             ADDRS one each, reopened at once when ended (the fifteenth
+             outside attack on the intake: 260 addresses at 5-7 MB/s kept
+             3-37% of a vouched forge's deliveries out)
   knock      a whole bad-signature request (head and 2-byte body) in one
              write, read its answer, reopened at once (a newcomer every few
              milliseconds while the server is full)
@@ -160,7 +166,7 @@ class Attack:
         self.alive_at_2s = self.held_at_2s = None
         self.next_fill = 0.0
         self.declare = declare or {"young": 1000000, "oncourse": 6000, "halfbody": 2,
-                                   "halfbig": 8192, "halfchunk": 65536,
+                                   "halfbig": 8192, "halfchunk": 65536, "chunktrickle": MIB,
                                    "knock": 2, "surge": 24 * MIB, "trickle": 10,
                                    "proxied": 200000}.get(kind, 25 * MIB - 1024)
         self.longest = 0.0
@@ -198,6 +204,10 @@ class Attack:
                 head = (self.HEAD % (self.seq, 0)).replace(b"Content-Length: 0",
                                                            b"Transfer-Encoding: chunked")
                 s.send(head + b"%x\r\n" % self.declare + b" " * (self.declare // 2))
+            elif self.kind == "chunktrickle":
+                head = (self.HEAD % (self.seq, 0)).replace(b"Content-Length: 0",
+                                                           b"Transfer-Encoding: chunked")
+                s.send(head + b"%x\r\n" % self.declare + b" " * 60000)
             elif self.kind == "knock":
                 s.send(self.HEAD % (self.seq, self.declare) + b"{}")
             elif self.kind == "finhead":
@@ -252,10 +262,10 @@ class Attack:
             return
         except OSError:
             d = b""
-        if not d or self.kind in ("surge", "trickle", "pause", "big"):
+        if not d or self.kind in ("surge", "trickle", "pause", "big", "chunktrickle"):
             i = self.live[s][3]
             self.gone(s)
-            if self.fresh or self.kind in ("wall", "pause", "bytewise", "big"):
+            if self.fresh or self.kind in ("wall", "pause", "bytewise", "big", "chunktrickle"):
                 self.open_one(i)	# at once, not at the next fill
         elif (self.kind == "bodies" and d.startswith(b"HTTP/1.1 503 ")
               and time.monotonic() - self.live[s][0] < 1):
@@ -293,6 +303,9 @@ class Attack:
                 elif self.kind == "pause" and not st[2] and now - st[0] >= 0.05:
                     s.send(self.HEAD % (self.seq, 2) + b"{}")
                     st[2] = 1
+                elif self.kind == "chunktrickle" and now - st[1] >= 0.003:
+                    s.send(b" ")
+                    st[1] = now
                 elif self.kind == "trickle" and st[2] < self.declare and now - st[1] >= 0.4:
                     st[2] += s.send(b" ")
                     st[1] = now
@@ -487,7 +500,7 @@ def main(argv):
     ds = [Deliverer(port, deliver_from, secret, body, start + secs, deliver_xff, "%d-" % i, plain,
                     delay, fresh) for i in range(deliver_conc)]
     started = False
-    busy = any(a.kind == "bytewise" for a in attacks)
+    busy = any(a.kind in ("bytewise", "chunktrickle") for a in attacks)
     while time.monotonic() - start < secs:
         for a in attacks:
             a.fill()

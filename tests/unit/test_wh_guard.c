@@ -1030,6 +1030,26 @@ room_among_flows(const char *label, int n, const int *host, const size_t *want,
 	config_free(c);
 }
 
+/*
+ * The fifteenth outside attack: a chunked body with 60 KB of a 1 MiB
+ * chunk in, still arriving, is ended for room once past its grace (under
+ * 64 KiB, WH_GUARD_FULL_CHUNKED_MS at WH_GUARD_FULL_CHUNKED_RATE), and
+ * one with more is ended once under way WH_GUARD_FULL_CHUNKED_MS.
+ */
+static void
+test_room_for_chunked_bodies(void)
+{
+	static const int host[2] = { 1, 2 }, flowing[2] = { 1, 0 };
+	static const size_t want[2] = { 0, 1000 }, small[2] = { 60000, 1000 },
+	    more[2] = { 200000, 1000 };
+
+	room_among_flows("a chunked body under 64 KiB, still arriving, is ended for room", 2, host,
+	    want, small, flowing, 0, 50);
+	room_among_flows("one with more, once under way WH_GUARD_FULL_CHUNKED_MS", 2, host, want,
+	    more, flowing, 0, WH_GUARD_FULL_CHUNKED_MS + 50);
+	room_among_flows("but not before", 2, host, want, more, flowing, -1, 50);
+}
+
 static void
 room_among_bodies(const char *label, int n, const int *host, const size_t *want,
     const size_t *got, int ends, long wait_ms)
@@ -1399,6 +1419,7 @@ main(void)
 	test_room_for_idle();
 	test_room_for_slow_bodies();
 	test_room_for_young_bodies();
+	test_room_for_chunked_bodies();
 	test_room_among_bodies();
 	test_room_lone_grace();
 	test_room_strikes();
