@@ -18,6 +18,7 @@
 #include "gitops/modules.h"
 #include "gitops/repocfg.h"
 #include "pipeline/archive/archive.h"
+#include "webhooks/event.h"
 
 #define REPLY_MARKER "<!-- kernelbot:reply:%lld -->"
 #define CLOCK_SCHEDULE "schedule_minute"
@@ -202,6 +203,12 @@ obey(struct coord *c, const struct store_command *cmd,
 		return "failed";
 	if (!strcmp(cmd->command, "help")) {
 		buf_addstr(reply, help_text);
+		goto out;
+	}
+	if (strlen(args) > WH_MAX_ARGS) {
+		buf_printf(reply, "The arguments of `/kernelbot %s` are longer than %d bytes; "
+		    "kernelbot did not carry it out.", cmd->command, WH_MAX_ARGS);
+		state = "refused";
 		goto out;
 	}
 	if (!head && (!strcmp(cmd->command, "optimize") ||

@@ -130,8 +130,10 @@ wh_command_parse(const char *body, char **command, char **args)
 	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
 		e--;
 	al = (size_t)(e - p);
+	/* Longer arguments keep one byte past the limit: the coordinator
+	 * refuses them with a reply instead of obeying a cut command. */
 	if (al > WH_MAX_ARGS)
-		al = WH_MAX_ARGS;
+		al = WH_MAX_ARGS + 1;
 	if (!(c = strndup(w, wl)) || !(a = strndup(p, al))) {
 		free(c);
 		return -ENOMEM;
@@ -143,17 +145,32 @@ wh_command_parse(const char *body, char **command, char **args)
 	return 1;
 }
 
+/*
+ * The command in the comment body at path of r, if any. A NUL byte on the
+ * command's line ends the C string there: the command would be obeyed cut
+ * short (`/kernelbot opt\u0000imize x` as `opt`), so such a comment is
+ * not taken as a command.
+ */
 static int
-comment_command(struct wh_event *ev, const char *body)
+comment_command(struct wh_event *ev, const json_t *r, const char *path)
 {
-	int r = wh_command_parse(body, &ev->command, &ev->args);
+	const json_t *node = jsonx_path(r, path);
+	const char *body = json_is_string(node) ? json_string_value(node) : "";
+	size_t len = json_is_string(node) ? json_string_length(node) : 0;
+	int rc = wh_command_parse(body, &ev->command, &ev->args);
 
-	if (r < 0)
-		return r;
-	if (r == 0)
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
 		ignore(ev, "comment is not a /kernelbot command");
-	else
+	} else if (strlen(body) < len && !strpbrk(body + strspn(body, " \t\r\n"), "\r\n")) {
+		free(ev->command);
+		free(ev->args);
+		ev->command = ev->args = NULL;
+		ignore(ev, "a NUL byte in the /kernelbot command's line");
+	} else {
 		ev->kind = WH_COMMAND;
+	}
 	return 0;
 }
 
@@ -204,7 +221,7 @@ parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
     char *err, size_t errlen)
 {
 	const json_t *r = ev->root;
-	const char *action, *body;
+	const char *action;
 	json_t *pr;
 	int error;
 
@@ -221,7 +238,6 @@ parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
 		    (error = need_str(r, "comment.user.login", &ev->actor, err, errlen)) < 0 ||
 		    (error = need_int(r, "comment.id", &ev->comment_id, err, errlen)) < 0)
 			return error;
-		body = jsonx_str(r, "comment.body", "");
 		ev->author_association = jsonx_str(r, "comment.author_association", NULL);
 		if (strcmp(action, "created"))
 			ignore(ev, "comment not newly created");
@@ -230,7 +246,7 @@ parse_hub(enum config_forge forge, const char *event, struct wh_event *ev,
 		    jsonx_bool(r, wh_forge(forge)->comment_on_pull, 0)))
 			ignore(ev, "comment on an issue, not a pull request");
 		else
-			return comment_command(ev, body);
+			return comment_command(ev, r, "comment.body");
 		return 0;
 	}
 	if (!strcmp(event, "pull_request")) {
@@ -263,7 +279,7 @@ static int
 parse_gitlab(const char *event, struct wh_event *ev, char *err, size_t errlen)
 {
 	const json_t *r = ev->root;
-	const char *type, *action, *body;
+	const char *type, *action;
 	int64_t src, dst;
 	int error;
 
@@ -293,7 +309,6 @@ parse_gitlab(const char *event, struct wh_event *ev, char *err, size_t errlen)
 		    (error = need_int(r, "merge_request.source_project_id", &src, err, errlen)) < 0 ||
 		    (error = need_int(r, "merge_request.target_project_id", &dst, err, errlen)) < 0)
 			return error;
-		body = jsonx_str(r, "object_attributes.note", "");
 		action = jsonx_str(r, "object_attributes.action", "create");
 		ev->fork = src != dst;
 		if (strcmp(action, "create"))
@@ -301,7 +316,7 @@ parse_gitlab(const char *event, struct wh_event *ev, char *err, size_t errlen)
 		else if (ev->fork)
 			ignore(ev, "fork merge request");
 		else
-			return comment_command(ev, body);
+			return comment_command(ev, r, "object_attributes.note");
 		return 0;
 	}
 	if (!strcmp(event, "Merge Request Hook")) {

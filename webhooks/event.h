@@ -89,8 +89,9 @@ int wh_event_check(const struct wh_event *ev, enum config_forge forge,
 /*
  * Split a comment body into command and arguments when it starts with
  * "/kernelbot " (leading blank lines and spaces allowed); only the first
- * line counts. 1 and the two allocated strings, 0 when it is not a
- * command, -ENOMEM.
+ * line counts. Arguments longer than WH_MAX_ARGS come back as their first
+ * WH_MAX_ARGS + 1 bytes (the coordinator refuses them, saying why). 1
+ * and the two allocated strings, 0 when it is not a command, -ENOMEM.
  */
 int wh_command_parse(const char *body, char **command, char **args);
 

@@ -77,6 +77,9 @@ check_match "a bad path is refused with the usage" "$a" "needs the path of a mod
 comment alice "/kernelbot frobnicate"
 a=$(answer "$CID")
 check_match "an unknown command is answered" "$a" "does not know the command .frobnicate."
+comment alice "/kernelbot optimize models/$(printf '%01100d' 0).py"
+a=$(answer "$CID")
+check_match "arguments past 1024 bytes are refused, not cut" "$a" "longer than 1024 bytes"
 
 # --- stop kills the running work ---
 module "$TMP/w/models/fast.py" "# standin: sleep 30"
@@ -91,6 +94,6 @@ check_eq "the task is cancelled" "$(db 'SELECT state FROM tasks WHERE job = 4')"
 check_eq "its status says it was stopped" \
     "$(ghq "last('POST', '$R/statuses/$SHA')['body']['description'][:7]")" "stopped"
 check_eq "every command answered once" \
-    "$(ghq "len([x for x in r if x['method'] == 'POST' and x['path'] == '$R/issues/1/comments' and 'kernelbot:reply:' in x['body']['body']])")" 8
+    "$(ghq "len([x for x in r if x['method'] == 'POST' and x['path'] == '$R/issues/1/comments' and 'kernelbot:reply:' in x['body']['body']])")" 9
 kb_serve_stop
 t_done

@@ -195,6 +195,28 @@ main(void)
 	CHECK_INT("odd command word", wh_command_parse("/kernelbot re$try", &c, &a), 0);
 	CHECK_INT("overlong command word", wh_command_parse(
 	    "/kernelbot aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &c, &a), 0);
+	{
+		/* Arguments past the limit keep one byte more: refused, not cut. */
+		char body[2 * WH_MAX_ARGS];
+
+		snprintf(body, sizeof(body), "/kernelbot optimize %0*d", WH_MAX_ARGS + 50, 7);
+		CHECK_INT("overlong arguments", wh_command_parse(body, &c, &a), 1);
+		CHECK_INT("kept one byte past the limit", strlen(a), WH_MAX_ARGS + 1);
+		free(c), free(a);
+	}
+	/* A NUL on the command's line: not a command (it would be obeyed cut). */
+	CHECK_INT("a NUL in the command word", parse_str(CONFIG_GITHUB, "issue_comment",
+	    "{\"action\":\"created\",\"issue\":{\"number\":1,\"pull_request\":{}},\"comment\":"
+	    "{\"id\":1,\"body\":\"/kernelbot opt\\u0000imize x\",\"user\":{\"login\":\"x\"}},"
+	    "\"repository\":{\"full_name\":\"a/b\"}}", &ev, err), 0);
+	CHECK("ignored, saying why", ev.kind == WH_IGNORED && strstr(ev.reason, "NUL"));
+	wh_event_free(&ev);
+	CHECK_INT("a NUL on a later line", parse_str(CONFIG_GITHUB, "issue_comment",
+	    "{\"action\":\"created\",\"issue\":{\"number\":1,\"pull_request\":{}},\"comment\":"
+	    "{\"id\":1,\"body\":\"/kernelbot retry\\nx\\u0000y\",\"user\":{\"login\":\"x\"}},"
+	    "\"repository\":{\"full_name\":\"a/b\"}}", &ev, err), 0);
+	CHECK("the command stands", ev.kind == WH_COMMAND && !strcmp(ev.command, "retry"));
+	wh_event_free(&ev);
 
 	/* attack F7: names and clone URLs no forge sends */
 	{
