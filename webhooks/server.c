@@ -291,6 +291,37 @@ struct framing {
 	int bad_host;		/* one that is not uri-host [":" port] */
 };
 
+
+/*
+ * A Host value as RFC 9110 section 7.2 and RFC 3986 section 3.2.2 have it:
+ * uri-host [":" port], uri-host a name or IPv4 address (unreserved,
+ * pct-encoded and sub-delims characters) or a bracketed IPv6 literal
+ * (hex digits, colons and dots), port digits up to 65535 (none after the
+ * colon is allowed); empty for a target without an authority. "a b",
+ * "x:-1", "x:99999999" and "[zz]" are none of them.
+ */
+static int
+host_ok(const char *v)
+{
+	const char *p = v;
+	size_t n;
+
+	if (*p == '[') {
+		n = strspn(p + 1, "0123456789abcdefABCDEF:.");
+		if (n == 0 || p[1 + n] != ']')
+			return 0;
+		p += n + 2;
+	} else {
+		p += strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789-._~!$&'()*+,;=%");
+	}
+	if (*p == '\0')
+		return 1;
+	if (*p++ != ':')
+		return 0;
+	n = strspn(p, "0123456789");
+	return p[n] == '\0' && (n == 0 || (n <= 5 && atol(p) <= 65535));
+}
 static enum MHD_Result
 count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
@@ -303,13 +334,7 @@ count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
 		f->bad_name = 1;
 	if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
 		f->host++;
-		/*
-		 * RFC 9110 section 7.2, RFC 3986 section 3.2.2: a name, an
-		 * IPv4 address or a bracketed IP literal, and a port; "a b"
-		 * is none of them.
-		 */
-		if (value && value[strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "0123456789-._~!$&'()*+,;=%:[]")])
+		if (value && !host_ok(value))
 			f->bad_host = 1;
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
 		f->content_length++;

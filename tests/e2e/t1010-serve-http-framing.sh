@@ -101,6 +101,14 @@ raw "HTTP/2's preface" 505 'HTTP/1.0 and HTTP/1.1 only' 'PRI * HTTP/2.0\r\n\r\nS
 # section 6.1).
 raw "a Host with a space" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n'
 raw "a bracketed address and a port" 200 '' 'GET /healthz HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n'
+# A port is digits up to 65535, a bracketed literal an IPv6 address (an
+# outside attack had x:-1, x:99999999 and [zz] accepted).
+raw "a negative port" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: x:-1\r\n\r\n'
+raw "a port past 65535" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: x:99999999\r\n\r\n'
+raw "letters in brackets" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: [zz]\r\n\r\n'
+raw "two colons outside brackets" 400 'a Host that is no host and port' 'GET /healthz HTTP/1.1\r\nHost: x:1:2\r\n\r\n'
+raw "an underscore in a name, an empty port" 200 '' 'GET /healthz HTTP/1.1\r\nHost: a_b:\r\n\r\n'
+raw "an address and a port" 200 '' 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:65535\r\n\r\n'
 raw "chunked in HTTP/1.0" 400 'Transfer-Encoding in an HTTP/1.0 request' \
     'POST /webhooks/github HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'
 # An origin server with a clock sends Date (RFC 9110 section 6.6.1): the
