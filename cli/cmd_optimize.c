@@ -70,7 +70,8 @@ static const char optimize_usage[] =
     "  --llm-usd X             LLM cost; 0: stop once anything is spent\n"
     "                          [none, or budgets.llm_usd]\n"
     "  --device N              CUDA device ordinal [0]\n"
-    "  --class NAME            a problem file's module class [Model]\n"
+    "  --class NAME            a problem file's module class [Model]; in a\n"
+    "                          repository, only its modules of that class\n"
     "  --mem BYTES             each worker's memory limit, K/M/G suffixes\n"
     "                          [3/4 of the host's memory / --runners, 1 to 32 GiB]\n"
     "  --disk BYTES            each worker's scratch quota [2 GiB]\n"
@@ -400,13 +401,8 @@ cmd_optimize(int argc, char **argv)
 		goto out;
 	}
 	if (repo) {
-		if (a.class_name) {
-			rc = cli_usage_error("optimize", "--class is for a problem file; a repository "
-			    "names classes in %s", REPOCFG_FILE);
-			goto out;
-		}
-		if (optimize_repo_modules(root, argv + optind + 1, argc - optind - 1, &mods, &n_mods, err,
-		    sizeof(err)) < 0) {
+		if (optimize_repo_modules(root, argv + optind + 1, argc - optind - 1, a.class_name, &mods,
+		    &n_mods, err, sizeof(err)) < 0) {
 			fprintf(stderr, "kernelbot optimize: %s\n", err);
 			goto out;
 		}

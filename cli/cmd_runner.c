@@ -416,6 +416,9 @@ task_argv(struct runner *rn, const struct store_task *t, const char *src, const 
 		argv[n++] = "--out";
 		argv[n++] = out;
 		argv[n++] = "--json";
+		/* The task's module is one class: the others of its file are other tasks. */
+		argv[n++] = "--class";
+		argv[n++] = t->class_name;
 		if (rn->config_file) {
 			argv[n++] = "--config";
 			argv[n++] = rn->config_file;

@@ -296,8 +296,8 @@ walk_dir(struct walk *w, const char *rel, int depth)
 }
 
 int
-optimize_repo_modules(const char *root, char **paths, int n_paths, struct optimize_module **out, size_t *n_out,
-    char *err, size_t errlen)
+optimize_repo_modules(const char *root, char **paths, int n_paths, const char *cls,
+    struct optimize_module **out, size_t *n_out, char *err, size_t errlen)
 {
 	struct walk w = { .root = root };
 	struct repocfg *rc = NULL;
@@ -346,6 +346,8 @@ optimize_repo_modules(const char *root, char **paths, int n_paths, struct optimi
 				want += 2;
 			keep = !strcmp(w.v[i].rel, want);
 		}
+		if (cls && strcmp(w.v[i].class_name, cls))
+			keep = 0;
 		if (keep) {
 			w.v[kept++] = w.v[i];
 		} else {
@@ -355,6 +357,12 @@ optimize_repo_modules(const char *root, char **paths, int n_paths, struct optimi
 		}
 	}
 	w.n = kept;
+	if (!w.n && cls) {
+		snprintf(err, errlen, "%.300s: no module of class %.100s%s", root, cls,
+		    n_paths ? " in the files named" : "");
+		error = -EINVAL;
+		goto out;
+	}
 	if (!w.n) {
 		snprintf(err, errlen, "%.300s: no PyTorch modules found", root);
 		error = -EINVAL;

@@ -59,11 +59,12 @@ int optimize_proposers_configured(const char *names, const struct config *cfg, c
  * its .kernelbot.yml `modules` when it has them, else every .py file
  * defining Model, get_init_inputs and get_inputs (hidden folders and
  * __pycache__ skipped); only those among paths (relative to root) when
- * n_paths > 0. 0 and *out (free with optimize_modules_free), or -EINVAL
- * with a sentence in err: a bad .kernelbot.yml, a named file that is not a
- * module, no module at all.
+ * n_paths > 0, and only those of class cls unless it is NULL (a runner's
+ * task is one module class). 0 and *out (free with optimize_modules_free),
+ * or -EINVAL with a sentence in err: a bad .kernelbot.yml, a named file
+ * that is not a module, no module (of that class) at all.
  */
-int optimize_repo_modules(const char *root, char **paths, int n_paths,
+int optimize_repo_modules(const char *root, char **paths, int n_paths, const char *cls,
     struct optimize_module **out, size_t *n_out, char *err, size_t errlen);
 void optimize_modules_free(struct optimize_module *m, size_t n);
 

@@ -149,6 +149,9 @@ check "DIR/<slug>/best/kernel.c" test -s "$TMP/r/models-center/best/kernel.c"
 "$KERNELBOT" optimize "$TMP/repo" models/util.py $FAST --out "$TMP/r2" >/dev/null 2>"$TMP/err"
 check_eq "a PATH that is no module: exit 2" "$?" 2
 check_match "and says so" "$(cat "$TMP/err")" "models/util.py: not a module"
+"$KERNELBOT" optimize "$TMP/repo" models/Center.py --class Other $FAST --out "$TMP/r4" >/dev/null 2>"$TMP/err"
+check_eq "--class naming no module's class: exit 2" "$?" 2
+check_match "and says which" "$(cat "$TMP/err")" "no module of class Other in the files named"
 printf 'version: 1\nmodules:\n  - path: models/Center.py\n    class: Nope\n' >"$TMP/repo/.kernelbot.yml"
 "$KERNELBOT" optimize "$TMP/repo" $FAST --out "$TMP/r3" >/dev/null 2>"$TMP/err"
 check_eq ".kernelbot.yml naming a missing class: exit 2" "$?" 2

@@ -67,6 +67,7 @@ check_match "the crashed module's status says it failed" \
 check_eq "the failure is recorded" \
     "$(db "SELECT error LIKE '%without a summary.json%standin: crashing%' FROM tasks WHERE module = 'models/broken.py'")" 1
 check_eq "the stand-in ran once per task" "$(wc -l <"$STANDIN_LOG" | tr -d ' ')" 5
+check_eq "each run was given its task's class" "$(awk '$4 != "Model"' "$STANDIN_LOG")" ""
 # Its only kernel is correct but flagged: a PR for review, no headline,
 # and a neutral status, never success.
 check_match "the flagged module gets a PR marked for review" \
