@@ -91,4 +91,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int config_load_cli(const char *cmd, const char *path, int flags,
     struct config **out);
 
+/* The usage lines of --init, --inputs and --variants (trace, eval). */
+#define CLI_ENTRY_HELP \
+    "  --init SPEC, --inputs SPEC, --variants SPEC\n" \
+    "                          the constructor's arguments, forward's inputs\n" \
+    "                          and the shape variants: a function of the\n" \
+    "                          problem file, or a literal JSON list (as\n" \
+    "                          .kernelbot.yml's init:, inputs:, variants:)\n" \
+    "                          [get_init_inputs, get_inputs, get_input_variants]\n"
+
 #endif

@@ -77,7 +77,7 @@ cmd_compile(int argc, char **argv)
 		fputs(compile_usage, stderr);
 		return EXIT_USAGE;
 	}
-	if (irload(argv[optind], NULL, &ir, err, sizeof(err)) < 0) {
+	if (irload(argv[optind], NULL, NULL, &ir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kernelbot compile: %s\n", err);
 		goto out;
 	}

@@ -20,7 +20,8 @@ static const char eval_usage[] =
     "                      [--trials N] [--timeout SECONDS] [--sanitize]\n"
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
-    "                      [--class NAME] [--jobs N] [--fresh-baselines]\n"
+    "                      [--class NAME] [--init SPEC] [--inputs SPEC]\n"
+    "                      [--variants SPEC] [--jobs N] [--fresh-baselines]\n"
     "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
     "                      [--compile-timeout SECONDS] [--runners N] [--seed N]\n"
     "\n"
@@ -43,6 +44,7 @@ static const char eval_usage[] =
     "  --baselines LIST        eager,compile, eager or none [eager,compile]\n"
     "  --atol X, --rtol X      comparison tolerances [per dtype]\n"
     "  --class NAME            the problem's module class [Model]\n"
+    CLI_ENTRY_HELP
     "  --jobs N                parallel compiles, 1 to 256 [online CPUs]\n"
     "  --fresh-baselines       ignore the baseline cache, measure afresh [off]\n"
     "  --no-judge-server       a one-shot judge, as KERNELBOT_JUDGE_SERVER=0 [off]\n"
@@ -130,6 +132,9 @@ cmd_eval(int argc, char **argv)
 		{ "atol", required_argument, NULL, 'a' },
 		{ "rtol", required_argument, NULL, 'e' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "init", required_argument, NULL, 1001 },
+		{ "inputs", required_argument, NULL, 1002 },
+		{ "variants", required_argument, NULL, 1003 },
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
 		{ "no-judge-server", no_argument, NULL, 'N' },
@@ -196,6 +201,9 @@ cmd_eval(int argc, char **argv)
 				return cli_usage_error("eval", "--rtol: a non-negative number");
 			break;
 		case 'c': o.class_name = optarg; break;
+		case 1001: o.entry.init = optarg; break;
+		case 1002: o.entry.inputs = optarg; break;
+		case 1003: o.entry.variants = optarg; break;
 		case 'J':
 			if (cli_parse_int(optarg, 1, 256, &o.jobs) < 0)
 				return cli_usage_error("eval", "--jobs: 1 to 256");

@@ -36,7 +36,8 @@ static const char optimize_usage[] =
     "                          [--timeout SECONDS] [--rounds N] [--reps N] [--warmup N]\n"
     "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--llm-tokens N] [--llm-usd X]\n"
-    "                          [--device N] [--class NAME]\n"
+    "                          [--device N] [--class NAME] [--init SPEC]\n"
+    "                          [--inputs SPEC] [--variants SPEC]\n"
     "                          [--mem BYTES] [--disk BYTES] [--compile-timeout SECONDS]\n"
     "                          [--runners N]\n"
     "\n"
@@ -72,6 +73,10 @@ static const char optimize_usage[] =
     "  --device N              CUDA device ordinal [0]\n"
     "  --class NAME            a problem file's module class [Model]; in a\n"
     "                          repository, only its modules of that class\n"
+    "  --init SPEC, --inputs SPEC, --variants SPEC\n"
+    "                          a problem file's entry points: a function of\n"
+    "                          it or a literal JSON list (a repository's come\n"
+    "                          from its .kernelbot.yml)\n"
     "  --mem BYTES             each worker's memory limit, K/M/G suffixes\n"
     "                          [3/4 of the host's memory / --runners, 1 to 32 GiB]\n"
     "  --disk BYTES            each worker's scratch quota [2 GiB]\n"
@@ -83,6 +88,7 @@ static const char optimize_usage[] =
 struct opt_args {
 	struct evolve_opts eo;
 	const char *out, *config, *proposer, *class_name;
+	const char *entry[3];	/* --init, --inputs, --variants */
 	double wall_s, gpu_s;	/* --wall-minutes, --gpu-minutes; 0: not given */
 	int json;
 };
@@ -256,6 +262,9 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "init", required_argument, NULL, 1001 },
+		{ "inputs", required_argument, NULL, 1002 },
+		{ "variants", required_argument, NULL, 1003 },
 		{ "wall-minutes", required_argument, NULL, 'W' },
 		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "llm-tokens", required_argument, NULL, 'K' },
@@ -308,6 +317,7 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 			break;
 		}
 		case 'c': a->class_name = optarg; break;
+		case 1001: case 1002: case 1003: a->entry[c - 1001] = optarg; break;
 		case 'n': case 'g': case 'W': case 'G': case 'K': case 'U':
 			if ((error = parse_budget_option(c, a)) != 0)
 				return error;
@@ -400,6 +410,11 @@ cmd_optimize(int argc, char **argv)
 		rc = cli_usage_error("optimize", "PATH... only goes with a repository directory");
 		goto out;
 	}
+	if (repo && (a.entry[0] || a.entry[1] || a.entry[2])) {
+		rc = cli_usage_error("optimize", "--init, --inputs and --variants are for a problem "
+		    "file; a repository names them in %s", REPOCFG_FILE);
+		goto out;
+	}
 	if (repo) {
 		if (optimize_repo_modules(root, argv + optind + 1, argc - optind - 1, a.class_name, &mods,
 		    &n_mods, err, sizeof(err)) < 0) {
@@ -413,6 +428,11 @@ cmd_optimize(int argc, char **argv)
 			goto out;
 		}
 		n_mods = 1;
+		for (int k = 0; k < 3; k++)
+			if (a.entry[k] && !(mods[0].entry[k] = strdup(a.entry[k]))) {
+				rc = 1;
+				goto out;
+			}
 	}
 	if (!(all = json_array())) {
 		rc = 1;

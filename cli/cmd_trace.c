@@ -17,6 +17,7 @@
 
 static const char trace_usage[] =
     "usage: kernelbot trace PROBLEM [--json] [--class NAME] [--seed N]\n"
+    "                       [--init SPEC] [--inputs SPEC] [--variants SPEC]\n"
     "                       [--verify auto|full|reduced|none] [--timeout SECONDS]\n"
     "\n"
     "Stage 1: load a KernelBench-format problem in the sandboxed harness, trace\n"
@@ -25,6 +26,7 @@ static const char trace_usage[] =
     "verified, 2 for a usage error. Options [default]:\n"
     "  --json                  the graph IR as JSON instead of a listing\n"
     "  --class NAME            the module class [Model]\n"
+    CLI_ENTRY_HELP
     "  --seed N                the seed the module and its inputs are built\n"
     "                          under [0]\n"
     "  --verify MODE           check the trace on fresh inputs: full (the\n"
@@ -131,6 +133,9 @@ cmd_trace(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "class", required_argument, NULL, 'c' },
+		{ "init", required_argument, NULL, 1001 },
+		{ "inputs", required_argument, NULL, 1002 },
+		{ "variants", required_argument, NULL, 1003 },
 		{ "seed", required_argument, NULL, 's' },
 		{ "verify", required_argument, NULL, 'v' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -143,6 +148,7 @@ cmd_trace(int argc, char **argv)
 	char path[PATH_MAX], err[2048], *end;
 	json_t *req = NULL, *reply = NULL;
 	struct harness_opts ho = HARNESS_OPTS_INIT;
+	struct harness_entry entry = { NULL, NULL, NULL };
 	const char *ro[] = { path, NULL };
 	int json_out = 0, c, rc = 1, error;
 
@@ -155,6 +161,9 @@ cmd_trace(int argc, char **argv)
 		case 'c':
 			cls = optarg;
 			break;
+		case 1001: entry.init = optarg; break;
+		case 1002: entry.inputs = optarg; break;
+		case 1003: entry.variants = optarg; break;
 		case 's':
 			seed = strtoll(optarg, &end, 10);
 			if (*end || !*optarg)
@@ -190,7 +199,7 @@ cmd_trace(int argc, char **argv)
 
 	req = json_pack("{s:s, s:s, s:s, s:I, s:s}", "verb", "trace", "problem",
 	    path, "class", cls, "seed", seed, "verify", verify);
-	if (!req)
+	if (!req || harness_entry_put(req, &entry, "") < 0)
 		goto out;
 	/* The module runs at import: the sandbox shows the harness only it. */
 	ho.ro_paths = ro;

@@ -333,9 +333,9 @@ parse_module(struct ctx *x, const json_t *m, size_t idx, json_t *mods)
 		return rc;
 	v = json_object_get(m, "variants");
 	if (v && !json_is_null(v)) {
-		if (!json_is_string(v) || !valid_identifier(json_string_value(v)))
+		if (!json_is_array(v) && (!json_is_string(v) || !valid_identifier(json_string_value(v))))
 			return cfg_error(x, member_line(x, m, "variants"), mkey(kbuf, sizeof(kbuf), where, "variants"),
-			    "must be a Python function name");
+			    "must be a Python function name or a literal list of input lists");
 		json_object_set(out, "variants", v);
 		json_object_set_new(out, "variants_required", json_true());
 	} else {

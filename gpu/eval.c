@@ -259,6 +259,8 @@ build_request(const struct eval_opts *o, struct cand *cs, const char *backend,
 		json_object_set_new(req, "rtol", json_real(o->rtol));
 	if (o->class_name)
 		json_object_set_new(req, "class", json_string(o->class_name));
+	/* The entry points; a failed put only leaves a default the judge names. */
+	(void)harness_entry_put(req, &o->entry, "_fn");
 	/* No cache directory (no HOME): every evaluation measures its baselines. */
 	if (compile_default_cache_dir(&cache) == 0) {
 		char dir[PATH_MAX];

@@ -17,7 +17,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "gpu/eval_result.h"	/* the result as C: parse eval_run()'s array there */
+#include "gpu/eval_result.h"
+#include "gpu/harness.h"	/* the result as C: parse eval_run()'s array there */
 
 #define EVAL_MAX_CANDIDATES 1024
 #define EVAL_DEFAULT_TRIALS 5
@@ -76,6 +77,7 @@ struct eval_opts {
 	const char *baselines;		/* "eager,compile" (default), "eager", "none" */
 	double atol, rtol;		/* < 0: per-dtype defaults */
 	const char *class_name;		/* the problem's module class, "Model" */
+	struct harness_entry entry;	/* its entry points; NULLs: the defaults */
 	int jobs;			/* parallel compiles; 0 = online CPUs */
 	int have_sandbox_exec;		/* this binary has `kernelbot sandbox-exec` */
 	int fresh_baselines;		/* ignore the baseline cache; measure and refresh it */
@@ -102,7 +104,8 @@ struct eval_opts {
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, { 0 } }
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, { NULL, NULL, NULL }, 0, 0, 0, 0, \
+	NULL, 0, 0, 0, 0, 0, 0, { 0 } }
 
 #define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */
 #define EVAL_MEM_FLOOR ((size_t)1 << 30)	/* and its floor */

@@ -601,3 +601,20 @@ out:
 	buf_free(&b);
 	return error;
 }
+
+int
+harness_entry_put(json_t *req, const struct harness_entry *e, const char *suffix)
+{
+	const char *v[3] = { e ? e->init : NULL, e ? e->inputs : NULL, e ? e->variants : NULL };
+	static const char *const keys[3] = { "init", "inputs", "variants" };
+	char key[32];
+
+	for (int i = 0; i < 3; i++) {
+		if (!v[i])
+			continue;
+		snprintf(key, sizeof(key), "%s%s", keys[i], suffix);
+		if (json_object_set_new(req, key, json_string(v[i])) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}

@@ -73,6 +73,24 @@ int harness_call_sandboxed(const json_t *request, int timeout_ms,
     const struct harness_opts *o, json_t **reply, char *err, size_t errlen);
 
 /*
+ * A problem's entry points other than the defaults (get_init_inputs,
+ * get_inputs, get_input_variants), as .kernelbot.yml's init:, inputs: and
+ * variants: give them: each a function name of the problem file or a
+ * literal list as JSON text (gpu/harness/kbh/entry.py reads both); NULL
+ * for the default.
+ */
+struct harness_entry {
+	const char *init, *inputs, *variants;
+};
+
+/*
+ * Put e's entry points that are not NULL into a harness request under
+ * the keys PREFIX + "init", "inputs", "variants" + SUFFIX: the trace verb
+ * takes "init", the judge "init_fn". 0 or -ENOMEM.
+ */
+int harness_entry_put(json_t *req, const struct harness_entry *e, const char *suffix);
+
+/*
  * The names of the failed checks of a sandbox_run() checks array, with
  * each one's detail ("net_ns (no network namespace: ...); seccomp (...)"),
  * into out. The number of failed checks (0: out is "").

@@ -18,7 +18,8 @@ ends_with(const char *s, const char *suffix)
 }
 
 int
-irload(const char *arg, const char *class_name, json_t **ir, char *err, size_t errlen)
+irload(const char *arg, const char *class_name, const struct harness_entry *entry, json_t **ir,
+    char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	json_t *req = NULL, *reply = NULL, *doc = NULL;
@@ -45,8 +46,10 @@ irload(const char *arg, const char *class_name, json_t **ir, char *err, size_t e
 	}
 	req = json_pack("{s:s, s:s, s:s}", "verb", "trace", "problem", path,
 	    "class", class_name ? class_name : "Model");
-	if (!req)
+	if (!req || harness_entry_put(req, entry, "") < 0) {
+		json_decref(req);
 		return -ENOMEM;
+	}
 	/* Tracing imports the module, which runs its code: sandboxed, shown only the file. */
 	ho.ro_paths = ro;
 	ho.stage = "trace";

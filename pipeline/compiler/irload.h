@@ -12,18 +12,21 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "gpu/harness.h"
+
 #define IRLOAD_TIMEOUT_S	600		/* one trace */
 #define IRLOAD_MAX		(64u << 20)	/* an IR file */
 
 /*
- * Load the IR of path (class_name: the module's class, NULL for "Model").
+ * Load the IR of path (class_name: the module's class, NULL for "Model";
+ * entry: its entry points, NULL for the defaults).
  * 0 and *ir (the caller's reference); -EINVAL with "PATH: trace failed:
  * ..." when the module does not trace; -errno (a missing file, a harness
  * that cannot run, a host that cannot sandbox: harness_call_sandboxed())
  * with a sentence in err ("trace: timed out after 600 s; ..." at the
  * deadline).
  */
-int irload(const char *path, const char *class_name, json_t **ir, char *err,
-    size_t errlen);
+int irload(const char *path, const char *class_name, const struct harness_entry *entry,
+    json_t **ir, char *err, size_t errlen);
 
 #endif

@@ -152,6 +152,7 @@ run_eval(struct evo_run *r, const char *const *paths, size_t n, int trials, cons
 	eo.warmup = r->o->warmup;
 	eo.baselines = baselines;
 	eo.class_name = r->o->class_name;
+	eo.entry = r->o->entry;
 	eo.have_sandbox_exec = r->o->have_sandbox_exec;
 	eo.sanitize = sanitize;
 	eo.mem_bytes = r->o->mem_bytes;

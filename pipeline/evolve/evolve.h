@@ -140,6 +140,7 @@ typedef int (*evolve_eval_fn)(const struct eval_opts *o, json_t **out, char *err
 struct evolve_opts {
 	const char *problem;		/* the problem file */
 	const char *class_name;		/* NULL: "Model" */
+	struct harness_entry entry;	/* its entry points; NULLs: the defaults */
 	const char *backend;		/* "cpu" or "cuda" */
 	int device;			/* CUDA ordinal */
 	const char *out_dir;		/* created when missing; the --out layout */

@@ -94,7 +94,7 @@ check_rewrite(const struct llm_functionalize_opts *o, const char *path, json_t *
 	const char *ro[] = { orig, rewrite, NULL };
 	int error;
 
-	if (irload(path, "Model", ir, err, sizeof(err)) < 0) {
+	if (irload(path, "Model", NULL, ir, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "the rewrite does not trace: %.1500s", err);
 		*ir = NULL;
 		return -EINVAL;

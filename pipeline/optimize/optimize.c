@@ -160,6 +160,8 @@ optimize_modules_free(struct optimize_module *m, size_t n)
 		free(m[i].path);
 		free(m[i].rel);
 		free(m[i].class_name);
+		for (int k = 0; k < 3; k++)
+			free(m[i].entry[k]);
 	}
 	free(m);
 }
@@ -187,8 +189,9 @@ struct walk {
 };
 
 static int
-add_module(struct walk *w, const char *rel, const char *cls)
+add_module(struct walk *w, const char *rel, const char *cls, const json_t *e)
 {
+	static const char *const keys[3] = { "init", "inputs", "variants" };
 	char full[PATH_MAX];
 	struct optimize_module *m;
 
@@ -211,6 +214,15 @@ add_module(struct walk *w, const char *rel, const char *cls)
 	m->rel = strdup(rel);
 	m->class_name = strdup(cls);
 	w->n++;
+	/* A literal list travels as its JSON text (kbh/entry.py reads both). */
+	for (int k = 0; k < 3; k++) {
+		const json_t *v = json_object_get(e, keys[k]);
+
+		if (json_is_string(v) && !(m->entry[k] = strdup(json_string_value(v))))
+			return -ENOMEM;
+		if (json_is_array(v) && !(m->entry[k] = json_dumps(v, JSON_COMPACT)))
+			return -ENOMEM;
+	}
 	return m->path && m->rel && m->class_name ? 0 : -ENOMEM;
 }
 
@@ -230,7 +242,7 @@ consider(struct walk *w, const char *rel)
 	if (!w->entries) {
 		if (modules_detect(text, strlen(text), REPOCFG_DEFAULT_CLASS, REPOCFG_DEFAULT_INIT,
 		    REPOCFG_DEFAULT_INPUTS))
-			error = add_module(w, rel, REPOCFG_DEFAULT_CLASS);
+			error = add_module(w, rel, REPOCFG_DEFAULT_CLASS, NULL);
 		goto out;
 	}
 	json_array_foreach(w->entries, i, e) {
@@ -251,7 +263,7 @@ consider(struct walk *w, const char *rel)
 			}
 			continue;
 		}
-		if ((error = add_module(w, rel, cls)) < 0)
+		if ((error = add_module(w, rel, cls, e)) < 0)
 			goto out;
 	}
 out:
@@ -491,8 +503,9 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 	err[0] = irerr[0] = '\0';
 	eo.problem = m->path;
 	eo.class_name = m->class_name;
+	eo.entry = (struct harness_entry){ m->entry[0], m->entry[1], m->entry[2] };
 	eo.out_dir = out_dir;
-	if (irload(m->path, m->class_name, &ir, irerr, sizeof(irerr)) < 0) {
+	if (irload(m->path, m->class_name, &eo.entry, &ir, irerr, sizeof(irerr)) < 0) {
 		ir = NULL;
 		eo.ir_error = irerr;
 		if (strstr(proposers, "llm") &&

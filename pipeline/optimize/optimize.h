@@ -24,6 +24,8 @@ struct optimize_module {
 	char *path;		/* absolute file */
 	char *rel;		/* relative to the repository, NULL for a single problem */
 	char *class_name;
+	char *entry[3];		/* .kernelbot.yml's init, inputs, variants (a name or a
+				   literal list's JSON); NULL: the default */
 	char slug[MODULES_MAX_SLUG + 1];	/* repository modules only */
 };
 

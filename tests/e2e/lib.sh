@@ -247,3 +247,8 @@ kb_serve_stop() {
 	st=$?
 	[ "$KB_STATUS" = timeout ] || KB_STATUS=$st
 }
+
+# json_get FILE EXPR: a Python expression on the JSON document d of FILE.
+json_get() {
+	"${PY:-/usr/bin/python3}" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}

@@ -8,9 +8,6 @@ PY=/usr/bin/python3
 FIX="$KB_ROOT/tests/fixtures"
 
 # json_get FILE EXPR: evaluate a Python expression over the document `d`.
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 "$KERNELBOT" trace --json "$FIX/trace/norm_linear.py" >"$TMP/ir.json" 2>"$TMP/err"
 check_eq "trace --json exits 0" "$?" 0

@@ -14,9 +14,6 @@ P="$FIX/optimize/mm_colcenter.py"
 # Small timing so the test stays short; the loop is what is tested here.
 FAST="--backend cpu --trials 2 --confirm-trials 3 --rounds 3 --reps 3 --warmup 1 --timeout 60 --seed 7"
 
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 # --- one problem, two generations of four ---------------------------------
 OUT="$TMP/out"

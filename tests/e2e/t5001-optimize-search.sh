@@ -20,9 +20,6 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 P="$KB_ROOT/tests/fixtures/optimize/outer_chain.py"
 OUT="$TMP/out"
 
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 "$KERNELBOT" optimize "$P" --backend cpu --budget 16 --per-generation 4 --trials 2 \
 	--confirm-trials 2 --rounds 3 --reps 3 --warmup 1 --seed 11 --out "$OUT" --json \

@@ -17,9 +17,6 @@ FAST="--backend cpu --trials 2 --confirm-trials 2 --rounds 2 --reps 3 --warmup 1
 KEY="sk-SECRET-5102-$$"
 export T5102_KEY="$KEY"
 
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 # config FILE [LLM LINE...]: one model on the fake, the store in $TMP/data
 config() {
 	f=$1

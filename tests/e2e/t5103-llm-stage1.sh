@@ -17,9 +17,6 @@ P="$F/loop.py"
 FAST="--backend cpu --trials 2 --confirm-trials 2 --rounds 2 --reps 3 --warmup 1 --timeout 60 --seed 5"
 export T5103_KEY="sk-SECRET-5103-$$"
 
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 config() {
 	f=$1
 	shift

@@ -16,9 +16,6 @@ P="$KB_ROOT/tests/fixtures/eval/scale_bias.py"
 K="$KB_ROOT/tests/fixtures/exploits/cpu/correct.c"
 F="$KB_ROOT/tests/fixtures/llm"
 
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 # fake_ncu NAME MODE: $TMP/NAME/ncu, the fake in MODE (the evaluator's
 # sandbox shows the profiler's directory: the fake and its fixture live there)
 fake_ncu() {

@@ -11,9 +11,6 @@ MKRUN="$PY $KB_ROOT/tests/fakes/optimize_run.py"
 D="--data-dir $TMP/data"
 
 # json_get FILE EXPR: a Python expression over the document `d`.
-json_get() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 "$KERNELBOT" archive list $D >"$TMP/out" 2>"$TMP/err"
 check_eq "list without a store exits 1" "$?" 1

@@ -12,6 +12,8 @@ import sys
 
 import torch
 
+from kbh import entry
+
 
 class ProblemError(Exception):
     """The problem itself is unusable: the evaluation cannot start."""
@@ -79,13 +81,20 @@ class Problem:
                  inputs_fn="get_inputs", variants_fn="get_input_variants"):
         self.path = os.path.abspath(path)
         self.mod = load_module(path)
-        for what in (cls, init_fn, inputs_fn):
-            if not hasattr(self.mod, what):
-                raise ProblemError("%s defines no %s" % (self.path, what))
+        if not hasattr(self.mod, cls):
+            raise ProblemError("%s defines no %s" % (self.path, cls))
         self.cls = getattr(self.mod, cls)
-        self.init_fn = getattr(self.mod, init_fn)
-        self.inputs_fn = getattr(self.mod, inputs_fn)
-        self.variants_fn = getattr(self.mod, variants_fn, None)
+        # Each a function name or a literal list (kbh/entry.py).
+        try:
+            d = vars(self.mod)
+            self.init_fn = entry.resolve(d, "init", init_fn)
+            self.inputs_fn = entry.resolve(d, "inputs", inputs_fn)
+            self.variants_fn = entry.resolve(d, "variants", variants_fn,
+                                             required=variants_fn != "get_input_variants")
+        except KeyError as e:
+            raise ProblemError("%s defines no %s" % (self.path, e.args[0]))
+        except (TypeError, ValueError) as e:
+            raise ProblemError("%s: %s" % (self.path, str(e).strip("'\"")))
         with open(self.path, "rb") as f:
             self.sha256 = hashlib.sha256(f.read()).hexdigest()
         # [(position, value)] of the Python numbers among forward's
@@ -110,9 +119,9 @@ class Problem:
         try:
             args = self.init_fn()
         except Exception as e:
-            raise ProblemError("get_init_inputs() failed: %s: %s" % (type(e).__name__, e))
+            raise ProblemError("%s() failed: %s: %s" % (self.init_fn.__name__, type(e).__name__, e))
         if not isinstance(args, (list, tuple)):
-            raise ProblemError("get_init_inputs must return a list")
+            raise ProblemError("%s must return a list" % self.init_fn.__name__)
         return list(args)
 
     def build(self, seed, device):
@@ -136,12 +145,13 @@ class Problem:
         torch.manual_seed(seed)
         try:
             with device_ctx(device):
-                lists = [("get_inputs", self.inputs_fn())]
+                lists = [(self.inputs_fn.__name__, self.inputs_fn())]
                 if self.variants_fn is not None:
                     variants = self.variants_fn()
                     if not isinstance(variants, (list, tuple)):
-                        raise ProblemError("get_input_variants must return a list of input lists")
-                    lists += [("get_input_variants", v) for v in variants]
+                        raise ProblemError("%s must return a list of input lists"
+                                           % self.variants_fn.__name__)
+                    lists += [(self.variants_fn.__name__, v) for v in variants]
                 sets = []
                 for what, values in lists:
                     tensors, scalars = split_inputs(what, values)

@@ -15,6 +15,7 @@ import sys
 
 import torch
 
+from . import entry
 from .protocol import HarnessError, stage
 
 _counter = itertools.count()
@@ -47,8 +48,9 @@ def _syntax_message(e, path):
 
 
 def load(path, class_name="Model", init_name="get_init_inputs", inputs_name="get_inputs",
-         overrides=None):
-    """Execute the problem file as a new module and look up its entry points.
+         overrides=None, variants_name="get_input_variants"):
+    """Execute the problem file as a new module and look up its entry points
+    (each a function name or a literal list: kbh/entry.py).
 
     overrides: module-level globals to replace after the file has run (used
     to shrink sizes); get_inputs()/get_init_inputs() read them at call time.
@@ -85,18 +87,19 @@ def load(path, class_name="Model", init_name="get_init_inputs", inputs_name="get
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         raise HarnessError("load", "%r in %s is not a torch.nn.Module subclass" % (class_name, path))
 
-    def fn(fname, required=True):
-        f = defined.get(fname)
-        if f is None:
-            if required:
-                raise HarnessError("load", "function %r not found in %s" % (fname, path))
-            return None
-        if not callable(f):
-            raise HarnessError("load", "%r in %s is not callable" % (fname, path))
-        return f
+    def fn(kind, fname, required=True):
+        try:
+            return entry.resolve(defined, kind, fname, required)
+        except KeyError:
+            raise HarnessError("load", "function %r not found in %s" % (fname, path))
+        except (TypeError, ValueError) as e:
+            raise HarnessError("load", "%s in %s" % (str(e).strip("'\""), path))
 
-    return Problem(path, module, sha, cls, fn(init_name), fn(inputs_name),
-                   fn("get_input_variants", required=False), class_name, dict(overrides or {}))
+    prob = Problem(path, module, sha, cls, fn("init", init_name), fn("inputs", inputs_name),
+                   fn("variants", variants_name, required=variants_name != "get_input_variants"),
+                   class_name, dict(overrides or {}))
+    prob.specs = (init_name, inputs_name, variants_name)  # a reload's (verify.py)
+    return prob
 
 
 def seed_all(seed):

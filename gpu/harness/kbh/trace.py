@@ -17,6 +17,7 @@ FIELDS = {
     "class": ((str,), "Model"),
     "init": ((str,), "get_init_inputs"),
     "inputs": ((str,), "get_inputs"),
+    "variants": ((str,), "get_input_variants"),
     "verify": ((str,), "auto"),
 }
 VERIFY_MODES = ("auto", "full", "reduced", "none")
@@ -74,7 +75,8 @@ def run(req):
     path = os.path.abspath(r["problem"])
     timing = {}
     t = time.monotonic()
-    prob = problem_mod.load(path, r["class"], r["init"], r["inputs"])
+    prob = problem_mod.load(path, r["class"], r["init"], r["inputs"],
+                            variants_name=r["variants"])
     model = problem_mod.instantiate(prob, r["seed"])
     inputs = problem_mod.make_inputs(prob, r["seed"])
     timing["load"] = time.monotonic() - t

@@ -186,8 +186,9 @@ def run(mode, ir, prob, model, seed, retrace):
         want = op_sequence(ir)
         for ov in reductions(prob):
             try:
-                p2 = problem_mod.load(prob.path, prob.class_name, prob.init_fn.__name__,
-                                      prob.inputs_fn.__name__, overrides=ov)
+                init, inputs, variants = prob.specs
+                p2 = problem_mod.load(prob.path, prob.class_name, init, inputs, overrides=ov,
+                                      variants_name=variants)
                 m2 = problem_mod.instantiate(p2, seed)
                 x2 = problem_mod.make_inputs(p2, seed)
                 ir2 = retrace(p2, m2, x2)
