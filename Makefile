@@ -33,7 +33,9 @@ SAN_FLAGS = $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno
 KB_CPPFLAGS = -I. -I$(BUILD)/gen -D_GNU_SOURCE -DKB_DATADIR='"$(PREFIX)/share/kernelbot"'
 KB_CFLAGS = -std=c17 $(OPT) $(WARN) $(if $(filter 1,$(WERROR)),-Werror) \
 	-pthread -fstack-protector-strong $(SAN_FLAGS) $(PKG_CFLAGS) $(CFLAGS)
-KB_LDFLAGS = -pthread $(SAN_FLAGS) $(LDFLAGS)
+# Full RELRO: the GOT read-only once loaded, so a candidate in the worker's
+# process cannot hook the worker's calls through it (gpu/sandbox_seccomp.c).
+KB_LDFLAGS = -pthread -Wl,-z,relro,-z,now $(SAN_FLAGS) $(LDFLAGS)
 KB_LIBS = $(PKG_LIBS) -ldl -lm $(LDLIBS)
 
 SRC_DIRS := common conf store gpu gitops pipeline webhooks coord cli

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -107,6 +108,47 @@ deny_names(scmp_filter_ctx ctx, const char *const *names, int err)
 	return 0;
 }
 
+/*
+ * The worker's own image, this executable up to _end (its GOT among it,
+ * read-only once loaded: linked -z relro -z now): no call may change a
+ * mapping that starts at or below its end. An outside attack rewrote the
+ * worker's writable .got.plt (lazy binding) from the candidate, hooking
+ * write() to hold back the mark before the call and clock_gettime() to
+ * move the call's end, and passed at 1.6 to 4.2x its honest twin; with
+ * the GOT read-only, mprotect() making it writable again, mmap(MAP_FIXED)
+ * or munmap() and a new mapping over it, or mremap() moving it are the
+ * ways back. Everything the worker and a kernel map lies above the image
+ * (the heap after it, mmap() from the top down); shmat is refused
+ * whole. /proc is mounted read-only (sandbox_child.c), so
+ * /proc/self/mem cannot write past the protections either.
+ */
+static int
+add_image_rules(scmp_filter_ctx ctx)
+{
+	extern char _end[];
+	scmp_datum_t pg = (scmp_datum_t)sysconf(_SC_PAGESIZE);
+	scmp_datum_t end = ((scmp_datum_t)(uintptr_t)_end + pg - 1) / pg * pg;
+	const int calls[] = { SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect), SCMP_SYS(munmap),
+		SCMP_SYS(mremap) };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), calls[i], 1,
+		    SCMP_A0(SCMP_CMP_LT, end))) < 0 && rc != -EDOM)
+			return rc;
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mmap), 2,
+	    SCMP_A3(SCMP_CMP_MASKED_EQ, (scmp_datum_t)MAP_FIXED, (scmp_datum_t)MAP_FIXED),
+	    SCMP_A0(SCMP_CMP_LT, end))) < 0 ||
+	    (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mremap), 2,
+	    SCMP_A3(SCMP_CMP_MASKED_EQ, (scmp_datum_t)MREMAP_FIXED, (scmp_datum_t)MREMAP_FIXED),
+	    SCMP_A4(SCMP_CMP_LT, end))) < 0)
+		return rc;
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(shmat), 0)) < 0 &&
+	    rc != -EDOM && rc != -EEXIST)
+		return rc;
+	return 0;
+}
+
 /* W^X: see the top of the file. A rule's conditions all hold (AND). */
 static int
 add_wx_rules(scmp_filter_ctx ctx)
@@ -153,7 +195,7 @@ add_wx_rules(scmp_filter_ctx ctx)
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(memfd_create), 1,
 	    SCMP_A1(SCMP_CMP_MASKED_EQ, (scmp_datum_t)MFD_NOEXEC_SEAL, 0))) < 0 && rc != -EDOM)
 		return rc;
-	return 0;
+	return add_image_rules(ctx);
 }
 
 static int

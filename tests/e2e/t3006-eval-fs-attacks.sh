@@ -14,8 +14,8 @@ mkdir -p "$tmp/c"
 # 31337.25f (bytes 00 d4 f4 46): what the judge would report, were it to
 # follow the candidate's symlink.
 "$PY" -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<f",31337.25)*64*256)' "$tmp/host.bin"
-for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c fault_handler.c disk_fill.c \
-    compile_forever.c; do
+for f in correct.c symlink_swap.c jit_rwx.c jit_mprotect.c fault_handler.c got_rewrite.c \
+    disk_fill.c compile_forever.c; do
 	sed -e "s|@HOST_OUT_PATH@|$tmp/host.bin|" "$X/$f" >"$tmp/c/$f"
 done
 
@@ -25,7 +25,7 @@ cd "$tmp/c"
 # server keeps running in it afterwards).
 export KERNELBOT_CACHE="$tmp/cache"
 "$KERNELBOT" eval "$P" correct.c symlink_swap.c jit_rwx.c jit_mprotect.c fault_handler.c \
-	disk_fill.c compile_forever.c \
+	got_rewrite.c disk_fill.c compile_forever.c \
 	--backend cpu --json --trials 3 --rounds 2 --reps 3 --warmup 1 --timeout 8 \
 	--mem 2G --disk 16M --compile-timeout 3 --no-judge-server \
 	>"$tmp/out.json" 2>"$tmp/err"
@@ -42,8 +42,9 @@ if [ "$SANDBOX" = 1 ]; then
 	expect "$tmp/out.json" jit_mprotect.c 'r["status"] == "runtime_error"' "a JIT through mprotect (W then X): runtime_error"
 	expect "$tmp/out.json" jit_rwx.c '"runtime_code_loading" in r["flags"]' "executable memory flagged statically"
 	expect "$tmp/out.json" fault_handler.c 'r["status"] == "correct"' "a SIGSEGV handler and userfaultfd: refused (its witness output stays right)"
+	expect "$tmp/out.json" got_rewrite.c 'r["status"] == "correct"' "the worker's GOT: read-only, and mprotect, mmap over it and /proc/self/mem refused (its witness output stays right)"
 else
-	skipped "jit_rwx.c, jit_mprotect.c, fault_handler.c (no sandbox-exec in this build)"
+	skipped "jit_rwx.c, jit_mprotect.c, fault_handler.c, got_rewrite.c (no sandbox-exec in this build)"
 fi
 
 expect "$tmp/out.json" correct.c 'r["limits"] == {"mem_bytes": 2 << 30, "disk_bytes": 16 << 20, "compile_timeout_s": 3}' "the limits it ran under are in the result"
