@@ -218,7 +218,16 @@ plan_root(struct sbx_plan *p, const struct sandbox_opts *so, const struct sandbo
 		error = sbx_plan_dev(p, so->gpu, noexec, ck);
 	if (!error && (p->clone_flags & CLONE_NEWPID) && feat->proc_mount) {
 		error = sbx_add_mount(p, SBX_PROC, 1, NULL, "/proc");
-		sbx_check(ck, "proc", 1, "a fresh /proc: only the sandbox's own processes");
+		/*
+		 * Read-only: /proc/self/mem writes past a mapping's protection
+		 * (sandbox_seccomp.c, the worker's image). Not with a GPU: the
+		 * CUDA driver's cuInit fails on a read-only /proc (304, an
+		 * operating system call, on an H100 host).
+		 */
+		if (!error && so->gpu < 0)
+			p->mounts[p->n_mounts - 1].flags = MS_RDONLY;
+		sbx_check(ck, "proc", 1, so->gpu < 0 ? "a fresh /proc, read-only: only the "
+		    "sandbox's own processes" : "a fresh /proc: only the sandbox's own processes");
 	} else if (!error) {
 		/* The host's, read-only: processes outside are visible. */
 		error = sbx_add_ro(p, "/proc", NULL);

@@ -241,8 +241,8 @@ apply_mount(const struct sbx_plan *p, struct sbx_mount *m, int src_fd)
 			return diag(p, "mounting tmpfs on", m->dst, errno);
 		break;
 	case SBX_PROC:
-		/* Read-only: /proc/self/mem writes past a mapping's protections. */
-		if (mount("proc", m->dst, "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		/* flags: MS_RDONLY where the plan says (sandbox.c). */
+		if (mount("proc", m->dst, "proc", m->flags | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		    NULL) < 0)
 			return diag(p, "mounting a fresh /proc on", m->dst, errno);
 		break;

@@ -38,7 +38,8 @@ enum sbx_mount_kind {
 struct sbx_mount {
 	int kind;
 	int is_dir;			/* the target is a directory, else a file */
-	unsigned long flags;		/* SBX_BIND_RW, SBX_TMPFS: MS_* flags added (MS_NOEXEC) */
+	unsigned long flags;		/* SBX_BIND_RW, SBX_TMPFS, SBX_PROC: MS_* flags added
+					 * (MS_NOEXEC, MS_RDONLY) */
 	char src[SBX_PATH_MAX];		/* under SBX_OLDROOT, or link target, or options */
 	char dst[SBX_PATH_MAX];		/* under SBX_NEWROOT */
 };
