@@ -94,45 +94,24 @@ def test_the_floor_reads_the_clock_from_the_mark():
     # the forgery 60 ms. From the mark: the call and a 1.2 ms snapshot,
     # against a null worker's 1.0 ms there.
     run = _floor_run()
-    f = run.floor_reading(140.0, 0.1, 30.0, 111.2, 1.0)
-    assert f == 111.2 - (jr.CLOCK_NULL_FACTOR * 1.0 + 0.1 + jr.CLOCK_SLACK_MS)
-    assert run.clock_floor(10.0, f) == f > 0.97 * 110
-    assert run.clock_floored == 1 and run.res["timing"]["clock_floored"] == 1
+    got = run.clock_floor(10.0, 140.0, 0.1, 30.0, 111.2, 1.0)
+    assert got == 111.2 - (jr.CLOCK_NULL_FACTOR * 1.0 + 0.1 + jr.CLOCK_SLACK_MS)
+    assert got > 0.97 * 110 and run.clock_floored == 1 and run.res["timing"]["clock_floored"] == 1
     # No null worker (it could not run), or no mark: the whole request's
     # reading alone, as before.
     whole = 140.0 - (3 * 30.1 + 0.5)
-    assert run.floor_reading(140.0, 0.1, 30.0, 111.2, None) == whole
-    assert run.floor_reading(140.0, 0.1, 30.0, None, 1.0) == whole
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, 111.2, None) == whole
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, None, 1.0) == whole
     # A relay that held the mark back until late gains nothing over the
     # whole request's reading: the larger floor stands.
-    assert run.floor_reading(140.0, 0.1, 30.0, 5.0, 1.0) == whole
+    assert _floor_run().clock_floor(10.0, 140.0, 0.1, 30.0, 5.0, 1.0) == whole
     # The mark's reading alone (a fresh process's first requests).
-    assert run.floor_reading(None, 0.1, 30.0, 111.2, 1.0) == f
-    assert run.floor_reading(None, 0.1, 30.0, None, 1.0) == 0.0
+    assert _floor_run().clock_floor(10.0, None, 0.1, 30.0, 111.2, 1.0) == got
+    assert _floor_run().clock_floor(10.0, None, 0.1, 30.0, None, 1.0) == 10.0
 
 
 def test_an_honest_run_keeps_its_time():
     # The worker's time stands where the judge's clock allows it.
     run = _floor_run()
-    assert run.clock_floor(110.0, run.floor_reading(140.0, 0.1, 30.0, 111.2, 1.0)) == 110.0
+    assert run.clock_floor(110.0, 140.0, 0.1, 30.0, 111.2, 1.0) == 110.0
     assert getattr(run, "clock_floored", 0) == 0
-
-
-def test_the_rounds_are_floored_together():
-    # A forgery on 3 runs of 4 (10 ms reported of a 40 ms call): every
-    # run's reading says about 38 ms, so all are lifted to the quarter of
-    # the readings. An honest kernel on a loaded host (its calls 40 ms,
-    # half its readings inflated by preemptions of the snapshot and the
-    # reply to 60-80 ms) keeps its times: the least disturbed quarter of
-    # the readings is under its calls.
-    run = _floor_run()
-    forged = [[10.0, 10.0, 40.0, 10.0]] * 5
-    readings = [38.0 + 0.1 * i for i in range(20)]
-    out = run.floor_rounds(forged, readings)
-    assert min(x for rd in out for x in rd) >= 38.0 and run.clock_floored == 15
-    run = _floor_run()
-    honest = [[40.0, 40.5, 39.8, 40.2]] * 5
-    readings = [38.5 + (30.0 * (i % 2)) + 0.05 * i for i in range(20)]
-    assert run.floor_rounds(honest, readings) == honest
-    assert getattr(run, "clock_floored", 0) == 0
-    assert run.floor_rounds(honest, []) == honest

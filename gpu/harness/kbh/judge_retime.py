@@ -54,11 +54,9 @@ class Retimed:
         if got:
             t0 = time.perf_counter()
             side2, untimed2, clock2, cand = [], [], [], []
-            n = len(self.floor_readings)
             for r in range(RETIME_ROUNDS):
                 rot = self.rotation(r)
                 cand.append(self.timed_round(w, rot, r, side2, untimed2, clock2))
-            cand = self.floor_rounds(cand, self.floor_readings[n:])
             self.add_time("timing_recheck", t0)
             again = self.integrity_trips(RETIME_ROUNDS, side2, untimed2, clock2)
             rmed = statistics.median([x for rd in cand for x in rd])
@@ -186,7 +184,6 @@ class Retimed:
         cand, eager, comp = [], [], []
         eager_fn = getattr(ctx, "eager_fn", None) if baselines else None
         comp_fn = getattr(ctx, "compile_fn", None) if baselines and ctx.cached is None else None
-        n = len(self.floor_readings)
         for r in range(RETIME_ROUNDS):
             rot = self.rotation(r)
             # Timed runs like the others: each may be checked.
@@ -197,7 +194,6 @@ class Retimed:
                 eager.append([e for e, _ in ctx.time_baseline(eager_fn, rot)])
             if comp_fn is not None:
                 comp.append([e for e, _ in ctx.time_baseline(comp_fn, rot)])
-        cand = self.floor_rounds(cand, self.floor_readings[n:])
         med = statistics.median([x for rd in cand for x in rd])
         rse = stats.speedup(eager, cand, seed)[0] if eager and se is not None else None
         if comp and sc is not None:

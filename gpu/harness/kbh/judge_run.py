@@ -115,7 +115,6 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         self.share = False
         self.last_poison = {}
         self.req_ref_ms = {}	# set -> the judge's parse and refresh reference (timed)
-        self.floor_readings = []	# per timed run of the rounds: its floor (floor_rounds)
 
     # --- bookkeeping -------------------------------------------------------
     def check(self, name, passed, detail=""):
@@ -509,7 +508,6 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         self.sched = jchk.Schedule(getattr(ctx, "check_fraction", jchk.CHECK_FRACTION), self.prng)
         seed = ctx.seed ^ int(self.c.get("id") or 0)	# reproducible from the reported seed
         t_rounds, floor_s, precision = time.perf_counter(), None, None
-        n_readings = len(self.floor_readings)
         r, stopped, rot = 0, None, []
         while True:
             slow = stats.slowdown(eager_rounds, cand_rounds) if r >= SLOW_MIN_ROUNDS else None
@@ -546,8 +544,6 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
                     comp_rounds.append([e for e, _ in ctx.time_baseline(ctx.compile_fn, rot)])
                     self.add_time("timing_compile", t0)
             r += 1
-        # Every run at least the judge's clock can bound (floor_rounds).
-        cand_rounds = self.floor_rounds(cand_rounds, self.floor_readings[n_readings:])
         if rot and not self.spot_n["full"]:
             # At least one comparison of every element: the last timed run's
             # (its slot's snapshot is still that run's), beside the draws.

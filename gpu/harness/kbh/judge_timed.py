@@ -75,9 +75,6 @@ CLOCK_SLACK_MS = 0.5
 # measured it (judge_run.NullRun), may be this many times its median on
 # a candidate's (whose call leaves the caches cold for the snapshot).
 CLOCK_NULL_FACTOR = 1.5
-# floor_rounds: the rounds' runs are floored at this quantile of their
-# readings together.
-CLOCK_FLOOR_QUANTILE = 0.25
 
 
 class Failed(Exception):
@@ -353,12 +350,7 @@ class TimedRuns:
             # request's allowance bounds them too loosely to matter.
             if floor and (ctx.backend == "cpu" or marked):
                 whole = floor is True and ctx.backend == "cpu"
-                reading = self.floor_reading(c if whole else None, echo[-1], judged, mark, null)
-                if floor is True:
-                    # The rounds' runs: floored together (floor_rounds).
-                    self.floor_readings.append(reading)
-                else:
-                    e = [self.clock_floor(e[0], reading)]
+                e = [self.clock_floor(e[0], c if whole else None, echo[-1], judged, mark, null)]
             ev += e
             host += h
             seen += s
@@ -392,53 +384,34 @@ class TimedRuns:
             clock_runs.extend(zip(clock, host, echo, rest, wover))
         return ev
 
-    def floor_reading(self, clock_ms, echo_ms, rest_ms, mark_ms=None, null_ms=None):
-        """What the judge's clock says a run can have taken at least. Two
-        readings, the larger: the clock around the whole request (clock_ms;
-        None: not read) less clock_bound's allowance on the judge's
-        references (rest_ms: the snapshot, the parse and the refresh), and
-        the clock from the worker's mark just before the call to its reply
-        (mark_ms) less CLOCK_NULL_FACTOR x what a null worker's requests
-        held there (null_ms: the snapshot and the reply; ctx.clock_ref) +
-        this run's echo + CLOCK_SLACK_MS. The worker's clock runs in the
-        candidate's address space: an outside attack rewrote it on a
-        random 75% of calls, so the runs clock_bound reads (the least
-        disturbed tenth) were honest while the median the speedup reports
-        was forged (3.1 to 3.9x its honest twin's 0.6x, unflagged); a
-        second, on 8 MiB inputs, hid 1.5 to 15x of a 110 ms call in the
-        first reading's allowance (the refresh's share of it)."""
+    def clock_floor(self, ev_ms, clock_ms, echo_ms, rest_ms, mark_ms=None, null_ms=None):
+        """A run's time: the worker's, but never less than what the
+        judge's clock says it can have been. Two readings: the clock
+        around the whole request (clock_ms; None: not read) less
+        clock_bound's allowance on the judge's references (rest_ms: the
+        snapshot, the parse and the refresh), and the clock from the
+        worker's mark just before the call to its reply (mark_ms) less
+        CLOCK_NULL_FACTOR x what a null worker's requests held there
+        (null_ms: the snapshot and the reply; ctx.clock_ref) + this run's
+        echo + CLOCK_SLACK_MS. The worker's clock runs in the candidate's
+        address space: an outside attack rewrote it on a random 75% of
+        calls, so the runs clock_bound reads (the least disturbed tenth)
+        were honest while the median the speedup reports was forged (3.1
+        to 3.9x its honest twin's 0.6x, unflagged); a second, on 8 MiB
+        inputs, hid 1.5 to 15x of a 110 ms call in the first reading's
+        allowance (the refresh's share of it). Counted in
+        timing.clock_floored."""
         floor = 0.0
         if clock_ms is not None:
             floor = clock_ms - (CLOCK_REF_FACTOR * (echo_ms + rest_ms) + CLOCK_SLACK_MS)
         if mark_ms is not None and null_ms is not None:
             floor = max(floor, mark_ms - (CLOCK_NULL_FACTOR * null_ms + echo_ms + CLOCK_SLACK_MS))
-        return floor
-
-    def clock_floor(self, ev_ms, floor):
-        """A run's time: the worker's, but never less than floor (a
-        floor_reading()). Counted in timing.clock_floored."""
         if floor <= ev_ms:
             return ev_ms
         self.clock_floored = getattr(self, "clock_floored", 0) + 1
         if "rounds" in self.res.get("timing", {}):
             self.res["timing"]["clock_floored"] = self.clock_floored
         return floor
-
-    def floor_rounds(self, rounds, readings):
-        """rounds (lists of run times) with every run at least the
-        CLOCK_FLOOR_QUANTILE of their floor readings (floor_reading(), one
-        per run, in timed_round's order). One floor for all of them, not
-        each run's own: on a loaded host a run's reading also holds the
-        host's preemptions of the snapshot and the reply, and an honest
-        0.4 ms kernel had 45 of 50 runs lifted, its median 3.6 ms (an
-        outside attack's run at a load of 10 on 2 cores); the least
-        disturbed quarter of the readings is still at most what the
-        calls took, forged or not."""
-        if not readings:
-            return rounds
-        srt = sorted(readings)
-        f = srt[int(CLOCK_FLOOR_QUANTILE * (len(srt) - 1))]
-        return [[self.clock_floor(e, f) for e in rd] for rd in rounds]
 
     def spot_check(self, w, k, rnd, full=True):
         """Compare the outputs of the last timed run on set k (the
