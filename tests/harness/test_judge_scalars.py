@@ -45,8 +45,10 @@ def test_the_model_takes_the_tensors_and_names_them(tmp_path):
     prob = _problem(tmp_path, "def get_inputs():\n"
                               "    return [torch.randn(4), 0.5, torch.randn(4), 3]\n")
     model = prob.build(1, torch.device("cpu"))
-    assert prob.scalars == [(1, 0.5), (3, 3)]
+    # Built before the first draw, as the reference process does: the
+    # draw learns the numbers and binds them to the model.
     x, y = prob.draw(2, torch.device("cpu"))[0]
+    assert prob.scalars == [(1, 0.5), (3, 3)]
     assert torch.equal(model(x, y), x * 0.5 + y * 3)
     assert jp.arg_names(model, 2) == ["x", "y"]
     # The parameters keep their names (the kernel ABI's order and the
@@ -58,6 +60,7 @@ def test_a_forward_without_numbers_is_left_alone(tmp_path):
     # A 0-d tensor is a tensor; only the int is a number here.
     prob = _problem(tmp_path, "def get_inputs():\n"
                               "    return [torch.randn(4), torch.tensor(0.5), torch.randn(4), 3]\n")
+    prob.draw(1, torch.device("cpu"))
     assert prob.build(1, torch.device("cpu")).kb_scalars == [(3, 3)]
     m = torch.nn.Linear(2, 2)
     assert jp.bind_scalars(m, []) is m and not hasattr(m, "kb_forward")
@@ -68,7 +71,7 @@ def test_a_number_that_changes_between_draws_is_refused(tmp_path):
                               "    return [torch.randn(4), random.random(), torch.randn(4), 3]\n")
     with pytest.raises(jp.ProblemError, match=r"get_inputs\(\)\[1\] is .* here and .* in another "
                                               r"draw"):
-        prob.build(1, torch.device("cpu"))
+        prob.draw(1, torch.device("cpu"))
         prob.draw(2, torch.device("cpu"))
     # A number in one draw where another had a tensor: the same refusal.
     prob = _problem(tmp_path, "calls = []\n\n\ndef get_inputs():\n"

@@ -99,13 +99,16 @@ class Problem:
             self.sha256 = hashlib.sha256(f.read()).hexdigest()
         # [(position, value)] of the Python numbers among forward's
         # arguments, the same in every draw (split_inputs); None before
-        # the first draw.
+        # the first draw, which binds them to the models built before it.
         self.scalars = None
+        self.models = []
 
     def take_scalars(self, what, scalars):
         """Check an input list's scalars against every draw's before."""
         if self.scalars is None:
             self.scalars = scalars
+            for m in self.models:
+                bind_scalars(m, scalars)
         elif scalars != self.scalars:
             was, now = dict(self.scalars), dict(scalars)
             i = min(set(was.items()) ^ set(now.items()))[0]
@@ -126,11 +129,9 @@ class Problem:
 
     def build(self, seed, device):
         """The model under seed. Where forward's arguments hold Python
-        numbers (a draw under the same seed says), its forward takes the
-        tensors only and puts them back (bind_scalars): every caller, the
-        baselines included, passes what the kernel gets."""
-        if self.scalars is None:
-            self.draw(seed, device)
+        numbers (the first draw says: draw() binds them then), its forward
+        takes the tensors only and puts them back (bind_scalars): every
+        caller, the baselines included, passes what the kernel gets."""
         torch.manual_seed(seed)
         try:
             model = self.cls(*self.init_args())
@@ -138,7 +139,9 @@ class Problem:
             raise
         except Exception as e:
             raise ProblemError("%s(...) failed: %s: %s" % (self.cls.__name__, type(e).__name__, e))
-        return bind_scalars(model.eval().to(device), self.scalars)
+        model = model.eval().to(device)
+        self.models.append(model)
+        return bind_scalars(model, self.scalars) if self.scalars is not None else model
 
     def draw(self, seed, device):
         """[main input list] + the declared variants, under one seed."""

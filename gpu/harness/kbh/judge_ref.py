@@ -235,6 +235,19 @@ class RefProc:
                 pass
 
     # --- loading ----------------------------------------------------------
+    def take_draw_names(self, d):
+        """From the first draw's reply: forward's tensor arguments by name
+        and its Python numbers (known once inputs were drawn; baked into
+        a kernel, and a KernelBench solution's Python worker gets them in
+        the manifest)."""
+        ctx = self.ctx
+        names = d.get("arg_names")
+        if isinstance(names, list):
+            ctx.forward_names = [_name(v, None) for v in names[:64]]
+        sc = d.get("scalars")
+        ctx.scalars = [list(e) for e in sc] if isinstance(sc, list) and all(
+            isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) for e in sc) else []
+
     def load(self, seed, trials, trial_seed):
         """The state, every set's inputs and expected outputs, and the
         outputs of one more draw when there is one trial. Fills
@@ -265,16 +278,13 @@ class RefProc:
         ctx.forward_names = [_name(v, None) for v in names[:64]]
         init = b.get("init_args")
         ctx.init_args = init if isinstance(init, list) else None
-        # forward's Python numbers (baked into a kernel; a KernelBench
-        # solution's Python worker gets them in the manifest).
-        sc = b.get("scalars")
-        ctx.scalars = [list(e) for e in sc] if isinstance(sc, list) and all(
-            isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) for e in sc) else []
         ctx.sets, n_var = [], None
         for tr in range(trials):
             d = self.call({"cmd": "draw", "trial": tr, "seed": trial_seed(seed, tr),
                            "first": len(ctx.sets)}, "draw", t)
             got = d.get("sets")
+            if tr == 0:
+                self.take_draw_names(d)
             if not isinstance(got, list) or not got or (n_var is not None and len(got) != n_var):
                 raise RefError("load", "the reference process sent %r input sets for trial %d"
                                % (len(got) if isinstance(got, list) else got, tr))

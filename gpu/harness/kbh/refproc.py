@@ -116,8 +116,7 @@ class Ref:
         except (TypeError, ValueError):
             init = None
         return {"state": [_spec(n, t, self.jio) for n, t in state], "init_args": init,
-                "arg_names": jp.arg_names(self.model, 64), "state_fixed": fixed,
-                "scalars": self.problem.scalars or []}
+                "arg_names": jp.arg_names(self.model, 64), "state_fixed": fixed}
 
     def fixed_state(self, seed, state):
         """Per state tensor, whether the model computes it rather than
@@ -158,6 +157,7 @@ class Ref:
         return [o.detach().contiguous() for o in outs]
 
     def cmd_draw(self, r):
+        from kbh import judge_problem as jp
         t, i = int(r["trial"]), int(r["first"])
         sets = []
         for v, args in enumerate(self.problem.draw(int(r["seed"]), self.device)):
@@ -172,7 +172,9 @@ class Ref:
             sets.append({"inputs": [dict(e, name=None) for e in ins],
                          "outputs": [_spec("out%d" % j, o, self.jio) for j, o in enumerate(outs)]})
             i += 1
-        return {"sets": sets}
+        # forward's tensor arguments by name, now that its Python numbers are known.
+        return {"sets": sets, "arg_names": jp.arg_names(self.model, 64),
+                "scalars": self.problem.scalars or []}
 
     def cmd_other(self, r):
         args = self.problem.draw(int(r["seed"]), self.device)[0]
