@@ -140,11 +140,20 @@ map_alloc(size_t n)
 	if (n > SIZE_MAX - 2 * pg)
 		return NULL;
 	len = pg + (n + pg - 1) / pg * pg;
-	/* Populated: no page of a worker buffer faults in inside a timed window. */
+	/*
+	 * Populated, and every page written once: no page of a worker buffer
+	 * is first touched inside a timed window. MAP_POPULATE alone is not
+	 * that in a virtual machine: in a Firecracker guest a populated page
+	 * still cost about 5 us at its first write (0.75 ms for 512 KiB), and
+	 * a fresh process's snapshot copies, its first after a timed call,
+	 * lifted the judge's clock floor of an honest 0.1 ms kernel to 1 ms.
+	 */
 	q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 	    -1, 0);
 	if (q == MAP_FAILED)
 		return NULL;
+	for (size_t off = 0; off < len; off += pg)
+		((volatile unsigned char *)q)[off] = 0;
 	memcpy(q, &len, sizeof(len));
 	return q + pg;
 }
