@@ -49,7 +49,7 @@ expect "$tmp/series.json" memo_tell.c 'r["status"] == "correct"' "no timed run h
 expect "$tmp/series.json" series_memo.c 'r["status"] == "correct"' "the table of seen values: correct, and of no use"
 expect "$tmp/series.json" series.c '"with a mask" in [c["detail"] for c in r["checks"] if c["name"] == "timing_inputs_fresh"][0]' "the fresh-inputs check names the mask"
 expect "$tmp/ids.json" ids.c 'r["status"] == "correct" and "state_across_calls" not in r["flags"] and [c for c in r["checks"] if c["name"] == "no_state_across_calls"][0]["passed"]' "honest, its first calls in a fresh process as fast"
-expect "$tmp/ids.json" ids_memo.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and r["needs_review"] and r["timing"]["fresh"]["processes"] == 2' "the table of f per id: flagged state_across_calls, confirmed"
+expect "$tmp/ids.json" ids_memo.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and r["needs_review"] and r["timing"]["fresh"]["processes"] == 4' "the table of f per id: flagged state_across_calls, confirmed"
 expect "$tmp/ids.json" ids_files.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and "file_or_network_access" in r["flags"] and r["needs_review"]' "the ids read ahead from the judge's files: flagged, at run time and statically"
 
 expect "$tmp/ids.json" ids_memo_pad.c 'r["status"] == "correct" and "state_across_calls" in r["flags"] and r["needs_review"]' "the table slowed where the figure was taken: flagged, against the median run"

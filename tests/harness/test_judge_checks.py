@@ -144,7 +144,7 @@ class _Worker:
     def __init__(self, scratch, model, args):
         self.scratch, self.model = scratch, model
         self.args = {k: [t.clone() for t in a] for k, a in args.items()}
-        self.reqs, self.walls = [], []
+        self.reqs, self.walls, self.marks = [], [], []
 
     def request(self, req, timeout=None):
         self.reqs.append(req)

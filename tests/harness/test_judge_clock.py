@@ -9,6 +9,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "harness"))
 
 from kbh import judge_run as jr  # noqa: E402
+from kbh import judge_timed as jtd  # noqa: E402
 from kbh import judge_timing as jt  # noqa: E402
 
 
@@ -95,7 +96,7 @@ def test_the_floor_reads_the_clock_from_the_mark():
     # against a null worker's 1.0 ms there.
     run = _floor_run()
     got = run.clock_floor(10.0, 140.0, 0.1, 30.0, 111.2, 1.0)
-    assert got == 111.2 - (jr.CLOCK_NULL_FACTOR * 1.0 + 0.1 + jr.CLOCK_SLACK_MS)
+    assert got == 111.2 - (jtd.CLOCK_NULL_FACTOR * 1.0 + 0.1 + jtd.CLOCK_SLACK_MS)
     assert got > 0.97 * 110 and run.clock_floored == 1 and run.res["timing"]["clock_floored"] == 1
     # No null worker (it could not run), or no mark: the whole request's
     # reading alone, as before.

@@ -205,7 +205,7 @@ def test_persistent_trip_flags_but_stays_correct(tmp_path, monkeypatch):
 
 class _FakeWorker:
     def __init__(self):
-        self.walls = []
+        self.walls, self.marks = [], []
 
     def read_reply(self, what, timeout):
         return {}

@@ -1,12 +1,14 @@
 """A fresh process (kbh/judge_fresh.py): the candidate's first calls on
 the timing sets in a worker of its own, warmed up on spare draws, set
-against the rounds; flagged only when a second fresh process agrees."""
+against the rounds; flagged only when every fresh process it times
+(FRESH_TRIES) agrees."""
 import os
 import sys
 import types
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gpu", "harness"))
 
+from kbh import judge_fresh as jf  # noqa: E402
 from kbh import judge_run as jr  # noqa: E402
 
 
@@ -20,7 +22,8 @@ def _run(tmp_path, fresh_ms, trials=5):
 
     def fresh_once(i, spare):
         seen.append(list(spare))
-        m = fresh_ms[i]
+        # The last figure stands for the processes past the list's end.
+        m = fresh_ms[min(i, len(fresh_ms) - 1)]
         return m if isinstance(m, tuple) else (m, 1.0)
     run.fresh_once = fresh_once
     return run, seen
@@ -41,12 +44,13 @@ def test_honest_one_process_passes(tmp_path):
     assert run.res["timing"]["fresh"]["processes"] == 1
 
 
-def test_kept_state_flagged_when_two_agree(tmp_path):
+def test_kept_state_flagged_when_all_agree(tmp_path):
     run, _ = _run(tmp_path, [12.0, 11.0])
     run.fresh_process(ROUNDS)
     assert not _check(run)["passed"] and "state_across_calls" in run.res["flags"]
-    assert "the least 12 ms, 11 ms" in _check(run)["detail"]
+    assert "the least 12 ms, 11 ms, 11 ms, 11 ms" in _check(run)["detail"]
     assert run.res["timing"]["fresh"]["tripped"] is True
+    assert run.res["timing"]["fresh"]["processes"] == jf.FRESH_TRIES == 4
 
 
 def test_one_slow_process_is_not_enough(tmp_path):
@@ -55,6 +59,16 @@ def test_one_slow_process_is_not_enough(tmp_path):
     run.fresh_process(ROUNDS)
     assert _check(run)["passed"] and "state_across_calls" not in run.res["flags"]
     assert run.res["timing"]["fresh"]["processes"] == 2
+
+
+def test_slow_processes_short_of_all_are_not_enough(tmp_path):
+    # A 2-vCPU guest slowed every first call of three fresh processes in a
+    # row for an honest 2-thread kernel; the fourth was not.
+    run, _ = _run(tmp_path, [12.0, 9.0, 8.0, 1.2])
+    run.fresh_process(ROUNDS)
+    assert _check(run)["passed"] and "state_across_calls" not in run.res["flags"]
+    assert run.res["timing"]["fresh"]["processes"] == 4
+    assert run.res["timing"]["fresh"]["tripped"] is False
 
 
 def test_figure_is_the_median_of_all_runs(tmp_path):

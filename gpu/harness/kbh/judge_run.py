@@ -22,8 +22,7 @@ from kbh import judge_profile
 from kbh import judge_sanitize as jsan
 from kbh import judge_stats as stats
 # The timed runs' names stay importable from here (judge.py, judge_ref.py, the tests).
-from kbh.judge_timed import (CLOCK_NULL_FACTOR, CLOCK_SLACK_MS, SPOT_SAMPLE, Failed,  # noqa: F401
-                              ProblemFailed, TimedRuns,
+from kbh.judge_timed import (SPOT_SAMPLE, Failed, ProblemFailed, TimedRuns,  # noqa: F401
                               clock_bound, sample_specs, untimed_work)
 from kbh.judge_worker import Worker, WorkerError
 # The flags after the rounds, and their constants, importable from here too.
@@ -257,6 +256,14 @@ class CandidateRun(Retimed, Fresh, TimedRuns):
         return Worker(argv, env, os.path.join(self.ctx.workdir, "cand%s%s.stderr" % (self.c.get("id"), tag)),
                       time.monotonic() + self.budget(), self.ctx.timeout_s, mem,
                       paused=(lambda: ref.spent - spent0) if ref is not None else None)
+
+    def prime(self, w):
+        """Worker w greeted, its round trip probed, and a new perturber:
+        a worker that only times (a fresh process, the null worker) is
+        ready for its timed requests."""
+        self.greet(w)
+        self.probe_rtt(w)
+        self.pert = self.perturber()
 
     # --- the evaluation ----------------------------------------------------
     def run(self):
@@ -726,9 +733,7 @@ class NullRun(CandidateRun):
         warm-up request per set; raises WorkerError or Failed."""
         w = self.start()
         try:
-            self.greet(w)
-            self.probe_rtt(w)
-            self.pert = self.perturber()
+            self.prime(w)
             S = self.ctx.timing_sets
             self.timed(w, list(S))
             over = {k: [] for k in S}
