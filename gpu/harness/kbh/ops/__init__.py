@@ -17,5 +17,5 @@ exist in the running PyTorch version are skipped.
 """
 
 # Importing the op modules is what registers their spellings.
-from . import nn, pointwise, reduce, shape  # noqa: F401
+from . import loss, nn, pointwise, reduce, shape  # noqa: F401
 from .registry import FN_BINDERS, IMPLS, METHOD_BINDERS, VIEW_OPS, lookup  # noqa: F401
