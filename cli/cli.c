@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int
@@ -166,6 +167,25 @@ cli_eval_env(struct eval_env *e)
 			e->baseline_drift = d;
 	}
 	e->perturb_off = env_is("KERNELBOT_PERTURB", "0");
+}
+
+int
+cli_path_arg(const char *cmd, const char *dir, const char **path, char (*store)[PATH_MAX])
+{
+	struct stat st;
+	int n = 0;
+
+	while (n < HARNESS_PATH_MAX && path[n])
+		n++;
+	if (n >= HARNESS_PATH_MAX)
+		return cli_usage_error(cmd, "--path: at most %d folders", HARNESS_PATH_MAX);
+	if (!realpath(dir, store[n]) || stat(store[n], &st) < 0)
+		return cli_usage_error(cmd, "--path %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cli_usage_error(cmd, "--path %s: not a folder", dir);
+	path[n] = store[n];
+	path[n + 1] = NULL;
+	return 0;
 }
 
 int

@@ -6,6 +6,8 @@
 #ifndef KB_CLI_CLI_H
 #define KB_CLI_CLI_H
 
+#include "gpu/harness.h"
+#include <limits.h>
 #include <stddef.h>
 
 struct config;
@@ -91,13 +93,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int config_load_cli(const char *cmd, const char *path, int flags,
     struct config **out);
 
-/* The usage lines of --init, --inputs and --variants (trace, eval). */
+/* The usage lines of --init, --inputs, --variants and --path (trace, eval, optimize). */
 #define CLI_ENTRY_HELP \
     "  --init SPEC, --inputs SPEC, --variants SPEC\n" \
     "                          the constructor's arguments, forward's inputs\n" \
     "                          and the shape variants: a function of the\n" \
-    "                          problem file, or a literal JSON list (as\n" \
+    "                          problem file, MODULE:FUNCTION of a module on\n" \
+    "                          its path, or a literal JSON list (as\n" \
     "                          .kernelbot.yml's init:, inputs:, variants:)\n" \
-    "                          [get_init_inputs, get_inputs, get_input_variants]\n"
+    "                          [get_init_inputs, get_inputs, get_input_variants]\n" \
+    "  --path DIR              a folder first on the problem's module path,\n" \
+    "                          shown read-only to its sandbox (a repository's\n" \
+    "                          root, its src/); repeatable, up to 8\n"
+
+/*
+ * --path DIR for command cmd: DIR made absolute into the first free slot
+ * of path (NULL-terminated, HARNESS_PATH_MAX slots), its text kept in
+ * store[slot]. 0, or an exit status after a message (no such folder, too
+ * many).
+ */
+int cli_path_arg(const char *cmd, const char *dir, const char **path,
+    char (*store)[PATH_MAX]);
 
 #endif

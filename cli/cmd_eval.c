@@ -21,7 +21,7 @@ static const char eval_usage[] =
     "                      [--device N] [--rounds N] [--reps N] [--warmup N]\n"
     "                      [--baselines eager,compile|eager|none] [--atol X] [--rtol X]\n"
     "                      [--class NAME] [--init SPEC] [--inputs SPEC]\n"
-    "                      [--variants SPEC] [--jobs N] [--fresh-baselines]\n"
+    "                      [--variants SPEC] [--path DIR] [--jobs N] [--fresh-baselines]\n"
     "                      [--no-judge-server] [--mem BYTES] [--disk BYTES]\n"
     "                      [--compile-timeout SECONDS] [--runners N] [--seed N]\n"
     "\n"
@@ -135,6 +135,7 @@ cmd_eval(int argc, char **argv)
 		{ "init", required_argument, NULL, 1001 },
 		{ "inputs", required_argument, NULL, 1002 },
 		{ "variants", required_argument, NULL, 1003 },
+		{ "path", required_argument, NULL, 1004 },
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "fresh-baselines", no_argument, NULL, 'F' },
 		{ "no-judge-server", no_argument, NULL, 'N' },
@@ -149,6 +150,7 @@ cmd_eval(int argc, char **argv)
 	struct eval_opts o = EVAL_OPTS_INIT;
 	json_t *results = NULL;
 	struct eval_result res;
+	static char dirs[HARNESS_PATH_MAX][PATH_MAX];
 	char err[4096];
 	int json = 0, c, error;
 
@@ -204,6 +206,10 @@ cmd_eval(int argc, char **argv)
 		case 1001: o.entry.init = optarg; break;
 		case 1002: o.entry.inputs = optarg; break;
 		case 1003: o.entry.variants = optarg; break;
+		case 1004:
+			if ((error = cli_path_arg("eval", optarg, o.entry.path, dirs)) != 0)
+				return error;
+			break;
 		case 'J':
 			if (cli_parse_int(optarg, 1, 256, &o.jobs) < 0)
 				return cli_usage_error("eval", "--jobs: 1 to 256");

@@ -37,7 +37,7 @@ static const char optimize_usage[] =
     "                          [--wall-minutes M] [--gpu-minutes M]\n"
     "                          [--llm-tokens N] [--llm-usd X]\n"
     "                          [--device N] [--class NAME] [--init SPEC]\n"
-    "                          [--inputs SPEC] [--variants SPEC]\n"
+    "                          [--inputs SPEC] [--variants SPEC] [--path DIR]\n"
     "                          [--mem BYTES] [--disk BYTES] [--compile-timeout SECONDS]\n"
     "                          [--runners N]\n"
     "\n"
@@ -75,8 +75,12 @@ static const char optimize_usage[] =
     "                          repository, only its modules of that class\n"
     "  --init SPEC, --inputs SPEC, --variants SPEC\n"
     "                          a problem file's entry points: a function of\n"
-    "                          it or a literal JSON list (a repository's come\n"
-    "                          from its .kernelbot.yml)\n"
+    "                          it, MODULE:FUNCTION of a module on its path, or\n"
+    "                          a literal JSON list (a repository's come from\n"
+    "                          its .kernelbot.yml)\n"
+    "  --path DIR              a folder first on a problem file's module path\n"
+    "                          (repeatable, up to 8; a repository's is its\n"
+    "                          .kernelbot.yml's python_path [., src])\n"
     "  --mem BYTES             each worker's memory limit, K/M/G suffixes\n"
     "                          [3/4 of the host's memory / --runners, 1 to 32 GiB]\n"
     "  --disk BYTES            each worker's scratch quota [2 GiB]\n"
@@ -89,6 +93,8 @@ struct opt_args {
 	struct evolve_opts eo;
 	const char *out, *config, *proposer, *class_name;
 	const char *entry[3];	/* --init, --inputs, --variants */
+	const char *path[HARNESS_PATH_MAX + 1];	/* --path, made absolute */
+	char dirs[HARNESS_PATH_MAX][PATH_MAX];
 	double wall_s, gpu_s;	/* --wall-minutes, --gpu-minutes; 0: not given */
 	int json;
 };
@@ -265,6 +271,7 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		{ "init", required_argument, NULL, 1001 },
 		{ "inputs", required_argument, NULL, 1002 },
 		{ "variants", required_argument, NULL, 1003 },
+		{ "path", required_argument, NULL, 1004 },
 		{ "wall-minutes", required_argument, NULL, 'W' },
 		{ "gpu-minutes", required_argument, NULL, 'G' },
 		{ "llm-tokens", required_argument, NULL, 'K' },
@@ -318,6 +325,10 @@ parse_args(int argc, char **argv, struct opt_args *a, int *done)
 		}
 		case 'c': a->class_name = optarg; break;
 		case 1001: case 1002: case 1003: a->entry[c - 1001] = optarg; break;
+		case 1004:
+			if ((error = cli_path_arg("optimize", optarg, a->path, a->dirs)) != 0)
+				return error;
+			break;
 		case 'n': case 'g': case 'W': case 'G': case 'K': case 'U':
 			if ((error = parse_budget_option(c, a)) != 0)
 				return error;
@@ -410,9 +421,9 @@ cmd_optimize(int argc, char **argv)
 		rc = cli_usage_error("optimize", "PATH... only goes with a repository directory");
 		goto out;
 	}
-	if (repo && (a.entry[0] || a.entry[1] || a.entry[2])) {
-		rc = cli_usage_error("optimize", "--init, --inputs and --variants are for a problem "
-		    "file; a repository names them in %s", REPOCFG_FILE);
+	if (repo && (a.entry[0] || a.entry[1] || a.entry[2] || a.path[0])) {
+		rc = cli_usage_error("optimize", "--init, --inputs, --variants and --path are for a "
+		    "problem file; a repository names them in %s", REPOCFG_FILE);
 		goto out;
 	}
 	if (repo) {
@@ -433,6 +444,10 @@ cmd_optimize(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
+		if (optimize_module_pypath(&mods[0], a.path, err, sizeof(err)) < 0) {
+			fprintf(stderr, "kernelbot optimize: %s\n", err);
+			goto out;
+		}
 	}
 	if (!(all = json_array())) {
 		rc = 1;

@@ -17,7 +17,7 @@
 
 static const char trace_usage[] =
     "usage: kernelbot trace PROBLEM [--json] [--class NAME] [--seed N]\n"
-    "                       [--init SPEC] [--inputs SPEC] [--variants SPEC]\n"
+    "                       [--init SPEC] [--inputs SPEC] [--variants SPEC] [--path DIR]\n"
     "                       [--verify auto|full|reduced|none] [--timeout SECONDS]\n"
     "\n"
     "Stage 1: load a KernelBench-format problem in the sandboxed harness, trace\n"
@@ -136,6 +136,7 @@ cmd_trace(int argc, char **argv)
 		{ "init", required_argument, NULL, 1001 },
 		{ "inputs", required_argument, NULL, 1002 },
 		{ "variants", required_argument, NULL, 1003 },
+		{ "path", required_argument, NULL, 1004 },
 		{ "seed", required_argument, NULL, 's' },
 		{ "verify", required_argument, NULL, 'v' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -148,8 +149,9 @@ cmd_trace(int argc, char **argv)
 	char path[PATH_MAX], err[2048], *end;
 	json_t *req = NULL, *reply = NULL;
 	struct harness_opts ho = HARNESS_OPTS_INIT;
-	struct harness_entry entry = { NULL, NULL, NULL };
+	struct harness_entry entry = { NULL, NULL, NULL, { NULL } };
 	const char *ro[] = { path, NULL };
+	static char dirs[HARNESS_PATH_MAX][PATH_MAX];
 	int json_out = 0, c, rc = 1, error;
 
 	optind = 1;
@@ -164,6 +166,10 @@ cmd_trace(int argc, char **argv)
 		case 1001: entry.init = optarg; break;
 		case 1002: entry.inputs = optarg; break;
 		case 1003: entry.variants = optarg; break;
+		case 1004:
+			if ((error = cli_path_arg("trace", optarg, entry.path, dirs)) != 0)
+				return error;
+			break;
 		case 's':
 			seed = strtoll(optarg, &end, 10);
 			if (*end || !*optarg)

@@ -32,7 +32,10 @@
 int modules_detect(const char *text, size_t len, const char *cls,
     const char *init, const char *inputs);
 
-/* 1 when text defines the top-level function name. */
+/*
+ * 1 when text defines the top-level function name, or when name is
+ * MODULE:FUNCTION (a function of another module: not this file's to show).
+ */
 int modules_defines(const char *text, size_t len, const char *name);
 
 /*

@@ -69,6 +69,31 @@ valid_identifier(const char *s)
 	return 1;
 }
 
+/*
+ * An entry point's function: a name of the module file, or "MODULE:NAME",
+ * a function of another module on the module's path (dotted names).
+ */
+static int
+valid_function(const char *s)
+{
+	const char *colon = s ? strchr(s, ':') : NULL, *p = s, *end;
+	char part[REPOCFG_MAX_NAME + 1];
+
+	if (!colon)
+		return valid_identifier(s);
+	if ((size_t)(colon - s) > REPOCFG_MAX_NAME || !valid_identifier(colon + 1))
+		return 0;
+	for (;;) {
+		end = memchr(p, '.', (size_t)(colon - p));
+		snprintf(part, sizeof(part), "%.*s", (int)((end ? end : colon) - p), p);
+		if (!valid_identifier(part))
+			return 0;
+		if (!end)
+			return 1;
+		p = end + 1;
+	}
+}
+
 /* A repository-relative path: no leading '/', no '.' or '..' segments. */
 static int
 valid_rel_path(const char *p)
@@ -237,9 +262,9 @@ func_or_literal(struct ctx *x, const json_t *m, const char *key,
 		json_object_set(out, key, v);
 		return 0;
 	}
-	if (!json_is_string(v) || !valid_identifier(json_string_value(v)))
+	if (!json_is_string(v) || !valid_function(json_string_value(v)))
 		return cfg_error(x, member_line(x, m, key), name,
-		    "must be a Python function name or a literal list");
+		    "must be a Python function name, MODULE:FUNCTION or a literal list");
 	json_object_set(out, key, v);
 	return 0;
 }
@@ -333,9 +358,9 @@ parse_module(struct ctx *x, const json_t *m, size_t idx, json_t *mods)
 		return rc;
 	v = json_object_get(m, "variants");
 	if (v && !json_is_null(v)) {
-		if (!json_is_array(v) && (!json_is_string(v) || !valid_identifier(json_string_value(v))))
+		if (!json_is_array(v) && (!json_is_string(v) || !valid_function(json_string_value(v))))
 			return cfg_error(x, member_line(x, m, "variants"), mkey(kbuf, sizeof(kbuf), where, "variants"),
-			    "must be a Python function name or a literal list of input lists");
+			    "must be a Python function name, MODULE:FUNCTION or a literal list of input lists");
 		json_object_set(out, "variants", v);
 		json_object_set_new(out, "variants_required", json_true());
 	} else {
@@ -362,12 +387,38 @@ parse_module(struct ctx *x, const json_t *m, size_t idx, json_t *mods)
 	return 0;
 }
 
+/* python_path: folders of the repository, "." for its root. */
+static int
+parse_python_path(struct ctx *x, const json_t *root, json_t *norm)
+{
+	json_t *v = json_object_get(root, "python_path"), *out, *e;
+	size_t i;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > REPOCFG_MAX_PYTHON_PATH)
+		return cfg_error(x, member_line(x, root, "python_path"), "python_path",
+		    "must be a list of at most %d folders of the repository", REPOCFG_MAX_PYTHON_PATH);
+	out = json_array();
+	json_object_set_new(norm, "python_path", out);
+	json_array_foreach(v, i, e) {
+		const char *s = json_is_string(e) ? json_string_value(e) : NULL;
+
+		if (!s || (strcmp(s, ".") && !valid_rel_path(s)))
+			return cfg_error(x, member_line(x, root, "python_path"), "python_path",
+			    "entry %zu must be a folder relative to the repository (\".\" for its root; "
+			    "no \"..\", no leading /)", i);
+		json_array_append(out, e);
+	}
+	return 0;
+}
+
 static json_t *
 defaults(void)
 {
-	return json_pack("{s:i, s:s, s:[], s:[], s:{}, s:n}", "version", 1,
+	return json_pack("{s:i, s:s, s:[], s:[], s:{}, s:n, s:[s, s]}", "version", 1,
 	    "branch_prefix", REPOCFG_DEFAULT_PREFIX, "labels", "reviewers",
-	    "budget", "modules");
+	    "budget", "modules", "python_path", ".", "src");
 }
 
 int
@@ -375,7 +426,7 @@ repocfg_parse(const char *name, const char *data, size_t len,
     struct repocfg **out, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "version", "modules",
-		"branch_prefix", "budget", "labels", "reviewers", NULL };
+		"branch_prefix", "budget", "labels", "reviewers", "python_path", NULL };
 	struct yamldoc *doc = NULL;
 	struct repocfg *c = NULL;
 	struct ctx x = { NULL, err, errlen };
@@ -420,6 +471,8 @@ repocfg_parse(const char *name, const char *data, size_t len,
 		goto out;
 	json_object_set_new(norm, "reviewers", list);
 	if ((rc = parse_budget(&x, root, norm)) < 0)
+		goto out;
+	if ((rc = parse_python_path(&x, root, norm)) < 0)
 		goto out;
 	if ((v = json_object_get(root, "modules")) && !json_is_null(v)) {
 		json_t *mods = json_array(), *m;

@@ -5,9 +5,9 @@
  *   modules:                        # optional; absent = KernelBench convention
  *     - path: models/attn.py        # exactly one of path / glob
  *       class: Attention            # default Model
- *       init: get_init_inputs       # function name, or a literal list
- *       inputs: get_inputs          # function name, or a literal list
- *       variants: get_input_variants  # function name; default: used when defined
+ *       init: get_init_inputs       # function name, MODULE:FUNCTION, or a literal list
+ *       inputs: get_inputs          # function name, MODULE:FUNCTION, or a literal list
+ *       variants: get_input_variants  # the same; default: used when defined
  *       dtype: float16              # float32 | float16 | bfloat16 (fp32/fp16/bf16)
  *       atol: 1e-2
  *       rtol: 1e-2
@@ -17,6 +17,8 @@
  *                                   # also wall_minutes, llm_tokens
  *   labels: [performance]
  *   reviewers: [alice]
+ *   python_path: [".", src]         # folders first on a module's sys.path
+ *                                   # (default; those that exist)
  *
  * Unknown keys are errors (a typo must not silently mean "default"). Every
  * error names the file, the line and the key: ".kernelbot.yml:7: modules[1]
@@ -35,6 +37,7 @@
 #define REPOCFG_FILE ".kernelbot.yml"
 #define REPOCFG_MAX_MODULES 256
 #define REPOCFG_MAX_LIST 64		/* labels, reviewers */
+#define REPOCFG_MAX_PYTHON_PATH 8	/* python_path's folders (HARNESS_PATH_MAX) */
 #define REPOCFG_MAX_NAME 256		/* class/function names, labels, prefix */
 #define REPOCFG_DEFAULT_PREFIX "kernelbot/"
 #define REPOCFG_DEFAULT_CLASS "Model"

@@ -104,7 +104,7 @@ struct eval_opts {
 };
 
 #define EVAL_OPTS_INIT { NULL, NULL, 0, NULL, 0, EVAL_DEFAULT_TRIALS, \
-	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, { NULL, NULL, NULL }, 0, 0, 0, 0, \
+	EVAL_DEFAULT_TIMEOUT_S, 0, 0, 0, -1, NULL, -1, -1, NULL, { NULL, NULL, NULL, { NULL } }, 0, 0, 0, 0, \
 	NULL, 0, 0, 0, 0, 0, 0, { 0 } }
 
 #define EVAL_MEM_CAP ((size_t)32 << 30)	/* the default memory limit's ceiling */

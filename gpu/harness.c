@@ -373,6 +373,7 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 	size_t nro = 0, nx = 0, ni;
 	int error, deadline_ms = timeout_ms > 0 ? timeout_ms : SANDBOX_DEFAULT_TIMEOUT_MS;
 	const char *slash, *fallback;
+	json_t *v;
 
 	if ((error = harness_locate(&python, &script, err, errlen)) < 0)
 		return error;
@@ -396,13 +397,17 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 	for (size_t i = 0; i < ni; i++)
 		ro[nro++] = ipaths[i];
 	for (const char *const *p = ho->ro_paths; p && *p; p++) {
-		if (nro >= SANDBOX_RO_PATHS_MAX) {
-			snprintf(err, errlen, "%s: too many files to show the harness (at most %d)",
-			    stage, SANDBOX_RO_PATHS_MAX - 3);
-			error = -E2BIG;
-			goto out;
-		}
+		if (nro >= SANDBOX_RO_PATHS_MAX)
+			goto too_many;
 		ro[nro++] = *p;
+	}
+	/* The module's path (harness_entry_put): shown as the problem file is. */
+	json_array_foreach(json_object_get(request, "module_path"), ni, v) {
+		if (!json_is_string(v))
+			continue;
+		if (nro >= SANDBOX_RO_PATHS_MAX)
+			goto too_many;
+		ro[nro++] = json_string_value(v);
 	}
 	ro[nro] = NULL;
 
@@ -464,6 +469,11 @@ harness_call_sandboxed(const json_t *request, int timeout_ms,
 		goto out;
 	}
 	error = parse_reply(&r, reply, err, errlen);
+	goto out;
+too_many:
+	snprintf(err, errlen, "%s: too many files to show the harness (at most %d)", stage,
+	    SANDBOX_RO_PATHS_MAX - 3);
+	error = -E2BIG;
 out:
 	if (scratch[0] && fsx_rmtree(scratch) < 0)
 		log_warn("cannot remove a harness scratch folder", "path=%s", scratch);
@@ -609,6 +619,8 @@ harness_entry_put(json_t *req, const struct harness_entry *e, const char *suffix
 	static const char *const keys[3] = { "init", "inputs", "variants" };
 	char key[32];
 
+	json_t *path;
+
 	for (int i = 0; i < 3; i++) {
 		if (!v[i])
 			continue;
@@ -616,5 +628,12 @@ harness_entry_put(json_t *req, const struct harness_entry *e, const char *suffix
 		if (json_object_set_new(req, key, json_string(v[i])) < 0)
 			return -ENOMEM;
 	}
+	if (!e || !e->path[0])
+		return 0;
+	if (!(path = json_array()) || json_object_set_new(req, "module_path", path) < 0)
+		return -ENOMEM;
+	for (int i = 0; i < HARNESS_PATH_MAX && e->path[i]; i++)
+		if (json_array_append_new(path, json_string(e->path[i])) < 0)
+			return -ENOMEM;
 	return 0;
 }

@@ -75,18 +75,27 @@ int harness_call_sandboxed(const json_t *request, int timeout_ms,
 /*
  * A problem's entry points other than the defaults (get_init_inputs,
  * get_inputs, get_input_variants), as .kernelbot.yml's init:, inputs: and
- * variants: give them: each a function name of the problem file or a
- * literal list as JSON text (gpu/harness/kbh/entry.py reads both); NULL
- * for the default.
+ * variants: give them: each a function name of the problem file, a
+ * "module:function" of a module on its path, or a literal list as JSON
+ * text (gpu/harness/kbh/entry.py reads all three); NULL for the default.
+ * path: folders (absolute) put first on the module's sys.path, so that it
+ * imports its own package (a repository's root, its src/), each shown
+ * read-only to the sandbox that runs it; NULL-terminated, none: the
+ * problem's own folder only.
  */
+#define HARNESS_PATH_MAX 8
+
 struct harness_entry {
 	const char *init, *inputs, *variants;
+	const char *path[HARNESS_PATH_MAX + 1];
 };
 
 /*
  * Put e's entry points that are not NULL into a harness request under
  * the keys PREFIX + "init", "inputs", "variants" + SUFFIX: the trace verb
- * takes "init", the judge "init_fn". 0 or -ENOMEM.
+ * takes "init", the judge "init_fn"; and its path as "module_path" (a
+ * list), which harness_call_sandboxed() and the judge's reference process
+ * show read-only. 0 or -ENOMEM.
  */
 int harness_entry_put(json_t *req, const struct harness_entry *e, const char *suffix);
 

@@ -153,17 +153,98 @@ optimize_proposers_configured(const char *names, const struct config *cfg, char 
 
 /* ------------------------------------------------------------ modules of a repository */
 
+static void
+module_clear(struct optimize_module *m)
+{
+	free(m->path);
+	free(m->rel);
+	free(m->class_name);
+	for (int k = 0; k < 3; k++)
+		free(m->entry[k]);
+	for (int k = 0; m->pypath[k]; k++)
+		free(m->pypath[k]);
+	memset(m, 0, sizeof(*m));
+}
+
 void
 optimize_modules_free(struct optimize_module *m, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(m[i].path);
-		free(m[i].rel);
-		free(m[i].class_name);
-		for (int k = 0; k < 3; k++)
-			free(m[i].entry[k]);
-	}
+	for (size_t i = 0; i < n; i++)
+		module_clear(&m[i]);
 	free(m);
+}
+
+int
+optimize_module_pypath(struct optimize_module *m, const char *const *dirs, char *err,
+    size_t errlen)
+{
+	char real[PATH_MAX];
+	int n = 0;
+
+	for (; *dirs; dirs++) {
+		if (n >= HARNESS_PATH_MAX) {
+			snprintf(err, errlen, "more than %d folders on a module's path", HARNESS_PATH_MAX);
+			return -E2BIG;
+		}
+		if (!realpath(*dirs, real)) {
+			snprintf(err, errlen, "%.300s: %s", *dirs, strerror(errno));
+			return -errno;
+		}
+		if (!(m->pypath[n++] = strdup(real)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The repository's python_path folders (.kernelbot.yml; default "." and
+ * "src"), those that exist, as absolute paths inside root, into dirs
+ * (the caller frees each). A folder that resolves outside the repository
+ * (a link) is an error: it would show the sandbox what is not the
+ * repository's. The number of folders, or -errno with err set.
+ */
+static int
+repo_pypath(const char *root, const struct repocfg *rc, char **dirs, char *err, size_t errlen)
+{
+	const json_t *list = json_object_get(repocfg_json(rc), "python_path"), *v;
+	char top[PATH_MAX], want[PATH_MAX], real[PATH_MAX];
+	size_t i, len;
+	int n = 0, error = 0;
+
+	if (!realpath(root, top)) {
+		snprintf(err, errlen, "%.300s: %s", root, strerror(errno));
+		return -errno;
+	}
+	len = strlen(top);
+	json_array_foreach(list, i, v) {
+		const char *rel = json_string_value(v);
+		struct stat st;
+
+		if (n >= HARNESS_PATH_MAX)
+			break;
+		if (snprintf(want, sizeof(want), "%s/%s", top, rel) >= (int)sizeof(want)) {
+			error = -ENAMETOOLONG;
+			break;
+		}
+		if (stat(want, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;	/* the default's src/ where there is none */
+		if (!realpath(want, real) || strncmp(real, top, len) ||
+		    (real[len] != '\0' && real[len] != '/')) {
+			snprintf(err, errlen, "%s: python_path %.200s is not a folder of the "
+			    "repository", REPOCFG_FILE, rel);
+			error = -EINVAL;
+			break;
+		}
+		if (!(dirs[n++] = strdup(real))) {
+			error = -ENOMEM;
+			break;
+		}
+	}
+	if (error == 0)
+		return n;
+	while (n > 0)
+		free(dirs[--n]);
+	return error;
 }
 
 static int
@@ -313,9 +394,9 @@ optimize_repo_modules(const char *root, char **paths, int n_paths, const char *c
 {
 	struct walk w = { .root = root };
 	struct repocfg *rc = NULL;
-	char cfgpath[PATH_MAX], *text = NULL;
+	char cfgpath[PATH_MAX], *text = NULL, *dirs[HARNESS_PATH_MAX] = { NULL };
 	size_t kept = 0;
-	int error;
+	int error, n_dirs = 0;
 
 	if (snprintf(cfgpath, sizeof(cfgpath), "%s/%s", root, REPOCFG_FILE) >= (int)sizeof(cfgpath)) {
 		snprintf(err, errlen, "%.300s: path too long", root);
@@ -360,13 +441,10 @@ optimize_repo_modules(const char *root, char **paths, int n_paths, const char *c
 		}
 		if (cls && strcmp(w.v[i].class_name, cls))
 			keep = 0;
-		if (keep) {
+		if (keep)
 			w.v[kept++] = w.v[i];
-		} else {
-			free(w.v[i].path);
-			free(w.v[i].rel);
-			free(w.v[i].class_name);
-		}
+		else
+			module_clear(&w.v[i]);
 	}
 	w.n = kept;
 	if (!w.n && cls) {
@@ -380,6 +458,19 @@ optimize_repo_modules(const char *root, char **paths, int n_paths, const char *c
 		error = -EINVAL;
 		goto out;
 	}
+	/* Every module gets the repository's python_path (none configured: the defaults). */
+	if (!rc && (error = repocfg_default(&rc)) < 0)
+		goto out;
+	if ((n_dirs = repo_pypath(root, rc, dirs, err, errlen)) < 0) {
+		error = n_dirs;
+		goto out;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		for (int k = 0; k < n_dirs; k++)
+			if (!(w.v[i].pypath[k] = strdup(dirs[k]))) {
+				error = -ENOMEM;
+				goto out;
+			}
 	*out = w.v;
 	*n_out = w.n;
 	w.v = NULL;
@@ -389,6 +480,8 @@ out:
 	optimize_modules_free(w.v, w.n);
 	repocfg_free(rc);
 	free(text);
+	for (int k = 0; k < n_dirs; k++)
+		free(dirs[k]);
 	return error;
 }
 
@@ -503,7 +596,9 @@ optimize_module_run(const struct evolve_opts *base, const char *proposers,
 	err[0] = irerr[0] = '\0';
 	eo.problem = m->path;
 	eo.class_name = m->class_name;
-	eo.entry = (struct harness_entry){ m->entry[0], m->entry[1], m->entry[2] };
+	eo.entry = (struct harness_entry){ m->entry[0], m->entry[1], m->entry[2], { NULL } };
+	for (int k = 0; k < HARNESS_PATH_MAX && m->pypath[k]; k++)
+		eo.entry.path[k] = m->pypath[k];
 	eo.out_dir = out_dir;
 	if (irload(m->path, m->class_name, &eo.entry, &ir, irerr, sizeof(irerr)) < 0) {
 		ir = NULL;

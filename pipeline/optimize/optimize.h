@@ -26,8 +26,18 @@ struct optimize_module {
 	char *class_name;
 	char *entry[3];		/* .kernelbot.yml's init, inputs, variants (a name or a
 				   literal list's JSON); NULL: the default */
+	char *pypath[HARNESS_PATH_MAX + 1];	/* folders first on its sys.path
+				   (absolute; .kernelbot.yml's python_path, --path) */
 	char slug[MODULES_MAX_SLUG + 1];	/* repository modules only */
 };
+
+/*
+ * Module m's folders on its sys.path: dirs (NULL-terminated), each made
+ * absolute (realpath). 0, or -errno with err set (a folder that does not
+ * exist, more than HARNESS_PATH_MAX).
+ */
+int optimize_module_pypath(struct optimize_module *m, const char *const *dirs, char *err,
+    size_t errlen);
 
 /*
  * Check a comma-separated list of proposer names ("compiler",

@@ -106,7 +106,7 @@ def test_only_timings_are_stored(tmp_path):
     assert set(e) == cache.ENTRY_KEYS
     # Numbers appear only as timing samples, the bandwidth, the creation
     # time and the key's parameters (shapes, rounds, sizes): no tensor data.
-    assert set(e["fields"]) == {"version", "problem_sha256", "class", "entry", "scalars",
+    assert set(e["fields"]) == {"version", "problem_sha256", "class", "entry", "module_path", "scalars",
                                 "inputs", "state", "backend",
                                 "device", "torch", "python", "rounds", "reps", "warmup",
                                 "flush_bytes", "baselines"}

@@ -64,7 +64,7 @@ def _ctx(tmp_path, problem, **kw):
     ctx = types.SimpleNamespace(
         workdir=str(tmp_path), problem_path=os.path.abspath(problem), sandbox=False,
         backend="cpu", device=torch.device("cpu"), timeout_s=60.0, build_timeout_s=60.0,
-        mem_bytes=1 << 30, worker_env={}, kernelbot=None, breakdown={},
+        mem_bytes=1 << 30, worker_env={}, kernelbot=None, breakdown={}, module_path=[],
         harness_py=os.path.join(os.path.dirname(jref.__file__), "..", "harness.py"),
         req={"seed": 7})
     ctx.__dict__.update(kw)

@@ -361,9 +361,23 @@ test_repocfg(void)
 		    json_object_get(j, "budget"), "candidates")), 8);
 		CHECK_INT("repocfg: labels", json_array_size(json_object_get(j,
 		    "labels")), 2);
+		CHECK_STR("repocfg: python_path default", json_string_value(json_array_get(
+		    json_object_get(j, "python_path"), 1)), "src");
 	}
 	repocfg_free(c);
 	c = NULL;
+	{
+		const char *pp = "version: 1\npython_path: [., lib/py]\nmodules:\n  - path: a.py\n"
+		    "    init: 'configs.gpt:make'\n    inputs: other:fn\n";
+
+		CHECK_INT("repocfg: python_path and MODULE:FUNCTION", repocfg_parse(".kernelbot.yml", pp,
+		    strlen(pp), &c, err, sizeof(err)), 0);
+		if (c)
+			CHECK_STR("repocfg: python_path kept", json_string_value(json_array_get(
+			    json_object_get(repocfg_json(c), "python_path"), 1)), "lib/py");
+		repocfg_free(c);
+		c = NULL;
+	}
 	CHECK_INT("repocfg: defaults", repocfg_default(&c), 0);
 	if (c)
 		CHECK_STR("repocfg: default prefix", repocfg_branch_prefix(c),
@@ -392,6 +406,17 @@ test_repocfg(void)
 	cfg_err("repocfg: labels not a list", "version: 1\nlabels: perf\n",
 	    ":2: labels: must be a list");
 	cfg_err("repocfg: not a mapping", "- 1\n", "must be a mapping");
+	cfg_err("repocfg: python_path absolute", "version: 1\npython_path: [/usr]\n",
+	    ":2: python_path: entry 0 must be a folder relative to the repository");
+	cfg_err("repocfg: python_path dotdot", "version: 1\npython_path: [., a/../..]\n",
+	    ":2: python_path: entry 1 must be");
+	cfg_err("repocfg: python_path not a list", "version: 1\npython_path: src\n",
+	    ":2: python_path: must be a list of at most 8 folders");
+	cfg_err("repocfg: init MODULE:FUNCTION with a bad module", "version: 1\nmodules:\n"
+	    "  - path: a.py\n    init: 'a..b:f'\n", ":4: modules[0].init: must be a Python function name, "
+	    "MODULE:FUNCTION or a literal list");
+	cfg_err("repocfg: init MODULE: with no function", "version: 1\nmodules:\n"
+	    "  - path: a.py\n    init: 'a.b:'\n", ":4: modules[0].init:");
 	cfg_err("repocfg: YAML syntax", "version: [1\n", ".kernelbot.yml:");
 }
 

@@ -81,14 +81,46 @@ def literal(kind, spec):
     return fn
 
 
+def module_path(dirs):
+    """Put the request's module_path folders (absolute) first on sys.path,
+    for the problem's own imports and MODULE:FUNCTION entry points; kept
+    there, as forward may import lazily. ValueError for a bad list."""
+    import os
+    import sys
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and os.path.isabs(d)
+                                             for d in dirs):
+        raise ValueError("module_path must be a list of absolute folders")
+    sys.path[0:0] = [d for d in dirs if d not in sys.path]
+
+
+def _import_function(spec):
+    """MODULE:FUNCTION, a function of a module on the module path
+    (another file of the repository: a factory that builds a config object
+    the upstream file's class takes). KeyError when it is not there."""
+    import importlib
+    mod, _, name = spec.partition(":")
+    try:
+        m = importlib.import_module(mod)
+    except ImportError as e:
+        raise KeyError("%s (importing %s: %s)" % (spec, mod, e))
+    f = getattr(m, name, None)
+    if f is None:
+        raise KeyError(spec)
+    return f
+
+
 def resolve(defined, kind, spec, required=True):
-    """The function spec names in the module namespace defined, or the
-    literal's; None for a name not there when not required. KeyError (a
+    """The function spec names in the module namespace defined (or, as
+    MODULE:FUNCTION, in a module on the module path), or the literal's;
+    None for a name not there when not required. KeyError (a
     name not defined), TypeError (not callable) or ValueError (a bad
     literal), each with a message."""
     if is_literal(spec):
         return literal(kind, spec)
-    f = defined.get(spec)
+    if ":" in spec:
+        f = _import_function(spec)
+    else:
+        f = defined.get(spec)
     if f is None:
         if required:
             raise KeyError(spec)

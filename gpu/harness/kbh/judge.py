@@ -133,6 +133,11 @@ class Context:
         p = self.req
         self.problem = ProblemFile(p["problem"])
         self.problem_path = self.problem.path
+        # Folders first on the problem's sys.path (kbh/entry.py module_path).
+        self.module_path = p.get("module_path") or []
+        if not (isinstance(self.module_path, list) and all(
+                isinstance(d, str) and os.path.isabs(d) and os.path.isdir(d) for d in self.module_path)):
+            raise jp.ProblemError("module_path must be a list of absolute folders")
         # The reference process first: its interpreter imports PyTorch
         # while this one sets up its device.
         n = len(p.get("candidates") or [])

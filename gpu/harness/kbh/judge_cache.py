@@ -76,6 +76,7 @@ def key_fields(ctx, timing_args, flush_bytes):
         # The entry points (.kernelbot.yml's init/inputs/variants) and
         # forward's Python numbers: the same shapes can be another model.
         "entry": [ctx.req.get(k) for k in ("init_fn", "inputs_fn", "variants_fn")],
+        "module_path": ctx.req.get("module_path") or [],
         "scalars": getattr(ctx, "scalars", []),
         "inputs": [[spec(t) for t in args] for args in timing_args],
         "state": [[n, spec(t)] for n, t in ctx.state],

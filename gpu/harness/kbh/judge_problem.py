@@ -78,8 +78,12 @@ def with_scalars(tensors, scalars):
 
 class Problem:
     def __init__(self, path, cls="Model", init_fn="get_init_inputs",
-                 inputs_fn="get_inputs", variants_fn="get_input_variants"):
+                 inputs_fn="get_inputs", variants_fn="get_input_variants", module_path=()):
         self.path = os.path.abspath(path)
+        try:
+            entry.module_path(list(module_path))
+        except ValueError as e:
+            raise ProblemError(str(e))
         self.mod = load_module(path)
         if not hasattr(self.mod, cls):
             raise ProblemError("%s defines no %s" % (self.path, cls))

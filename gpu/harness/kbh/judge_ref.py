@@ -180,8 +180,10 @@ class RefProc:
             if cuda:
                 env["CUDA_VISIBLE_DEVICES"] = str(ctx.req.get("device", 0))
             return inner, env
+        # The module path's folders (a repository's root, its src/) as the
+        # problem's own: read-only, for its imports of its own package.
         outer = sandbox_argv(ctx, "compiler", self.dir, self.life_s,
-                             ctx.req.get("device", 0) if cuda else -1, [pdir])
+                             ctx.req.get("device", 0) if cuda else -1, [pdir] + ctx.module_path)
         outer += ["--report", os.path.join(self.base or ctx.workdir, "ref.sandbox.json"),
                   "--mem", str(ctx.mem_bytes),
                   # Eager timing runs on every core for the whole batch:
@@ -261,7 +263,8 @@ class RefProc:
         self.call({"cmd": "import", "path": self.path, "class": p.get("class", "Model"),
                    "init_fn": p.get("init_fn", "get_init_inputs"),
                    "inputs_fn": p.get("inputs_fn", "get_inputs"),
-                   "variants_fn": p.get("variants_fn", "get_input_variants")}, "import", t)
+                   "variants_fn": p.get("variants_fn", "get_input_variants"),
+                   "module_path": ctx.module_path}, "import", t)
         b = self.call({"cmd": "build", "seed": seed}, "build", t)
         st = b.get("state") if isinstance(b.get("state"), list) else None
         if st is None:
@@ -412,8 +415,8 @@ def _unmount_quotas(top):
 
 
 def _key(ctx):
-    return json.dumps([ctx.problem_path, ctx.backend, ctx.req.get("device", 0), ctx.kernelbot,
-                       ctx.sandbox, ctx.mem_bytes, sorted(ctx.worker_env.items()),
+    return json.dumps([ctx.problem_path, ctx.module_path, ctx.backend, ctx.req.get("device", 0),
+                       ctx.kernelbot, ctx.sandbox, ctx.mem_bytes, sorted(ctx.worker_env.items()),
                        bool(ctx.req.get("allow_degraded")), ctx.harness_py, sys.executable])
 
 

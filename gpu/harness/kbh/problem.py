@@ -48,12 +48,13 @@ def _syntax_message(e, path):
 
 
 def load(path, class_name="Model", init_name="get_init_inputs", inputs_name="get_inputs",
-         overrides=None, variants_name="get_input_variants"):
+         overrides=None, variants_name="get_input_variants", module_path=()):
     """Execute the problem file as a new module and look up its entry points
     (each a function name or a literal list: kbh/entry.py).
 
     overrides: module-level globals to replace after the file has run (used
     to shrink sizes); get_inputs()/get_init_inputs() read them at call time.
+    module_path: folders first on sys.path (entry.module_path).
     """
     if not os.path.isfile(path):
         raise HarnessError("load", "problem file not found: %s" % path)
@@ -67,6 +68,10 @@ def load(path, class_name="Model", init_name="get_init_inputs", inputs_name="get
     except ValueError as e:  # e.g. NUL bytes in the source
         raise HarnessError("load", "cannot compile %s: %s" % (path, e))
 
+    try:
+        entry.module_path(list(module_path))
+    except ValueError as e:
+        raise HarnessError("load", str(e))
     name = "kbh_problem_%d_%d" % (os.getpid(), next(_counter))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

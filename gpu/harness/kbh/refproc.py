@@ -100,7 +100,8 @@ class Ref:
     def cmd_import(self, r):
         from kbh import judge_problem as jp
         self.problem = jp.Problem(r["path"], r.get("class", "Model"), r.get("init_fn", "get_init_inputs"),
-                                  r.get("inputs_fn", "get_inputs"), r.get("variants_fn", "get_input_variants"))
+                                  r.get("inputs_fn", "get_inputs"), r.get("variants_fn", "get_input_variants"),
+                                  r.get("module_path") or [])
         return {"sha256": self.problem.sha256}
 
     def cmd_build(self, r):

@@ -19,6 +19,7 @@ FIELDS = {
     "inputs": ((str,), "get_inputs"),
     "variants": ((str,), "get_input_variants"),
     "verify": ((str,), "auto"),
+    "module_path": ((list,), []),
 }
 VERIFY_MODES = ("auto", "full", "reduced", "none")
 
@@ -76,7 +77,7 @@ def run(req):
     timing = {}
     t = time.monotonic()
     prob = problem_mod.load(path, r["class"], r["init"], r["inputs"],
-                            variants_name=r["variants"])
+                            variants_name=r["variants"], module_path=r["module_path"])
     model = problem_mod.instantiate(prob, r["seed"])
     inputs = problem_mod.make_inputs(prob, r["seed"])
     timing["load"] = time.monotonic() - t
