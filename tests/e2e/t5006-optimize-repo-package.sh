@@ -69,4 +69,16 @@ printf 'version: 1\npython_path: [../x]\n' >"$R/.kernelbot.yml"
 "$KERNELBOT" optimize "$R" --budget 1 $FAST --out "$TMP/out2" >/dev/null 2>"$TMP/err"
 check_match "a '..' entry: a configuration error" "$(cat "$TMP/err")" \
     "\\.kernelbot\\.yml:2: python_path: entry 0 must be a folder relative to the repository"
+
+# examples/gpt: a GPT's layers as nanoGPT writes them, built by the
+# repository's kernelbot_entry.py; each class traces as its README says.
+G="$KB_ROOT/examples/gpt"
+for c in MLP CausalSelfAttention LayerNorm Block; do
+	init=kernelbot_entry:config_args
+	[ "$c" = LayerNorm ] && init=kernelbot_entry:layer_norm_args
+	"$KERNELBOT" trace "$G/gpt/model.py" --class "$c" --init "$init" --inputs '[[4, 64, 128]]' \
+	    --path "$G" --json >"$TMP/g.json" 2>"$TMP/err"
+	check_eq "examples/gpt: $c traces" "$? $(json_get "$TMP/g.json" 'd["inputs"][0]["shape"]')" \
+	    "0 [4, 64, 128]"
+done
 t_done
