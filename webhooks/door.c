@@ -221,8 +221,14 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 	const char *b = buf + st->next, *end = buf + n, *nl;
 
 	if (!st->next) {
-		if (!(nl = line_end(buf, n, NULL)))
+		const char *line, *q;
+
+		if (!(nl = line_end(buf, n, &line)))
 			return WH_LINE_INCOMPLETE;
+		/* The target's query arguments: "?a&b" is two. */
+		if ((q = memchr(line, '?', (size_t)(nl - line))))
+			for (st->args = 1; ++q < nl && *q != ' ';)
+				st->args += *q == '&';
 		b = nl + 1;
 		st->next = (size_t)(b - buf);
 	}
@@ -251,7 +257,7 @@ wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n)
 enum wh_line
 wh_door_head_check(const char *buf, size_t n)
 {
-	struct wh_head_scan st = { 0, 0, 0, 0, 0 };
+	struct wh_head_scan st = { 0, 0, 0, 0, 0, 0 };
 
 	return wh_door_head_scan(&st, buf, n);
 }
@@ -415,8 +421,8 @@ on_readable(struct wh_door *d, struct pending *p, unsigned events)
 	}
 	switch (wh_door_head_scan(&p->scan, d->peek, (size_t)n)) {
 	case WH_LINE_OK:
-		if (p->scan.next + (size_t)p->scan.fields * WH_DOOR_FIELD_COST + WH_DOOR_HEAD_SLACK >
-		    d->max_head)
+		if (p->scan.next + ((size_t)p->scan.fields + p->scan.args) * WH_DOOR_FIELD_COST +
+		    WH_DOOR_HEAD_SLACK > d->max_head)
 			answer(d, p, "431 Request Header Fields Too Large", LARGE_HEAD_JSON,
 			    sizeof(LARGE_HEAD_JSON) - 1);
 		else

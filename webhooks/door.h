@@ -101,7 +101,11 @@ enum wh_line wh_door_line_check(const char *buf, size_t n);
  * 200 of 100 and 64 of 480 with its own HTML 431. A head passes the door
  * with at most WH_DOOR_FIELDS_MAX header lines, and its bytes and
  * WH_DOOR_FIELD_COST a line within max_header_bytes less
- * WH_DOOR_HEAD_SLACK; the door answers the rest 431 in JSON.
+ * WH_DOOR_HEAD_SLACK; the door answers the rest 431 in JSON. A query
+ * argument of the request target costs as a line: libmicrohttpd keeps a
+ * record of each in the same memory (a 1 KB target of 494 "a&" got no
+ * status line, 495 its HTML 431, more a 10 s wait; an outside attack's
+ * flood of them kept a few genuine deliveries out).
  */
 #define WH_DOOR_FIELDS_MAX	100	/* header lines in a head, at most (WH_LINE_TOO_MANY) */
 #define WH_DOOR_FIELD_COST	64	/* ... each line's record, in bytes */
@@ -119,6 +123,7 @@ struct wh_head_scan {
 	unsigned fields;	/* header lines judged */
 	size_t length;		/* the largest Content-Length seen; 0: none */
 	size_t head_bytes;	/* the head's, blank line included, once whole */
+	unsigned args;		/* the request target's query arguments */
 };
 enum wh_line wh_door_head_scan(struct wh_head_scan *st, const char *buf, size_t n);
 

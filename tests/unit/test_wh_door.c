@@ -275,7 +275,7 @@ test_head_pieces(void)
 	};
 
 	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-		struct wh_head_scan st = { 0, 0, 0, 0, 0 };
+		struct wh_head_scan st = { 0, 0, 0, 0, 0, 0 };
 		size_t len = strlen(heads[i].s), n;
 		enum wh_line got = WH_LINE_INCOMPLETE;
 
@@ -288,13 +288,29 @@ test_head_pieces(void)
 	{
 		static const char h[] = "POST / HTTP/1.1\r\nContent-Length: 12\r\n"
 		    "content-length:  7\r\n\r\n{\"a\": 1}";
-		struct wh_head_scan st = { 0, 0, 0, 0, 0 };
+		struct wh_head_scan st = { 0, 0, 0, 0, 0, 0 };
 
 		CHECK_INT("a head with a body after it", wh_door_head_scan(&st, h, sizeof(h) - 1),
 		    WH_LINE_OK);
 		CHECK_INT("its bytes, blank line included", (long long)st.head_bytes,
 		    (long long)(strstr(h, "{") - h));
 		CHECK_INT("the largest Content-Length", (long long)st.length, 12);
+	}
+	/* The target's query arguments, which libmicrohttpd keeps a record of each. */
+	{
+		static const struct { const char *s; unsigned args; } q[] = {
+			{ "GET /healthz HTTP/1.1\r\n\r\n", 0 },
+			{ "GET /healthz? HTTP/1.1\r\n\r\n", 1 },
+			{ "GET /x?a&a&b=c HTTP/1.1\r\nX-Q: ?&&&\r\n\r\n", 3 },
+			{ "\r\nPOST /w?a=1&b=2&&c HTTP/1.0\r\n\r\n", 4 },
+		};
+
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			struct wh_head_scan st = { 0, 0, 0, 0, 0, 0 };
+
+			wh_door_head_scan(&st, q[i].s, strlen(q[i].s));
+			CHECK_INT(q[i].s, st.args, q[i].args);
+		}
 	}
 }
 
