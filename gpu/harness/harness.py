@@ -35,11 +35,12 @@ def _info(req):
 
 
 def _evaluate(req):
+    from kbh import judge_early
+    judge_early.watch_caller()
     start_s = waited = None
     if "request_file" in req:
         # Started before the caller's compiles: torch imports on a thread
         # while this one waits for the request (or a cancel).
-        from kbh import judge_early
         req, start_s, waited = judge_early.wait(req)
         if req is None:
             raise protocol.HarnessError("request", "cancelled: the caller sent no request")

@@ -117,4 +117,26 @@ chmod 0700 "$KERNELBOT_JUDGE_DIR"
 "$KERNELBOT" judge bogus >/dev/null 2>&1; st=$?
 [ "$st" -eq 2 ] && ok "judge with an unknown action: exit 2" || bad "judge bogus: exit $st"
 
+# A one-shot judge whose caller is killed ends its reference process and
+# workers and itself (an outside attack found them running 13 minutes
+# after its `kernelbot eval` was killed: the judge has a process group of
+# its own, so the group's kill did not reach it).
+sed 's|int64_t rows|for (volatile long spin = 0; spin < 40000000000L; spin++) ; int64_t rows|' "$C" >"$tmp/slow.c"
+mkdir -p "$tmp/oneshot"
+TMPDIR="$tmp/oneshot" "$KERNELBOT" eval "$P" "$tmp/slow.c" $FAST --no-judge-server --json \
+    >/dev/null 2>&1 &
+cpid=$!
+n=0
+while ! pgrep -f "$tmp/oneshot/kernelbot-eval-.*/cand0" >/dev/null && [ $n -lt 600 ]; do
+	sleep 0.1; n=$((n + 1))
+done
+pgrep -f "$tmp/oneshot/kernelbot-eval-.*/cand0" >/dev/null && ok "the one-shot judge's worker runs" ||
+	bad "no worker of the one-shot judge came"
+kill -9 "$cpid"
+# Within 5 s (a watch every 0.2 s), where its calls alone take minutes.
+n=0
+while pgrep -f "$tmp/oneshot/" >/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+pgrep -f "$tmp/oneshot/" >/dev/null && bad "after its caller's kill -9 still running: $(pgrep -af "$tmp/oneshot/" | head -3)" ||
+	ok "the caller killed: the one-shot judge's processes end"
+
 done_tests t3005-eval-judge-server

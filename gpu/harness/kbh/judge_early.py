@@ -13,6 +13,8 @@ import threading
 import time
 
 POLL_S = 0.005
+# How often a one-shot judge looks for its caller (watch_caller).
+WATCH_S = 0.2
 
 
 def _warm(stub, box):
@@ -64,3 +66,21 @@ def wait(stub):
     started = stub.get("t_spawn")
     start_s = max(0.0, box["ready"] - started) if isinstance(started, (int, float)) else None
     return req, start_s, max(0.0, t_req - box["ready"])
+
+
+def watch_caller():
+    """A one-shot judge (no judge server) whose caller goes away ends its
+    evaluation's processes and itself: started in a process group of its
+    own, it was reparented when an outside attack's `kernelbot eval` was
+    killed, and its reference process and worker ran on, 13 minutes
+    later still. The judge server's _Watch does the same for a client's
+    connection."""
+    parent = os.getppid()
+
+    def run():
+        while os.getppid() == parent:
+            time.sleep(WATCH_S)
+        from kbh import judge_worker
+        judge_worker.cancel_all()
+        os._exit(1)
+    threading.Thread(target=run, daemon=True).start()
