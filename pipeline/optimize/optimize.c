@@ -198,7 +198,8 @@ optimize_module_pypath(struct optimize_module *m, const char *const *dirs, char 
 
 /*
  * The repository's python_path folders (.kernelbot.yml; default "." and
- * "src"), those that exist, as absolute paths inside root, into dirs
+ * "src"), those that exist (and, run as root, that others may read), as
+ * absolute paths inside root, into dirs
  * (the caller frees each). A folder that resolves outside the repository
  * (a link) is an error: it would show the sandbox what is not the
  * repository's. The number of folders, or -errno with err set.
@@ -228,6 +229,15 @@ repo_pypath(const char *root, const struct repocfg *rc, char **dirs, char *err, 
 		}
 		if (stat(want, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;	/* the default's src/ where there is none */
+		/*
+		 * Run as root, the sandbox's user is another (nobody): a folder
+		 * it may not read would fail every load of the module (the
+		 * runner's checkouts are 0750), so it is left off the path, as
+		 * before there was one: a module that imports only what sits
+		 * beside it still loads.
+		 */
+		if (geteuid() == 0 && (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH))
+			continue;
 		if (!realpath(want, real) || strncmp(real, top, len) ||
 		    (real[len] != '\0' && real[len] != '/')) {
 			snprintf(err, errlen, "%s: python_path %.200s is not a folder of the "
