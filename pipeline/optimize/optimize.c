@@ -229,6 +229,13 @@ repo_pypath(const char *root, const struct repocfg *rc, char **dirs, char *err, 
 		}
 		if (stat(want, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;	/* the default's src/ where there is none */
+		if (!realpath(want, real) || strncmp(real, top, len) ||
+		    (real[len] != '\0' && real[len] != '/')) {
+			snprintf(err, errlen, "%s: python_path %.200s is not a folder of the "
+			    "repository", REPOCFG_FILE, rel);
+			error = -EINVAL;
+			break;
+		}
 		/*
 		 * Run as root, the sandbox's user is another (nobody): a folder
 		 * it may not read would fail every load of the module (the
@@ -238,13 +245,6 @@ repo_pypath(const char *root, const struct repocfg *rc, char **dirs, char *err, 
 		 */
 		if (geteuid() == 0 && (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH))
 			continue;
-		if (!realpath(want, real) || strncmp(real, top, len) ||
-		    (real[len] != '\0' && real[len] != '/')) {
-			snprintf(err, errlen, "%s: python_path %.200s is not a folder of the "
-			    "repository", REPOCFG_FILE, rel);
-			error = -EINVAL;
-			break;
-		}
 		if (!(dirs[n++] = strdup(real))) {
 			error = -ENOMEM;
 			break;
